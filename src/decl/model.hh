@@ -1,0 +1,104 @@
+// The declaration model: what an operator asks one node to hold. Plain values,
+// produced by parse.hh from TOML text and validated there; nothing here does I/O.
+#pragma once
+
+#include <sys/types.h>
+
+#include <map>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "util/digest.hh"
+
+namespace mesh::decl {
+
+enum class Kind { File, Directory, Link, Archive, Credential, Process };
+
+const char* kindName(Kind k);                   // "file", "directory", …
+std::optional<Kind> kindFromName(std::string_view name);
+
+// Where something was written in a declaration, for error messages.
+struct Position {
+  std::string file;
+  int line = 0;
+  int column = 0;
+  std::string str() const;  // "decl.toml:12:3" (or "decl.toml" when no line is known)
+};
+
+// Owner/group as declared: a name, or a numeric id written as a string.
+struct Principal {
+  std::string name;
+  bool operator==(const Principal&) const = default;
+};
+
+struct FileSpec {
+  std::string path;                    // absolute, normalised, as on the node
+  std::optional<std::string> content;  // inline content, or
+  std::optional<Digest> blob;          // a blob from the blob source (exactly one of the two)
+  mode_t mode = 0644;
+  std::optional<Principal> owner, group;
+};
+
+struct DirectorySpec {
+  std::string path;
+  mode_t mode = 0755;
+  std::optional<Principal> owner, group;
+};
+
+struct LinkSpec {
+  std::string path;
+  std::string target;  // verbatim; may be relative
+};
+
+struct ArchiveSpec {
+  std::string path;  // the directory the bundle is unpacked at
+  Digest bundle;
+  uint64_t maxEntries = 100000;
+  uint64_t maxBytes = uint64_t{4} << 30;  // 4 GiB unpacked
+};
+
+struct CredentialSpec {
+  std::string path;
+  std::optional<std::string> from;    // local file (development); absolute after parsing
+  std::optional<std::string> sealed;  // sealed to the node's key
+  mode_t mode = 0600;
+  std::optional<Principal> owner, group;
+};
+
+// A unit value: most keys take one string; some (Environment, ExecStartPre…) may
+// be given as an array, which renders as one line per element.
+using UnitValue = std::vector<std::string>;
+
+struct ProcessSpec {
+  Digest bundle;
+  std::map<std::string, UnitValue> unit;  // sorted by key
+  std::string service;                    // "<module>.service" unless named
+};
+
+using Spec =
+    std::variant<FileSpec, DirectorySpec, LinkSpec, ArchiveSpec, CredentialSpec, ProcessSpec>;
+
+struct Resource {
+  std::string id;      // "<module>.<name>"
+  std::string module;
+  std::string name;
+  Kind kind = Kind::File;
+  Position pos;        // of the resource's table header
+  std::vector<std::string> requires_;   // resource ids
+  std::vector<std::string> restartOn;   // resource ids (process only)
+  Spec spec;
+
+  // The managed path on the node; empty for a process.
+  const std::string& path() const;
+};
+
+struct Declaration {
+  std::string source;               // file name as given, for messages
+  std::optional<std::string> node;  // when declared, matches --node
+  std::vector<Resource> resources;  // in apply order: requires (and implied parents) first
+  Digest digest;                    // of the exact text
+};
+
+}  // namespace mesh::decl

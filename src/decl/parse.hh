@@ -1,0 +1,33 @@
+// Declaration loading. Parsing is pure (text in, model out) so it tests on plain
+// strings; loadDeclaration adds the file read. Every error is an InputError whose
+// message names file:line:column, what is wrong and what to do; when there are
+// several, all are reported, one per line.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <string_view>
+
+#include "decl/model.hh"
+
+namespace mesh::decl {
+
+struct ParseOptions {
+  // --node: a declared `node` must equal it.
+  std::string node;
+  // Directory that a relative credential `from` is resolved against (the
+  // declaration file's directory).
+  std::string baseDir = ".";
+  // Do these users/groups exist on this node? Names that do not are errors.
+  // Unset: every name is accepted (pure unit tests).
+  std::function<bool(const std::string&)> userExists;
+  std::function<bool(const std::string&)> groupExists;
+};
+
+Declaration parseDeclaration(std::string_view text, const std::string& source,
+                             const ParseOptions& options);
+
+// Reads `path` and parses it; users and groups are checked against this node.
+Declaration loadDeclaration(const std::string& path, ParseOptions options);
+
+}  // namespace mesh::decl

@@ -1,0 +1,133 @@
+// The durable state store: one SQLite file (<state-dir>/state.db) in WAL mode.
+// It remembers, per resource, what mesh-host last wrote (a hint and a fast path,
+// never the only evidence), the numbered cycles, a bounded history of outcomes
+// that were not `unchanged`, and every distinct declaration applied
+// (generations). docs/state-store.md describes every table.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace mesh::state {
+
+struct Record {
+  std::string id;      // "<module>.<name>"
+  std::string module;
+  std::string kind;    // "file", "directory", …
+  std::string path;    // managed path on the node ("" for a process)
+  std::string want;    // digest the declaration asked for, as "sha256:…"
+  std::string wrote;   // digest the machine held after the last cycle ("" unknown)
+  std::string outcome;  // last outcome: created/updated/unchanged/removed/failed
+  std::string reason;
+  std::string detail;
+  int64_t changedAt = 0;     // unix ms of the last created/updated
+  int64_t changedCycle = 0;  // cycle of the last created/updated
+  int64_t changes = 0;       // how many times created/updated, ever
+  std::string observed;      // kind-specific fast-path data (stat fingerprint, manifest)
+  bool operator==(const Record&) const = default;
+};
+
+struct Cycle {
+  int64_t cycle = 0;
+  int64_t startedAt = 0;   // unix ms
+  int64_t finishedAt = 0;  // unix ms, 0 while running (or crashed)
+  int64_t generation = 0;
+  int64_t created = 0, updated = 0, unchanged = 0, removed = 0, failed = 0;
+  int64_t ms = 0;
+};
+
+struct HistoryEntry {
+  int64_t cycle = 0;
+  std::string id;
+  std::string outcome;
+  std::string reason;
+  std::string want;
+  std::string wrote;
+  int64_t at = 0;  // unix ms
+};
+
+struct Generation {
+  int64_t generation = 0;
+  std::string digest;  // of the declaration text
+  int64_t firstAppliedAt = 0;
+  int64_t lastAppliedAt = 0;
+};
+
+class Store {
+ public:
+  enum class Access { ReadWrite, ReadOnly };
+
+  // Opens (creating when ReadWrite) <stateDir>/state.db. Throws mesh::Error when
+  // the file is not a mesh-host store, or its schema is newer than this build.
+  static Store open(const std::string& stateDir, Access access = Access::ReadWrite);
+  Store(Store&&) noexcept;
+  Store& operator=(Store&&) noexcept;
+  ~Store();
+
+  static constexpr int kSchemaVersion = 1;
+  // History keeps the outcomes of the last this-many cycles.
+  static constexpr int64_t kHistoryCycles = 200;
+
+  std::unordered_map<std::string, Record> loadRecords();
+  std::optional<Record> record(const std::string& id);
+
+  // All writes below run inside the current transaction when there is one.
+  void putRecord(const Record& r);
+  void deleteRecord(const std::string& id);
+
+  int64_t beginCycle(int64_t startedAt, int64_t generation);  // returns the new number
+  void finishCycle(const Cycle& c);
+  void addHistory(const HistoryEntry& h);  // trims entries older than kHistoryCycles
+
+  // Returns the generation number of this declaration text, adding it when new.
+  int64_t recordGeneration(const std::string& digest, const std::string& text, int64_t now);
+  std::vector<Generation> generations();
+  std::optional<std::string> generationText(int64_t generation);
+
+  std::optional<Cycle> lastCycle();
+  int64_t cycleCount();
+  // Newest first; an empty id means every resource.
+  std::vector<HistoryEntry> history(const std::string& id, int64_t limit);
+
+  // A transaction that rolls back unless committed.
+  class Txn {
+   public:
+    explicit Txn(Store& s);
+    Txn(const Txn&) = delete;
+    Txn& operator=(const Txn&) = delete;
+    ~Txn();
+    void commit();
+
+   private:
+    Store* store_;
+    bool done_ = false;
+  };
+
+ private:
+  struct Impl;
+  explicit Store(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// One writer per state dir: an flock on <stateDir>/lock, held for the object's
+// life. Acquire blocks (after saying so on stderr) when another mesh-host holds it.
+class StateLock {
+ public:
+  enum class Kind { Exclusive, Shared };
+  static StateLock acquire(const std::string& stateDir, Kind kind);
+  // Non-blocking: nullopt when another process holds it.
+  static std::optional<StateLock> tryAcquire(const std::string& stateDir, Kind kind);
+  StateLock(StateLock&&) noexcept;
+  StateLock& operator=(StateLock&&) noexcept;
+  ~StateLock();
+
+ private:
+  StateLock() = default;
+  int fd_ = -1;
+};
+
+}  // namespace mesh::state

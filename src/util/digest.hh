@@ -1,0 +1,62 @@
+// Content digests: "sha256:<64 hex>". A Digest is a validated value; the empty
+// Digest means "nothing" (no content known) and renders as "".
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace mesh {
+
+class Digest {
+ public:
+  Digest() = default;  // none
+  static Digest none() { return {}; }
+  // Parses "sha256:<64 lowercase hex>"; nullopt when malformed.
+  static std::optional<Digest> parse(std::string_view text);
+  static Digest ofBytes(std::string_view bytes);
+  // Hashes a file's content; throws SysError when it cannot be read.
+  static Digest ofFile(const std::string& path);
+  static Digest fromRaw(const std::array<uint8_t, 32>& raw);
+
+  bool empty() const { return hex_.empty(); }
+  const std::string& hex() const { return hex_; }
+  std::string str() const { return hex_.empty() ? std::string() : "sha256:" + hex_; }
+  // A short form for human output: "sha256:0123456789ab".
+  std::string shortStr() const { return hex_.empty() ? "-" : "sha256:" + hex_.substr(0, 12); }
+
+  bool operator==(const Digest&) const = default;
+
+ private:
+  std::string hex_;
+};
+
+// Streaming SHA-256.
+class Hasher {
+ public:
+  Hasher();
+  void update(std::string_view bytes);
+  Digest finish();
+
+ private:
+  alignas(64) unsigned char state_[256];
+};
+
+// Builds a want digest from labelled fields; every field is length-prefixed so
+// ("ab","c") and ("a","bc") differ. The first field should be the scheme name
+// and version (e.g. "file/1") so a change of scheme changes every want.
+class WantBuilder {
+ public:
+  explicit WantBuilder(std::string_view scheme);
+  WantBuilder& add(std::string_view key, std::string_view value);
+  Digest finish() { return h_.finish(); }
+
+ private:
+  Hasher h_;
+};
+
+std::string toHex(const unsigned char* data, size_t n);
+
+}  // namespace mesh

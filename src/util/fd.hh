@@ -1,0 +1,54 @@
+// RAII file descriptor and a scope guard.
+#pragma once
+
+#include <unistd.h>
+
+#include <utility>
+
+namespace mesh {
+
+class Fd {
+ public:
+  Fd() = default;
+  explicit Fd(int fd) : fd_(fd) {}
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  Fd(Fd&& o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
+  Fd& operator=(Fd&& o) noexcept {
+    if (this != &o) {
+      reset();
+      fd_ = std::exchange(o.fd_, -1);
+    }
+    return *this;
+  }
+  ~Fd() { reset(); }
+
+  int get() const { return fd_; }
+  explicit operator bool() const { return fd_ >= 0; }
+  int release() { return std::exchange(fd_, -1); }
+  void reset() {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+  }
+
+ private:
+  int fd_ = -1;
+};
+
+template <typename F>
+class Finally {
+ public:
+  explicit Finally(F f) : f_(std::move(f)) {}
+  Finally(const Finally&) = delete;
+  Finally& operator=(const Finally&) = delete;
+  ~Finally() {
+    if (armed_) f_();
+  }
+  void dismiss() { armed_ = false; }
+
+ private:
+  F f_;
+  bool armed_ = true;
+};
+
+}  // namespace mesh

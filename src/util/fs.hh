@@ -1,0 +1,69 @@
+// File system helpers: atomic writes, observation without following links,
+// and the stat fingerprint that lets a no-op cycle skip re-hashing.
+#pragma once
+
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace mesh {
+
+// What a stat says of one path, with no link followed. nullopt: nothing there.
+std::optional<struct stat> lstatPath(const std::string& path);
+
+// Ownership to set on a written path; -1 leaves that id as the writer's.
+struct Ownership {
+  uid_t uid = static_cast<uid_t>(-1);
+  gid_t gid = static_cast<gid_t>(-1);
+};
+
+// Replaces `path` with `content`: a temp file beside it (O_EXCL|O_CLOEXEC),
+// write, fchmod, fchown, fsync, rename over the target, fsync the directory.
+// A crash at any point leaves the old or the new file; the temp file is removed
+// on any error. Creates missing parent directories (0755).
+void atomicWrite(const std::string& path, std::string_view content, mode_t mode,
+                 Ownership owner = {});
+
+// Replaces whatever is at `path` with a symlink to `target`, atomically.
+void atomicSymlink(const std::string& path, const std::string& target);
+
+// Reads a whole file; throws SysError. nullopt when it does not exist.
+std::optional<std::string> readFile(const std::string& path);
+
+// mkdir -p with mode for the directories it creates.
+void makeDirs(const std::string& path, mode_t mode = 0755);
+
+// fsync a directory so a rename in it is durable.
+void syncDir(const std::string& dir);
+
+std::string parentOf(const std::string& path);
+std::string baseName(const std::string& path);
+
+// Removes a tree without following links (like rm -rf). Missing is fine.
+void removeTree(const std::string& path);
+
+// A fingerprint of a file's identity and metadata. When the recorded fingerprint
+// equals a fresh lstat, the content has not been written since (every write
+// moves ctime), so the recorded content digest still holds.
+struct Fingerprint {
+  uint64_t dev = 0, ino = 0, size = 0;
+  int64_t mtimeNs = 0, ctimeNs = 0;
+  uint32_t mode = 0, uid = 0, gid = 0;
+
+  static Fingerprint of(const struct stat& st);
+  // Text form for the state store; parse returns nullopt on anything malformed.
+  std::string str() const;
+  static std::optional<Fingerprint> parse(std::string_view text);
+  bool operator==(const Fingerprint&) const = default;
+};
+
+// A fingerprint taken within the file system's timestamp granularity of its own
+// ctime could miss a write that lands in the same tick ("racy" in git's words);
+// such a fingerprint must not be trusted.
+bool fingerprintIsRacy(const struct stat& st);
+
+}  // namespace mesh

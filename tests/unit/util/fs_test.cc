@@ -1,0 +1,96 @@
+#include "util/fs.hh"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+#include "util/error.hh"
+
+namespace mesh {
+namespace {
+
+class FsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/mesh-fs-test.XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl), nullptr);
+    dir = tmpl;
+  }
+  void TearDown() override { std::filesystem::remove_all(dir); }
+  std::string dir;
+};
+
+TEST_F(FsTest, AtomicWriteCreatesParentsAndSetsMode) {
+  auto p = dir + "/a/b/c.txt";
+  atomicWrite(p, "hello", 0640);
+  EXPECT_EQ(readFile(p).value(), "hello");
+  auto st = lstatPath(p);
+  ASSERT_TRUE(st);
+  EXPECT_EQ(st->st_mode & 07777, 0640u);
+}
+
+TEST_F(FsTest, AtomicWriteReplacesAndLeavesNoTempFiles) {
+  auto p = dir + "/f";
+  atomicWrite(p, "one", 0644);
+  auto before = lstatPath(p)->st_ino;
+  atomicWrite(p, "two", 0644);
+  EXPECT_EQ(readFile(p).value(), "two");
+  EXPECT_NE(lstatPath(p)->st_ino, before);  // a new inode renamed over the old one
+  int entries = 0;
+  for (auto& e : std::filesystem::directory_iterator(dir)) {
+    (void)e;
+    ++entries;
+  }
+  EXPECT_EQ(entries, 1);
+}
+
+TEST_F(FsTest, AtomicWriteFailsCleanlyWhenParentIsAFile) {
+  atomicWrite(dir + "/file", "x", 0644);
+  EXPECT_THROW(atomicWrite(dir + "/file/child", "y", 0644), Error);
+  EXPECT_EQ(readFile(dir + "/file").value(), "x");
+}
+
+TEST_F(FsTest, LstatMissingIsNullopt) { EXPECT_FALSE(lstatPath(dir + "/nope")); }
+
+TEST_F(FsTest, AtomicSymlinkReplacesTarget) {
+  atomicSymlink(dir + "/l", "one");
+  atomicSymlink(dir + "/l", "two");
+  EXPECT_EQ(std::filesystem::read_symlink(dir + "/l").string(), "two");
+}
+
+TEST_F(FsTest, RemoveTreeDoesNotFollowLinks) {
+  auto outside = dir + "/outside";
+  atomicWrite(outside + "/keep", "k", 0644);
+  atomicWrite(dir + "/tree/a/b", "x", 0644);
+  std::filesystem::create_directory_symlink(outside, dir + "/tree/link");
+  removeTree(dir + "/tree");
+  EXPECT_FALSE(lstatPath(dir + "/tree"));
+  EXPECT_EQ(readFile(outside + "/keep").value(), "k");
+}
+
+TEST_F(FsTest, FingerprintRoundTrip) {
+  atomicWrite(dir + "/f", "abc", 0600);
+  auto f = Fingerprint::of(*lstatPath(dir + "/f"));
+  auto parsed = Fingerprint::parse(f.str());
+  ASSERT_TRUE(parsed);
+  EXPECT_EQ(*parsed, f);
+  EXPECT_FALSE(Fingerprint::parse("1:2:3"));
+  EXPECT_FALSE(Fingerprint::parse(f.str() + "x"));
+}
+
+TEST_F(FsTest, FingerprintMovesWithAnyWrite) {
+  atomicWrite(dir + "/f", "abc", 0600);
+  auto before = Fingerprint::of(*lstatPath(dir + "/f"));
+  ASSERT_EQ(::chmod((dir + "/f").c_str(), 0644), 0);
+  EXPECT_NE(Fingerprint::of(*lstatPath(dir + "/f")), before);
+}
+
+TEST_F(FsTest, FreshlyWrittenFileIsRacy) {
+  atomicWrite(dir + "/f", "abc", 0600);
+  EXPECT_TRUE(fingerprintIsRacy(*lstatPath(dir + "/f")));
+}
+
+}  // namespace
+}  // namespace mesh
