@@ -99,6 +99,7 @@ struct Declaration {
   std::optional<std::string> node;  // when declared, matches --node
   std::vector<Resource> resources;  // in apply order: requires (and implied parents) first
   Digest digest;                    // of the exact text
+  std::string text;                 // the exact text (kept as a generation)
 };
 
 }  // namespace mesh::decl

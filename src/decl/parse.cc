@@ -1,1 +1,214 @@
-// placeholder: replaced by the declaration parser
+// The walk over a declaration's TOML: top level, modules, kinds, resources.
+// Each resource table is read by kinds.cc; checks across resources and the
+// apply order follow once every table has been read, so one run reports
+// every error it can find.
+#include "decl/parse.hh"
+
+#include <grp.h>
+#include <pwd.h>
+#include <unistd.h>
+
+#include <toml++/toml.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <tuple>
+
+#include "decl/fields.hh"
+#include "decl/kinds.hh"
+#include "decl/order.hh"
+#include "decl/validate.hh"
+#include "util/fs.hh"
+
+namespace mesh::decl {
+
+namespace {
+
+constexpr std::string_view kKinds = "file, directory, link, archive, credential, process";
+constexpr std::string_view kNameRule = "use letters, digits, '_' and '-'";
+
+// toml++ says "Error while parsing <thing>: <what>"; lead with the what.
+std::string syntaxMessage(const toml::parse_error& e) {
+  std::string text(e.description());
+  constexpr std::string_view prefix = "Error while parsing ";
+  if (auto colon = text.find(": "); text.starts_with(prefix) && colon != std::string::npos)
+    text = fmt::format("{} (while parsing {})", text.substr(colon + 2),
+                       text.substr(prefix.size(), colon - prefix.size()));
+  if (text.find("redefine") != std::string::npos)
+    return text +
+           "; a resource [module.<module>.<kind>.<name>] and each key in it may be "
+           "declared only once: merge the two or rename one";
+  return text + "; fix the TOML syntax";
+}
+
+class Walker {
+ public:
+  Walker(Diagnostics& diags, const ParseOptions& options) : diags_(diags), options_(options) {}
+
+  std::optional<std::string> root(const toml::table& root);
+  std::vector<Draft> takeDrafts() { return std::move(drafts_); }
+
+ private:
+  Position at(const toml::source_region& source) const { return positionOf(diags_, source); }
+  void modules(const toml::node& node);
+  void module(const std::string& module, const toml::table& table);
+  void kind(const std::string& module, Kind kind, const toml::table& table);
+
+  Diagnostics& diags_;
+  const ParseOptions& options_;
+  std::vector<Draft> drafts_;
+};
+
+std::optional<std::string> Walker::root(const toml::table& root) {
+  Fields top(root, diags_.at(1, 1), "the top level", diags_);
+  top.rejectUnknown({"node", "module"});
+  std::optional<std::string> node = top.string("node", Text::Line);
+  if (node && *node != options_.node) {
+    std::string here = options_.node.empty() ? "no --node was given"
+                                             : fmt::format("this is node '{}'", options_.node);
+    top.error(top.at(*root.get("node")),
+              fmt::format("declaration is for node '{}' but {} (--node); apply it on node '{}' "
+                          "or change 'node'",
+                          shown(*node), here, shown(*node)));
+  }
+  if (const toml::node* m = root.get("module")) modules(*m);
+  return node;
+}
+
+void Walker::modules(const toml::node& node) {
+  const auto* table = node.as_table();
+  if (!table) {
+    diags_.error(at(node.source()),
+                 fmt::format("'module' must be a table, not {}; declare resources as "
+                             "[module.<module>.<kind>.<name>] tables",
+                             typeName(node.type())));
+    return;
+  }
+  for (auto&& [key, value] : *table) {
+    std::string name(key.str());
+    if (!validName(name)) {
+      diags_.error(at(key.source()),
+                   fmt::format("invalid module name '{}'; {}", shown(name), kNameRule));
+    } else if (const auto* moduleTable = value.as_table()) {
+      module(name, *moduleTable);
+    } else {
+      diags_.error(at(value.source()),
+                   fmt::format("module '{}' must be a table of resource kinds, not {}; declare "
+                               "resources as [module.{}.<kind>.<name>] tables",
+                               name, typeName(value.type()), name));
+    }
+  }
+}
+
+void Walker::module(const std::string& module, const toml::table& table) {
+  for (auto&& [key, value] : table) {
+    auto kindOf = kindFromName(key.str());
+    if (!kindOf) {
+      diags_.error(at(key.source()),
+                   fmt::format("unknown key '{}' in module {}; allowed keys (resource kinds): {}",
+                               shown(key.str()), module, kKinds));
+    } else if (const auto* kindTable = value.as_table()) {
+      kind(module, *kindOf, *kindTable);
+    } else {
+      diags_.error(at(value.source()),
+                   fmt::format("'{}' in module {} must be a table of resources, not {}; declare "
+                               "them as [module.{}.{}.<name>] tables",
+                               key.str(), module, typeName(value.type()), module, key.str()));
+    }
+  }
+}
+
+void Walker::kind(const std::string& module, Kind kind, const toml::table& table) {
+  for (auto&& [key, value] : table) {
+    std::string name(key.str());
+    if (!validName(name)) {
+      diags_.error(at(key.source()), fmt::format("invalid resource name '{}' in module {}; {}",
+                                                 shown(name), module, kNameRule));
+      continue;
+    }
+    const auto* resource = value.as_table();
+    if (!resource) {
+      diags_.error(at(value.source()),
+                   fmt::format("{} {}.{} must be a table, not {}; write [module.{}.{}.{}] with "
+                               "its keys below it",
+                               kindName(kind), module, name, typeName(value.type()), module,
+                               kindName(kind), name));
+      continue;
+    }
+    // An inline table's "{" is less telling than its name.
+    Position pos = resource->is_inline() ? at(key.source()) : at(resource->source());
+    drafts_.push_back(readResource({module, name, kind, pos}, *resource, diags_, options_));
+  }
+}
+
+// getpwnam_r/getgrnam_r with a buffer that grows until the entry fits.
+template <typename Entry, typename Lookup>
+bool entryExists(const std::string& name, int sizeHint, Lookup lookup) {
+  long hint = ::sysconf(sizeHint);
+  std::vector<char> buffer(hint > 0 ? static_cast<size_t>(hint) : 16384);
+  for (;;) {
+    Entry entry{};
+    Entry* result = nullptr;
+    int rc = lookup(name.c_str(), &entry, buffer.data(), buffer.size(), &result);
+    if (rc == ERANGE && buffer.size() < (size_t{1} << 20)) {
+      buffer.resize(buffer.size() * 2);
+      continue;
+    }
+    return rc == 0 && result != nullptr;
+  }
+}
+
+}  // namespace
+
+Declaration parseDeclaration(std::string_view text, const std::string& source,
+                             const ParseOptions& options) {
+  Diagnostics diags(source);
+  toml::table root;
+  try {
+    root = toml::parse(text, std::string_view(source));
+  } catch (const toml::parse_error& e) {
+    diags.error(positionOf(diags, e.source()), syntaxMessage(e));
+    diags.throwIfAny();
+  }
+
+  Declaration decl;
+  decl.source = source;
+  decl.digest = Digest::ofBytes(text);
+  decl.text = std::string(text);
+  Walker walker(diags, options);
+  decl.node = walker.root(root);
+
+  std::vector<Draft> drafts = walker.takeDrafts();
+  std::stable_sort(drafts.begin(), drafts.end(), [](const Draft& a, const Draft& b) {
+    return std::tie(a.resource.pos.line, a.resource.pos.column) <
+           std::tie(b.resource.pos.line, b.resource.pos.column);
+  });
+  checkAcross(drafts, diags);
+  decl.resources = applyOrder(std::move(drafts), diags);
+  diags.throwIfAny();
+  return decl;
+}
+
+Declaration loadDeclaration(const std::string& path, ParseOptions options) {
+  std::optional<std::string> text;
+  try {
+    text = readFile(path);
+  } catch (const SysError& e) {
+    throw InputError("cannot read declaration {}: {}", path, std::strerror(e.err()));
+  }
+  if (!text) throw InputError("cannot read declaration {}: {}", path, std::strerror(ENOENT));
+
+  if (options.baseDir.empty() || options.baseDir == ".") options.baseDir = parentOf(path);
+  if (!options.userExists)
+    options.userExists = [](const std::string& name) {
+      return entryExists<struct passwd>(name, _SC_GETPW_R_SIZE_MAX, ::getpwnam_r);
+    };
+  if (!options.groupExists)
+    options.groupExists = [](const std::string& name) {
+      return entryExists<struct group>(name, _SC_GETGR_R_SIZE_MAX, ::getgrnam_r);
+    };
+  return parseDeclaration(*text, path, options);
+}
+
+}  // namespace mesh::decl

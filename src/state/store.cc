@@ -1,1 +1,248 @@
-// placeholder: replaced by the state store
+#include "state/store.hh"
+
+#include "state/store_impl.hh"
+
+namespace mesh::state {
+
+namespace {
+
+constexpr const char* kRecordColumns =
+    "id, module, kind, path, want, wrote, outcome, reason, detail, changed_at, changed_cycle, "
+    "changes, observed";
+
+Record readRecord(const Query& q) {
+  Record r;
+  r.id = q.text(0);
+  r.module = q.text(1);
+  r.kind = q.text(2);
+  r.path = q.text(3);
+  r.want = q.text(4);
+  r.wrote = q.text(5);
+  r.outcome = q.text(6);
+  r.reason = q.text(7);
+  r.detail = q.text(8);
+  r.changedAt = q.integer(9);
+  r.changedCycle = q.integer(10);
+  r.changes = q.integer(11);
+  r.observed = q.text(12);
+  return r;
+}
+
+constexpr const char* kCycleColumns =
+    "cycle, started_at, finished_at, generation, created, updated, unchanged, removed, failed, ms";
+
+Cycle readCycle(const Query& q) {
+  Cycle c;
+  c.cycle = q.integer(0);
+  c.startedAt = q.integer(1);
+  c.finishedAt = q.integer(2);
+  c.generation = q.integer(3);
+  c.created = q.integer(4);
+  c.updated = q.integer(5);
+  c.unchanged = q.integer(6);
+  c.removed = q.integer(7);
+  c.failed = q.integer(8);
+  c.ms = q.integer(9);
+  return c;
+}
+
+}  // namespace
+
+Statements::Statements(Db& db)
+    : loadRecords(db, fmt::format("SELECT {} FROM records", kRecordColumns).c_str(),
+                  "loading resource records"),
+      countRecords(db, "SELECT count(*) FROM records", "counting resource records"),
+      record(db, fmt::format("SELECT {} FROM records WHERE id = ?", kRecordColumns).c_str(),
+             "reading a resource record"),
+      putRecord(db,
+                "INSERT INTO records (id, module, kind, path, want, wrote, outcome, reason, "
+                "detail, changed_at, changed_cycle, changes, observed) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                "ON CONFLICT (id) DO UPDATE SET module = excluded.module, "
+                "kind = excluded.kind, path = excluded.path, want = excluded.want, "
+                "wrote = excluded.wrote, outcome = excluded.outcome, "
+                "reason = excluded.reason, detail = excluded.detail, "
+                "changed_at = excluded.changed_at, changed_cycle = excluded.changed_cycle, "
+                "changes = excluded.changes, observed = excluded.observed",
+                "saving a resource record"),
+      deleteRecord(db, "DELETE FROM records WHERE id = ?", "deleting a resource record"),
+      addHistory(db,
+                 "INSERT INTO history (cycle, id, outcome, reason, want, wrote, at) "
+                 "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                 "adding a history entry"),
+      trimHistory(db, "DELETE FROM history WHERE cycle <= ?", "trimming old history") {}
+
+Store::Store(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Store::Store(Store&&) noexcept = default;
+Store& Store::operator=(Store&&) noexcept = default;
+Store::~Store() = default;
+
+std::unordered_map<std::string, Record> Store::loadRecords() {
+  std::unordered_map<std::string, Record> out;
+  // Sized up front: rehashing 10,000 nodes costs as much as reading them.
+  if (auto c = impl_->st->countRecords.start(); c.next()) out.reserve(c.integer(0));
+  auto q = impl_->st->loadRecords.start();
+  while (q.next()) {
+    Record r = readRecord(q);
+    std::string id = r.id;
+    out.emplace(std::move(id), std::move(r));
+  }
+  return out;
+}
+
+std::optional<Record> Store::record(const std::string& id) {
+  auto q = impl_->st->record.start();
+  q.bind(id);
+  if (!q.next()) return std::nullopt;
+  return readRecord(q);
+}
+
+void Store::putRecord(const Record& r) {
+  auto q = impl_->st->putRecord.start();
+  q.bind(r.id).bind(r.module).bind(r.kind).bind(r.path).bind(r.want).bind(r.wrote);
+  q.bind(r.outcome).bind(r.reason).bind(r.detail).bind(r.changedAt).bind(r.changedCycle);
+  q.bind(r.changes).bind(r.observed).run();
+}
+
+void Store::deleteRecord(const std::string& id) {
+  impl_->st->deleteRecord.start().bind(id).run();
+}
+
+int64_t Store::beginCycle(int64_t startedAt, int64_t generation) {
+  Stmt s(impl_->db, "INSERT INTO cycles (started_at, generation) VALUES (?, ?) RETURNING cycle",
+         "starting a cycle");
+  auto q = s.start();
+  q.bind(startedAt).bind(generation);
+  if (!q.next())
+    throw Error("state store {}: starting a cycle returned no number", impl_->db.path());
+  int64_t cycle = q.integer(0);
+  q.run();  // step to the end so the insert completes (and autocommits) here
+  return cycle;
+}
+
+void Store::finishCycle(const Cycle& c) {
+  Stmt s(impl_->db,
+         "UPDATE cycles SET finished_at = ?, generation = ?, created = ?, updated = ?, "
+         "unchanged = ?, removed = ?, failed = ?, ms = ? WHERE cycle = ?",
+         "finishing a cycle");
+  s.start()
+      .bind(c.finishedAt)
+      .bind(c.generation)
+      .bind(c.created)
+      .bind(c.updated)
+      .bind(c.unchanged)
+      .bind(c.removed)
+      .bind(c.failed)
+      .bind(c.ms)
+      .bind(c.cycle)
+      .run();
+  if (sqlite3_changes(impl_->db.get()) == 0)
+    throw Error("state store {}: cannot finish cycle {}: it was never begun", impl_->db.path(),
+                c.cycle);
+}
+
+void Store::addHistory(const HistoryEntry& h) {
+  if (h.cycle != impl_->trimmedForCycle) {
+    impl_->st->trimHistory.start().bind(h.cycle - kHistoryCycles).run();
+    impl_->trimmedForCycle = h.cycle;
+  }
+  auto q = impl_->st->addHistory.start();
+  q.bind(h.cycle).bind(h.id).bind(h.outcome).bind(h.reason).bind(h.want).bind(h.wrote);
+  q.bind(h.at).run();
+}
+
+int64_t Store::recordGeneration(const std::string& digest, const std::string& text, int64_t now) {
+  Stmt s(impl_->db,
+         "INSERT INTO generations (digest, text, first_applied_at, last_applied_at) "
+         "VALUES (?, ?, ?, ?) ON CONFLICT (digest) DO UPDATE SET "
+         "last_applied_at = max(last_applied_at, excluded.last_applied_at) RETURNING generation",
+         "recording a declaration generation");
+  auto q = s.start();
+  q.bind(digest).bind(text).bind(now).bind(now);
+  if (!q.next())
+    throw Error("state store {}: recording a generation returned no number", impl_->db.path());
+  int64_t generation = q.integer(0);
+  q.run();
+  return generation;
+}
+
+std::vector<Generation> Store::generations() {
+  Stmt s(impl_->db,
+         "SELECT generation, digest, first_applied_at, last_applied_at FROM generations "
+         "ORDER BY generation",
+         "listing generations");
+  std::vector<Generation> out;
+  auto q = s.start();
+  while (q.next()) out.push_back({q.integer(0), q.text(1), q.integer(2), q.integer(3)});
+  return out;
+}
+
+std::optional<std::string> Store::generationText(int64_t generation) {
+  Stmt s(impl_->db, "SELECT text FROM generations WHERE generation = ?",
+         "reading a declaration generation");
+  auto q = s.start();
+  q.bind(generation);
+  if (!q.next()) return std::nullopt;
+  return q.text(0);
+}
+
+std::optional<Cycle> Store::lastCycle() {
+  Stmt s(impl_->db,
+         fmt::format("SELECT {} FROM cycles ORDER BY cycle DESC LIMIT 1", kCycleColumns).c_str(),
+         "reading the last cycle");
+  auto q = s.start();
+  if (!q.next()) return std::nullopt;
+  return readCycle(q);
+}
+
+int64_t Store::cycleCount() {
+  return impl_->db.queryInt("SELECT count(*) FROM cycles", "counting cycles");
+}
+
+std::vector<HistoryEntry> Store::history(const std::string& id, int64_t limit) {
+  // Both orders are served by an index: (cycle) and (id, cycle) end in the rowid.
+  const char* sql =
+      id.empty() ? "SELECT cycle, id, outcome, reason, want, wrote, at FROM history "
+                   "ORDER BY cycle DESC, rowid DESC LIMIT ?"
+                 : "SELECT cycle, id, outcome, reason, want, wrote, at FROM history WHERE id = ? "
+                   "ORDER BY cycle DESC, rowid DESC LIMIT ?";
+  Stmt s(impl_->db, sql, "reading history");
+  auto q = s.start();
+  if (!id.empty()) q.bind(id);
+  q.bind(limit > 0 ? limit : int64_t{-1});  // SQLite: a negative LIMIT means none
+  std::vector<HistoryEntry> out;
+  while (q.next())
+    out.push_back(
+        {q.integer(0), q.text(1), q.text(2), q.text(3), q.text(4), q.text(5), q.integer(6)});
+  return out;
+}
+
+Store::Txn::Txn(Store& s) : store_(&s) {
+  auto& impl = *s.impl_;
+  if (impl.inTxn)
+    throw Error("state store {}: a transaction is already open (they do not nest)", impl.db.path());
+  // IMMEDIATE takes the write lock now, so a busy store fails (after the busy
+  // timeout) here rather than halfway through a cycle's writes.
+  impl.db.exec("BEGIN IMMEDIATE", "starting a transaction");
+  impl.inTxn = true;
+}
+
+Store::Txn::~Txn() {
+  if (done_) return;
+  auto& impl = *store_->impl_;
+  // SQLite may already have rolled back on its own (e.g. after SQLITE_FULL).
+  if (!sqlite3_get_autocommit(impl.db.get()))
+    sqlite3_exec(impl.db.get(), "ROLLBACK", nullptr, nullptr, nullptr);
+  impl.inTxn = false;
+  impl.trimmedForCycle = 0;  // a trim inside the rolled-back transaction was undone too
+}
+
+void Store::Txn::commit() {
+  if (done_) throw Error("state store transaction committed twice");
+  auto& impl = *store_->impl_;
+  impl.db.exec("COMMIT", "committing a transaction");
+  done_ = true;
+  impl.inTxn = false;
+}
+
+}  // namespace mesh::state

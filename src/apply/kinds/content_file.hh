@@ -1,0 +1,34 @@
+// The steps shared by kinds that manage one regular file with content and
+// attributes: `file` and `credential`. They differ only in how content is named
+// (plain sha256, or a keyed digest for secrets) and whether it may be shown.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <string_view>
+
+#include "apply/context.hh"
+#include "apply/kinds/attributes.hh"
+#include "apply/outcome.hh"
+#include "state/store.hh"
+
+namespace mesh::apply {
+
+struct WantedContent {
+  std::string digest;  // what the wanted content hashes to, in the kind's scheme
+  // The same scheme's digest of a file on disk.
+  std::function<std::string(const std::string& hostPath)> digestOfFile;
+  // Calls `use` with the wanted bytes (read lazily: only when writing or diffing).
+  std::function<void(const std::function<void(std::string_view)>& use)> withBytes;
+  bool secret = false;  // never shown: diff is "(secret changed)"
+};
+
+Outcome reconcileContentFile(Context& ctx, const std::string& declaredPath, const Attributes& attrs,
+                             const Digest& want, const state::Record* rec,
+                             const WantedContent& content);
+
+// Removes the file `rec` describes when it still holds what was written.
+Outcome removeContentFile(Context& ctx, const state::Record& rec,
+                          const std::function<std::string(const std::string&)>& digestOfFile);
+
+}  // namespace mesh::apply

@@ -1,0 +1,59 @@
+// `file`: one regular file with inline `content` or a `blob` from the blob source.
+#include "apply/applier.hh"
+#include "apply/kinds/content_file.hh"
+#include "util/error.hh"
+#include "util/fs.hh"
+
+namespace mesh::apply {
+
+namespace {
+
+Attributes attributesOf(const decl::FileSpec& s) { return {s.mode, s.owner, s.group}; }
+
+Digest contentDigest(const decl::FileSpec& s) {
+  return s.blob ? *s.blob : Digest::ofBytes(s.content.value_or(""));
+}
+
+std::string sha256OfFile(const std::string& path) { return Digest::ofFile(path).str(); }
+
+class FileApplier : public Applier {
+ public:
+  Digest want(Context&, const decl::Resource& r) const override {
+    const auto& s = std::get<decl::FileSpec>(r.spec);
+    WantBuilder w("file/1");
+    w.add("content", contentDigest(s).str());
+    addAttributes(w, attributesOf(s));
+    return w.finish();
+  }
+
+  Outcome reconcile(Context& ctx, const decl::Resource& r, const Digest& want,
+                    const state::Record* rec) const override {
+    const auto& s = std::get<decl::FileSpec>(r.spec);
+    WantedContent c;
+    c.digest = contentDigest(s).str();
+    c.digestOfFile = sha256OfFile;
+    c.withBytes = [&](const std::function<void(std::string_view)>& use) {
+      if (!s.blob) return use(s.content.value_or(""));
+      auto path = ctx.blobs().fetch(*s.blob);
+      auto bytes = readFile(path);
+      if (!bytes) throw Error("blob {} vanished from {}", s.blob->str(), path);
+      if (Digest::ofBytes(*bytes) != *s.blob)
+        throw Error("blob {} changed while being read from {}", s.blob->str(), path);
+      use(*bytes);
+    };
+    return reconcileContentFile(ctx, s.path, attributesOf(s), want, rec, c);
+  }
+
+  Outcome remove(Context& ctx, const state::Record& rec) const override {
+    return removeContentFile(ctx, rec, sha256OfFile);
+  }
+};
+
+}  // namespace
+
+const Applier& fileApplier() {
+  static const FileApplier a;
+  return a;
+}
+
+}  // namespace mesh::apply

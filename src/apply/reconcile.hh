@@ -1,0 +1,40 @@
+// One cycle over a whole declaration: every declared resource in apply order,
+// then the pruning of what is no longer declared. Plan and apply run this same
+// code; the context's gate decides whether anything is written.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "apply/context.hh"
+#include "apply/outcome.hh"
+#include "decl/model.hh"
+#include "state/store.hh"
+
+namespace mesh::apply {
+
+struct ResourceResult {
+  std::string id;
+  std::string module;
+  std::string kind;
+  Outcome outcome;
+};
+
+struct CycleReport {
+  int64_t cycle = 0;  // 0 for a plan
+  std::vector<ResourceResult> results;
+  int64_t created = 0, updated = 0, unchanged = 0, removed = 0, failed = 0;
+  int64_t ms = 0;
+  bool anyFailed() const { return failed > 0; }
+  bool anyChange() const { return created + updated + removed > 0; }
+};
+
+// `store` may be null only when planning on a node with no state store yet.
+// `text` is the declaration's exact text, kept as a generation.
+CycleReport runCycle(Context& ctx, const decl::Declaration& d, const std::string& text,
+                     state::Store* store);
+
+int64_t nowMs();
+
+}  // namespace mesh::apply

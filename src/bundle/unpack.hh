@@ -1,0 +1,70 @@
+// Bundles: archives (tar, tar.gz, tar.zst, zip) named by their content digest.
+// unpack() extracts one into a fresh directory, refusing anything that could
+// write outside it; the Manifest it returns describes the tree exactly, so a later
+// verify() can tell whether the tree on disk is still what was unpacked.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "util/digest.hh"
+
+namespace mesh::bundle {
+
+struct Limits {
+  uint64_t maxEntries = 100000;
+  uint64_t maxBytes = uint64_t{4} << 30;  // unpacked file bytes in total
+};
+
+struct Entry {
+  enum class Type { File, Directory, Symlink };
+  std::string path;  // relative to the root, '/'-separated, no leading "./"
+  Type type = Type::File;
+  mode_t mode = 0;     // permission bits as unpacked (setuid/setgid dropped)
+  uint64_t size = 0;   // files
+  Digest content;      // files: sha256 of the content
+  std::string target;  // symlinks
+  bool operator==(const Entry&) const = default;
+};
+
+struct Manifest {
+  std::vector<Entry> entries;  // sorted by path
+  uint64_t files() const;      // count of File entries
+  uint64_t bytes() const;      // sum of file sizes
+  // Stable text form (JSON) for the state store; parse returns nullopt when malformed.
+  std::string str() const;
+  static std::optional<Manifest> parse(const std::string& text);
+};
+
+// Unpacks `archivePath` into `destDir`, which must not exist yet and is created
+// 0755. Throws mesh::Error naming the offending entry and why when the archive is
+// malformed or hostile: absolute paths, ".." components, symlinks whose target
+// leaves destDir, hard links to anything outside or not yet unpacked, device
+// nodes, FIFOs, sockets, more than limits.maxEntries entries or limits.maxBytes
+// bytes. Nothing is ever written outside destDir (every path is opened relative to
+// it, component by component, without following links). On error destDir is
+// removed. Regular files get their mode from the archive minus setuid/setgid.
+Manifest unpack(const std::string& archivePath, const std::string& destDir, const Limits& limits);
+
+// Reads the archive without writing anything: the manifest unpack() would produce.
+Manifest readManifest(const std::string& archivePath, const Limits& limits);
+
+// Compares the tree at `dir` with `m`. Returns nullopt when identical, else a short
+// human reason: "changed: bin/x", "missing: etc/y", "unexpected: tmp/z", "mode of …".
+// `trusted` may carry per-path stat fingerprints (util/fs.hh Fingerprint::str(),
+// keyed by Entry::path) recorded when the tree was last verified; a file whose
+// fingerprint matches is not re-hashed. `fresh` receives the fingerprints seen now.
+// It is left empty when a difference is found, and holds only files whose content
+// was confirmed and whose fingerprint is not racy (fingerprintIsRacy), sorted by path.
+struct VerifyCache {
+  std::vector<std::pair<std::string, std::string>> fingerprints;  // sorted by path
+};
+std::optional<std::string> verify(const std::string& dir, const Manifest& m,
+                                  const VerifyCache* trusted = nullptr,
+                                  VerifyCache* fresh = nullptr);
+
+}  // namespace mesh::bundle

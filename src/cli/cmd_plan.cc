@@ -1,0 +1,41 @@
+// `mesh-host plan DECL`: what apply would do, with diffs. The same cycle as
+// apply with the context's gate closed; the state store is only read.
+#include <cstdio>
+#include <optional>
+
+#include "apply/reconcile.hh"
+#include "cli/commands.hh"
+#include "cli/output.hh"
+#include "state/store.hh"
+#include "util/fs.hh"
+
+namespace mesh::cli {
+
+int runPlan(const std::string& declPath, CommonOptions& o) {
+  o.resolve();
+  const auto declaration = loadDeclarationFor(declPath, o);
+  std::optional<state::StateLock> lock;
+  std::optional<state::Store> store;
+  if (lstatPath(o.stateDir + "/state.db")) {
+    lock = state::StateLock::acquire(o.stateDir, state::StateLock::Kind::Shared);
+    store = state::Store::open(o.stateDir, state::Store::Access::ReadOnly);
+  }
+  apply::Context ctx(o.settings(/*plan=*/true));
+  const auto report =
+      apply::runCycle(ctx, declaration, declaration.text, store ? &*store : nullptr);
+
+  if (o.json) {
+    std::puts(reportJson(report, o.node, true).dump().c_str());
+  } else {
+    for (const auto& r : report.results) {
+      if (!o.verbose && r.outcome.verdict() == apply::Verdict::Unchanged) continue;
+      std::puts(outcomeLine(r, true).c_str());
+      if (!r.outcome.diff.empty()) std::fputs(r.outcome.diff.c_str(), stdout);
+    }
+    std::puts(summaryLine(report, true).c_str());
+  }
+  if (report.anyFailed()) return kExitFailed;
+  return report.anyChange() ? kExitPending : kExitOk;
+}
+
+}  // namespace mesh::cli

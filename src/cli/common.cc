@@ -1,0 +1,67 @@
+#include "cli/common.hh"
+
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "decl/parse.hh"
+#include "util/error.hh"
+#include "util/fs.hh"
+
+namespace mesh::cli {
+
+void CommonOptions::addTo(CLI::App& cmd) {
+  cmd.add_option("--root", root, "every absolute path of the declaration lives under DIR")
+      ->option_text("DIR")
+      ->default_str("/");
+  cmd.add_option("--state-dir", stateDir, "the state store's directory")
+      ->option_text("DIR")
+      ->default_str("<root>/var/lib/mesh-host");
+  cmd.add_option("--blobs", blobs, "a directory holding bundles by digest (sha256/<hex>)")
+      ->option_text("SRC")
+      ->default_str("<state-dir>/blobs");
+  cmd.add_option("--supervisor", supervisor, "process supervisor backend")
+      ->check(CLI::IsMember({"auto", "builtin", "systemd"}))
+      ->default_str("auto");
+  cmd.add_option("--node", node, "this node's name")->option_text("NAME")->default_str("hostname");
+  cmd.add_flag("--json", json, "machine-readable output on stdout");
+  cmd.add_flag("-v,--verbose", verbose, "show every resource, unchanged ones too");
+}
+
+void CommonOptions::resolve() {
+  std::error_code ec;
+  auto abs = std::filesystem::absolute(root, ec);
+  if (ec) throw InputError("--root {}: {}", root, ec.message());
+  root = abs.lexically_normal().string();
+  if (root.size() > 1 && root.back() == '/') root.pop_back();
+  auto st = lstatPath(root);
+  if (!st || !S_ISDIR(st->st_mode))
+    throw InputError("--root {}: not a directory; create it first", root);
+  if (stateDir.empty()) stateDir = (root == "/" ? "" : root) + "/var/lib/mesh-host";
+  stateDir = std::filesystem::absolute(stateDir).lexically_normal().string();
+  if (blobs.empty()) blobs = stateDir + "/blobs";
+  if (node.empty()) {
+    char host[256] = {};
+    if (::gethostname(host, sizeof host - 1) != 0) throwSys("cannot read the hostname");
+    node = host;
+  }
+}
+
+apply::Settings CommonOptions::settings(bool plan) const {
+  apply::Settings s;
+  s.root = root;
+  s.stateDir = stateDir;
+  s.blobs = blobs;
+  s.node = node;
+  s.plan = plan;
+  return s;
+}
+
+decl::Declaration loadDeclarationFor(const std::string& path, const CommonOptions& o) {
+  decl::ParseOptions po;
+  po.node = o.node;
+  po.baseDir = std::filesystem::absolute(parentOf(path)).lexically_normal().string();
+  return decl::loadDeclaration(path, po);
+}
+
+}  // namespace mesh::cli

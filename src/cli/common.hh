@@ -1,0 +1,38 @@
+// What every command shares: the common options, how they resolve, and loading
+// the declaration.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <string>
+
+#include "apply/context.hh"
+#include "decl/model.hh"
+
+namespace mesh::cli {
+
+// Exit codes (the contract in DESIGN.md).
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFailed = 1;
+inline constexpr int kExitBadInput = 2;
+inline constexpr int kExitPending = 3;
+
+struct CommonOptions {
+  std::string root = "/";
+  std::string stateDir;  // default <root>/var/lib/mesh-host
+  std::string blobs;     // default <state-dir>/blobs
+  std::string supervisor = "auto";
+  std::string node;      // default the hostname
+  bool json = false;
+  bool verbose = false;
+
+  void addTo(CLI::App& cmd);
+  // Fills the defaults that depend on other options; validates --root.
+  void resolve();
+  apply::Settings settings(bool plan) const;
+};
+
+// Reads and validates the declaration; throws InputError.
+decl::Declaration loadDeclarationFor(const std::string& path, const CommonOptions& o);
+
+}  // namespace mesh::cli

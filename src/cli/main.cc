@@ -1,0 +1,79 @@
+// mesh-host's entry point: one table of commands, one place that maps errors to
+// exit codes and prints them as "mesh-host: <what>".
+#include <sodium.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <functional>
+
+#include "cli/commands.hh"
+#include "util/error.hh"
+
+namespace {
+
+using namespace mesh;
+using namespace mesh::cli;
+
+int guarded(const std::function<int()>& run) {
+  try {
+    return run();
+  } catch (const InputError& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+    std::fprintf(stderr, "mesh-host: nothing was applied\n");
+    return kExitBadInput;
+  } catch (const Error& e) {
+    std::fprintf(stderr, "mesh-host: %s\n", e.what());
+    return kExitFailed;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "mesh-host: internal error: %s\n", e.what());
+    return kExitFailed;
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (sodium_init() < 0) {
+    std::fprintf(stderr, "mesh-host: cannot initialise libsodium\n");
+    return kExitFailed;
+  }
+  CLI::App app{"mesh-host: converges this node to its declaration and reports what it did"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "mesh-host 0.1.0");
+
+  CommonOptions common;
+  std::string declPath;
+  std::function<int()> chosen;
+
+  struct Command {
+    const char* name;
+    const char* help;
+    bool takesDeclaration;
+    std::function<int()> run;
+  };
+  const Command table[] = {
+      {"apply", "one cycle now; exit 0 ok, 1 a resource failed, 2 bad input (nothing applied)",
+       true, [&] { return runApply(declPath, common); }},
+      {"plan",
+       "what apply would do, with diffs (secrets redacted); exit 0 nothing to do, 1 a resource "
+       "would fail, 2 bad input, 3 changes pending",
+       true, [&] { return runPlan(declPath, common); }},
+      {"status", "the node as the state store shows it; exit 0 healthy, 1 failing or churning",
+       false, [&] { return runStatus(common); }},
+  };
+  for (const auto& c : table) {
+    auto* sub = app.add_subcommand(c.name, c.help);
+    if (c.takesDeclaration)
+      sub->add_option("DECL", declPath, "the declaration (TOML)")->required();
+    common.addTo(*sub);
+    sub->callback([&chosen, run = c.run] { chosen = run; });
+  }
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int code = app.exit(e);
+    return code == 0 ? 0 : kExitBadInput;
+  }
+  return guarded(chosen);
+}

@@ -1,0 +1,73 @@
+// Internal to the declaration parser: what one pass over the TOML produces
+// before the cross-resource checks, and the collector that gathers every error
+// so that one run reports them all.
+#pragma once
+
+#include <algorithm>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "decl/model.hh"
+#include "util/error.hh"
+
+namespace mesh::decl {
+
+// Collects errors as "<file>:<line>:<column>: error: <message>" and throws
+// them together, sorted by position so the report reads top to bottom.
+class Diagnostics {
+ public:
+  explicit Diagnostics(std::string file) : file_(std::move(file)) {}
+
+  const std::string& file() const { return file_; }
+  Position at(int line, int column) const { return Position{file_, line, column}; }
+
+  void error(const Position& pos, std::string message) {
+    entries_.push_back(Entry{pos, std::move(message)});
+  }
+  bool empty() const { return entries_.empty(); }
+
+  void throwIfAny() const {
+    if (entries_.empty()) return;
+    auto sorted = entries_;
+    std::stable_sort(sorted.begin(), sorted.end(), [](const Entry& a, const Entry& b) {
+      return std::tie(a.pos.line, a.pos.column) < std::tie(b.pos.line, b.pos.column);
+    });
+    std::string text;
+    for (const auto& e : sorted) {
+      if (!text.empty()) text += '\n';
+      text += fmt::format("{}: error: {}", e.pos.str(), e.message);
+    }
+    throw InputError(text);
+  }
+
+ private:
+  struct Entry {
+    Position pos;
+    std::string message;
+  };
+  std::string file_;
+  std::vector<Entry> entries_;
+};
+
+// A reference to another resource, with where it was written.
+struct Ref {
+  std::string id;
+  Position pos;
+};
+
+// A resource as read from its table, with the positions the cross-resource
+// checks need. Resource::requires_/restartOn are filled once refs are checked.
+struct Draft {
+  Resource resource;
+  std::vector<Ref> requires_;
+  std::vector<Ref> restartOn;
+  Position pathPos;     // of the path value; line 0 when there is no valid path
+  Position servicePos;  // of the service value, or the resource's own position
+
+  std::string subject() const {  // "file node-tools.config"
+    return fmt::format("{} {}", kindName(resource.kind), resource.id);
+  }
+};
+
+}  // namespace mesh::decl

@@ -1,0 +1,78 @@
+// Internal to the declaration parser: typed reads of one TOML table's keys.
+// Every reader reports its own errors (with the value's position) and returns
+// nothing when the key is absent or its value is bad, so a caller can go on
+// and collect further errors.
+#pragma once
+
+#include <toml++/toml.h>
+
+#include <initializer_list>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "decl/draft.hh"
+#include "decl/parse.hh"
+
+namespace mesh::decl {
+
+enum class PrincipalKind { User, Group };
+
+// What a string value may hold: anything; not empty; one non-empty line, no NUL.
+enum class Text { Any, NonEmpty, Line };
+
+class Fields {
+ public:
+  // `subject` names the table in messages: "file node-tools.config".
+  Fields(const toml::table& table, Position tablePos, std::string subject, Diagnostics& diags);
+
+  const toml::node* find(std::string_view key) const { return table_.get(key); }
+  Position at(const toml::node& node) const;
+  const Position& tablePos() const { return tablePos_; }
+  const std::string& subject() const { return subject_; }
+
+  // Reports every key not in `allowed`, listing the allowed ones.
+  // `alsoHandled` is a key the caller has already reported on its own.
+  void rejectUnknown(std::initializer_list<std::string_view> allowed,
+                     std::string_view alsoHandled = {});
+  // Reports that a required key is absent (at the table), with an example —
+  // unless an unknown key was found, which is most likely that key misspelt.
+  void missing(std::string_view key, std::string_view example);
+  bool hadUnknownKeys() const { return hadUnknownKeys_; }
+  void error(const Position& pos, std::string message) { diags_.error(pos, std::move(message)); }
+
+  std::optional<std::string> string(std::string_view key, Text text = Text::Any);
+  std::optional<std::string> path(std::string_view key);
+  std::optional<mode_t> mode(std::string_view key);
+  std::optional<Principal> principal(std::string_view key, PrincipalKind kind,
+                                     const ParseOptions& options);
+  std::optional<Digest> digest(std::string_view key);
+  std::optional<uint64_t> positive(std::string_view key);
+  std::vector<Ref> ids(std::string_view key);
+  std::optional<std::map<std::string, UnitValue>> unit(std::string_view key);
+
+ private:
+  void wrongType(std::string_view key, const toml::node& node, std::string_view expected);
+
+  const toml::table& table_;
+  Position tablePos_;
+  std::string subject_;
+  Diagnostics& diags_;
+  bool hadUnknownKeys_ = false;
+};
+
+// "a string", "an integer", … for messages.
+std::string_view typeName(toml::node_type type);
+Position positionOf(const Diagnostics& diags, const toml::source_region& source);
+
+// A value from the declaration as it may be echoed in a one-line message:
+// control characters escaped, very long values cut.
+std::string shown(std::string_view value);
+
+// Pure checks, shared with the walk over modules and testable on their own.
+bool validName(std::string_view name);  // module and resource names: [A-Za-z0-9_-]+
+// Why `path` is not an acceptable managed path; nullopt when it is.
+std::optional<std::string> pathProblem(std::string_view path);
+
+}  // namespace mesh::decl

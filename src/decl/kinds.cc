@@ -1,0 +1,184 @@
+#include "decl/kinds.hh"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <filesystem>
+
+#include "decl/fields.hh"
+
+namespace mesh::decl {
+
+namespace {
+
+// Unit names as systemd accepts them, restricted to services.
+bool validServiceName(std::string_view s) {
+  constexpr std::string_view suffix = ".service";
+  if (s.size() <= suffix.size() || s.size() > 255 || !s.ends_with(suffix)) return false;
+  return std::all_of(s.begin(), s.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == ':' ||
+           c == '_' || c == '.' || c == '@' || c == '-';
+  });
+}
+
+// A relative `from` is relative to the declaration's directory, not to
+// wherever the agent happens to run.
+std::string resolveFrom(const std::string& from, const std::string& baseDir) {
+  std::filesystem::path p(from);
+  if (p.is_relative()) p = std::filesystem::path(baseDir) / p;
+  if (p.is_relative()) {
+    std::error_code ec;
+    auto absolute = std::filesystem::absolute(p, ec);
+    if (!ec) p = absolute;
+  }
+  return p.lexically_normal().string();
+}
+
+void readPath(Fields& f, Draft& d, std::string& out) {
+  const toml::node* n = f.find("path");
+  if (!n) {
+    f.missing("path", "path = \"/etc/app.conf\"");
+    return;
+  }
+  if (auto p = f.path("path")) {
+    out = *p;
+    d.pathPos = f.at(*n);
+  }
+}
+
+// Exactly one of two keys; reports both-or-neither at the resource.
+void exactlyOne(Fields& f, std::string_view a, std::string_view b, std::string_view example) {
+  bool hasA = f.find(a) != nullptr, hasB = f.find(b) != nullptr;
+  if (hasA && hasB)
+    f.error(f.tablePos(),
+            fmt::format("{} has both '{}' and '{}'; keep exactly one", f.subject(), a, b));
+  else if (!hasA && !hasB && !f.hadUnknownKeys())
+    f.error(f.tablePos(), fmt::format("{} has neither '{}' nor '{}'; add one, e.g. {}", f.subject(),
+                                      a, b, example));
+}
+
+FileSpec readFile(Fields& f, Draft& d, const ParseOptions& options) {
+  f.rejectUnknown({"path", "content", "blob", "mode", "owner", "group", "requires"}, "restart-on");
+  FileSpec s;
+  readPath(f, d, s.path);
+  exactlyOne(f, "content", "blob", "content = \"…\" or blob = \"sha256:…\"");
+  s.content = f.string("content");
+  s.blob = f.digest("blob");
+  if (auto mode = f.mode("mode")) s.mode = *mode;
+  s.owner = f.principal("owner", PrincipalKind::User, options);
+  s.group = f.principal("group", PrincipalKind::Group, options);
+  return s;
+}
+
+DirectorySpec readDirectory(Fields& f, Draft& d, const ParseOptions& options) {
+  f.rejectUnknown({"path", "mode", "owner", "group", "requires"}, "restart-on");
+  DirectorySpec s;
+  readPath(f, d, s.path);
+  if (auto mode = f.mode("mode")) s.mode = *mode;
+  s.owner = f.principal("owner", PrincipalKind::User, options);
+  s.group = f.principal("group", PrincipalKind::Group, options);
+  return s;
+}
+
+LinkSpec readLink(Fields& f, Draft& d) {
+  f.rejectUnknown({"path", "target", "requires"}, "restart-on");
+  LinkSpec s;
+  readPath(f, d, s.path);
+  if (!f.find("target")) f.missing("target", "target = \"/opt/app/current\"");
+  if (auto target = f.string("target", Text::Line)) s.target = *target;
+  return s;
+}
+
+ArchiveSpec readArchive(Fields& f, Draft& d) {
+  f.rejectUnknown({"path", "bundle", "max-entries", "max-bytes", "requires"}, "restart-on");
+  ArchiveSpec s;
+  readPath(f, d, s.path);
+  if (!f.find("bundle")) f.missing("bundle", "bundle = \"sha256:…\"");
+  if (auto bundle = f.digest("bundle")) s.bundle = *bundle;
+  if (auto n = f.positive("max-entries")) s.maxEntries = *n;
+  if (auto n = f.positive("max-bytes")) s.maxBytes = *n;
+  return s;
+}
+
+CredentialSpec readCredential(Fields& f, Draft& d, const ParseOptions& options) {
+  f.rejectUnknown({"path", "from", "sealed", "mode", "owner", "group", "requires"}, "restart-on");
+  CredentialSpec s;
+  readPath(f, d, s.path);
+  exactlyOne(f, "from", "sealed", "sealed = \"…\" (from mesh-host seal)");
+  if (auto from = f.string("from", Text::Line)) s.from = resolveFrom(*from, options.baseDir);
+  s.sealed = f.string("sealed", Text::NonEmpty);
+  if (auto mode = f.mode("mode")) s.mode = *mode;
+  s.owner = f.principal("owner", PrincipalKind::User, options);
+  s.group = f.principal("group", PrincipalKind::Group, options);
+  return s;
+}
+
+ProcessSpec readProcess(Fields& f, Draft& d) {
+  f.rejectUnknown({"bundle", "unit", "service", "restart-on", "requires"});
+  ProcessSpec s;
+  if (!f.find("bundle")) f.missing("bundle", "bundle = \"sha256:…\"");
+  if (auto bundle = f.digest("bundle")) s.bundle = *bundle;
+  if (!f.find("unit")) f.missing("unit", "unit = { ExecStart = \"{bundle}/bin/app\" }");
+  if (auto unit = f.unit("unit")) s.unit = std::move(*unit);
+  s.service = d.resource.module + ".service";
+  d.servicePos = d.resource.pos;
+  if (const toml::node* n = f.find("service")) {
+    auto service = f.string("service", Text::Line);
+    if (service && !validServiceName(*service)) {
+      f.error(f.at(*n),
+              fmt::format("service '{}' in {} is not a valid service name; use letters, digits "
+                          "and ':_.@-', ending in \".service\", e.g. \"{}-{}.service\"",
+                          shown(*service), f.subject(), d.resource.module, d.resource.name));
+    } else if (service) {
+      s.service = *service;
+      d.servicePos = f.at(*n);
+    }
+  }
+  d.restartOn = f.ids("restart-on");
+  return s;
+}
+
+}  // namespace
+
+Draft readResource(const ResourceHeader& header, const toml::table& table, Diagnostics& diags,
+                   const ParseOptions& options) {
+  Draft d;
+  Resource& r = d.resource;
+  r.module = header.module;
+  r.name = header.name;
+  r.id = header.module + "." + header.name;
+  r.kind = header.kind;
+  r.pos = header.pos;
+  Fields f(table, header.pos, d.subject(), diags);
+
+  if (auto it = table.find("restart-on"); it != table.end() && r.kind != Kind::Process)
+    f.error(positionOf(diags, it->first.source()),
+            fmt::format("'restart-on' is only for processes, not {}; use 'requires' to order it "
+                        "after other resources",
+                        d.subject()));
+  d.requires_ = f.ids("requires");
+
+  switch (r.kind) {
+    case Kind::File:
+      r.spec = readFile(f, d, options);
+      break;
+    case Kind::Directory:
+      r.spec = readDirectory(f, d, options);
+      break;
+    case Kind::Link:
+      r.spec = readLink(f, d);
+      break;
+    case Kind::Archive:
+      r.spec = readArchive(f, d);
+      break;
+    case Kind::Credential:
+      r.spec = readCredential(f, d, options);
+      break;
+    case Kind::Process:
+      r.spec = readProcess(f, d);
+      break;
+  }
+  return d;
+}
+
+}  // namespace mesh::decl

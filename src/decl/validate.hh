@@ -1,0 +1,16 @@
+// Internal to the declaration parser: checks that span resources — ids are
+// unique, references resolve, no two resources manage the same path or
+// service. Ordering and cycles are in order.hh.
+#pragma once
+
+#include <vector>
+
+#include "decl/draft.hh"
+
+namespace mesh::decl {
+
+// `drafts` in textual order, so the later of two duplicates is the one
+// reported. Fills each Resource's requires_/restartOn with the refs that resolve.
+void checkAcross(std::vector<Draft>& drafts, Diagnostics& diags);
+
+}  // namespace mesh::decl

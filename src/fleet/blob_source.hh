@@ -1,0 +1,28 @@
+// Where bundles and file blobs come from, addressed by digest. A directory
+// source holds them at <dir>/sha256/<hex>. Every blob handed out has been hashed
+// and matched against its digest.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "util/digest.hh"
+
+namespace mesh::fleet {
+
+class BlobSource {
+ public:
+  virtual ~BlobSource() = default;
+  // A local path whose content hashes to `d`. Throws mesh::Error with a clear
+  // reason when the blob is missing, unreadable or does not match its digest.
+  virtual std::string fetch(const Digest& d) = 0;
+  virtual std::string describe() const = 0;
+};
+
+// `spec` is a directory path; (http(s) URLs come with the trust issue).
+std::unique_ptr<BlobSource> openBlobSource(const std::string& spec);
+
+// The path of a blob inside a directory store.
+std::string blobPathIn(const std::string& dir, const Digest& d);
+
+}  // namespace mesh::fleet

@@ -1,0 +1,97 @@
+// Small RAII wrappers over the SQLite C API, private to src/state. Every failure
+// becomes a SqliteError whose message names the database, what was being done and
+// sqlite3_errmsg — never a bare result code.
+#pragma once
+
+#include <sqlite3.h>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "util/error.hh"
+
+namespace mesh::state {
+
+// Keeps the primary result code so that callers can tell "not a database" or
+// "busy" from other failures without parsing the message.
+class SqliteError : public Error {
+ public:
+  SqliteError(int code, const std::string& what) : Error(what), code_(code) {}
+  int code() const { return code_; }  // primary code (SQLITE_NOTADB, SQLITE_BUSY, …)
+
+ private:
+  int code_;
+};
+
+class Db {
+ public:
+  // flags as for sqlite3_open_v2; never creates a file unless SQLITE_OPEN_CREATE is given.
+  Db(const std::string& path, int flags);
+  Db(const Db&) = delete;
+  Db& operator=(const Db&) = delete;
+  ~Db();
+
+  sqlite3* get() const { return db_; }
+  const std::string& path() const { return path_; }
+
+  // Runs one or more statements with no result rows.
+  void exec(const char* sql, std::string_view purpose);
+  // Runs a statement whose single row holds one integer, e.g. "PRAGMA user_version".
+  int64_t queryInt(const char* sql, const char* purpose);
+  std::string queryText(const char* sql, const char* purpose);
+
+  // Throws the SqliteError for result code rc while `purpose` was being done.
+  [[noreturn]] void fail(int rc, std::string_view purpose) const;
+
+ private:
+  sqlite3* db_ = nullptr;
+  std::string path_;
+};
+
+class Query;
+
+// A prepared statement, kept for the life of the store so hot paths skip parsing.
+class Stmt {
+ public:
+  Stmt(Db& db, const char* sql, const char* purpose);
+  Stmt(const Stmt&) = delete;
+  Stmt& operator=(const Stmt&) = delete;
+  ~Stmt();
+
+  // Starts one use: bindings come in order, and the statement is reset when the
+  // Query ends so that no read transaction outlives it.
+  Query start();
+
+ private:
+  friend class Query;
+  Db& db_;
+  sqlite3_stmt* stmt_ = nullptr;
+  const char* purpose_;
+};
+
+class Query {
+ public:
+  Query(const Query&) = delete;
+  Query& operator=(const Query&) = delete;
+  ~Query();
+
+  Query& bind(std::string_view text);
+  Query& bind(int64_t value);
+
+  // Steps once: true when a row is available.
+  bool next();
+  // Steps until done; for statements that return no rows.
+  void run();
+
+  int64_t integer(int col) const { return sqlite3_column_int64(stmt_.stmt_, col); }
+  std::string text(int col) const;
+
+ private:
+  friend class Stmt;
+  explicit Query(Stmt& s) : stmt_(s) {}
+  Stmt& stmt_;
+  int nextParam_ = 1;
+};
+
+}  // namespace mesh::state

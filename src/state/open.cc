@@ -1,0 +1,136 @@
+// Store::open: finding or creating the file, deciding whether it is ours and of a
+// schema we understand, and setting up the connection.
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include <cerrno>
+
+#include "state/schema_sql.hh"
+#include "state/store.hh"
+#include "state/store_impl.hh"
+#include "util/fd.hh"
+#include "util/fs.hh"
+
+namespace mesh::state {
+
+namespace {
+
+// "MESH" in ASCII: tells a mesh-host store from any other SQLite file, so that a
+// --state-dir pointed at the wrong place fails loudly instead of growing our tables
+// inside someone else's database.
+constexpr int64_t kApplicationId = 0x4D455348;
+
+// SQLite gives the -wal and -shm files the main file's mode, so creating state.db
+// ourselves with 0640 (whatever the umask) makes all three group-readable and no more.
+void createDbFile(const std::string& path) {
+  Fd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0640));
+  if (!fd) {
+    if (errno == EEXIST) return;
+    throwSys(fmt::format("cannot create state store {}", path));
+  }
+  if (::fchmod(fd.get(), 0640) != 0) throwSys(fmt::format("cannot set the mode of {}", path));
+}
+
+[[noreturn]] void throwNotOurs(const std::string& path, const std::string& why) {
+  throw Error("{} is not a mesh-host state store ({}); move it aside to start afresh", path, why);
+}
+
+// Creates the schema on an empty database. BEGIN IMMEDIATE takes the write lock
+// before looking, so two processes opening a new store at once create it once.
+void createSchema(Db& db) {
+  db.exec("BEGIN IMMEDIATE", "starting the schema creation");
+  Finally rollback([&] { sqlite3_exec(db.get(), "ROLLBACK", nullptr, nullptr, nullptr); });
+  if (db.queryInt("SELECT count(*) FROM sqlite_schema", "counting tables") == 0) {
+    db.exec(kSchemaSql, "creating the schema");
+    auto stamp = fmt::format("PRAGMA application_id = {}; PRAGMA user_version = {}", kApplicationId,
+                             Store::kSchemaVersion);
+    db.exec(stamp.c_str(), "stamping the schema version");
+  }
+  db.exec("COMMIT", "committing the schema creation");
+  rollback.dismiss();
+}
+
+// Decides whether this file is ours and of a version we understand; creates the
+// schema when the file is empty and we may write.
+void prepare(Db& db, Store::Access access) {
+  int64_t appId = 0, version = 0, tables = 0;
+  try {
+    appId = db.queryInt("PRAGMA application_id", "reading the application id");
+    version = db.queryInt("PRAGMA user_version", "reading the schema version");
+    tables = db.queryInt("SELECT count(*) FROM sqlite_schema", "counting tables");
+  } catch (const SqliteError& e) {
+    if (e.code() == SQLITE_NOTADB || e.code() == SQLITE_CORRUPT)
+      throwNotOurs(db.path(), sqlite3_errstr(e.code()));
+    if (access == Store::Access::ReadOnly && e.code() == SQLITE_READONLY)
+      throw Error(
+          "{}\n(reading a WAL store needs {}-wal and {}-shm to exist, or write access to its "
+          "directory; any `mesh-host apply` by the store's owner creates them)",
+          e.what(), db.path(), db.path());
+    throw;
+  }
+
+  if (appId == 0 && version == 0 && tables == 0) {
+    if (access == Store::Access::ReadOnly)
+      throw Error("no state store at {} yet (no cycle has run)", db.path());
+  } else if (appId != kApplicationId) {
+    throwNotOurs(db.path(), fmt::format("an SQLite database of another program: application_id "
+                                        "{:#010x}, {} table(s)",
+                                        appId, tables));
+  } else if (version > Store::kSchemaVersion) {
+    throw Error(
+        "state store {} has schema version {}, newer than this mesh-host understands ({}); "
+        "upgrade mesh-host",
+        db.path(), version, Store::kSchemaVersion);
+  } else if (version < Store::kSchemaVersion) {
+    // Migrations from older versions go here, one step per version, each in its
+    // own transaction. Version 1 is the first, so nothing older carries our id.
+    throwNotOurs(db.path(), fmt::format("unknown schema version {}", version));
+  }
+
+  if (access == Store::Access::ReadWrite) {
+    // WAL: readers (status) never block the writer, and a commit is one append.
+    // NORMAL is durable across a process crash; an OS crash may lose the last
+    // commits but never corrupts, and the machine is the evidence anyway.
+    auto mode = db.queryText("PRAGMA journal_mode = WAL", "switching to WAL");
+    if (mode != "wal")
+      throw Error("state store {}: cannot use WAL journaling (SQLite kept '{}')", db.path(), mode);
+    db.exec("PRAGMA synchronous = NORMAL", "setting synchronous mode");
+    // The WAL is kept (below); the limit stops it staying as large as the largest
+    // transaction ever, and (SQLite does this only when a limit is set) makes the
+    // last clean close truncate it to zero bytes, so it holds no frames to replay.
+    db.queryInt("PRAGMA journal_size_limit = 4194304", "limiting the WAL size");
+    // Keep -wal and -shm when the last writer closes. A read-only open (status, run
+    // by an operator in the directory's group) then finds them in place instead of
+    // having to create them, which it may not be allowed to do and must not do.
+    int persist = 1;
+    sqlite3_file_control(db.get(), "main", SQLITE_FCNTL_PERSIST_WAL, &persist);
+    if (tables == 0) createSchema(db);
+  }
+  db.exec("PRAGMA foreign_keys = ON", "enabling foreign keys");
+}
+
+}  // namespace
+
+Store Store::open(const std::string& stateDir, Access access) {
+  const std::string path = stateDir + "/state.db";
+  // NOMUTEX: a Store belongs to one thread, so SQLite's own locking is pure cost.
+  int flags = SQLITE_OPEN_NOMUTEX;
+  if (access == Access::ReadWrite) {
+    // 0750/0640: operators in the directory's group may read status; nothing in it
+    // is secret (credentials appear only as keyed digests).
+    makeDirs(stateDir, 0750);
+    createDbFile(path);
+    flags |= SQLITE_OPEN_READWRITE;
+  } else {
+    if (!lstatPath(path)) throw Error("no state store at {} yet (no cycle has run)", path);
+    flags |= SQLITE_OPEN_READONLY;
+  }
+  auto impl = std::make_unique<Impl>(path, flags);
+  // Another mesh-host (or `status`) may hold the write lock for a moment.
+  sqlite3_busy_timeout(impl->db.get(), 10000);
+  prepare(impl->db, access);
+  impl->st.emplace(impl->db);
+  return Store(std::move(impl));
+}
+
+}  // namespace mesh::state

@@ -1,0 +1,66 @@
+-- mesh-host state store, schema version 1 (Store::kSchemaVersion).
+-- Embedded into the binary at build time and run once, inside a transaction, on an
+-- empty database; store.cc then stamps PRAGMA application_id and user_version.
+-- docs/state-store.md describes every column. Never store a secret here: credentials
+-- appear only as keyed digests computed by the credential kind.
+
+-- One row per resource mesh-host has written: the hint and fast path for the next
+-- cycle, and the proof of ownership that allows `removed`.
+CREATE TABLE records (
+  id            TEXT PRIMARY KEY NOT NULL,   -- "<module>.<name>"
+  module        TEXT NOT NULL,
+  kind          TEXT NOT NULL,
+  path          TEXT NOT NULL DEFAULT '',
+  want          TEXT NOT NULL DEFAULT '',
+  wrote         TEXT NOT NULL DEFAULT '',
+  outcome       TEXT NOT NULL DEFAULT '',
+  reason        TEXT NOT NULL DEFAULT '',
+  detail        TEXT NOT NULL DEFAULT '',
+  changed_at    INTEGER NOT NULL DEFAULT 0,
+  changed_cycle INTEGER NOT NULL DEFAULT 0,
+  changes       INTEGER NOT NULL DEFAULT 0,
+  observed      TEXT NOT NULL DEFAULT ''
+);
+
+-- Every distinct declaration text ever applied. Numbered by SQLite's rowid; rows are
+-- never deleted, so a number is never reused.
+CREATE TABLE generations (
+  generation       INTEGER PRIMARY KEY,
+  digest           TEXT NOT NULL UNIQUE,
+  text             TEXT NOT NULL,
+  first_applied_at INTEGER NOT NULL,
+  last_applied_at  INTEGER NOT NULL
+);
+
+-- One row per cycle. AUTOINCREMENT (not a plain rowid) so that a cycle number is never
+-- handed out twice, even if the newest rows are ever deleted.
+-- No foreign key to generations: a cycle may run before any generation is recorded
+-- (generation 0), and the store must not fail a cycle over bookkeeping order.
+CREATE TABLE cycles (
+  cycle       INTEGER PRIMARY KEY AUTOINCREMENT,
+  started_at  INTEGER NOT NULL,
+  finished_at INTEGER NOT NULL DEFAULT 0,   -- 0: running, or the process died mid-cycle
+  generation  INTEGER NOT NULL DEFAULT 0,
+  created     INTEGER NOT NULL DEFAULT 0,
+  updated     INTEGER NOT NULL DEFAULT 0,
+  unchanged   INTEGER NOT NULL DEFAULT 0,
+  removed     INTEGER NOT NULL DEFAULT 0,
+  failed      INTEGER NOT NULL DEFAULT 0,
+  ms          INTEGER NOT NULL DEFAULT 0
+);
+
+-- Outcomes that were not `unchanged`, for the last Store::kHistoryCycles cycles.
+-- The rowid orders entries within one cycle (newest last).
+CREATE TABLE history (
+  cycle   INTEGER NOT NULL,
+  id      TEXT NOT NULL,
+  outcome TEXT NOT NULL,
+  reason  TEXT NOT NULL DEFAULT '',
+  want    TEXT NOT NULL DEFAULT '',
+  wrote   TEXT NOT NULL DEFAULT '',
+  at      INTEGER NOT NULL
+);
+-- `status` and churn detection read one resource's recent history.
+CREATE INDEX history_by_id ON history (id, cycle);
+-- Trimming deletes by cycle, and the unfiltered history reads newest cycles first.
+CREATE INDEX history_by_cycle ON history (cycle);

@@ -1,0 +1,87 @@
+// A broken declaration applies nothing: exit 2, a message that names the place,
+// and the root byte-for-byte as it was.
+#include "every_kind.hh"
+
+namespace mesh::e2e {
+namespace {
+
+struct BadCase {
+  const char* name;
+  std::string text;
+  const char* where;     // "decl.toml:L:C" fragment the message must name
+  const char* mentions;  // a word the message must contain
+};
+
+void PrintTo(const BadCase& c, std::ostream* os) { *os << c.name; }
+
+class BadInput : public EveryKind, public ::testing::WithParamInterface<BadCase> {};
+
+TEST_P(BadInput, ExitsTwoAndTouchesNothing) {
+  ASSERT_EQ(apply(declPath).code, 0);
+  auto before = snapshotTree(root);
+  const auto& c = GetParam();
+  auto path = declare(c.text, "bad.toml");
+  for (const char* cmd : {"apply", "plan"}) {
+    Result r = mesh({cmd, path});
+    EXPECT_EQ(r.code, 2) << cmd << " " << c.name << ": " << r.out << r.err;
+    EXPECT_NE(r.err.find(std::string("bad.toml:") + c.where), std::string::npos)
+        << c.name << ": " << r.err;
+    EXPECT_NE(r.err.find(c.mentions), std::string::npos) << c.name << ": " << r.err;
+    EXPECT_EQ(r.err.find("terminate"), std::string::npos) << r.err;
+  }
+  EXPECT_EQ(snapshotTree(root), before) << c.name;
+}
+
+const std::string kValid = "[module.m.file.ok]\npath = \"/etc/m/config\"\ncontent = \"changed\"\n";
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, BadInput,
+    ::testing::Values(
+        BadCase{"UnknownKey", kValid + "[module.m.file.x]\npath = \"/x\"\ncontnet = \"a\"\n", "6:",
+                "contnet"},
+        BadCase{"WrongType", kValid + "[module.m.file.x]\npath = 42\ncontent = \"a\"\n", "5:",
+                "path"},
+        BadCase{"RelativePath", kValid + "[module.m.file.x]\npath = \"etc/x\"\ncontent = \"a\"\n",
+                "5:", "absolute"},
+        BadCase{"DotDot", kValid + "[module.m.file.x]\npath = \"/etc/../x\"\ncontent = \"a\"\n",
+                "5:", ".."},
+        BadCase{"DuplicateId",
+                kValid + "[module.m.file.x]\npath = \"/x\"\ncontent = \"a\"\n"
+                         "[module.m.file.x]\npath = \"/y\"\ncontent = \"b\"\n",
+                "7:", "x"},
+        BadCase{"UnknownRequires",
+                kValid + "[module.m.file.x]\npath = \"/x\"\ncontent = \"a\"\nrequires = [\"m.nope\"]\n",
+                "7:", "m.nope"},
+        BadCase{"Cycle",
+                "[module.m.file.a]\npath = \"/a\"\ncontent = \"a\"\nrequires = [\"m.b\"]\n"
+                "[module.m.file.b]\npath = \"/b\"\ncontent = \"b\"\nrequires = [\"m.a\"]\n",
+                "", "m.a -> m.b"},
+        BadCase{"BadMode", kValid + "[module.m.file.x]\npath = \"/x\"\ncontent = \"a\"\nmode = 644\n",
+                "7:", "0644"},
+        BadCase{"BadOwner",
+                kValid + "[module.m.file.x]\npath = \"/x\"\ncontent = \"a\"\nowner = \"Bad Name!\"\n",
+                "7:", "owner"},
+        BadCase{"UnknownUser",
+                kValid + "[module.m.file.x]\npath = \"/x\"\ncontent = \"a\"\nowner = \"no-such-user-xyz\"\n",
+                "7:", "no-such-user-xyz"},
+        BadCase{"BadDigest",
+                kValid + "[module.m.archive.x]\npath = \"/x\"\nbundle = \"sha256:1234\"\n", "6:",
+                "sha256"},
+        BadCase{"NodeMismatch", "node = \"other\"\n" + kValid, "1:", "other"},
+        BadCase{"TomlSyntax", kValid + "[module.m.file.x\n", "4:", "error"}),
+    [](const auto& info) { return info.param.name; });
+
+TEST_F(BadInput, MissingDeclarationFile) {
+  Result r = mesh({"apply", work + "/nope.toml"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("nope.toml"), std::string::npos) << r.err;
+}
+
+TEST_F(BadInput, UnknownCommandLineOption) {
+  Result r = mesh({"apply", declPath, "--bogus"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("bogus"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace mesh::e2e

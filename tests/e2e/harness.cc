@@ -1,0 +1,167 @@
+#include "harness.hh"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace mesh::e2e {
+
+namespace fs = std::filesystem;
+
+static std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+nlohmann::json Result::json() const {
+  auto j = nlohmann::json::parse(out, nullptr, false);
+  EXPECT_FALSE(j.is_discarded()) << "not JSON: " << out << "\nstderr: " << err;
+  return j;
+}
+
+Result runCommand(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env) {
+  char tmpl[] = "/tmp/mesh-e2e-out.XXXXXX";
+  const std::string dir = ::mkdtemp(tmpl);
+  const std::string outPath = dir + "/out", errPath = dir + "/err";
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    int out = ::open(outPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    int err = ::open(errPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    ::dup2(out, 1);
+    ::dup2(err, 2);
+    int devnull = ::open("/dev/null", O_RDONLY);
+    ::dup2(devnull, 0);
+    for (const auto& [k, v] : env) ::setenv(k.c_str(), v.c_str(), 1);
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    ::execvp(args[0], args.data());
+    ::_exit(127);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  Result r;
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.out = slurp(outPath);
+  r.err = slurp(errPath);
+  fs::remove_all(dir);
+  return r;
+}
+
+static void snapshotInto(const std::string& base, const std::string& rel,
+                         const std::vector<std::string>& skip,
+                         std::map<std::string, PathSnapshot>& out) {
+  const std::string path = rel.empty() ? base : base + "/" + rel;
+  for (const auto& s : skip)
+    if (rel == s) return;
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) return;
+  PathSnapshot snap;
+  snap.ino = st.st_ino;
+  snap.mtimeNs = int64_t(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+  snap.ctimeNs = int64_t(st.st_ctim.tv_sec) * 1000000000 + st.st_ctim.tv_nsec;
+  snap.mode = st.st_mode;
+  if (S_ISREG(st.st_mode)) snap.content = slurp(path);
+  if (S_ISLNK(st.st_mode)) snap.content = fs::read_symlink(path).string();
+  out[rel.empty() ? "." : rel] = snap;
+  if (S_ISDIR(st.st_mode)) {
+    for (const auto& e : fs::directory_iterator(path)) {
+      auto name = e.path().filename().string();
+      snapshotInto(base, rel.empty() ? name : rel + "/" + name, skip, out);
+    }
+  }
+}
+
+std::map<std::string, PathSnapshot> snapshotTree(const std::string& dir,
+                                                 const std::vector<std::string>& skip) {
+  std::map<std::string, PathSnapshot> out;
+  snapshotInto(dir, "", skip, out);
+  return out;
+}
+
+void PrintTo(const PathSnapshot& s, std::ostream* os) {
+  *os << "{ino " << s.ino << ", mtime " << s.mtimeNs << ", ctime " << s.ctimeNs << ", mode 0"
+      << std::oct << s.mode << std::dec << ", " << s.content.size() << " bytes}";
+}
+
+void Node::SetUp() {
+  char tmpl[] = "/tmp/mesh-e2e.XXXXXX";
+  work = ::mkdtemp(tmpl);
+  root = work + "/root";
+  blobs = work + "/blobs";
+  fs::create_directories(root);
+  fs::create_directories(blobs + "/sha256");
+}
+
+void Node::TearDown() {
+  if (!HasFailure() || !std::getenv("MESH_KEEP_TEST_DIRS")) fs::remove_all(work);
+}
+
+Result Node::mesh(std::vector<std::string> args) {
+  std::vector<std::string> argv = {MESH_HOST_BIN};
+  argv.insert(argv.end(), args.begin(), args.end());
+  for (const char* a : {"--root", root.c_str(), "--blobs", blobs.c_str(), "--node", "test"})
+    argv.emplace_back(a);
+  return runCommand(argv);
+}
+
+Result Node::apply(const std::string& decl, bool json) {
+  return json ? mesh({"apply", decl, "--json"}) : mesh({"apply", decl});
+}
+
+Result Node::plan(const std::string& decl, bool json) {
+  return json ? mesh({"plan", decl, "--json"}) : mesh({"plan", decl});
+}
+
+std::string Node::declare(const std::string& text, const std::string& name) {
+  const std::string path = work + "/" + name;
+  std::ofstream(path, std::ios::binary) << text;
+  return path;
+}
+
+std::string Node::publish(const std::string& file) {
+  Result r = runCommand({"sha256sum", file});
+  EXPECT_EQ(r.code, 0);
+  const std::string hex = r.out.substr(0, 64);
+  fs::copy_file(file, blobs + "/sha256/" + hex, fs::copy_options::overwrite_existing);
+  return "sha256:" + hex;
+}
+
+std::string Node::makeArchive(const std::map<std::string, std::string>& files,
+                              const std::string& cmd) {
+  static int counter = 0;
+  const std::string dir = work + "/archive-src-" + std::to_string(++counter);
+  fs::create_directories(dir);
+  for (const auto& [rel, content] : files) {
+    fs::create_directories(fs::path(dir + "/" + rel).parent_path());
+    std::ofstream(dir + "/" + rel, std::ios::binary) << content;
+  }
+  Result r = runCommand({"sh", "-c", "cd '" + dir + "' && " + cmd});
+  EXPECT_EQ(r.code, 0) << cmd << ": " << r.err;
+  const std::string out = work + "/archive-" + std::to_string(counter);
+  fs::rename(dir + "/out", out);
+  return out;
+}
+
+std::string Node::read(const std::string& declared) const { return slurp(at(declared)); }
+
+void Node::write(const std::string& declared, const std::string& content) const {
+  std::ofstream(at(declared), std::ios::binary) << content;
+}
+
+nlohmann::json Node::outcomeOf(const nlohmann::json& report, const std::string& id) {
+  for (const auto& o : report.at("outcomes"))
+    if (o.at("id") == id) return o;
+  ADD_FAILURE() << "no outcome for " << id << " in " << report.dump();
+  return nlohmann::json::object();
+}
+
+}  // namespace mesh::e2e

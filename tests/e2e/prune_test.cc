@@ -1,0 +1,81 @@
+// A resource dropped from the declaration is removed when mesh-host wrote it;
+// nothing mesh-host did not write is ever deleted.
+#include <filesystem>
+
+#include "every_kind.hh"
+
+namespace mesh::e2e {
+namespace {
+
+namespace fs = std::filesystem;
+
+class Prune : public EveryKind {};
+
+TEST_F(Prune, DroppedResourcesAreRemoved) {
+  ASSERT_EQ(apply(declPath).code, 0);
+  write("/etc/m/unmanaged", "mine");  // written by someone else
+  Result r = apply(declare("[module.m.file.config]\npath = \"/etc/m/config\"\ncontent = \"listen = 1\\n\"\n"));
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  auto j = r.json();
+  for (const char* id : {"m.key", "m.current", "m.app"}) {
+    auto o = outcomeOf(j, id);
+    EXPECT_EQ(o["outcome"], "removed") << o.dump();
+    EXPECT_EQ(o["reason"], "no longer declared");
+    EXPECT_EQ(o["wrote"], "");
+  }
+  EXPECT_FALSE(fs::exists(at("/etc/m/key")));
+  EXPECT_FALSE(fs::is_symlink(at("/opt/m/current")));
+  EXPECT_FALSE(fs::exists(at("/opt/m/app")));
+  // The directory holds a file mesh-host did not write: released, left in place.
+  auto dir = outcomeOf(j, "m.etc");
+  EXPECT_EQ(dir["outcome"], "removed");
+  EXPECT_NE(dir["detail"].get<std::string>().find("left in place"), std::string::npos);
+  EXPECT_EQ(read("/etc/m/unmanaged"), "mine");
+  EXPECT_EQ(read("/etc/m/config"), "listen = 1\n");
+
+  // Released records are gone: the next apply has nothing to remove.
+  Result again = apply(declare("[module.m.file.config]\npath = \"/etc/m/config\"\ncontent = \"listen = 1\\n\"\n"));
+  EXPECT_EQ(again.json()["summary"]["removed"], 0) << again.out;
+  EXPECT_EQ(again.json()["summary"]["unchanged"], 1) << again.out;
+}
+
+TEST_F(Prune, NeverDeletesWhatItDidNotWrite) {
+  write("/preexisting", "keep me");
+  auto decl = declare("[module.m.file.x]\npath = \"/preexisting\"\ncontent = \"keep me\"\n");
+  Result first = apply(decl);
+  auto adopted = outcomeOf(first.json(), "m.x");
+  EXPECT_EQ(adopted["outcome"], "unchanged");
+  EXPECT_EQ(adopted["reason"], "adopted");
+  // Declared, then dropped, but mesh-host never wrote it: released, not deleted.
+  Result r = apply(declare("node = \"test\"\n"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto o = outcomeOf(r.json(), "m.x");
+  EXPECT_EQ(o["outcome"], "removed");
+  EXPECT_NE(o["detail"].get<std::string>().find("never wrote"), std::string::npos) << o.dump();
+  EXPECT_EQ(read("/preexisting"), "keep me");
+}
+
+TEST_F(Prune, ModifiedFileIsReleasedNotDeleted) {
+  ASSERT_EQ(apply(declPath).code, 0);
+  write("/etc/m/config", "hand edit\n");
+  Result r = apply(declare("node = \"test\"\n"));
+  auto o = outcomeOf(r.json(), "m.config");
+  EXPECT_EQ(o["outcome"], "removed");
+  EXPECT_NE(o["detail"].get<std::string>().find("modified since"), std::string::npos) << o.dump();
+  EXPECT_EQ(read("/etc/m/config"), "hand edit\n");
+}
+
+TEST_F(Prune, RenamedIdKeepsThePath) {
+  ASSERT_EQ(apply(declPath).code, 0);
+  std::string renamed = text();
+  renamed.replace(renamed.find("file.config"), 11, "file.settings");
+  Result r = apply(declare(renamed));
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto j = r.json();
+  EXPECT_EQ(outcomeOf(j, "m.settings")["outcome"], "unchanged");
+  EXPECT_EQ(outcomeOf(j, "m.config")["outcome"], "removed");
+  EXPECT_EQ(read("/etc/m/config"), "listen = 1\n");
+}
+
+}  // namespace
+}  // namespace mesh::e2e

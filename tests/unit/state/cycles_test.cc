@@ -1,0 +1,117 @@
+// Cycle numbering and declaration generations.
+#include <gtest/gtest.h>
+
+#include "state/store.hh"
+#include "state_test.hh"
+#include "util/error.hh"
+
+namespace mesh::state {
+namespace {
+
+using testing::RawDb;
+using CyclesTest = testing::StateTest;
+
+TEST_F(CyclesTest, NumbersStartAtOneIncreaseAndSurviveReopen) {
+  {
+    auto store = Store::open(dir);
+    EXPECT_EQ(store.cycleCount(), 0);
+    EXPECT_FALSE(store.lastCycle());
+    EXPECT_EQ(store.beginCycle(1000, 0), 1);
+    EXPECT_EQ(store.beginCycle(2000, 0), 2);
+  }
+  auto store = Store::open(dir);
+  EXPECT_EQ(store.beginCycle(3000, 0), 3);
+  EXPECT_EQ(store.cycleCount(), 3);
+}
+
+TEST_F(CyclesTest, BeginThenFinishIsWhatLastCycleShows) {
+  auto store = Store::open(dir);
+  int64_t gen = store.recordGeneration("sha256:d1", "node = \"a\"\n", 500);
+  int64_t n = store.beginCycle(1000, gen);
+  auto running = store.lastCycle();
+  ASSERT_TRUE(running);
+  EXPECT_EQ(running->cycle, n);
+  EXPECT_EQ(running->startedAt, 1000);
+  EXPECT_EQ(running->finishedAt, 0) << "a running (or crashed) cycle has no finish time";
+  EXPECT_EQ(running->generation, gen);
+
+  Cycle done{.cycle = n,
+             .startedAt = 1000,
+             .finishedAt = 1008,
+             .generation = gen,
+             .created = 1,
+             .updated = 2,
+             .unchanged = 12,
+             .removed = 3,
+             .failed = 4,
+             .ms = 8};
+  store.finishCycle(done);
+  EXPECT_EQ(store.lastCycle()->finishedAt, 1008);
+  auto last = store.lastCycle();
+  EXPECT_EQ(last->created, 1);
+  EXPECT_EQ(last->updated, 2);
+  EXPECT_EQ(last->unchanged, 12);
+  EXPECT_EQ(last->removed, 3);
+  EXPECT_EQ(last->failed, 4);
+  EXPECT_EQ(last->ms, 8);
+}
+
+TEST_F(CyclesTest, FinishingACycleNeverBegunIsAnError) {
+  auto store = Store::open(dir);
+  Cycle never;
+  never.cycle = 5;
+  EXPECT_THROW(store.finishCycle(never), Error);
+}
+
+TEST_F(CyclesTest, NumbersNeverRepeatEvenWhenNewestRowsAreDeleted) {
+  {
+    auto store = Store::open(dir);
+    store.beginCycle(1, 0);
+    store.beginCycle(2, 0);
+  }
+  { RawDb(db).exec("DELETE FROM cycles"); }
+  auto store = Store::open(dir);
+  EXPECT_EQ(store.beginCycle(3, 0), 3);
+}
+
+TEST_F(CyclesTest, RolledBackCycleIsNotCounted) {
+  auto store = Store::open(dir);
+  {
+    Store::Txn txn(store);
+    store.beginCycle(1, 0);
+  }
+  EXPECT_EQ(store.cycleCount(), 0);
+}
+
+TEST_F(CyclesTest, GenerationsDedupeByDigest) {
+  auto store = Store::open(dir);
+  int64_t a = store.recordGeneration("sha256:aa", "text a", 100);
+  int64_t b = store.recordGeneration("sha256:bb", "text b", 200);
+  int64_t again = store.recordGeneration("sha256:aa", "text a", 300);
+  EXPECT_EQ(a, 1);
+  EXPECT_EQ(b, 2);
+  EXPECT_EQ(again, a);
+
+  auto gens = store.generations();
+  ASSERT_EQ(gens.size(), 2u);
+  EXPECT_EQ(gens[0].generation, a);
+  EXPECT_EQ(gens[0].digest, "sha256:aa");
+  EXPECT_EQ(gens[0].firstAppliedAt, 100);
+  EXPECT_EQ(gens[0].lastAppliedAt, 300);
+  EXPECT_EQ(gens[1].firstAppliedAt, 200);
+  EXPECT_EQ(gens[1].lastAppliedAt, 200);
+
+  EXPECT_EQ(store.generationText(a), "text a");
+  EXPECT_EQ(store.generationText(b), "text b");
+  EXPECT_FALSE(store.generationText(99));
+}
+
+TEST_F(CyclesTest, GenerationNumbersSurviveReopen) {
+  { Store::open(dir).recordGeneration("sha256:aa", "a", 1); }
+  auto store = Store::open(dir);
+  EXPECT_EQ(store.recordGeneration("sha256:aa", "a", 2), 1);
+  EXPECT_EQ(store.recordGeneration("sha256:cc", "c", 3), 2);
+}
+
+}  // namespace
+}  // namespace mesh::state

@@ -1,0 +1,168 @@
+// Records, transactions and crash behaviour.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+
+#include "state/store.hh"
+#include "state_test.hh"
+#include "util/error.hh"
+
+namespace mesh::state {
+namespace {
+
+using RecordsTest = testing::StateTest;
+
+Record sample(const std::string& id) {
+  return Record{.id = id,
+                .module = "node-tools",
+                .kind = "file",
+                .path = "/etc/node-tools/" + id,
+                .want = "sha256:" + std::string(64, 'a'),
+                .wrote = "sha256:" + std::string(64, 'b'),
+                .outcome = "updated",
+                .reason = "drift",
+                .detail = "mode 0644 -> 0600, with 'quotes' and \"double\" and ünïcode",
+                .changedAt = 1'700'000'000'123,
+                .changedCycle = 42,
+                .changes = 7,
+                .observed = "dev=1 ino=2\nsecond line"};
+}
+
+// Runs body in a child that exits without any cleanup, as a crash would, and
+// returns its exit status.
+template <typename F>
+int inCrashingChild(F&& body) {
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    try {
+      body();
+    } catch (...) {
+      ::_exit(99);
+    }
+    ::_exit(0);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+TEST_F(RecordsTest, RoundTripKeepsEveryField) {
+  auto store = Store::open(dir);
+  Record r = sample("config");
+  r.observed = std::string("binary\0data", 11);
+  store.putRecord(r);
+
+  EXPECT_EQ(store.record("config"), r);
+  auto all = store.loadRecords();
+  ASSERT_EQ(all.size(), 1u);
+  EXPECT_EQ(all.at("config"), r);
+  EXPECT_FALSE(store.record("missing"));
+}
+
+TEST_F(RecordsTest, PutReplacesAndDeleteRemoves) {
+  auto store = Store::open(dir);
+  store.putRecord(sample("a"));
+  store.putRecord(sample("b"));
+
+  Record changed = sample("a");
+  changed.outcome = "unchanged";
+  changed.reason = "";
+  changed.changes = 8;
+  changed.path = "";
+  store.putRecord(changed);
+  EXPECT_EQ(store.record("a"), changed);
+  EXPECT_EQ(store.loadRecords().size(), 2u);
+
+  store.deleteRecord("a");
+  store.deleteRecord("never-there");  // not an error
+  auto all = store.loadRecords();
+  ASSERT_EQ(all.size(), 1u);
+  EXPECT_TRUE(all.count("b"));
+}
+
+TEST_F(RecordsTest, TxnWithoutCommitLeavesNothing) {
+  auto store = Store::open(dir);
+  store.putRecord(sample("kept"));
+  {
+    Store::Txn txn(store);
+    store.putRecord(sample("lost"));
+    store.deleteRecord("kept");
+    EXPECT_TRUE(store.record("lost")) << "a transaction sees its own writes";
+  }
+  EXPECT_FALSE(store.record("lost"));
+  EXPECT_TRUE(store.record("kept"));
+}
+
+TEST_F(RecordsTest, TxnCommitPersistsAcrossReopen) {
+  {
+    auto store = Store::open(dir);
+    Store::Txn txn(store);
+    store.putRecord(sample("a"));
+    store.putRecord(sample("b"));
+    txn.commit();
+  }
+  auto store = Store::open(dir);
+  EXPECT_EQ(store.loadRecords().size(), 2u);
+}
+
+TEST_F(RecordsTest, TxnAfterRollbackStartsCleanly) {
+  auto store = Store::open(dir);
+  { Store::Txn txn(store); }
+  Store::Txn txn(store);
+  store.putRecord(sample("a"));
+  txn.commit();
+  EXPECT_TRUE(store.record("a"));
+}
+
+TEST_F(RecordsTest, NestedTxnIsRefused) {
+  auto store = Store::open(dir);
+  Store::Txn outer(store);
+  EXPECT_THROW(Store::Txn inner(store), Error);
+}
+
+TEST_F(RecordsTest, CrashInsideTxnLeavesNothingAndCommittedWritesSurvive) {
+  ASSERT_EQ(inCrashingChild([&] {
+              auto store = Store::open(dir);
+              store.putRecord(sample("autocommitted"));
+              Store::Txn committed(store);
+              store.putRecord(sample("committed"));
+              committed.commit();
+              Store::Txn pending(store);
+              store.putRecord(sample("uncommitted"));
+              ::_exit(0);  // die mid-transaction: no rollback, no close, no checkpoint
+            }),
+            0);
+  auto store = Store::open(dir);
+  EXPECT_TRUE(store.record("autocommitted"));
+  EXPECT_TRUE(store.record("committed"));
+  EXPECT_FALSE(store.record("uncommitted"));
+  // And the store is writable again: the dead writer's lock went with it.
+  store.putRecord(sample("after"));
+  EXPECT_TRUE(store.record("after"));
+}
+
+TEST_F(RecordsTest, LoadsTenThousandRecordsQuickly) {
+  auto store = Store::open(dir);
+  {
+    Store::Txn txn(store);
+    for (int i = 0; i < 10'000; ++i) store.putRecord(sample("r" + std::to_string(i)));
+    txn.commit();
+  }
+  store.loadRecords();  // warm the page cache, as a running agent would have it
+  auto start = std::chrono::steady_clock::now();
+  auto all = store.loadRecords();
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
+                                                                  start)
+                .count();
+  EXPECT_EQ(all.size(), 10'000u);
+  EXPECT_EQ(all.at("r9999"), sample("r9999"));
+  // A few ms is typical; the bound is loose so that a loaded CI machine passes,
+  // but still catches a query per record.
+  EXPECT_LT(ms, 250) << "loadRecords took " << ms << " ms";
+  RecordProperty("load_ms", static_cast<int>(ms));
+}
+
+}  // namespace
+}  // namespace mesh::state
