@@ -1,0 +1,83 @@
+// Supervisor backends: what runs a `process` resource's service. mesh-host renders
+// a systemd-style unit text; a backend installs it, starts, restarts and stops the
+// service, and reports what it observes. Two backends: systemd (over D-Bus) and
+// builtin (a small detached supervisor per service, runit/s6-style), chosen by
+// --supervisor (auto: systemd when it is PID 1 and reachable, else builtin).
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace mesh::supervise {
+
+// A unit as mesh-host renders it. `text` is the exact file content; `service`
+// carries the [Service] keys it was rendered from (values in order; a key given
+// as an array has several values) so a backend need not parse the text.
+struct Unit {
+  std::string name;  // "demo.service"
+  std::string text;
+  std::map<std::string, std::vector<std::string>> service;
+};
+
+struct ServiceState {
+  bool installed = false;      // a unit with this name is installed by us
+  std::string installedText;   // its text ("" when not installed)
+  bool active = false;         // running (or starting) now
+  std::string activeState;     // "active", "inactive", "failed", "activating", …
+  pid_t pid = 0;               // main pid, 0 when none
+  int64_t sinceUs = 0;         // realtime µs when it (last) became active; 0 when not
+  int64_t crashRestarts = 0;   // restarts done by the supervisor itself (Restart=)
+};
+
+class Supervisor {
+ public:
+  virtual ~Supervisor() = default;
+  virtual std::string name() const = 0;  // "systemd" or "builtin"
+
+  // The state of several services, read in one go: for systemd one bus call for
+  // all of them (ListUnitsByNames) plus reading the unit files — that is what a
+  // cycle needs (installedText, active, activeState). With `detailed`, pid,
+  // sinceUs and crashRestarts are filled too (may cost a call per unit; used by
+  // `status` and tests). Unknown services come back not installed.
+  virtual std::map<std::string, ServiceState> observe(const std::vector<std::string>& names,
+                                                      bool detailed = false) = 0;
+
+  // Writes the unit (atomically). Does not start or reload anything by itself;
+  // a backend that needs a reload (systemd) does it once, lazily, before the next
+  // start/restart/stop — so a cycle makes at most one reload, and a no-op cycle
+  // none.
+  virtual void install(const Unit& unit) = 0;
+  // Removes the unit file (the service must be stopped first).
+  virtual void uninstall(const std::string& name) = 0;
+
+  // Each waits until the job is done and throws mesh::Error with the backend's
+  // reason when it failed (e.g. "start of demo.service failed: exit-code").
+  virtual void start(const std::string& name) = 0;
+  virtual void restart(const std::string& name) = 0;
+  virtual void stop(const std::string& name) = 0;
+
+  // Unit keys (in [Service]) this backend cannot honour: warnings, never dropped
+  // silently.
+  virtual std::vector<std::string> unsupportedKeys(const Unit& unit) const = 0;
+};
+
+struct Options {
+  std::string stateDir;  // builtin: services live under <stateDir>/services/<name>/
+  // builtin: the mesh-host-supervise executable; "" → beside /proc/self/exe.
+  std::string supervisorExe;
+  std::string unitDir = "/etc/systemd/system";  // systemd
+  std::string busAddress;  // systemd: "" → sd_bus_open_system (DBUS_SYSTEM_BUS_ADDRESS)
+};
+
+std::unique_ptr<Supervisor> openBuiltin(const Options& o);
+std::unique_ptr<Supervisor> openSystemd(const Options& o);
+// "auto" | "builtin" | "systemd"; throws mesh::InputError for systemd when it is
+// not reachable.
+std::unique_ptr<Supervisor> openSupervisor(const std::string& which, const Options& o);
+
+}  // namespace mesh::supervise
