@@ -28,4 +28,35 @@ const fleet::NodeKey& Context::nodeKey() {
   return *key_;
 }
 
+supervise::Supervisor& Context::supervisor() {
+  if (!supervisor_) {
+    supervise::Options o;
+    o.stateDir = settings_.stateDir;
+    o.unitDir = settings_.unitDir;
+    supervisor_ = supervise::openSupervisor(settings_.supervisor, o);
+  }
+  return *supervisor_;
+}
+
+void Context::expectServices(std::vector<std::string> names, bool detailed) {
+  expected_ = std::move(names);
+  detailed_ = detailed;
+  services_.reset();
+}
+
+const supervise::ServiceState& Context::service(const std::string& name) {
+  if (!services_) services_ = supervisor().observe(expected_, detailed_);
+  auto it = services_->find(name);
+  if (it == services_->end()) {
+    // Not expected (a pruned process): observe it alone.
+    auto one = supervisor().observe({name}, detailed_);
+    it = services_->emplace(name, one[name]).first;
+  }
+  return it->second;
+}
+
+std::string Context::bundleDir(const Digest& bundle) const {
+  return settings_.stateDir + "/bundles/" + bundle.hex();
+}
+
 }  // namespace mesh::apply

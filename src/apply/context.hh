@@ -7,8 +7,13 @@
 #include <optional>
 #include <string>
 
+#include <functional>
+#include <map>
+#include <vector>
+
 #include "fleet/blob_source.hh"
 #include "fleet/node_key.hh"
+#include "supervise/supervisor.hh"
 
 namespace mesh::apply {
 
@@ -18,6 +23,16 @@ struct Settings {
   std::string blobs;       // blob source spec
   std::string node;
   bool plan = false;
+  std::string supervisor = "auto";  // auto | builtin | systemd
+  std::string unitDir = "/etc/systemd/system";
+};
+
+// Why a process must restart in this cycle, besides its own state.
+struct RestartCauses {
+  std::vector<std::string> changed;  // its restart-on ids created/updated/removed this cycle
+  // Restarts owed by an earlier cycle that was cut short: (cause id, cycle).
+  std::vector<std::pair<std::string, int64_t>> owed;
+  bool empty() const { return changed.empty() && owed.empty(); }
 };
 
 class Context {
@@ -42,8 +57,30 @@ class Context {
   // has none yet, an in-memory one (nothing is written by a plan).
   const fleet::NodeKey& nodeKey();
 
+  supervise::Supervisor& supervisor();
+  // The services this cycle may look at: observed all at once, at first use.
+  void expectServices(std::vector<std::string> names, bool detailed);
+  const supervise::ServiceState& service(const std::string& name);
+
+  // Set by the cycle before it converges a process.
+  void setRestartCauses(RestartCauses c) { causes_ = std::move(c); }
+  const RestartCauses& restartCauses() const { return causes_; }
+
+  // Persists a restart owed to `process` because of `cause`, before the change
+  // that owes it is made (set by the cycle; a no-op when planning).
+  std::function<void(const std::string& process, const std::string& cause)> oweRestart =
+      [](const std::string&, const std::string&) {};
+
+  // Where process bundles are unpacked: <state-dir>/bundles/<hex>.
+  std::string bundleDir(const Digest& bundle) const;
+
  private:
   Settings settings_;
+  std::unique_ptr<supervise::Supervisor> supervisor_;
+  std::vector<std::string> expected_;
+  bool detailed_ = false;
+  std::optional<std::map<std::string, supervise::ServiceState>> services_;
+  RestartCauses causes_;
   std::unique_ptr<fleet::BlobSource> blobs_;
   std::optional<fleet::NodeKey> key_;
 };

@@ -48,6 +48,13 @@ class Outcome {
   // Warnings that do not fail the resource (shown in plan and apply).
   std::string warning;
 
+  // Processes: what the cycle must still do once every resource has been
+  // converged (starts and restarts run last, after one daemon-reload at most).
+  enum class Activation { None, Start, Restart };
+  Activation activation = Activation::None;
+  std::string service;     // the service to activate
+  bool restarted = false;  // a restart was done (JSON "restarted")
+
  private:
   Outcome(Verdict v, Digest held, std::string reason, std::string detail = {})
       : verdict_(v), held_(std::move(held)), reason_(std::move(reason)), detail_(std::move(detail)) {}

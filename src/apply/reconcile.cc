@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <chrono>
+#include <map>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "apply/applier.hh"
 #include "util/error.hh"
+#include "util/faults.hh"
 
 namespace mesh::apply {
 
@@ -47,6 +49,14 @@ state::Record nextRecord(const state::Record* rec, const std::string& id, const 
   return r;
 }
 
+// One resource on its way through the cycle.
+struct Pending {
+  std::string id, module, kind, path;
+  Digest want;
+  const state::Record* rec;
+  size_t resultIndex;
+};
+
 class Cycle {
  public:
   Cycle(Context& ctx, const decl::Declaration& d, state::Store* store)
@@ -54,33 +64,43 @@ class Cycle {
 
   CycleReport run(const std::string& text) {
     const int64_t started = nowMs();
-    if (store_) records_ = store_->loadRecords();
-    if (ctx_.applying()) {
-      const int64_t generation = store_->recordGeneration(decl_.digest.str(), text, started);
-      report_.cycle = store_->beginCycle(started, generation);
-      generation_ = generation;
+    if (store_) {
+      records_ = store_->loadRecords();
+      for (auto& o : store_->owedRestarts()) owed_[o.process].push_back(o);
     }
+    if (ctx_.applying()) {
+      generation_ = store_->recordGeneration(decl_.digest.str(), text, started);
+      report_.cycle = store_->beginCycle(started, generation_);
+      ctx_.oweRestart = [this](const std::string& process, const std::string& cause) {
+        store_->oweRestart({process, cause, report_.cycle, nowMs()});
+      };
+    }
+    prepareProcesses();
     for (const auto& r : decl_.resources) converge(r);
     prune();
+    activate();
+    if (usesSupervisor_ && ctx_.applying()) ctx_.supervisor().flush();
     report_.ms = nowMs() - started;
-    if (ctx_.applying()) {
-      state::Cycle c;
-      c.cycle = report_.cycle;
-      c.startedAt = started;
-      c.finishedAt = nowMs();
-      c.generation = generation_;
-      c.created = report_.created;
-      c.updated = report_.updated;
-      c.unchanged = report_.unchanged;
-      c.removed = report_.removed;
-      c.failed = report_.failed;
-      c.ms = report_.ms;
-      store_->finishCycle(c);
-    }
+    if (ctx_.applying()) finish(started);
     return std::move(report_);
   }
 
  private:
+  void prepareProcesses() {
+    std::vector<std::string> services;
+    for (const auto& r : decl_.resources) {
+      for (const auto& cause : r.restartOn) dependents_[cause].push_back(r.id);
+      if (r.kind == decl::Kind::Process)
+        services.push_back(std::get<decl::ProcessSpec>(r.spec).service);
+    }
+    bool prunesProcess = false;
+    for (const auto& [id, rec] : records_) prunesProcess |= rec.kind == "process";
+    usesSupervisor_ = !services.empty() || prunesProcess;
+    // Owed restarts are checked against the service's start time, which some
+    // backends only report in detail.
+    if (usesSupervisor_) ctx_.expectServices(std::move(services), !owed_.empty());
+  }
+
   const state::Record* recordOf(const std::string& id, const std::string& kind) const {
     auto it = records_.find(id);
     // A record of another kind under the same id describes something else.
@@ -95,15 +115,33 @@ class Cycle {
     return {};
   }
 
+  // Restarts owed from earlier cycles that the service has not paid yet (it has
+  // not started since they were recorded).
+  RestartCauses causesFor(const decl::Resource& r) {
+    RestartCauses c;
+    for (const auto& cause : r.restartOn)
+      if (changed_.count(cause)) c.changed.push_back(cause);
+    auto it = owed_.find(r.id);
+    if (it != owed_.end()) {
+      const auto& svc = ctx_.service(std::get<decl::ProcessSpec>(r.spec).service);
+      for (const auto& o : it->second)
+        if (!(svc.active && svc.sinceUs / 1000 > o.at)) c.owed.emplace_back(o.cause, o.cycle);
+      if (c.owed.empty() && ctx_.applying()) store_->clearOwedRestarts(r.id);  // already paid
+    }
+    return c;
+  }
+
   void converge(const decl::Resource& r) {
     const std::string kind = decl::kindName(r.kind);
     const state::Record* rec = recordOf(r.id, kind);
     Digest want;
     std::optional<Outcome> outcome;
     if (auto dep = failedDependency(r); !dep.empty()) {
-      outcome = Outcome::failed(recordedHeld(rec), fmt::format("skipped: requires {}, which failed", dep));
+      outcome = Outcome::failed(recordedHeld(rec),
+                                fmt::format("skipped: requires {}, which failed", dep));
     } else {
       try {
+        ctx_.setRestartCauses(r.kind == decl::Kind::Process ? causesFor(r) : RestartCauses{});
         const Applier& applier = applierFor(r.kind);
         want = applier.want(ctx_, r);
         outcome = applier.reconcile(ctx_, r, want, rec);
@@ -112,7 +150,13 @@ class Cycle {
       }
     }
     if (outcome->verdict() == Verdict::Failed) failed_.insert(r.id);
-    record(r.id, r.module, kind, r.path(), want, rec, *outcome);
+    if (outcome->changed()) changed_.insert(r.id);
+    Pending p{r.id, r.module, kind, r.path(), want, rec, report_.results.size()};
+    report_.results.push_back({r.id, r.module, kind, std::move(*outcome)});
+    if (report_.results.back().outcome.activation != Outcome::Activation::None)
+      activations_.push_back(std::move(p));  // recorded once started, in activate()
+    else
+      record(p);
   }
 
   void prune() {
@@ -123,21 +167,18 @@ class Cycle {
       if (!r.path().empty()) declaredPaths.emplace(r.path(), r.id);
     }
     std::vector<const state::Record*> gone;
-    for (const auto& [id, rec] : records_) {
-      const auto* declared = recordOf(id, rec.kind);
-      if (!declaredIds.count(id) || !declared) gone.push_back(&rec);
-    }
-    // Deepest paths first, so a directory is emptied before it is removed.
+    for (const auto& [id, rec] : records_)
+      if (!declaredIds.count(id)) gone.push_back(&rec);
+    // Processes first (stopped before what they use goes), then deepest paths
+    // first, so a directory is emptied before it is removed.
     std::sort(gone.begin(), gone.end(), [](const auto* a, const auto* b) {
+      const bool pa = a->kind == "process", pb = b->kind == "process";
+      if (pa != pb) return pa;
       auto depth = [](const std::string& p) { return std::count(p.begin(), p.end(), '/'); };
       if (depth(a->path) != depth(b->path)) return depth(a->path) > depth(b->path);
       return a->id < b->id;
     });
     for (const auto* rec : gone) {
-      if (declaredIds.count(rec->id)) {
-        // Same id, another kind: the new declaration already took the path over.
-        continue;
-      }
       if (rec->wrote.empty()) {  // never wrote anything: nothing to remove
         if (ctx_.applying()) store_->deleteRecord(rec->id);
         continue;
@@ -148,9 +189,10 @@ class Cycle {
         outcome = Outcome::removed(reasons::kNoLongerDeclared,
                                    "released; left in place: mesh-host never wrote it");
       } else if (auto owner = declaredPaths.find(rec->path);
-          !rec->path.empty() && owner != declaredPaths.end()) {
-        outcome = Outcome::removed(reasons::kNoLongerDeclared,
-                                   fmt::format("released; {} now manages {}", owner->second, rec->path));
+                 !rec->path.empty() && owner != declaredPaths.end()) {
+        outcome = Outcome::removed(
+            reasons::kNoLongerDeclared,
+            fmt::format("released; {} now manages {}", owner->second, rec->path));
       } else {
         try {
           outcome = applierFor(rec->kind).remove(ctx_, *rec);
@@ -158,13 +200,41 @@ class Cycle {
           outcome = Outcome::failed(recordedHeld(rec), e.what());
         }
       }
-      record(rec->id, rec->module, rec->kind, rec->path, Digest::none(), rec, *outcome);
+      if (outcome->verdict() == Verdict::Removed) changed_.insert(rec->id);
+      Pending p{rec->id, rec->module, rec->kind, rec->path, Digest::none(), rec,
+                report_.results.size()};
+      report_.results.push_back({rec->id, rec->module, rec->kind, std::move(*outcome)});
+      record(p);
     }
   }
 
-  void record(const std::string& id, const std::string& module, const std::string& kind,
-              const std::string& path, const Digest& want, const state::Record* rec,
-              Outcome outcome) {
+  // Starts and restarts, last, in declaration order: by now every file they
+  // read is in place, every unit is installed, and a backend that must reload
+  // does so once, before the first of them.
+  void activate() {
+    for (const auto& p : activations_) {
+      Outcome& o = report_.results[p.resultIndex].outcome;
+      if (ctx_.applying()) {
+        try {
+          crashPoint(crash::kBeforeRestart);
+          if (o.activation == Outcome::Activation::Restart)
+            ctx_.supervisor().restart(o.service);
+          else
+            ctx_.supervisor().start(o.service);
+          crashPoint(crash::kAfterRestart);
+          o.restarted = o.activation == Outcome::Activation::Restart;
+        } catch (const Error& e) {
+          Outcome failed = Outcome::failed(recordedHeld(p.rec), e.what());
+          failed.service = o.service;
+          o = std::move(failed);
+        }
+      }
+      record(p);
+    }
+  }
+
+  void record(const Pending& p) {
+    const Outcome& outcome = report_.results[p.resultIndex].outcome;
     switch (outcome.verdict()) {
       case Verdict::Unchanged: ++report_.unchanged; break;
       case Verdict::Created: ++report_.created; break;
@@ -172,28 +242,64 @@ class Cycle {
       case Verdict::Removed: ++report_.removed; break;
       case Verdict::Failed: ++report_.failed; break;
     }
-    if (ctx_.applying()) {
-      const int64_t now = nowMs();
-      if (outcome.verdict() == Verdict::Removed) {
-        store_->deleteRecord(id);
-      } else {
-        auto next = nextRecord(rec, id, module, kind, path, want, outcome, report_.cycle, now);
-        if (!rec || next != *rec) store_->putRecord(next);
-      }
-      if (outcome.verdict() != Verdict::Unchanged)
-        store_->addHistory({report_.cycle, id, verdictName(outcome.verdict()), outcome.reason(),
-                            want.str(), outcome.held().str(), now});
-    }
-    report_.results.push_back({id, module, kind, std::move(outcome)});
+    if (!ctx_.applying()) return;
+    const int64_t now = nowMs();
+    const bool changed = outcome.changed() || outcome.verdict() == Verdict::Removed;
+    auto owes = dependents_.find(p.id);
+    const bool owesRestarts = changed && owes != dependents_.end();
+    const bool paysRestarts = outcome.activation != Outcome::Activation::None &&
+                              outcome.verdict() != Verdict::Failed;
+    auto next = outcome.verdict() == Verdict::Removed
+                    ? std::optional<state::Record>()
+                    : nextRecord(p.rec, p.id, p.module, p.kind, p.path, p.want, outcome,
+                                 report_.cycle, now);
+    const bool recordChanged = !next || !p.rec || *next != *p.rec;
+    if (!recordChanged && !owesRestarts && !paysRestarts && outcome.verdict() == Verdict::Unchanged)
+      return;  // the no-op path: no write at all
+
+    // One transaction: the record, the restarts it owes or pays, its history.
+    state::Store::Txn txn(*store_);
+    if (!next)
+      store_->deleteRecord(p.id);
+    else if (recordChanged)
+      store_->putRecord(*next);
+    if (owesRestarts)
+      for (const auto& process : owes->second)
+        store_->oweRestart({process, p.id, report_.cycle, now});
+    if (paysRestarts) store_->clearOwedRestarts(p.id);
+    if (outcome.verdict() != Verdict::Unchanged)
+      store_->addHistory({report_.cycle, p.id, verdictName(outcome.verdict()), outcome.reason(),
+                          p.want.str(), outcome.held().str(), now});
+    txn.commit();
+    if (owesRestarts) crashPoint(crash::kAfterChangeRecorded);
+  }
+
+  void finish(int64_t started) {
+    state::Cycle c;
+    c.cycle = report_.cycle;
+    c.startedAt = started;
+    c.finishedAt = nowMs();
+    c.generation = generation_;
+    c.created = report_.created;
+    c.updated = report_.updated;
+    c.unchanged = report_.unchanged;
+    c.removed = report_.removed;
+    c.failed = report_.failed;
+    c.ms = report_.ms;
+    store_->finishCycle(c);
   }
 
   Context& ctx_;
   const decl::Declaration& decl_;
   state::Store* store_;
   std::unordered_map<std::string, state::Record> records_;
-  std::unordered_set<std::string> failed_;
+  std::map<std::string, std::vector<state::OwedRestart>> owed_;
+  std::unordered_map<std::string, std::vector<std::string>> dependents_;  // cause → processes
+  std::unordered_set<std::string> failed_, changed_;
+  std::vector<Pending> activations_;
   CycleReport report_;
   int64_t generation_ = 0;
+  bool usesSupervisor_ = false;
 };
 
 }  // namespace

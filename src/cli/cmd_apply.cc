@@ -18,6 +18,9 @@ int runApply(const std::string& declPath, CommonOptions& o) {
   apply::Context ctx(o.settings(/*plan=*/false));
   const auto report = apply::runCycle(ctx, declaration, declaration.text, &store);
 
+  for (const auto& r : report.results)
+    if (!r.outcome.warning.empty())
+      std::fprintf(stderr, "mesh-host: warning: %s: %s\n", r.id.c_str(), r.outcome.warning.c_str());
   if (o.json) {
     std::puts(reportJson(report, o.node, false).dump().c_str());
   } else {

@@ -24,6 +24,9 @@ int runPlan(const std::string& declPath, CommonOptions& o) {
   const auto report =
       apply::runCycle(ctx, declaration, declaration.text, store ? &*store : nullptr);
 
+  for (const auto& r : report.results)
+    if (!r.outcome.warning.empty())
+      std::fprintf(stderr, "mesh-host: warning: %s: %s\n", r.id.c_str(), r.outcome.warning.c_str());
   if (o.json) {
     std::puts(reportJson(report, o.node, true).dump().c_str());
   } else {

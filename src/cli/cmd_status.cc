@@ -5,7 +5,10 @@
 #include <nlohmann/json.hpp>
 #include <fmt/format.h>
 
+#include "apply/process_info.hh"
 #include "cli/commands.hh"
+#include "supervise/supervisor.hh"
+#include "util/error.hh"
 #include "state/store.hh"
 #include "util/fs.hh"
 
@@ -37,6 +40,19 @@ std::map<std::string, Churn> churnByResource(state::Store& store, int64_t lastCy
   return out;
 }
 
+std::string isoTime(int64_t ms);
+
+std::string serviceText(const std::map<std::string, nlohmann::json>& services,
+                        const std::string& id) {
+  auto it = services.find(id);
+  if (it == services.end()) return "";
+  const auto& s = it->second;
+  return fmt::format(", {} {} pid {} since {}, restarts: {} by mesh-host, {} by crashes",
+                     s["name"].get<std::string>(), s["state"].get<std::string>(),
+                     s["pid"].get<int>(), s["since"].get<std::string>(),
+                     s["restarts_by_mesh_host"].get<int64_t>(), s["restarts_by_crash"].get<int64_t>());
+}
+
 std::string isoTime(int64_t ms) {
   if (ms == 0) return "";
   std::time_t t = ms / 1000;
@@ -45,6 +61,40 @@ std::string isoTime(int64_t ms) {
   char buf[32];
   std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
   return buf;
+}
+
+// For each process record, what its supervisor shows: read in one go.
+std::map<std::string, nlohmann::json> servicesOf(const std::map<std::string, const state::Record*>& records,
+                                                 const CommonOptions& o) {
+  std::map<std::string, apply::ProcessInfo> infos;
+  std::vector<std::string> names;
+  for (const auto& [id, r] : records)
+    if (auto info = apply::processInfo(*r)) {
+      names.push_back(info->service);
+      infos.emplace(id, *info);
+    }
+  std::map<std::string, nlohmann::json> out;
+  if (names.empty()) return out;
+  std::map<std::string, supervise::ServiceState> states;
+  std::string error;
+  try {
+    auto sup = supervise::openSupervisor(o.supervisor, {o.stateDir, "", o.unitDir, ""});
+    states = sup->observe(names, /*detailed=*/true);
+  } catch (const Error& e) {
+    error = e.what();
+  }
+  for (const auto& [id, info] : infos) {
+    const auto& st = states[info.service];
+    nlohmann::json j = {{"name", info.service},
+                        {"active", st.active},
+                        {"state", error.empty() ? st.activeState : "unknown: " + error},
+                        {"pid", st.pid},
+                        {"since", st.sinceUs ? isoTime(st.sinceUs / 1000) : ""},
+                        {"restarts_by_mesh_host", info.restarts},
+                        {"restarts_by_crash", st.crashRestarts}};
+    out.emplace(id, std::move(j));
+  }
+  return out;
 }
 
 }  // namespace
@@ -59,6 +109,7 @@ int runStatus(CommonOptions& o) {
   std::map<std::string, const state::Record*> sorted;
   for (const auto& [id, r] : records) sorted.emplace(id, &r);
 
+  const auto services = servicesOf(sorted, o);
   int failing = 0, churning = 0;
   nlohmann::json resources = nlohmann::json::array();
   std::vector<std::string> lines;
@@ -77,7 +128,14 @@ int runStatus(CommonOptions& o) {
                          {"changed_at", isoTime(r->changedAt)},
                          {"changes", r->changes},
                          {"churning", isChurning},
-                         {"service", nullptr}});
+                         {"service", services.count(id) ? services.at(id) : nlohmann::json()}});
+    if (auto s = services.find(id); s != services.end() && !s->second["active"].get<bool>() &&
+                                    r->outcome != "failed") {
+      ++failing;
+      lines.push_back(fmt::format("down {} ({}): {} is {}", id, r->module,
+                                  s->second["name"].get<std::string>(),
+                                  s->second["state"].get<std::string>()));
+    }
     if (r->outcome == "failed")
       lines.push_back(fmt::format("failed {} ({}): {}", id, r->module, r->reason));
     else if (isChurning)
@@ -85,9 +143,9 @@ int runStatus(CommonOptions& o) {
                                   r->module, it->second.changes, kChurnWindow,
                                   it->second.lastReason));
     else if (o.verbose)
-      lines.push_back(fmt::format("{} {} ({}): {}, changed {}", r->outcome, id, r->module,
+      lines.push_back(fmt::format("{} {} ({}): {}, changed {}{}", r->outcome, id, r->module,
                                   r->wrote.empty() ? "-" : r->wrote.substr(0, 19),
-                                  isoTime(r->changedAt)));
+                                  isoTime(r->changedAt), serviceText(services, id)));
   }
 
   if (o.json) {

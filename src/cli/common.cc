@@ -23,6 +23,9 @@ void CommonOptions::addTo(CLI::App& cmd) {
   cmd.add_option("--supervisor", supervisor, "process supervisor backend")
       ->check(CLI::IsMember({"auto", "builtin", "systemd"}))
       ->default_str("auto");
+  cmd.add_option("--unit-dir", unitDir, "where the systemd backend installs unit files")
+      ->option_text("DIR")
+      ->default_str("/etc/systemd/system");
   cmd.add_option("--node", node, "this node's name")->option_text("NAME")->default_str("hostname");
   cmd.add_flag("--json", json, "machine-readable output on stdout");
   cmd.add_flag("-v,--verbose", verbose, "show every resource, unchanged ones too");
@@ -54,6 +57,8 @@ apply::Settings CommonOptions::settings(bool plan) const {
   s.blobs = blobs;
   s.node = node;
   s.plan = plan;
+  s.supervisor = supervisor;
+  s.unitDir = unitDir;
   return s;
 }
 

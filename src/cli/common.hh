@@ -22,6 +22,7 @@ struct CommonOptions {
   std::string stateDir;  // default <root>/var/lib/mesh-host
   std::string blobs;     // default <state-dir>/blobs
   std::string supervisor = "auto";
+  std::string unitDir = "/etc/systemd/system";
   std::string node;      // default the hostname
   bool json = false;
   bool verbose = false;

@@ -49,7 +49,8 @@ nlohmann::json reportJson(const apply::CycleReport& r, const std::string& node, 
                         {"reason", o.reason()},
                         {"wrote", o.held().str()},
                         {"detail", o.detail()},
-                        {"restarted", false}};
+                        {"restarted", o.restarted}};
+    if (!o.warning.empty()) j["warning"] = o.warning;
     if (plan) j["diff"] = o.diff;
     outcomes.push_back(std::move(j));
   }

@@ -64,3 +64,16 @@ CREATE TABLE history (
 CREATE INDEX history_by_id ON history (id, cycle);
 -- Trimming deletes by cycle, and the unfiltered history reads newest cycles first.
 CREATE INDEX history_by_cycle ON history (cycle);
+
+-- Restarts owed to processes: written in the same transaction as the record of
+-- the change that causes them (a restart-on resource created/updated/removed, or
+-- the process's own unit replaced while it ran), deleted in the same transaction
+-- as the record of the process once it was (re)started. A crash in between
+-- leaves the row, so the next cycle restarts: an owed restart is never lost.
+CREATE TABLE owed_restarts (
+  process TEXT NOT NULL,      -- the process resource's id
+  cause   TEXT NOT NULL,      -- the id whose change owes it
+  cycle   INTEGER NOT NULL,   -- cycle that recorded it
+  at      INTEGER NOT NULL,   -- unix ms; a service started after this has paid it
+  PRIMARY KEY (process, cause)
+);

@@ -108,6 +108,28 @@ void Store::deleteRecord(const std::string& id) {
   impl_->st->deleteRecord.start().bind(id).run();
 }
 
+void Store::oweRestart(const OwedRestart& o) {
+  Stmt s(impl_->db,
+         "INSERT INTO owed_restarts (process, cause, cycle, at) VALUES (?, ?, ?, ?) "
+         "ON CONFLICT (process, cause) DO UPDATE SET cycle = excluded.cycle, at = excluded.at",
+         "recording an owed restart");
+  s.start().bind(o.process).bind(o.cause).bind(o.cycle).bind(o.at).run();
+}
+
+std::vector<OwedRestart> Store::owedRestarts() {
+  Stmt s(impl_->db, "SELECT process, cause, cycle, at FROM owed_restarts ORDER BY process, cause",
+         "reading owed restarts");
+  std::vector<OwedRestart> out;
+  auto q = s.start();
+  while (q.next()) out.push_back({q.text(0), q.text(1), q.integer(2), q.integer(3)});
+  return out;
+}
+
+void Store::clearOwedRestarts(const std::string& process) {
+  Stmt s(impl_->db, "DELETE FROM owed_restarts WHERE process = ?", "clearing owed restarts");
+  s.start().bind(process).run();
+}
+
 int64_t Store::beginCycle(int64_t startedAt, int64_t generation) {
   Stmt s(impl_->db, "INSERT INTO cycles (started_at, generation) VALUES (?, ?) RETURNING cycle",
          "starting a cycle");

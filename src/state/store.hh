@@ -50,6 +50,13 @@ struct HistoryEntry {
   int64_t at = 0;  // unix ms
 };
 
+struct OwedRestart {
+  std::string process;
+  std::string cause;
+  int64_t cycle = 0;
+  int64_t at = 0;  // unix ms
+};
+
 struct Generation {
   int64_t generation = 0;
   std::string digest;  // of the declaration text
@@ -78,6 +85,12 @@ class Store {
   // All writes below run inside the current transaction when there is one.
   void putRecord(const Record& r);
   void deleteRecord(const std::string& id);
+
+  // Restarts owed to processes (see schema.sql). Write them in the transaction
+  // that records their cause; clear them in the one that records the restart.
+  void oweRestart(const OwedRestart& o);
+  std::vector<OwedRestart> owedRestarts();
+  void clearOwedRestarts(const std::string& process);
 
   int64_t beginCycle(int64_t startedAt, int64_t generation);  // returns the new number
   void finishCycle(const Cycle& c);

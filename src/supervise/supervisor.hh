@@ -32,6 +32,9 @@ struct ServiceState {
   pid_t pid = 0;               // main pid, 0 when none
   int64_t sinceUs = 0;         // realtime µs when it (last) became active; 0 when not
   int64_t crashRestarts = 0;   // restarts done by the supervisor itself (Restart=)
+  // Starts at boot. systemd: every link its [Install] section asks for
+  // (multi-user.target.wants/<name>) is in place; builtin: always true.
+  bool enabled = true;
 };
 
 class Supervisor {
@@ -60,6 +63,13 @@ class Supervisor {
   virtual void start(const std::string& name) = 0;
   virtual void restart(const std::string& name) = 0;
   virtual void stop(const std::string& name) = 0;
+
+  // Ends a cycle: a backend that owes a reload (after an uninstall) does it now.
+  virtual void flush() {}
+
+  // How many daemon-reloads this backend has made (systemd); for tests and the
+  // benchmark, which require none in a no-op cycle and at most one per cycle.
+  virtual int64_t reloadCount() const { return 0; }
 
   // Unit keys (in [Service]) this backend cannot honour: warnings, never dropped
   // silently.

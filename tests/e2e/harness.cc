@@ -105,12 +105,15 @@ void Node::TearDown() {
   if (!HasFailure() || !std::getenv("MESH_KEEP_TEST_DIRS")) fs::remove_all(work);
 }
 
-Result Node::mesh(std::vector<std::string> args) {
+Result Node::mesh(std::vector<std::string> args, const std::map<std::string, std::string>& env) {
   std::vector<std::string> argv = {MESH_HOST_BIN};
   argv.insert(argv.end(), args.begin(), args.end());
   for (const char* a : {"--root", root.c_str(), "--blobs", blobs.c_str(), "--node", "test"})
     argv.emplace_back(a);
-  return runCommand(argv);
+  argv.insert(argv.end(), extraArgs.begin(), extraArgs.end());
+  auto allEnv = extraEnv;
+  for (const auto& [k, v] : env) allEnv[k] = v;
+  return runCommand(argv, allEnv);
 }
 
 Result Node::apply(const std::string& decl, bool json) {

@@ -40,7 +40,7 @@ class Node : public ::testing::Test {
   void TearDown() override;
 
   // mesh-host <args…> --root <root> --blobs <blobs> --node test
-  Result mesh(std::vector<std::string> args);
+  Result mesh(std::vector<std::string> args, const std::map<std::string, std::string>& env = {});
   Result apply(const std::string& decl, bool json = true);
   Result plan(const std::string& decl, bool json = false);
 
@@ -59,6 +59,10 @@ class Node : public ::testing::Test {
 
   // outcome of one id in a JSON report
   static nlohmann::json outcomeOf(const nlohmann::json& report, const std::string& id);
+
+  // Added to every mesh() call (e.g. the supervisor backend) and its environment.
+  std::vector<std::string> extraArgs;
+  std::map<std::string, std::string> extraEnv;
 
   std::string work;   // temp dir holding everything
   std::string root;   // the node's root

@@ -1,26 +1,179 @@
-// `process`: a long-running service. Comes with the supervisor backends.
+// `process`: a long-running service — a bundle unpacked under
+// <state-dir>/bundles/<hex> and a unit rendered from the `unit` table. As wanted
+// when the installed unit text equals the rendered one, the bundle is intact and
+// the service runs; then nothing is called at all. Otherwise the unit and bundle
+// are put in place here, and the start or restart is left to the end of the
+// cycle (Outcome::activation), after every other resource and one reload at most.
+#include <nlohmann/json.hpp>
+
 #include "apply/applier.hh"
+#include "apply/process_info.hh"
+#include "apply/kinds/tree.hh"
+#include "apply/kinds/unit_text.hh"
 #include "util/error.hh"
+#include "util/faults.hh"
+#include "util/fs.hh"
 
 namespace mesh::apply {
 
 namespace {
 
+using json = nlohmann::json;
+
+// What the record remembers: the bundle tree, the service name (to stop it once
+// no longer declared) and how often mesh-host restarted it.
+struct ProcessObserved {
+  TreeObserved tree;
+  std::string service;
+  int64_t restarts = 0;
+
+  std::string str() const {
+    return json{{"tree", tree.str()}, {"service", service}, {"restarts", restarts}}.dump();
+  }
+  static ProcessObserved parse(const std::string& text) {
+    ProcessObserved o;
+    auto j = json::parse(text, nullptr, false);
+    if (j.is_discarded() || !j.is_object()) return o;
+    o.tree = TreeObserved::parse(j.value("tree", ""));
+    o.service = j.value("service", "");
+    o.restarts = j.value("restarts", int64_t{0});
+    return o;
+  }
+};
+
+// "restart-on a.key, a.config" and/or "owed from cycle 3: a.key".
+std::string causeText(const std::string& self, const RestartCauses& c) {
+  std::string out;
+  for (const auto& x : c.changed) out += (out.empty() ? "restart-on " : ", ") + x;
+  std::string owed;
+  for (const auto& [cause, cycle] : c.owed)
+    owed += fmt::format("{}{} (cycle {})", owed.empty() ? "" : ", ",
+                        cause == self ? "own unit" : cause, cycle);
+  if (!owed.empty()) out += (out.empty() ? "" : "; ") + ("owed restart: " + owed);
+  return out;
+}
+
 class ProcessApplier : public Applier {
  public:
-  Digest want(Context&, const decl::Resource&) const override {
-    throw Error("the process kind is not supported by this build yet");
+  Digest want(Context& ctx, const decl::Resource& r) const override {
+    const auto& s = std::get<decl::ProcessSpec>(r.spec);
+    const auto unit = renderUnit(r.id, s, ctx.bundleDir(s.bundle), ctx.settings().root);
+    return WantBuilder("process/1").add("bundle", s.bundle.str()).add("unit", unit.text).finish();
   }
-  Outcome reconcile(Context&, const decl::Resource&, const Digest&,
-                    const state::Record*) const override {
-    throw Error("the process kind is not supported by this build yet");
+
+  Outcome reconcile(Context& ctx, const decl::Resource& r, const Digest& want,
+                    const state::Record* rec) const override {
+    const auto& s = std::get<decl::ProcessSpec>(r.spec);
+    const std::string bundleDir = ctx.bundleDir(s.bundle);
+    const auto unit = renderUnit(r.id, s, bundleDir, ctx.settings().root);
+    const auto& svc = ctx.service(s.service);
+    const auto prev = rec ? ProcessObserved::parse(rec->observed) : ProcessObserved{};
+    const bundle::Limits limits;
+
+    // Observe: the bundle tree, the installed unit, the running service.
+    ProcessObserved now{{}, s.service, prev.restarts};
+    const TreeObserved trusted = rec && rec->wrote == want.str() ? prev.tree : TreeObserved{};
+    const auto bundleDrift = checkTree(ctx, bundleDir, s.bundle, limits, trusted, now.tree);
+    std::optional<std::string> unitDrift;
+    if (!svc.installed)
+      unitDrift = "not installed";
+    else if (svc.installedText != unit.text)
+      unitDrift = "unit edited";
+    const auto& causes = ctx.restartCauses();
+
+    std::string warning;
+    if (auto keys = ctx.supervisor().unsupportedKeys(unit); !keys.empty()) {
+      std::string list;
+      for (const auto& k : keys) list += (list.empty() ? "" : ", ") + k;
+      warning = fmt::format("the {} supervisor cannot honour {}", ctx.supervisor().name(), list);
+    }
+
+    if (!bundleDrift && !unitDrift && svc.active && causes.empty()) {
+      if (!svc.enabled) {
+        // Disabled by hand: enable it again (so it survives a reboot); the
+        // running service has no cause to restart.
+        ctx.change([&] { ctx.supervisor().install(unit); });
+        Outcome o = Outcome::updated(want, "drift: not enabled", "enabled " + s.service);
+        o.observed = now.str();
+        return o;
+      }
+      Outcome o = Outcome::unchanged(want, reasonUnchanged(rec));
+      o.observed = now.str();
+      o.warning = warning;
+      return o;
+    }
+
+    // Decide: what to put in place, and whether to start or restart.
+    std::string reason;
+    if (bundleDrift || unitDrift) {
+      const std::string what =
+          unitDrift && svc.installed ? *unitDrift : "bundle " + bundleDrift.value_or("intact");
+      reason = reasonToAct(rec, want, svc.installed, what);
+    } else if (!svc.active) {
+      reason = "drift: not running";
+    }
+    const bool restart = svc.active;
+    // A service being started anew needs no cause; a restart names its causes.
+    if (restart && !causes.empty())
+      reason += (reason.empty() ? "" : "; ") + causeText(r.id, causes);
+
+    // Act: the bundle and the unit now; the start or restart at the end of the cycle.
+    // A running service whose unit or bundle is replaced is owed a restart,
+    // persisted before anything changes so that a crash cannot lose it.
+    if ((unitDrift || bundleDrift) && svc.active) ctx.oweRestart(r.id, r.id);
+    if (bundleDrift) {
+      const std::string blob = ctx.blobs().fetch(s.bundle);
+      now.tree = {};
+      if (ctx.applying())
+        now.tree.manifest = unpackAndSwitch(blob, bundleDir, limits, lstatPath(bundleDir).has_value());
+      else
+        now.tree.manifest = bundle::readManifest(blob, limits);
+    }
+    if (unitDrift) {
+      ctx.change([&] {
+        ctx.supervisor().install(unit);
+        crashPoint(crash::kAfterUnitInstalled);
+      });
+    }
+    if (restart) now.restarts += 1;
+
+    std::string detail;
+    if (!svc.installed)
+      detail = fmt::format("{} file(s), running as {}",
+                           now.tree.manifest ? now.tree.manifest->files() : 0, s.service);
+    else
+      detail = fmt::format("{} {}", restart ? "restarted" : "started", s.service);
+    Outcome o = svc.installed ? Outcome::updated(want, reason, detail)
+                              : Outcome::created(want, reason, detail);
+    o.observed = now.str();
+    o.warning = warning;
+    o.activation = restart ? Outcome::Activation::Restart : Outcome::Activation::Start;
+    o.service = s.service;
+    return o;
   }
-  Outcome remove(Context&, const state::Record&) const override {
-    throw Error("the process kind is not supported by this build yet");
+
+  Outcome remove(Context& ctx, const state::Record& rec) const override {
+    const auto prev = ProcessObserved::parse(rec.observed);
+    if (prev.service.empty())
+      return Outcome::removed(reasons::kNoLongerDeclared, "released; no service recorded");
+    const auto& svc = ctx.service(prev.service);
+    ctx.change([&] {
+      if (svc.active) ctx.supervisor().stop(prev.service);
+      if (svc.installed) ctx.supervisor().uninstall(prev.service);
+    });
+    return Outcome::removed(reasons::kNoLongerDeclared,
+                            fmt::format("stopped and removed {}", prev.service));
   }
 };
 
 }  // namespace
+
+std::optional<ProcessInfo> processInfo(const state::Record& rec) {
+  if (rec.kind != "process") return std::nullopt;
+  auto o = ProcessObserved::parse(rec.observed);
+  if (o.service.empty()) return std::nullopt;
+  return ProcessInfo{o.service, o.restarts};
+}
 
 const Applier& processApplier() {
   static const ProcessApplier a;

@@ -1,0 +1,65 @@
+#include "apply/kinds/unit_text.hh"
+
+#include <fmt/format.h>
+
+#include <set>
+
+namespace mesh::apply {
+
+namespace {
+
+// Keys that systemd reads from [Unit] and [Install]; every other key is a
+// [Service] key.
+const std::set<std::string>& unitSectionKeys() {
+  static const std::set<std::string> keys = {
+      "Description", "Documentation", "After", "Before", "Requires", "Wants", "BindsTo",
+      "PartOf", "Conflicts", "StartLimitIntervalSec", "StartLimitBurst", "ConditionPathExists"};
+  return keys;
+}
+const std::set<std::string>& installSectionKeys() {
+  static const std::set<std::string> keys = {"WantedBy", "RequiredBy", "Alias", "Also"};
+  return keys;
+}
+
+std::string replaceAll(const std::string& value, const std::string& what, const std::string& with) {
+  std::string out;
+  size_t at = 0;
+  for (size_t hit; (hit = value.find(what, at)) != std::string::npos; at = hit + what.size())
+    out += value.substr(at, hit - at) + with;
+  return out + value.substr(at);
+}
+
+}  // namespace
+
+supervise::Unit renderUnit(const std::string& id, const decl::ProcessSpec& spec,
+                           const std::string& bundleDir, const std::string& root) {
+  const std::string rootPrefix = root == "/" ? "" : root;
+  supervise::Unit u;
+  u.name = spec.service;
+  std::map<std::string, std::vector<std::string>> unitKeys, installKeys;
+  unitKeys["Description"] = {"mesh-host process " + id};
+  installKeys["WantedBy"] = {"multi-user.target"};
+  for (const auto& [key, values] : spec.unit) {
+    std::vector<std::string> expanded;
+    for (const auto& v : values)
+      expanded.push_back(replaceAll(replaceAll(v, "{bundle}", bundleDir), "{root}", rootPrefix));
+    if (unitSectionKeys().count(key))
+      unitKeys[key] = std::move(expanded);
+    else if (installSectionKeys().count(key))
+      installKeys[key] = std::move(expanded);
+    else
+      u.service[key] = std::move(expanded);
+  }
+  auto section = [](const char* name, const std::map<std::string, std::vector<std::string>>& keys) {
+    std::string s = fmt::format("[{}]\n", name);
+    for (const auto& [key, values] : keys)
+      for (const auto& v : values) s += fmt::format("{}={}\n", key, v);
+    return s;
+  };
+  u.text = fmt::format("# Managed by mesh-host ({}); edits are drift and will be reverted.\n", id) +
+           section("Unit", unitKeys) + "\n" + section("Service", u.service) + "\n" +
+           section("Install", installKeys);
+  return u;
+}
+
+}  // namespace mesh::apply

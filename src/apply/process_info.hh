@@ -1,0 +1,20 @@
+// What `status` needs to know of a process record without knowing its format.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "state/store.hh"
+
+namespace mesh::apply {
+
+struct ProcessInfo {
+  std::string service;
+  int64_t restarts = 0;  // restarts mesh-host made
+};
+
+// nullopt for records that are not processes (or name no service).
+std::optional<ProcessInfo> processInfo(const state::Record& rec);
+
+}  // namespace mesh::apply

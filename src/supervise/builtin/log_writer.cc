@@ -1,0 +1,89 @@
+#include "supervise/builtin/log_writer.hh"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstdio>
+
+#include "util/fs.hh"
+
+namespace mesh::supervise::builtin {
+
+namespace {
+constexpr size_t kLongestPartialLine = size_t{64} * 1024;
+}
+
+LogWriter::LogWriter(std::string path, uint64_t maxBytes, int keep)
+    : path_(std::move(path)), maxBytes_(maxBytes), keep_(keep) {
+  open();
+}
+
+void LogWriter::open() {
+  try {
+    makeDirs(parentOf(path_), 0755);
+  } catch (const std::exception&) {
+    // Reported by open() failing below.
+  }
+  fd_ = Fd(::open(path_.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640));
+  struct stat st {};
+  size_ = fd_ && ::fstat(fd_.get(), &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0;
+}
+
+void LogWriter::rotate() {
+  fd_.reset();
+  for (int i = keep_; i >= 1; --i) {
+    std::string from = i == 1 ? path_ : path_ + "." + std::to_string(i - 1);
+    std::string to = path_ + "." + std::to_string(i);
+    if (::rename(from.c_str(), to.c_str()) != 0 && errno != ENOENT) break;
+  }
+  open();
+}
+
+void LogWriter::writeOut(std::string_view bytes) {
+  if (bytes.empty()) return;
+  if (size_ > 0 && size_ + bytes.size() > maxBytes_) rotate();
+  if (!fd_) open();
+  while (fd_ && !bytes.empty()) {
+    ssize_t n = ::write(fd_.get(), bytes.data(), bytes.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;  // disk full or gone: drop it rather than stop supervising
+    size_ += static_cast<uint64_t>(n);
+    bytes.remove_prefix(static_cast<size_t>(n));
+  }
+}
+
+void LogWriter::serviceOutput(std::string_view bytes) {
+  partial_.append(bytes);
+  size_t end = partial_.rfind('\n');
+  if (end == std::string::npos) {
+    if (partial_.size() >= kLongestPartialLine) flushPartial();
+    return;
+  }
+  // Rotate only between lines, so a line is never split across two files.
+  size_t start = 0;
+  while (start <= end) {
+    size_t nl = partial_.find('\n', start);
+    std::string_view line(partial_.data() + start, nl - start);
+    if (!line.empty()) lastLine_ = line;
+    writeOut(std::string_view(partial_.data() + start, nl - start + 1));
+    start = nl + 1;
+  }
+  partial_.erase(0, end + 1);
+}
+
+void LogWriter::flushPartial() {
+  if (partial_.empty()) return;
+  lastLine_ = partial_;
+  partial_.push_back('\n');
+  writeOut(partial_);
+  partial_.clear();
+}
+
+void LogWriter::note(std::string_view line) {
+  std::string text = "mesh-host-supervise: ";
+  text.append(line).push_back('\n');
+  writeOut(text);
+}
+
+}  // namespace mesh::supervise::builtin

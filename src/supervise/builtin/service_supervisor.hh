@@ -1,0 +1,98 @@
+// mesh-host-supervise: keeps one service running. A single-threaded event loop
+// over a signalfd (SIGCHLD, SIGTERM, SIGINT), the control socket, the service's
+// output FIFO, a timerfd (start settling, stop timeout, restart backoff) and, for
+// an adopted service that is not its child, a pidfd. It never sleeps blindly.
+#pragma once
+
+#include <sys/types.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "supervise/builtin/log_writer.hh"
+#include "supervise/builtin/service_files.hh"
+#include "supervise/builtin/unit_config.hh"
+#include "util/fd.hh"
+
+namespace mesh::supervise::builtin {
+
+struct SupervisorArgs {
+  std::string serviceDir;
+  std::string logPath;
+  int readyFd = -1;        // gets the first reply line, then is closed
+  bool adoptOnly = false;  // adopt a live orphan, but never start a new process
+};
+
+// How long a freshly exec'd service must stay up before a start counts as
+// done: a command that dies at once ("exit 3", a missing library) fails the
+// start with its exit status and last log line instead of reporting success.
+constexpr int64_t kSettleUs = 100'000;
+// Crash restarts of a service that lived less than this back off exponentially…
+constexpr int64_t kQuickCrashUs = 10'000'000;
+// …up to this delay.
+constexpr int64_t kMaxBackoffUs = 30'000'000;
+
+class ServiceSupervisor {
+ public:
+  explicit ServiceSupervisor(SupervisorArgs args);
+  // Runs until the service is stopped or ends for good; returns the exit code.
+  int run();
+
+ private:
+  enum class Phase { Idle, Starting, Running, Stopping, Backoff, Done };
+  enum class AfterStop { Exit, Relaunch };
+  struct ChildExit {
+    bool known = false;  // false for an adopted process: not our child, no status
+    int waitStatus = 0;
+  };
+
+  // supervisor_loop.cc: setup, the event loop, the control connections.
+  bool acquireLock();
+  void setUp();
+  void loop();
+  void onSignal();
+  void onAccept();
+  void onConnection(int fd);
+  void onOutput();
+  void command(const std::string& cmd, Fd conn);
+  void reply(Fd conn, const Reply& r);
+  void replyAll(std::vector<Fd>& waiters, const Reply& r);
+  void watch(int fd);
+  void armTimer(int64_t us);
+
+  // supervisor_service.cc: the service's life.
+  void startUp();
+  bool loadUnit(bool tellWaiters = true);  // false when the unit cannot be used
+  void launch();
+  bool tryAdopt();
+  void beginStop(AfterStop after);
+  void onTimer();
+  void reapChildren();
+  void onChildExit(ChildExit e);
+  // startFailure: the reason to give waiters when the process died while starting.
+  void afterCrash(bool clean, bool bySignal, const std::string& startFailure);
+  void finish(const std::string& state, const std::string& startFailure = "");
+  void setState(const std::string& state);
+
+  SupervisorArgs args_;
+  ServicePaths paths_;
+  Fd lock_, epoll_, signals_, timer_, listen_, output_, pidfd_;
+  LogWriter log_;
+  std::map<int, std::pair<Fd, std::string>> connections_;  // fd → (conn, bytes read)
+
+  std::string unitText_;
+  ServiceConfig config_;
+  Status status_;
+  Phase phase_ = Phase::Idle;
+  AfterStop afterStop_ = AfterStop::Exit;
+  pid_t child_ = 0;
+  bool adopted_ = false;
+  bool killSent_ = false;
+  int64_t childStartMono_ = 0;
+  int quickCrashes_ = 0;
+  std::vector<Fd> launchWaiters_, stopWaiters_;
+  int exitCode_ = 0;
+};
+
+}  // namespace mesh::supervise::builtin

@@ -1,0 +1,26 @@
+// Starting the service's process, as the supervisor does it: its own process
+// group, a clean environment built from the unit, the unit's user and groups
+// and working directory, stdin /dev/null, stdout+stderr to `outputFd`.
+#pragma once
+
+#include <sys/types.h>
+
+#include <map>
+#include <string>
+
+#include "supervise/builtin/unit_config.hh"
+
+namespace mesh::supervise::builtin {
+
+// The environment the service gets: PATH, then USER/LOGNAME/HOME/SHELL when
+// User= is set, then Environment=, then EnvironmentFile= (which overrides, as
+// in systemd). Throws mesh::Error when a required EnvironmentFile is missing.
+std::map<std::string, std::string> serviceEnvironment(const ServiceConfig& c);
+
+// Forks and execs the service. Returns its pid once exec succeeded; throws
+// mesh::Error with the reason ("cannot execute /x: No such file or directory",
+// "cannot change to directory /srv: …", "no such user: bob") when anything
+// before or during exec failed — learnt over a close-on-exec pipe, no guessing.
+pid_t spawnService(const ServiceConfig& c, int outputFd);
+
+}  // namespace mesh::supervise::builtin

@@ -1,0 +1,231 @@
+// The supervisor's plumbing: the lock, the descriptors, the event loop and the
+// control connections. What happens to the service is in supervisor_service.cc.
+#include <fcntl.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+
+#include "supervise/builtin/control.hh"
+#include "supervise/builtin/service_supervisor.hh"
+#include "util/error.hh"
+
+namespace mesh::supervise::builtin {
+
+ServiceSupervisor::ServiceSupervisor(SupervisorArgs args)
+    : args_(std::move(args)),
+      paths_(ServicePaths::inDir(args_.serviceDir, args_.logPath)),
+      log_(args_.logPath, ServiceConfig{}.logMaxBytes) {}
+
+int ServiceSupervisor::run() {
+  Fd ready(args_.readyFd);
+  // Inherited without close-on-exec; the service must not inherit it in turn.
+  if (ready) ::fcntl(ready.get(), F_SETFD, FD_CLOEXEC);
+  try {
+    if (::chdir(paths_.dir.c_str()) != 0) throwSys(fmt::format("cannot enter {}", paths_.dir));
+    if (!acquireLock()) {
+      reply(std::move(ready), Reply{Reply::Kind::Busy, 0, ""});
+      return 0;
+    }
+    setUp();
+    launchWaiters_.push_back(std::move(ready));
+    startUp();
+    loop();
+  } catch (const std::exception& e) {
+    log_.note(fmt::format("giving up: {}", e.what()));
+    reply(std::move(ready), Reply::fail(e.what()));
+    replyAll(launchWaiters_, Reply::fail(e.what()));
+    if (child_ > 0) ::kill(-child_, SIGKILL);
+    return 1;
+  }
+  return exitCode_;
+}
+
+bool ServiceSupervisor::acquireLock() {
+  lock_ = Fd(::open(paths_.lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
+  if (!lock_) throwSys(fmt::format("cannot open {}", paths_.lock));
+  struct flock fl {};
+  fl.l_type = F_WRLCK;
+  fl.l_whence = SEEK_SET;
+  if (::fcntl(lock_.get(), F_OFD_SETLK, &fl) == 0) return true;
+  if (errno == EAGAIN || errno == EACCES) return false;
+  throwSys(fmt::format("cannot lock {}", paths_.lock));
+}
+
+void ServiceSupervisor::setUp() {
+  ::signal(SIGHUP, SIG_IGN);
+  ::signal(SIGPIPE, SIG_IGN);
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGCHLD);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  if (::sigprocmask(SIG_BLOCK, &set, nullptr) != 0) throwSys("cannot block signals");
+  signals_ = Fd(::signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK));
+  if (!signals_) throwSys("cannot create a signalfd");
+  timer_ = Fd(::timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK));
+  if (!timer_) throwSys("cannot create a timerfd");
+
+  // The service writes to a FIFO rather than a pipe: it holds the FIFO open for
+  // reading too, so if this supervisor dies its writes never raise SIGPIPE; they
+  // wait in the FIFO for the supervisor that adopts it.
+  struct stat st {};
+  if (::lstat(paths_.output.c_str(), &st) == 0 && !S_ISFIFO(st.st_mode))
+    ::unlink(paths_.output.c_str());
+  if (::mkfifo(paths_.output.c_str(), 0600) != 0 && errno != EEXIST)
+    throwSys(fmt::format("cannot create {}", paths_.output));
+  output_ = Fd(::open(paths_.output.c_str(), O_RDWR | O_NONBLOCK | O_CLOEXEC));
+  if (!output_) throwSys(fmt::format("cannot open {}", paths_.output));
+  (void)::fcntl(output_.get(), F_SETPIPE_SZ, 1 << 20);  // more room while unsupervised
+
+  listen_ = listenUnix(paths_.socket);
+  epoll_ = Fd(::epoll_create1(EPOLL_CLOEXEC));
+  if (!epoll_) throwSys("cannot create an epoll instance");
+  for (int fd : {signals_.get(), timer_.get(), output_.get(), listen_.get()}) watch(fd);
+}
+
+void ServiceSupervisor::watch(int fd) {
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.fd = fd;
+  if (::epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, fd, &ev) != 0) throwSys("cannot watch a descriptor");
+}
+
+void ServiceSupervisor::armTimer(int64_t us) {
+  itimerspec spec{};
+  if (us > 0) {
+    spec.it_value.tv_sec = us / 1'000'000;
+    spec.it_value.tv_nsec = (us % 1'000'000) * 1000;
+  }
+  if (::timerfd_settime(timer_.get(), 0, &spec, nullptr) != 0) throwSys("cannot set the timer");
+}
+
+void ServiceSupervisor::loop() {
+  epoll_event events[16];
+  while (phase_ != Phase::Done) {
+    int n = ::epoll_wait(epoll_.get(), events, 16, -1);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throwSys("cannot wait for events");
+    for (int i = 0; i < n && phase_ != Phase::Done; ++i) {
+      int fd = events[i].data.fd;
+      if (fd == signals_.get()) {
+        onSignal();
+      } else if (fd == timer_.get()) {
+        uint64_t expirations;
+        if (::read(timer_.get(), &expirations, sizeof expirations) == sizeof expirations) onTimer();
+      } else if (fd == output_.get()) {
+        onOutput();
+      } else if (fd == listen_.get()) {
+        onAccept();
+      } else if (pidfd_ && fd == pidfd_.get()) {
+        ::kill(-child_, SIGKILL);  // leftovers of its process group
+        pidfd_.reset();
+        onChildExit({});
+      } else if (connections_.count(fd)) {
+        onConnection(fd);
+      }
+    }
+  }
+}
+
+void ServiceSupervisor::onSignal() {
+  signalfd_siginfo si;
+  while (::read(signals_.get(), &si, sizeof si) == sizeof si) {
+    if (si.ssi_signo == SIGCHLD) {
+      reapChildren();
+    } else if (phase_ == Phase::Stopping) {
+      afterStop_ = AfterStop::Exit;
+    } else if (phase_ == Phase::Backoff) {
+      finish("inactive");
+    } else if (child_ > 0) {
+      log_.note(fmt::format("received signal {}: stopping the service", si.ssi_signo));
+      beginStop(AfterStop::Exit);
+    }
+  }
+}
+
+void ServiceSupervisor::onOutput() {
+  char buf[1 << 16];
+  for (;;) {
+    ssize_t n = ::read(output_.get(), buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;
+    log_.serviceOutput(std::string_view(buf, static_cast<size_t>(n)));
+  }
+}
+
+void ServiceSupervisor::onAccept() {
+  for (;;) {
+    Fd conn(::accept4(listen_.get(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK));
+    if (!conn) return;
+    int fd = conn.get();
+    watch(fd);
+    connections_[fd] = {std::move(conn), std::string()};
+  }
+}
+
+void ServiceSupervisor::onConnection(int fd) {
+  auto& [conn, buffer] = connections_[fd];
+  char buf[256];
+  ssize_t n = ::read(fd, buf, sizeof buf);
+  if (n < 0 && (errno == EINTR || errno == EAGAIN)) return;
+  if (n > 0) buffer.append(buf, static_cast<size_t>(n));
+  auto nl = buffer.find('\n');
+  if (nl == std::string::npos && n > 0 && buffer.size() < 256) return;
+  ::epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, fd, nullptr);
+  Fd taken = std::move(conn);
+  std::string line = nl == std::string::npos ? std::string() : buffer.substr(0, nl);
+  connections_.erase(fd);
+  if (!line.empty()) command(line, std::move(taken));
+}
+
+void ServiceSupervisor::command(const std::string& cmd, Fd conn) {
+  const bool launchVerb = cmd == "start" || cmd == "restart";
+  if (cmd == "status") return reply(std::move(conn), Reply::ok(child_, status_.state));
+  if (!launchVerb && cmd != "stop")
+    return reply(std::move(conn), Reply::fail(fmt::format("unknown command \"{}\"", cmd)));
+  if (phase_ == Phase::Idle || phase_ == Phase::Done)
+    return reply(std::move(conn), Reply::fail("the supervisor is shutting down"));
+  if (cmd == "start" && phase_ == Phase::Running)
+    return reply(std::move(conn), Reply::ok(child_, "running"));
+
+  // Answered when the launch settles, or when the process is gone.
+  (launchVerb ? launchWaiters_ : stopWaiters_).push_back(std::move(conn));
+  switch (phase_) {
+    case Phase::Running:
+    case Phase::Starting:
+      if (cmd == "restart" && loadUnit()) beginStop(AfterStop::Relaunch);
+      if (cmd == "stop") beginStop(AfterStop::Exit);
+      break;
+    case Phase::Stopping:
+      afterStop_ = launchVerb ? AfterStop::Relaunch : AfterStop::Exit;
+      break;
+    case Phase::Backoff:
+      if (!launchVerb) {
+        finish("inactive");
+      } else if (loadUnit()) {
+        armTimer(0);
+        launch();
+      }
+      break;
+    case Phase::Idle:
+    case Phase::Done:
+      break;
+  }
+}
+
+void ServiceSupervisor::reply(Fd conn, const Reply& r) {
+  if (conn) writeAll(conn.get(), r.render());
+}
+
+void ServiceSupervisor::replyAll(std::vector<Fd>& waiters, const Reply& r) {
+  for (auto& w : waiters) reply(std::move(w), r);
+  waiters.clear();
+}
+
+}  // namespace mesh::supervise::builtin

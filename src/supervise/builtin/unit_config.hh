@@ -1,0 +1,79 @@
+// The builtin supervisor's reading of a unit: the [Service] section of the unit
+// text, turned into what it takes to run the service. Pure parsing — no I/O — so
+// every rule tests on plain strings.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace mesh::supervise::builtin {
+
+// [Service] keys with their values in file order; a key may repeat, and an
+// empty assignment ("Environment=") resets the values given before it.
+using ServiceKeys = std::map<std::string, std::vector<std::string>>;
+
+// Parses the [Service] section of a unit text: `Key=Value` lines, '#'/';'
+// comments, a trailing backslash continues a line.
+ServiceKeys parseServiceSection(std::string_view unitText);
+
+using EnvVars = std::vector<std::pair<std::string, std::string>>;
+
+enum class RestartPolicy { No, Always, OnSuccess, OnFailure, OnAbnormal, OnAbort };
+
+constexpr int64_t kInfinity = INT64_MAX;
+
+struct ServiceConfig {
+  std::vector<std::string> argv;  // ExecStart words, before $VAR substitution
+  std::string execPath;           // argv[0], or the first word with the '@' prefix
+  bool ignoreFailure = false;     // '-' prefix: a non-zero exit counts as clean
+  bool substitute = true;         // ':' prefix turns $VAR substitution off
+  EnvVars environment;            // Environment=, in order
+  struct EnvFile {
+    std::string path;
+    bool optional = false;  // '-' prefix
+  };
+  std::vector<EnvFile> environmentFiles;
+  std::string workingDirectory;  // "" → "/"
+  bool workingDirectoryOptional = false;
+  std::string user, group;  // names or numeric ids; "" → unchanged (root)
+  RestartPolicy restart = RestartPolicy::No;
+  int64_t restartUs = 100'000;         // RestartSec=, systemd's default 100ms
+  int64_t timeoutStopUs = 10'000'000;  // TimeoutStopSec=; kInfinity: never SIGKILL
+  uint64_t logMaxBytes = 1 << 20;      // X-LogMaxBytes=
+};
+
+// Throws mesh::Error naming the key and value it cannot use.
+ServiceConfig parseServiceConfig(const ServiceKeys& keys);
+
+// Splits a command line like systemd: whitespace separates words, "…" and '…'
+// quote, C-style backslash escapes. Throws mesh::Error on an unterminated quote.
+std::vector<std::string> splitWords(std::string_view line);
+
+// `A=1 "B=two words"` → {A,1},{B,two words}. Throws on a word without '='.
+EnvVars parseEnvironmentValue(std::string_view value);
+
+// An EnvironmentFile's text: KEY=VALUE lines, '#'/';' comments, optional
+// `export `, values optionally quoted.
+EnvVars parseEnvironmentFile(std::string_view text);
+
+// "5", "5s", "500ms", "1min 30s", "1.5h", "infinity" → µs (kInfinity);
+// nullopt when malformed.
+std::optional<int64_t> parseTimeSpanUs(std::string_view text);
+
+// systemd's ExecStart substitution: a word that is exactly `$NAME` becomes the
+// value split at whitespace (no word when unset); `${NAME}` inside a word
+// becomes the value ("" when unset); `$$` is a literal '$'.
+std::vector<std::string> substituteEnvironment(const std::vector<std::string>& argv,
+                                               const std::map<std::string, std::string>& env);
+
+// Every [Service] setting the builtin supervisor cannot honour, by key (and
+// value or prefix where only that is the problem: "Type=notify",
+// "ExecStart=+…").
+std::vector<std::string> unsupportedServiceKeys(const ServiceKeys& keys);
+
+}  // namespace mesh::supervise::builtin

@@ -1,0 +1,84 @@
+// A node with a real service: a bundle holding a small shell service, a
+// credential and a config it restarts on. Parameterised by supervisor backend.
+#pragma once
+
+#include <fmt/format.h>
+
+#include <fstream>
+
+#include "harness.hh"
+#include "systemd_env.hh"
+
+namespace mesh::e2e {
+
+class ProcessNode : public Node, public ::testing::WithParamInterface<std::string> {
+ protected:
+  void SetUp() override {
+    Node::SetUp();
+    module = fmt::format("p{}", ++counter());
+    if (GetParam() == "systemd") {
+      if (!SystemdNamespace::available(&skipWhy)) GTEST_SKIP() << skipWhy;
+      auto& ns = SystemdNamespace::instance();
+      extraArgs = {"--supervisor", "systemd", "--unit-dir", ns.unitDir()};
+      extraEnv = {{"DBUS_SYSTEM_BUS_ADDRESS", ns.busAddress()}};
+    } else {
+      extraArgs = {"--supervisor", "builtin"};
+    }
+    bundle = publish(makeArchive(
+        {{"bin/svc", "#!/bin/sh\necho \"svc up: $(cat \"$MESH_CONFIG\")\"\nexec sleep 100000\n"}},
+        "chmod 755 bin/svc && tar -cf out bin"));
+    secretFile = work + "/secret";
+    setSecret("first-secret");
+  }
+
+  void TearDown() override {
+    if (!IsSkipped()) {
+      // Prune everything: stops the service (and exercises removal).
+      apply(declare("node = \"test\"\n", "empty.toml"));
+      runCommand({"pkill", "-9", "-f", work});
+    }
+    Node::TearDown();
+  }
+
+  void setSecret(const std::string& s) { std::ofstream(secretFile, std::ios::trunc) << s; }
+
+  std::string text(const std::string& config = "one", const std::string& extraEnvVar = "") const {
+    return fmt::format(R"(
+[module.{0}.credential.key]
+path = "/etc/{0}/key"
+from = "{1}"
+
+[module.{0}.file.config]
+path = "/etc/{0}/config"
+content = "{2}"
+
+[module.{0}.process.runtime]
+bundle = "{3}"
+restart-on = ["{0}.key", "{0}.config"]
+unit = {{ ExecStart = "{{bundle}}/bin/svc", Restart = "always", Environment = ["MESH_CONFIG={{root}}/etc/{0}/config"{4}] }}
+)",
+                       module, secretFile, config, bundle, extraEnvVar);
+  }
+
+  std::string id() const { return module + ".runtime"; }
+  std::string service() const { return module + ".service"; }
+
+  // The service as `status --json` shows it.
+  nlohmann::json serviceStatus() {
+    Result st = mesh({"status", "--json"});
+    const auto j = st.json();
+    for (const auto& r : j["resources"])
+      if (r["id"] == id()) return r["service"];
+    ADD_FAILURE() << "no status for " << id() << ": " << st.out << st.err;
+    return {};
+  }
+
+  static int& counter() {
+    static int n = 0;
+    return n;
+  }
+
+  std::string module, bundle, secretFile, skipWhy;
+};
+
+}  // namespace mesh::e2e

@@ -1,0 +1,235 @@
+// The guarantees this project exists for: a process is restarted exactly when
+// there is a cause — never more, never less — with either supervisor backend.
+#include <signal.h>
+
+#include <filesystem>
+
+#include "process_fixture.hh"
+#include "util/faults.hh"
+
+namespace mesh::e2e {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Pid {
+  int pid;
+  std::string since;
+  bool operator==(const Pid&) const = default;
+};
+std::ostream& operator<<(std::ostream& os, const Pid& p) { return os << p.pid << "@" << p.since; }
+
+class Process : public ProcessNode {
+ protected:
+  Pid running() {
+    auto s = serviceStatus();
+    EXPECT_TRUE(s.value("active", false)) << s.dump();
+    return {s.value("pid", 0), s.value("since", std::string())};
+  }
+};
+
+// The regression this project was born from.
+TEST_P(Process, ThreeAppliesNeverRestart) {
+  auto decl = declare(text());
+  Result first = apply(decl);
+  ASSERT_EQ(first.code, 0) << first.out << first.err;
+  auto o = outcomeOf(first.json(), id());
+  EXPECT_EQ(o["outcome"], "created") << o.dump();
+  const std::string wrote = o["wrote"];
+  ASSERT_TRUE(wrote.starts_with("sha256:"));
+  const Pid pid = running();
+  ASSERT_GT(pid.pid, 0);
+
+  for (int round = 2; round <= 3; ++round) {
+    Result again = apply(decl);
+    ASSERT_EQ(again.code, 0) << again.out << again.err;
+    auto u = outcomeOf(again.json(), id());
+    EXPECT_EQ(u["outcome"], "unchanged") << u.dump();
+    EXPECT_EQ(u["wrote"], wrote);
+    EXPECT_EQ(u["restarted"], false);
+    EXPECT_EQ(running(), pid) << "round " << round;
+    Result st = mesh({"status", "--json"});
+    const auto j = st.json();
+    for (const auto& r : j["resources"])
+      if (r["id"] == id()) {
+        EXPECT_EQ(r["wrote"], wrote) << r.dump();
+      }
+  }
+}
+
+TEST_P(Process, HumanLinesFollowTheContract) {
+  auto decl = declare(text());
+  Result first = mesh({"apply", decl});
+  ASSERT_EQ(first.code, 0) << first.err;
+  EXPECT_NE(first.out.find(fmt::format("created {} ({}): 1 file(s), running as {}\n", id(), module,
+                                       service())),
+            std::string::npos)
+      << first.out;
+  setSecret("second");
+  Result second = mesh({"apply", decl});
+  EXPECT_NE(second.out.find(fmt::format("updated {} ({}): restarted {}: restart-on {}.key\n", id(),
+                                        module, service(), module)),
+            std::string::npos)
+      << second.out;
+}
+
+TEST_P(Process, LostStateNeverRestarts) {
+  auto decl = declare(text());
+  ASSERT_EQ(apply(decl).code, 0);
+  const Pid pid = running();
+  for (const char* f : {"state.db", "state.db-wal", "state.db-shm"})
+    fs::remove(stateDir() + "/" + f);
+  Result r = apply(decl);
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  auto o = outcomeOf(r.json(), id());
+  EXPECT_EQ(o["outcome"], "unchanged") << o.dump();
+  EXPECT_EQ(o["reason"], "adopted");
+  EXPECT_EQ(running(), pid);
+}
+
+TEST_P(Process, CredentialChangeRestartsOnce) {
+  auto decl = declare(text());
+  ASSERT_EQ(apply(decl).code, 0);
+  const Pid before = running();
+  setSecret("rotated");
+  Result r = apply(decl);
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  auto o = outcomeOf(r.json(), id());
+  EXPECT_EQ(o["outcome"], "updated") << o.dump();
+  EXPECT_EQ(o["restarted"], true);
+  EXPECT_EQ(o["reason"], "restart-on " + module + ".key");
+  const Pid after = running();
+  EXPECT_NE(after, before);
+  EXPECT_EQ(serviceStatus()["restarts_by_mesh_host"], 1);
+  Result again = apply(decl);
+  EXPECT_EQ(outcomeOf(again.json(), id())["outcome"], "unchanged");
+  EXPECT_EQ(running(), after);
+}
+
+TEST_P(Process, TwoCausesInOnePushRestartOnce) {
+  ASSERT_EQ(apply(declare(text())).code, 0);
+  setSecret("rotated");
+  Result r = apply(declare(text("two")));
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  auto j = r.json();
+  int restarts = 0;
+  for (const auto& o : j["outcomes"]) restarts += o["restarted"].get<bool>();
+  EXPECT_EQ(restarts, 1) << r.out;
+  EXPECT_EQ(outcomeOf(j, id())["reason"], fmt::format("restart-on {0}.key, {0}.config", module));
+  EXPECT_EQ(serviceStatus()["restarts_by_mesh_host"], 1);
+}
+
+TEST_P(Process, UnitChangeRestarts) {
+  ASSERT_EQ(apply(declare(text())).code, 0);
+  const Pid before = running();
+  Result r = apply(declare(text("one", ", \"EXTRA=1\"")));
+  auto o = outcomeOf(r.json(), id());
+  EXPECT_EQ(o["outcome"], "updated") << o.dump();
+  EXPECT_EQ(o["reason"], "declared");
+  EXPECT_EQ(o["restarted"], true);
+  EXPECT_NE(running(), before);
+}
+
+// Every crash point between recording a change and restarting: the next apply
+// restarts exactly once, and the one after restarts nothing.
+class CrashPoints : public ProcessNode {
+ protected:
+  void crashAndRecover(const char* point, const std::string& changedText, bool secretToo) {
+    ASSERT_EQ(apply(declare(text())).code, 0);
+    auto s = serviceStatus();
+    const int pidBefore = s["pid"];
+    if (secretToo) setSecret("rotated");
+    auto changed = declare(changedText, "changed.toml");
+    Result crashed = mesh({"apply", changed, "--json"}, {{"MESH_HOST_CRASH_AT", point}});
+    ASSERT_EQ(crashed.code, kCrashExitCode) << point << ": " << crashed.out << crashed.err;
+
+    Result next = apply(changed);
+    ASSERT_EQ(next.code, 0) << next.out << next.err;
+    auto o = outcomeOf(next.json(), id());
+    auto after = serviceStatus();
+    EXPECT_NE(after["pid"], pidBefore) << point << ": the owed restart was lost";
+    EXPECT_TRUE(after["active"].get<bool>());
+    if (std::string(point) == crash::kAfterRestart) {
+      // The restart happened before the crash; only its bookkeeping was lost.
+      // The service started after the restart was owed, so it is not done twice.
+      EXPECT_EQ(o["restarted"], false) << o.dump();
+    } else {
+      EXPECT_EQ(o["restarted"], true) << point << ": " << o.dump();
+      EXPECT_EQ(after["restarts_by_mesh_host"], 1) << point << ": " << o.dump();
+    }
+
+    Result noop = apply(changed);
+    auto n = outcomeOf(noop.json(), id());
+    EXPECT_EQ(n["outcome"], "unchanged") << point << ": " << n.dump();
+    EXPECT_EQ(serviceStatus()["pid"], after["pid"]) << point;
+  }
+};
+
+TEST_P(CrashPoints, AfterChangeRecorded) {
+  crashAndRecover(crash::kAfterChangeRecorded, text("two"), false);
+}
+TEST_P(CrashPoints, AfterUnitInstalled) {
+  crashAndRecover(crash::kAfterUnitInstalled, text("one", ", \"EXTRA=1\""), false);
+}
+TEST_P(CrashPoints, BeforeRestart) { crashAndRecover(crash::kBeforeRestart, text(), true); }
+TEST_P(CrashPoints, AfterRestart) { crashAndRecover(crash::kAfterRestart, text("two"), true); }
+
+TEST_P(Process, StoppedByHandIsStartedAgain) {
+  auto decl = declare(text());
+  ASSERT_EQ(apply(decl).code, 0);
+  if (GetParam() == "systemd") {
+    auto& ns = SystemdNamespace::instance();
+    ASSERT_EQ(ns.ctl({"stop", service()}).code, 0);
+  } else {
+    // Stopping by hand under the builtin supervisor: kill its supervisor, then the service.
+    auto status = nlohmann::json::parse(read("/var/lib/mesh-host/services/" + service() + "/status"));
+    ::kill(status.value("supervisor_pid", 0), SIGKILL);
+    ::kill(serviceStatus()["pid"].get<int>(), SIGKILL);
+  }
+  Result r = apply(decl);
+  auto o = outcomeOf(r.json(), id());
+  EXPECT_EQ(o["outcome"], "updated") << o.dump();
+  EXPECT_EQ(o["reason"], "drift: not running");
+  EXPECT_TRUE(serviceStatus()["active"].get<bool>());
+}
+
+TEST_P(Process, RebuiltBinaryRestartsNothing) {
+  auto decl = declare(text());
+  ASSERT_EQ(apply(decl).code, 0);
+  const Pid pid = running();
+  // Another copy of the binary, as after an upgrade.
+  const std::string copy = work + "/mesh-host-upgraded";
+  fs::copy_file(MESH_HOST_BIN, copy);
+  fs::permissions(copy, fs::perms::owner_all);
+  std::vector<std::string> argv = {copy, "apply", decl, "--json", "--root", root, "--blobs", blobs,
+                                   "--node", "test"};
+  argv.insert(argv.end(), extraArgs.begin(), extraArgs.end());
+  Result r = runCommand(argv, extraEnv);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(outcomeOf(r.json(), id())["outcome"], "unchanged");
+  EXPECT_EQ(running(), pid);
+}
+
+TEST_P(Process, RemovedProcessIsStopped) {
+  ASSERT_EQ(apply(declare(text())).code, 0);
+  const int pid = running().pid;
+  Result r = apply(declare("node = \"test\"\n", "empty.toml"));
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  auto o = outcomeOf(r.json(), id());
+  EXPECT_EQ(o["outcome"], "removed");
+  EXPECT_EQ(o["detail"], "stopped and removed " + service());
+  if (GetParam() == "builtin") {
+    EXPECT_NE(::kill(pid, 0), 0) << "the service still runs";
+    EXPECT_FALSE(fs::exists(stateDir() + "/services/" + service()));
+  } else {
+    EXPECT_FALSE(fs::exists(SystemdNamespace::instance().unitDir() + "/" + service()));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, Process, ::testing::Values("builtin", "systemd"),
+                         [](const auto& info) { return info.param; });
+INSTANTIATE_TEST_SUITE_P(Backends, CrashPoints, ::testing::Values("builtin", "systemd"),
+                         [](const auto& info) { return info.param; });
+
+}  // namespace
+}  // namespace mesh::e2e

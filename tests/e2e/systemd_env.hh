@@ -1,0 +1,29 @@
+// One real systemd for the whole test binary: booted as PID 1 of a private
+// namespace by tests/systemd/sdns.sh on first use, stopped at exit.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "harness.hh"
+
+namespace mesh::e2e {
+
+class SystemdNamespace {
+ public:
+  // Whether this machine can boot one (root, unshare, systemd); `why` says not.
+  static bool available(std::string* why);
+  static SystemdNamespace& instance();
+
+  const std::string& unitDir() const { return unitDir_; }
+  const std::string& busAddress() const { return bus_; }
+  Result ctl(const std::vector<std::string>& args) const;  // systemctl inside
+
+  ~SystemdNamespace();
+
+ private:
+  SystemdNamespace();
+  std::string dir_, unitDir_, bus_;
+};
+
+}  // namespace mesh::e2e

@@ -1,0 +1,152 @@
+// A temp state dir per test, the builtin backend on it, and waits that watch
+// (inotify, pidfd) instead of sleeping. TearDown stops and kills every process
+// a test left behind.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/inotify.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "supervise/builtin/service_files.hh"
+#include "supervise/supervisor.hh"
+#include "util/fd.hh"
+#include "util/fs.hh"
+
+namespace mesh::supervise::test {
+
+using KeyValues = std::vector<std::pair<std::string, std::string>>;
+
+inline Unit makeUnit(const std::string& name, const KeyValues& service) {
+  Unit u;
+  u.name = name;
+  u.text = "[Unit]\nDescription=test " + name + "\n\n[Service]\n";
+  for (const auto& [k, v] : service) {
+    u.text += k + "=" + v + "\n";
+    u.service[k].push_back(v);
+  }
+  u.text += "\n[Install]\nWantedBy=multi-user.target\n";
+  return u;
+}
+
+// Waits until `ready()` holds, re-checking whenever something changes in `dir`.
+inline bool awaitInDir(const std::string& dir, const std::function<bool()>& ready,
+                       int timeoutMs = 10'000) {
+  Fd in(::inotify_init1(IN_CLOEXEC | IN_NONBLOCK));
+  ::inotify_add_watch(in.get(), dir.c_str(),
+                      IN_CREATE | IN_MOVED_TO | IN_CLOSE_WRITE | IN_MODIFY | IN_DELETE);
+  const int64_t deadline = builtin::monotonicUs() + int64_t{timeoutMs} * 1000;
+  for (;;) {
+    if (ready()) return true;
+    int64_t left = deadline - builtin::monotonicUs();
+    if (left <= 0) return false;
+    pollfd p{in.get(), POLLIN, 0};
+    ::poll(&p, 1, static_cast<int>(left / 1000) + 1);
+    char buf[4096];
+    while (::read(in.get(), buf, sizeof buf) > 0) {
+    }
+  }
+}
+
+// Waits for the process to exit (a zombie counts as gone).
+inline bool awaitGone(pid_t pid, int timeoutMs = 10'000) {
+  Fd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
+  if (!pidfd) return errno == ESRCH;
+  pollfd p{pidfd.get(), POLLIN, 0};
+  return ::poll(&p, 1, timeoutMs) == 1;
+}
+
+inline bool alive(pid_t pid) {
+  return builtin::processStartTicks(pid).has_value();
+}
+
+class BuiltinTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/mesh-sv.XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl), nullptr);
+    dir = tmpl;
+    ::chmod(dir.c_str(), 0755);
+    stateDir = dir + "/state";
+    Options o;
+    o.stateDir = stateDir;
+    o.supervisorExe = MESH_SUPERVISE_EXE;
+    sup = openBuiltin(o);
+  }
+
+  void TearDown() override {
+    std::error_code ec;
+    for (auto& e : std::filesystem::directory_iterator(stateDir + "/services", ec)) {
+      std::string name = e.path().filename();
+      try {
+        sup->stop(name);
+      } catch (const std::exception& ex) {
+        ADD_FAILURE() << "stop in TearDown: " << ex.what();
+      }
+      killLeftovers(name);
+    }
+    for (pid_t pid : extraPids)
+      if (alive(pid)) ::kill(pid, SIGKILL);
+    std::filesystem::remove_all(dir, ec);
+  }
+
+  void killLeftovers(const std::string& name) {
+    auto st = builtin::readStatus(paths(name).status);
+    if (!st) return;
+    if (st->pid > 0 && builtin::processIsAlive(st->pid, st->startTicks)) {
+      ADD_FAILURE() << name << ": service pid " << st->pid << " outlived stop()";
+      ::kill(-st->pid, SIGKILL);
+      ::kill(st->pid, SIGKILL);
+    }
+    auto cmdline = readFile("/proc/" + std::to_string(st->supervisorPid) + "/cmdline");
+    if (st->supervisorPid > 0 && cmdline && cmdline->find(paths(name).dir) != std::string::npos &&
+        !awaitGone(st->supervisorPid, 5000)) {
+      ADD_FAILURE() << name << ": supervisor " << st->supervisorPid << " outlived stop()";
+      ::kill(st->supervisorPid, SIGKILL);
+    }
+  }
+
+  builtin::ServicePaths paths(const std::string& name) const {
+    return builtin::ServicePaths::of(stateDir, name);
+  }
+  builtin::Status status(const std::string& name) const {
+    return builtin::readStatus(paths(name).status).value_or(builtin::Status{});
+  }
+  ServiceState observe(const std::string& name) { return sup->observe({name}, true).at(name); }
+  std::string log(const std::string& name) const { return readFile(paths(name).log).value_or(""); }
+
+  // Installs and starts a unit; returns its pid.
+  pid_t startUnit(const std::string& name, const KeyValues& service) {
+    sup->install(makeUnit(name, service));
+    sup->start(name);
+    return observe(name).pid;
+  }
+
+  bool awaitStatus(const std::string& name, const std::function<bool(const builtin::Status&)>& ok,
+                   int timeoutMs = 10'000) {
+    return awaitInDir(
+        paths(name).dir, [&] { return ok(status(name)); }, timeoutMs);
+  }
+  bool awaitLog(const std::string& name, const std::string& text, int timeoutMs = 10'000) {
+    return awaitInDir(
+        stateDir + "/log", [&] { return log(name).find(text) != std::string::npos; }, timeoutMs);
+  }
+  bool awaitFile(const std::string& path, int timeoutMs = 10'000) {
+    return awaitInDir(
+        parentOf(path), [&] { return lstatPath(path).has_value(); }, timeoutMs);
+  }
+
+  std::string dir, stateDir;
+  std::unique_ptr<Supervisor> sup;
+  std::vector<pid_t> extraPids;
+};
+
+}  // namespace mesh::supervise::test

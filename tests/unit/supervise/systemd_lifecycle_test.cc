@@ -1,0 +1,269 @@
+// The systemd backend against a real systemd: observe, install, start, restart,
+// stop, uninstall, failures — each as mesh-host's reconcile uses it.
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "backend_fixture.hh"
+#include "util/error.hh"
+#include "util/fs.hh"
+
+namespace mesh::testing {
+namespace {
+
+int64_t nowUs() {
+  timeval tv{};
+  ::gettimeofday(&tv, nullptr);
+  return int64_t{tv.tv_sec} * 1000000 + tv.tv_usec;
+}
+
+// The last NSpid field: the pid as the innermost PID namespace sees it.
+pid_t innermostPid(pid_t hostPid) {
+  std::ifstream in("/proc/" + std::to_string(hostPid) + "/status");
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("NSpid:", 0) == 0) {
+      std::istringstream fields(line.substr(6));
+      pid_t p = 0;
+      for (pid_t f; fields >> f;) p = f;
+      return p;
+    }
+  return 0;
+}
+
+std::string cmdline(pid_t hostPid) {
+  auto text = readFile("/proc/" + std::to_string(hostPid) + "/cmdline").value_or("");
+  for (auto& c : text)
+    if (c == '\0') c = ' ';
+  return text;
+}
+
+using SystemdLifecycleTest = SystemdBackendTest;
+
+TEST_F(SystemdLifecycleTest, ObserveUnknownServiceIsNotInstalled) {
+  auto st = observe1(service());
+  EXPECT_FALSE(st.installed);
+  EXPECT_EQ(st.installedText, "");
+  EXPECT_FALSE(st.active);
+  EXPECT_EQ(st.activeState, "inactive");
+  EXPECT_EQ(st.pid, 0);
+  EXPECT_EQ(st.sinceUs, 0);
+  EXPECT_EQ(sup->name(), "systemd");
+  EXPECT_TRUE(sup->unsupportedKeys(unit(service("b"))).empty());
+}
+
+TEST_F(SystemdLifecycleTest, InstallAndStartRunsARealProcessSeenFromTheHost) {
+  auto name = service();
+  auto u = unit(name);
+  int64_t before = nowUs();
+  sup->install(u);
+  sup->start(name);
+
+  auto st = observe1(name);
+  EXPECT_TRUE(st.installed);
+  EXPECT_EQ(st.installedText, u.text);
+  EXPECT_TRUE(st.enabled);
+  EXPECT_TRUE(st.active);
+  EXPECT_EQ(st.activeState, "active");
+  EXPECT_GT(st.pid, 0);
+  EXPECT_GE(st.sinceUs, before);
+  EXPECT_LE(st.sinceUs, nowUs());
+  EXPECT_EQ(st.crashRestarts, 0);
+
+  // Enabled the way `systemctl enable` does it, so it starts at boot.
+  auto link = ns->unitDir() + "/multi-user.target.wants/" + name;
+  EXPECT_EQ(std::filesystem::read_symlink(link).string(), "../" + name);
+  EXPECT_EQ(ns->property(name, "UnitFileState"), "enabled");
+  EXPECT_EQ(lstatPath(ns->unitDir() + "/" + name)->st_mode & 07777, 0644u);
+
+  // A real process on this machine: the unit's cgroup holds it, and its pid in
+  // systemd's namespace is the MainPID the backend reported.
+  auto pids = ns->hostPids(name);
+  ASSERT_EQ(pids.size(), 1u);
+  EXPECT_EQ(innermostPid(pids[0]), st.pid);
+  EXPECT_EQ(cmdline(pids[0]), "/bin/sleep infinity ");
+}
+
+TEST_F(SystemdLifecycleTest, ObservingAgainChangesNothing) {
+  auto name = service();
+  sup->install(unit(name));
+  sup->start(name);
+  auto first = observe1(name);
+  auto reloads = sup->reloadCount();
+
+  auto second = observe1(name);
+  auto cheap = observe1(name, false);
+  EXPECT_EQ(second.pid, first.pid);
+  EXPECT_EQ(second.sinceUs, first.sinceUs);
+  EXPECT_EQ(second.installedText, first.installedText);
+  EXPECT_TRUE(cheap.active);
+  EXPECT_EQ(cheap.installedText, first.installedText);
+  EXPECT_EQ(sup->reloadCount(), reloads);
+  EXPECT_EQ(ns->property(name, "MainPID"), std::to_string(first.pid));
+  EXPECT_EQ(ns->property(name, "NRestarts"), "0");
+}
+
+TEST_F(SystemdLifecycleTest, ObserveReadsSeveralServicesInOneGo) {
+  auto a = service("a"), b = service("b"), c = service("c");
+  sup->install(unit(a));
+  sup->install(unit(b));
+  sup->start(a);
+  auto all = sup->observe({a, b, c});
+  ASSERT_EQ(all.size(), 3u);
+  EXPECT_TRUE(all[a].active);
+  EXPECT_TRUE(all[b].installed);
+  EXPECT_FALSE(all[b].active);
+  EXPECT_FALSE(all[c].installed);
+  EXPECT_FALSE(all[c].enabled);
+}
+
+TEST_F(SystemdLifecycleTest, RestartGivesANewMainPid) {
+  auto name = service();
+  sup->install(unit(name));
+  sup->start(name);
+  auto before = observe1(name);
+  auto reloads = sup->reloadCount();
+  sup->restart(name);
+  auto after = observe1(name);
+  EXPECT_TRUE(after.active);
+  EXPECT_GT(after.pid, 0);
+  EXPECT_NE(after.pid, before.pid);
+  EXPECT_GT(after.sinceUs, before.sinceUs);
+  EXPECT_EQ(after.crashRestarts, 0);  // ours, not a crash
+  EXPECT_EQ(sup->reloadCount(), reloads);
+}
+
+TEST_F(SystemdLifecycleTest, StopMakesItInactive) {
+  auto name = service();
+  sup->install(unit(name));
+  sup->start(name);
+  sup->stop(name);
+  auto st = observe1(name);
+  EXPECT_TRUE(st.installed);
+  EXPECT_FALSE(st.active);
+  EXPECT_EQ(st.activeState, "inactive");
+  EXPECT_EQ(st.pid, 0);
+  EXPECT_TRUE(ns->hostPids(name).empty());
+  sup->stop(name);  // stopping a stopped service is fine
+}
+
+TEST_F(SystemdLifecycleTest, UninstallRemovesTheUnitAndReloadsAtFlush) {
+  auto name = service();
+  sup->install(unit(name));
+  sup->start(name);
+  sup->stop(name);
+  auto reloads = sup->reloadCount();
+  sup->uninstall(name);
+  EXPECT_FALSE(lstatPath(ns->unitDir() + "/" + name));
+  EXPECT_FALSE(lstatPath(ns->unitDir() + "/multi-user.target.wants/" + name));
+  auto st = observe1(name);
+  EXPECT_FALSE(st.installed);
+  EXPECT_FALSE(st.active);
+  EXPECT_EQ(sup->reloadCount(), reloads);  // owed, not yet made
+  sup->flush();
+  EXPECT_EQ(sup->reloadCount(), reloads + 1);
+  EXPECT_EQ(ns->property(name, "LoadState"), "not-found");
+  sup->flush();
+  EXPECT_EQ(sup->reloadCount(), reloads + 1);
+}
+
+TEST_F(SystemdLifecycleTest, ProgramThatFailsAtOnceFailsTheStart) {
+  auto name = service();
+  sup->install(unit(name, {{"ExecStart", "/bin/false"}, {"Restart", "no"}}));
+  try {
+    sup->start(name);
+    FAIL() << "start of a service that exits 1 at once succeeded";
+  } catch (const Error& e) {
+    std::string m = e.what();
+    EXPECT_NE(m.find("start of " + name + " failed"), std::string::npos) << m;
+    EXPECT_NE(m.find("Result=exit-code, exit status 1"), std::string::npos) << m;
+    EXPECT_NE(m.find("see journalctl -u " + name), std::string::npos) << m;
+  }
+  EXPECT_EQ(observe1(name).activeState, "failed");
+}
+
+TEST_F(SystemdLifecycleTest, FailedJobSaysHowTheProgramEnded) {
+  // Type=oneshot: the start job itself waits for the program, and fails with it.
+  auto name = service();
+  sup->install(unit(name, {{"ExecStart", "/bin/sh -c 'exit 7'"}, {"Type", "oneshot"}}));
+  try {
+    sup->start(name);
+    FAIL() << "start of a oneshot that exits 7 succeeded";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), "start of " + name +
+                                         " failed: failed (Result=exit-code, exit status 7); "
+                                         "see journalctl -u " +
+                                         name);
+  }
+}
+
+TEST_F(SystemdLifecycleTest, MissingProgramFailsTheStartSayingSo) {
+  auto name = service();
+  sup->install(unit(name, {{"ExecStart", "/nonexistent/mesh-test/bin/app serve"}}));
+  try {
+    sup->start(name);
+    FAIL() << "start of a service whose program is missing succeeded";
+  } catch (const Error& e) {
+    std::string m = e.what();
+    EXPECT_NE(m.find("start of " + name + " failed"), std::string::npos) << m;
+    EXPECT_NE(m.find("203/EXEC"), std::string::npos) << m;
+  }
+}
+
+TEST_F(SystemdLifecycleTest, StartOfAnUnknownServiceSaysNotFound) {
+  auto name = service();
+  try {
+    sup->start(name);
+    FAIL() << "started a service that has no unit";
+  } catch (const Error& e) {
+    std::string m = e.what();
+    EXPECT_NE(m.find("start of " + name + " failed: Unit " + name + " not found"),
+              std::string::npos)
+        << m;
+  }
+  EXPECT_NO_THROW(sup->stop(name));  // nothing runs: nothing to stop
+}
+
+TEST_F(SystemdLifecycleTest, CrashRestartsAreCounted) {
+  auto name = service();
+  sup->install(unit(name, {{"ExecStart", "/bin/sh -c 'sleep 0.3; exit 3'"},
+                           {"Restart", "always"},
+                           {"RestartSec", "100ms"}}));
+  sup->start(name);
+  int64_t restarts = 0;
+  for (int i = 0; i < 100 && restarts == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    restarts = observe1(name).crashRestarts;
+  }
+  EXPECT_GE(restarts, 1);
+  sup->stop(name);
+}
+
+TEST(SystemdConnectTest, UnreachableBusIsAnInputErrorSayingWhatToDo) {
+  supervise::Options o;
+  o.busAddress = "unix:path=/nonexistent/mesh-test/bus";
+  try {
+    supervise::openSystemd(o);
+    FAIL() << "connected to a bus that does not exist";
+  } catch (const InputError& e) {
+    std::string m = e.what();
+    EXPECT_NE(m.find("--supervisor systemd: cannot reach systemd over D-Bus "
+                     "(unix:path=/nonexistent/mesh-test/bus)"),
+              std::string::npos)
+        << m;
+    EXPECT_NE(m.find("--supervisor builtin"), std::string::npos) << m;
+  }
+}
+
+TEST_F(SystemdLifecycleTest, ServiceNamesAreChecked) {
+  EXPECT_THROW(sup->observe({"../evil.service"}), Error);
+  EXPECT_THROW(sup->install(unit("demo")), Error);
+}
+
+}  // namespace
+}  // namespace mesh::testing
