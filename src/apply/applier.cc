@@ -13,23 +13,34 @@ const Applier& processApplier();
 
 const char* verdictName(Verdict v) {
   switch (v) {
-    case Verdict::Unchanged: return "unchanged";
-    case Verdict::Created: return "created";
-    case Verdict::Updated: return "updated";
-    case Verdict::Removed: return "removed";
-    case Verdict::Failed: return "failed";
+    case Verdict::Unchanged:
+      return "unchanged";
+    case Verdict::Created:
+      return "created";
+    case Verdict::Updated:
+      return "updated";
+    case Verdict::Removed:
+      return "removed";
+    case Verdict::Failed:
+      return "failed";
   }
   return "?";
 }
 
 const Applier& applierFor(decl::Kind kind) {
   switch (kind) {
-    case decl::Kind::File: return fileApplier();
-    case decl::Kind::Directory: return directoryApplier();
-    case decl::Kind::Link: return linkApplier();
-    case decl::Kind::Archive: return archiveApplier();
-    case decl::Kind::Credential: return credentialApplier();
-    case decl::Kind::Process: return processApplier();
+    case decl::Kind::File:
+      return fileApplier();
+    case decl::Kind::Directory:
+      return directoryApplier();
+    case decl::Kind::Link:
+      return linkApplier();
+    case decl::Kind::Archive:
+      return archiveApplier();
+    case decl::Kind::Credential:
+      return credentialApplier();
+    case decl::Kind::Process:
+      return processApplier();
   }
   throw Error("unknown resource kind");
 }
@@ -47,6 +58,8 @@ std::string reasonToAct(const state::Record* rec, const Digest& want, bool somet
   return "drift: " + driftWhat;
 }
 
-std::string reasonUnchanged(const state::Record* rec) { return rec ? "" : reasons::kAdopted; }
+std::string reasonUnchanged(const state::Record* rec) {
+  return rec ? "" : reasons::kAdopted;
+}
 
 }  // namespace mesh::apply

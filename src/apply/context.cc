@@ -33,9 +33,14 @@ supervise::Supervisor& Context::supervisor() {
     supervise::Options o;
     o.stateDir = settings_.stateDir;
     o.unitDir = settings_.unitDir;
-    supervisor_ = supervise::openSupervisor(settings_.supervisor, o);
+    supervisor_ = std::make_unique<supervise::CountingSupervisor>(
+        supervise::openSupervisor(settings_.supervisor, o));
   }
   return *supervisor_;
+}
+
+supervise::CallCounts Context::supervisorCalls() const {
+  return supervisor_ ? supervisor_->counts() : supervise::CallCounts{};
 }
 
 void Context::expectServices(std::vector<std::string> names, bool detailed) {

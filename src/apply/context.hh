@@ -13,6 +13,7 @@
 
 #include "fleet/blob_source.hh"
 #include "fleet/node_key.hh"
+#include "supervise/counting.hh"
 #include "supervise/supervisor.hh"
 
 namespace mesh::apply {
@@ -20,7 +21,7 @@ namespace mesh::apply {
 struct Settings {
   std::string root = "/";  // every declared absolute path lives under it
   std::string stateDir;
-  std::string blobs;       // blob source spec
+  std::string blobs;  // blob source spec
   std::string node;
   bool plan = false;
   std::string supervisor = "auto";  // auto | builtin | systemd
@@ -58,6 +59,8 @@ class Context {
   const fleet::NodeKey& nodeKey();
 
   supervise::Supervisor& supervisor();
+  // What this cycle asked of the supervisor (all zero when it was never needed).
+  supervise::CallCounts supervisorCalls() const;
   // The services this cycle may look at: observed all at once, at first use.
   void expectServices(std::vector<std::string> names, bool detailed);
   const supervise::ServiceState& service(const std::string& name);
@@ -76,7 +79,7 @@ class Context {
 
  private:
   Settings settings_;
-  std::unique_ptr<supervise::Supervisor> supervisor_;
+  std::unique_ptr<supervise::CountingSupervisor> supervisor_;
   std::vector<std::string> expected_;
   bool detailed_ = false;
   std::optional<std::map<std::string, supervise::ServiceState>> services_;

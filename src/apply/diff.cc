@@ -13,7 +13,9 @@ namespace {
 
 constexpr size_t kMaxDiffBytes = 1 << 20;
 
-bool looksBinary(std::string_view s) { return s.find('\0') != std::string_view::npos; }
+bool looksBinary(std::string_view s) {
+  return s.find('\0') != std::string_view::npos;
+}
 
 std::string shellQuote(const std::string& s) {
   std::string out = "'";
@@ -40,9 +42,10 @@ std::string unifiedDiff(const std::string& oldPath, std::string_view newContent,
   Finally cleanup([&] { removeTree(dir); });
   atomicWrite(dir + "/old", oldContent, 0600);
   atomicWrite(dir + "/new", newContent, 0600);
-  const std::string cmd = fmt::format(
-      "diff -u --label {} --label {} {} {}", shellQuote(oldPath.empty() ? "/dev/null" : "a" + label),
-      shellQuote("b" + label), shellQuote(dir + "/old"), shellQuote(dir + "/new"));
+  const std::string cmd =
+      fmt::format("diff -u --label {} --label {} {} {}",
+                  shellQuote(oldPath.empty() ? "/dev/null" : "a" + label), shellQuote("b" + label),
+                  shellQuote(dir + "/old"), shellQuote(dir + "/new"));
   FILE* p = ::popen(cmd.c_str(), "r");
   if (!p) throwSys("cannot run diff");
   std::string out;

@@ -57,7 +57,10 @@ class Outcome {
 
  private:
   Outcome(Verdict v, Digest held, std::string reason, std::string detail = {})
-      : verdict_(v), held_(std::move(held)), reason_(std::move(reason)), detail_(std::move(detail)) {}
+      : verdict_(v),
+        held_(std::move(held)),
+        reason_(std::move(reason)),
+        detail_(std::move(detail)) {}
   Verdict verdict_;
   Digest held_;
   std::string reason_;

@@ -79,7 +79,11 @@ class Cycle {
     for (const auto& r : decl_.resources) converge(r);
     prune();
     activate();
-    if (usesSupervisor_ && ctx_.applying()) ctx_.supervisor().flush();
+    if (usesSupervisor_) {
+      if (ctx_.applying()) ctx_.supervisor().flush();
+      report_.supervisor = ctx_.supervisor().name();
+    }
+    report_.supervisorCalls = ctx_.supervisorCalls();
     report_.ms = nowMs() - started;
     if (ctx_.applying()) finish(started);
     return std::move(report_);
@@ -190,9 +194,9 @@ class Cycle {
                                    "released; left in place: mesh-host never wrote it");
       } else if (auto owner = declaredPaths.find(rec->path);
                  !rec->path.empty() && owner != declaredPaths.end()) {
-        outcome = Outcome::removed(
-            reasons::kNoLongerDeclared,
-            fmt::format("released; {} now manages {}", owner->second, rec->path));
+        outcome =
+            Outcome::removed(reasons::kNoLongerDeclared,
+                             fmt::format("released; {} now manages {}", owner->second, rec->path));
       } else {
         try {
           outcome = applierFor(rec->kind).remove(ctx_, *rec);
@@ -201,8 +205,8 @@ class Cycle {
         }
       }
       if (outcome->verdict() == Verdict::Removed) changed_.insert(rec->id);
-      Pending p{rec->id, rec->module, rec->kind, rec->path, Digest::none(), rec,
-                report_.results.size()};
+      Pending p{rec->id, rec->module,           rec->kind, rec->path, Digest::none(),
+                rec,     report_.results.size()};
       report_.results.push_back({rec->id, rec->module, rec->kind, std::move(*outcome)});
       record(p);
     }
@@ -236,19 +240,29 @@ class Cycle {
   void record(const Pending& p) {
     const Outcome& outcome = report_.results[p.resultIndex].outcome;
     switch (outcome.verdict()) {
-      case Verdict::Unchanged: ++report_.unchanged; break;
-      case Verdict::Created: ++report_.created; break;
-      case Verdict::Updated: ++report_.updated; break;
-      case Verdict::Removed: ++report_.removed; break;
-      case Verdict::Failed: ++report_.failed; break;
+      case Verdict::Unchanged:
+        ++report_.unchanged;
+        break;
+      case Verdict::Created:
+        ++report_.created;
+        break;
+      case Verdict::Updated:
+        ++report_.updated;
+        break;
+      case Verdict::Removed:
+        ++report_.removed;
+        break;
+      case Verdict::Failed:
+        ++report_.failed;
+        break;
     }
     if (!ctx_.applying()) return;
     const int64_t now = nowMs();
     const bool changed = outcome.changed() || outcome.verdict() == Verdict::Removed;
     auto owes = dependents_.find(p.id);
     const bool owesRestarts = changed && owes != dependents_.end();
-    const bool paysRestarts = outcome.activation != Outcome::Activation::None &&
-                              outcome.verdict() != Verdict::Failed;
+    const bool paysRestarts =
+        outcome.activation != Outcome::Activation::None && outcome.verdict() != Verdict::Failed;
     auto next = outcome.verdict() == Verdict::Removed
                     ? std::optional<state::Record>()
                     : nextRecord(p.rec, p.id, p.module, p.kind, p.path, p.want, outcome,

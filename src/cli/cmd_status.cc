@@ -1,15 +1,15 @@
 // `mesh-host status`: the node as the state store shows it.
+#include <fmt/format.h>
 #include <cstdio>
 #include <ctime>
 #include <map>
 #include <nlohmann/json.hpp>
-#include <fmt/format.h>
 
 #include "apply/process_info.hh"
 #include "cli/commands.hh"
+#include "state/store.hh"
 #include "supervise/supervisor.hh"
 #include "util/error.hh"
-#include "state/store.hh"
 #include "util/fs.hh"
 
 namespace mesh::cli {
@@ -50,7 +50,8 @@ std::string serviceText(const std::map<std::string, nlohmann::json>& services,
   return fmt::format(", {} {} pid {} since {}, restarts: {} by mesh-host, {} by crashes",
                      s["name"].get<std::string>(), s["state"].get<std::string>(),
                      s["pid"].get<int>(), s["since"].get<std::string>(),
-                     s["restarts_by_mesh_host"].get<int64_t>(), s["restarts_by_crash"].get<int64_t>());
+                     s["restarts_by_mesh_host"].get<int64_t>(),
+                     s["restarts_by_crash"].get<int64_t>());
 }
 
 std::string isoTime(int64_t ms) {
@@ -64,8 +65,8 @@ std::string isoTime(int64_t ms) {
 }
 
 // For each process record, what its supervisor shows: read in one go.
-std::map<std::string, nlohmann::json> servicesOf(const std::map<std::string, const state::Record*>& records,
-                                                 const CommonOptions& o) {
+std::map<std::string, nlohmann::json> servicesOf(
+    const std::map<std::string, const state::Record*>& records, const CommonOptions& o) {
   std::map<std::string, apply::ProcessInfo> infos;
   std::vector<std::string> names;
   for (const auto& [id, r] : records)
@@ -129,8 +130,8 @@ int runStatus(CommonOptions& o) {
                          {"changes", r->changes},
                          {"churning", isChurning},
                          {"service", services.count(id) ? services.at(id) : nlohmann::json()}});
-    if (auto s = services.find(id); s != services.end() && !s->second["active"].get<bool>() &&
-                                    r->outcome != "failed") {
+    if (auto s = services.find(id);
+        s != services.end() && !s->second["active"].get<bool>() && r->outcome != "failed") {
       ++failing;
       lines.push_back(fmt::format("down {} ({}): {} is {}", id, r->module,
                                   s->second["name"].get<std::string>(),
@@ -139,8 +140,8 @@ int runStatus(CommonOptions& o) {
     if (r->outcome == "failed")
       lines.push_back(fmt::format("failed {} ({}): {}", id, r->module, r->reason));
     else if (isChurning)
-      lines.push_back(fmt::format("churning {} ({}): changed {} times in the last {} cycles: {}", id,
-                                  r->module, it->second.changes, kChurnWindow,
+      lines.push_back(fmt::format("churning {} ({}): changed {} times in the last {} cycles: {}",
+                                  id, r->module, it->second.changes, kChurnWindow,
                                   it->second.lastReason));
     else if (o.verbose)
       lines.push_back(fmt::format("{} {} ({}): {}, changed {}{}", r->outcome, id, r->module,
@@ -149,19 +150,20 @@ int runStatus(CommonOptions& o) {
   }
 
   if (o.json) {
-    nlohmann::json out = {{"node", o.node},
-                          {"cycles", store.cycleCount()},
-                          {"last_cycle", last ? nlohmann::json{{"cycle", last->cycle},
-                                                               {"started_at", isoTime(last->startedAt)},
-                                                               {"finished_at", isoTime(last->finishedAt)},
-                                                               {"ms", last->ms},
-                                                               {"created", last->created},
-                                                               {"updated", last->updated},
-                                                               {"unchanged", last->unchanged},
-                                                               {"removed", last->removed},
-                                                               {"failed", last->failed}}
-                                              : nlohmann::json(nullptr)},
-                          {"resources", std::move(resources)}};
+    nlohmann::json out = {
+        {"node", o.node},
+        {"cycles", store.cycleCount()},
+        {"last_cycle", last ? nlohmann::json{{"cycle", last->cycle},
+                                             {"started_at", isoTime(last->startedAt)},
+                                             {"finished_at", isoTime(last->finishedAt)},
+                                             {"ms", last->ms},
+                                             {"created", last->created},
+                                             {"updated", last->updated},
+                                             {"unchanged", last->unchanged},
+                                             {"removed", last->removed},
+                                             {"failed", last->failed}}
+                            : nlohmann::json(nullptr)},
+        {"resources", std::move(resources)}};
     std::puts(out.dump().c_str());
   } else {
     for (const auto& l : lines) std::puts(l.c_str());

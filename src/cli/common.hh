@@ -23,7 +23,7 @@ struct CommonOptions {
   std::string blobs;     // default <state-dir>/blobs
   std::string supervisor = "auto";
   std::string unitDir = "/etc/systemd/system";
-  std::string node;      // default the hostname
+  std::string node;  // default the hostname
   bool json = false;
   bool verbose = false;
 

@@ -63,8 +63,7 @@ int main(int argc, char** argv) {
   };
   for (const auto& c : table) {
     auto* sub = app.add_subcommand(c.name, c.help);
-    if (c.takesDeclaration)
-      sub->add_option("DECL", declPath, "the declaration (TOML)")->required();
+    if (c.takesDeclaration) sub->add_option("DECL", declPath, "the declaration (TOML)")->required();
     common.addTo(*sub);
     sub->callback([&chosen, run = c.run] { chosen = run; });
   }

@@ -10,11 +10,16 @@ namespace {
 
 const char* planVerb(Verdict v) {
   switch (v) {
-    case Verdict::Created: return "would create";
-    case Verdict::Updated: return "would update";
-    case Verdict::Removed: return "would remove";
-    case Verdict::Failed: return "would fail";
-    case Verdict::Unchanged: return "unchanged";
+    case Verdict::Created:
+      return "would create";
+    case Verdict::Updated:
+      return "would update";
+    case Verdict::Removed:
+      return "would remove";
+    case Verdict::Failed:
+      return "would fail";
+    case Verdict::Unchanged:
+      return "unchanged";
   }
   return "?";
 }
@@ -23,8 +28,8 @@ const char* planVerb(Verdict v) {
 
 std::string outcomeLine(const apply::ResourceResult& r, bool plan) {
   const auto& o = r.outcome;
-  std::string line = fmt::format("{} {} ({})", plan ? planVerb(o.verdict()) : verdictName(o.verdict()),
-                                 r.id, r.module);
+  std::string line = fmt::format(
+      "{} {} ({})", plan ? planVerb(o.verdict()) : verdictName(o.verdict()), r.id, r.module);
   if (!o.detail().empty()) line += ": " + o.detail();
   if (!o.reason().empty() && o.reason() != "new") line += ": " + o.reason();
   return line;
@@ -34,22 +39,19 @@ std::string summaryLine(const apply::CycleReport& r, bool plan) {
   if (plan)
     return fmt::format("plan: {} to create, {} to update, {} unchanged, {} to remove, {} failing",
                        r.created, r.updated, r.unchanged, r.removed, r.failed);
-  return fmt::format("cycle {}: {} created, {} updated, {} unchanged, {} removed, {} failed in {} ms",
-                     r.cycle, r.created, r.updated, r.unchanged, r.removed, r.failed, r.ms);
+  return fmt::format(
+      "cycle {}: {} created, {} updated, {} unchanged, {} removed, {} failed in {} ms", r.cycle,
+      r.created, r.updated, r.unchanged, r.removed, r.failed, r.ms);
 }
 
 nlohmann::json reportJson(const apply::CycleReport& r, const std::string& node, bool plan) {
   nlohmann::json outcomes = nlohmann::json::array();
   for (const auto& res : r.results) {
     const auto& o = res.outcome;
-    nlohmann::json j = {{"id", res.id},
-                        {"module", res.module},
-                        {"kind", res.kind},
-                        {"outcome", verdictName(o.verdict())},
-                        {"reason", o.reason()},
-                        {"wrote", o.held().str()},
-                        {"detail", o.detail()},
-                        {"restarted", o.restarted}};
+    nlohmann::json j = {{"id", res.id},         {"module", res.module},
+                        {"kind", res.kind},     {"outcome", verdictName(o.verdict())},
+                        {"reason", o.reason()}, {"wrote", o.held().str()},
+                        {"detail", o.detail()}, {"restarted", o.restarted}};
     if (!o.warning.empty()) j["warning"] = o.warning;
     if (plan) j["diff"] = o.diff;
     outcomes.push_back(std::move(j));
@@ -63,7 +65,14 @@ nlohmann::json reportJson(const apply::CycleReport& r, const std::string& node, 
                           {"unchanged", r.unchanged},
                           {"removed", r.removed},
                           {"failed", r.failed},
-                          {"ms", r.ms}}}};
+                          {"ms", r.ms},
+                          {"supervisor",
+                           {{"backend", r.supervisor},
+                            {"start", r.supervisorCalls.start},
+                            {"restart", r.supervisorCalls.restart},
+                            {"stop", r.supervisorCalls.stop},
+                            {"reload", r.supervisorCalls.reload},
+                            {"install", r.supervisorCalls.install}}}}}};
   if (plan) out["plan"] = true;
   return out;
 }

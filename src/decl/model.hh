@@ -16,7 +16,7 @@ namespace mesh::decl {
 
 enum class Kind { File, Directory, Link, Archive, Credential, Process };
 
-const char* kindName(Kind k);                   // "file", "directory", …
+const char* kindName(Kind k);  // "file", "directory", …
 std::optional<Kind> kindFromName(std::string_view name);
 
 // Where something was written in a declaration, for error messages.
@@ -81,13 +81,13 @@ using Spec =
     std::variant<FileSpec, DirectorySpec, LinkSpec, ArchiveSpec, CredentialSpec, ProcessSpec>;
 
 struct Resource {
-  std::string id;      // "<module>.<name>"
+  std::string id;  // "<module>.<name>"
   std::string module;
   std::string name;
   Kind kind = Kind::File;
-  Position pos;        // of the resource's table header
-  std::vector<std::string> requires_;   // resource ids
-  std::vector<std::string> restartOn;   // resource ids (process only)
+  Position pos;                        // of the resource's table header
+  std::vector<std::string> requires_;  // resource ids
+  std::vector<std::string> restartOn;  // resource ids (process only)
   Spec spec;
 
   // The managed path on the node; empty for a process.

@@ -18,8 +18,8 @@ class DirectorySource : public BlobSource {
   std::string fetch(const Digest& d) override {
     auto path = blobPathIn(dir_, d);
     if (!lstatPath(path))
-      throw Error("blob {} not found in {} (expected at {}); publish it there first", d.str(),
-                  dir_, path);
+      throw Error("blob {} not found in {} (expected at {}); publish it there first", d.str(), dir_,
+                  path);
     auto got = Digest::ofFile(path);
     if (got != d)
       throw Error("blob {} in {} is corrupt: its content hashes to {}", d.str(), dir_, got.str());

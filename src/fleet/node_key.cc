@@ -15,8 +15,7 @@ constexpr char kDigestContext[crypto_kdf_CONTEXTBYTES + 1] = "meshdgst";
 
 void NodeKey::derive() {
   static_assert(crypto_kdf_KEYBYTES == 32);
-  crypto_kdf_derive_from_key(digestKey_.data(), digestKey_.size(), 1, kDigestContext,
-                             seed_.data());
+  crypto_kdf_derive_from_key(digestKey_.data(), digestKey_.size(), 1, kDigestContext, seed_.data());
 }
 
 NodeKey NodeKey::ephemeral() {

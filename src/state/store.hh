@@ -15,12 +15,12 @@
 namespace mesh::state {
 
 struct Record {
-  std::string id;      // "<module>.<name>"
+  std::string id;  // "<module>.<name>"
   std::string module;
-  std::string kind;    // "file", "directory", …
-  std::string path;    // managed path on the node ("" for a process)
-  std::string want;    // digest the declaration asked for, as "sha256:…"
-  std::string wrote;   // digest the machine held after the last cycle ("" unknown)
+  std::string kind;     // "file", "directory", …
+  std::string path;     // managed path on the node ("" for a process)
+  std::string want;     // digest the declaration asked for, as "sha256:…"
+  std::string wrote;    // digest the machine held after the last cycle ("" unknown)
   std::string outcome;  // last outcome: created/updated/unchanged/removed/failed
   std::string reason;
   std::string detail;

@@ -25,13 +25,13 @@ struct Unit {
 };
 
 struct ServiceState {
-  bool installed = false;      // a unit with this name is installed by us
-  std::string installedText;   // its text ("" when not installed)
-  bool active = false;         // running (or starting) now
-  std::string activeState;     // "active", "inactive", "failed", "activating", …
-  pid_t pid = 0;               // main pid, 0 when none
-  int64_t sinceUs = 0;         // realtime µs when it (last) became active; 0 when not
-  int64_t crashRestarts = 0;   // restarts done by the supervisor itself (Restart=)
+  bool installed = false;     // a unit with this name is installed by us
+  std::string installedText;  // its text ("" when not installed)
+  bool active = false;        // running (or starting) now
+  std::string activeState;    // "active", "inactive", "failed", "activating", …
+  pid_t pid = 0;              // main pid, 0 when none
+  int64_t sinceUs = 0;        // realtime µs when it (last) became active; 0 when not
+  int64_t crashRestarts = 0;  // restarts done by the supervisor itself (Restart=)
   // Starts at boot. systemd: every link its [Install] section asks for
   // (multi-user.target.wants/<name>) is in place; builtin: always true.
   bool enabled = true;

@@ -80,7 +80,9 @@ Digest Hasher::finish() {
   return Digest::fromRaw(raw);
 }
 
-WantBuilder::WantBuilder(std::string_view scheme) { add("scheme", scheme); }
+WantBuilder::WantBuilder(std::string_view scheme) {
+  add("scheme", scheme);
+}
 
 WantBuilder& WantBuilder::add(std::string_view key, std::string_view value) {
   for (auto part : {key, value}) {

@@ -55,8 +55,7 @@ static std::string tempNameBeside(const std::string& path) {
   return fmt::format("{}/.{}.mesh-tmp.{:08x}", parentOf(path), baseName(path), r);
 }
 
-void atomicWrite(const std::string& path, std::string_view content, mode_t mode,
-                 Ownership owner) {
+void atomicWrite(const std::string& path, std::string_view content, mode_t mode, Ownership owner) {
   const std::string dir = parentOf(path);
   makeDirs(dir);
   std::string tmp;
@@ -178,8 +177,7 @@ Fingerprint Fingerprint::of(const struct stat& st) {
 }
 
 std::string Fingerprint::str() const {
-  return fmt::format("{}:{}:{}:{}:{}:{:o}:{}:{}", dev, ino, size, mtimeNs, ctimeNs, mode, uid,
-                     gid);
+  return fmt::format("{}:{}:{}:{}:{}:{:o}:{}:{}", dev, ino, size, mtimeNs, ctimeNs, mode, uid, gid);
 }
 
 std::optional<Fingerprint> Fingerprint::parse(std::string_view text) {

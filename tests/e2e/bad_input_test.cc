@@ -12,7 +12,9 @@ struct BadCase {
   const char* mentions;  // a word the message must contain
 };
 
-void PrintTo(const BadCase& c, std::ostream* os) { *os << c.name; }
+void PrintTo(const BadCase& c, std::ostream* os) {
+  *os << c.name;
+}
 
 class BadInput : public EveryKind, public ::testing::WithParamInterface<BadCase> {};
 
@@ -37,10 +39,10 @@ const std::string kValid = "[module.m.file.ok]\npath = \"/etc/m/config\"\nconten
 INSTANTIATE_TEST_SUITE_P(
     Cases, BadInput,
     ::testing::Values(
-        BadCase{"UnknownKey", kValid + "[module.m.file.x]\npath = \"/x\"\ncontnet = \"a\"\n", "6:",
-                "contnet"},
-        BadCase{"WrongType", kValid + "[module.m.file.x]\npath = 42\ncontent = \"a\"\n", "5:",
-                "path"},
+        BadCase{"UnknownKey", kValid + "[module.m.file.x]\npath = \"/x\"\ncontnet = \"a\"\n",
+                "6:", "contnet"},
+        BadCase{"WrongType", kValid + "[module.m.file.x]\npath = 42\ncontent = \"a\"\n",
+                "5:", "path"},
         BadCase{"RelativePath", kValid + "[module.m.file.x]\npath = \"etc/x\"\ncontent = \"a\"\n",
                 "5:", "absolute"},
         BadCase{"DotDot", kValid + "[module.m.file.x]\npath = \"/etc/../x\"\ncontent = \"a\"\n",
@@ -49,24 +51,29 @@ INSTANTIATE_TEST_SUITE_P(
                 kValid + "[module.m.file.x]\npath = \"/x\"\ncontent = \"a\"\n"
                          "[module.m.file.x]\npath = \"/y\"\ncontent = \"b\"\n",
                 "7:", "x"},
-        BadCase{"UnknownRequires",
-                kValid + "[module.m.file.x]\npath = \"/x\"\ncontent = \"a\"\nrequires = [\"m.nope\"]\n",
-                "7:", "m.nope"},
+        BadCase{
+            "UnknownRequires",
+            kValid + "[module.m.file.x]\npath = \"/x\"\ncontent = \"a\"\nrequires = [\"m.nope\"]\n",
+            "7:", "m.nope"},
         BadCase{"Cycle",
                 "[module.m.file.a]\npath = \"/a\"\ncontent = \"a\"\nrequires = [\"m.b\"]\n"
                 "[module.m.file.b]\npath = \"/b\"\ncontent = \"b\"\nrequires = [\"m.a\"]\n",
                 "", "m.a -> m.b"},
-        BadCase{"BadMode", kValid + "[module.m.file.x]\npath = \"/x\"\ncontent = \"a\"\nmode = 644\n",
+        BadCase{"BadMode",
+                kValid + "[module.m.file.x]\npath = \"/x\"\ncontent = \"a\"\nmode = 644\n",
                 "7:", "0644"},
-        BadCase{"BadOwner",
-                kValid + "[module.m.file.x]\npath = \"/x\"\ncontent = \"a\"\nowner = \"Bad Name!\"\n",
-                "7:", "owner"},
-        BadCase{"UnknownUser",
-                kValid + "[module.m.file.x]\npath = \"/x\"\ncontent = \"a\"\nowner = \"no-such-user-xyz\"\n",
-                "7:", "no-such-user-xyz"},
+        BadCase{
+            "BadOwner",
+            kValid + "[module.m.file.x]\npath = \"/x\"\ncontent = \"a\"\nowner = \"Bad Name!\"\n",
+            "7:", "owner"},
+        BadCase{
+            "UnknownUser",
+            kValid +
+                "[module.m.file.x]\npath = \"/x\"\ncontent = \"a\"\nowner = \"no-such-user-xyz\"\n",
+            "7:", "no-such-user-xyz"},
         BadCase{"BadDigest",
-                kValid + "[module.m.archive.x]\npath = \"/x\"\nbundle = \"sha256:1234\"\n", "6:",
-                "sha256"},
+                kValid + "[module.m.archive.x]\npath = \"/x\"\nbundle = \"sha256:1234\"\n",
+                "6:", "sha256"},
         BadCase{"NodeMismatch", "node = \"other\"\n" + kValid, "1:", "other"},
         BadCase{"TomlSyntax", kValid + "[module.m.file.x\n", "4:", "error"}),
     [](const auto& info) { return info.param.name; });

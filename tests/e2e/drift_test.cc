@@ -66,8 +66,9 @@ TEST_F(Drift, DirectoryMode) {
 TEST_F(Drift, Owner) {
   if (::geteuid() != 0) GTEST_SKIP() << "changing owners needs root";
   // The credential declares no owner; declare one to manage it.
-  declPath = declare(text() + "\n[module.m.file.owned]\npath = \"/etc/m/owned\"\ncontent = \"x\"\n"
-                              "owner = \"0\"\ngroup = \"0\"\n");
+  declPath = declare(text() +
+                     "\n[module.m.file.owned]\npath = \"/etc/m/owned\"\ncontent = \"x\"\n"
+                     "owner = \"0\"\ngroup = \"0\"\n");
   ASSERT_EQ(apply(declPath).code, 0);
   ASSERT_EQ(::lchown(at("/etc/m/owned").c_str(), 4242, 4242), 0);
   Result r = apply(declPath);

@@ -27,7 +27,8 @@ nlohmann::json Result::json() const {
   return j;
 }
 
-Result runCommand(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env) {
+Result runCommand(const std::vector<std::string>& argv,
+                  const std::map<std::string, std::string>& env) {
   char tmpl[] = "/tmp/mesh-e2e-out.XXXXXX";
   const std::string dir = ::mkdtemp(tmpl);
   const std::string outPath = dir + "/out", errPath = dir + "/err";
@@ -154,7 +155,9 @@ std::string Node::makeArchive(const std::map<std::string, std::string>& files,
   return out;
 }
 
-std::string Node::read(const std::string& declared) const { return slurp(at(declared)); }
+std::string Node::read(const std::string& declared) const {
+  return slurp(at(declared));
+}
 
 void Node::write(const std::string& declared, const std::string& content) const {
   std::ofstream(at(declared), std::ios::binary) << content;

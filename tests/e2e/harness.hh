@@ -18,7 +18,8 @@ struct Result {
 };
 
 // Runs a command line; returns its exit code and output.
-Result runCommand(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env = {});
+Result runCommand(const std::vector<std::string>& argv,
+                  const std::map<std::string, std::string>& env = {});
 
 // Identity and content of one path, to prove nothing was written.
 struct PathSnapshot {

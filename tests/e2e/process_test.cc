@@ -17,7 +17,9 @@ struct Pid {
   std::string since;
   bool operator==(const Pid&) const = default;
 };
-std::ostream& operator<<(std::ostream& os, const Pid& p) { return os << p.pid << "@" << p.since; }
+std::ostream& operator<<(std::ostream& os, const Pid& p) {
+  return os << p.pid << "@" << p.since;
+}
 
 class Process : public ProcessNode {
  protected:
@@ -171,8 +173,12 @@ TEST_P(CrashPoints, AfterChangeRecorded) {
 TEST_P(CrashPoints, AfterUnitInstalled) {
   crashAndRecover(crash::kAfterUnitInstalled, text("one", ", \"EXTRA=1\""), false);
 }
-TEST_P(CrashPoints, BeforeRestart) { crashAndRecover(crash::kBeforeRestart, text(), true); }
-TEST_P(CrashPoints, AfterRestart) { crashAndRecover(crash::kAfterRestart, text("two"), true); }
+TEST_P(CrashPoints, BeforeRestart) {
+  crashAndRecover(crash::kBeforeRestart, text(), true);
+}
+TEST_P(CrashPoints, AfterRestart) {
+  crashAndRecover(crash::kAfterRestart, text("two"), true);
+}
 
 TEST_P(Process, StoppedByHandIsStartedAgain) {
   auto decl = declare(text());
@@ -182,7 +188,8 @@ TEST_P(Process, StoppedByHandIsStartedAgain) {
     ASSERT_EQ(ns.ctl({"stop", service()}).code, 0);
   } else {
     // Stopping by hand under the builtin supervisor: kill its supervisor, then the service.
-    auto status = nlohmann::json::parse(read("/var/lib/mesh-host/services/" + service() + "/status"));
+    auto status =
+        nlohmann::json::parse(read("/var/lib/mesh-host/services/" + service() + "/status"));
     ::kill(status.value("supervisor_pid", 0), SIGKILL);
     ::kill(serviceStatus()["pid"].get<int>(), SIGKILL);
   }
@@ -201,8 +208,8 @@ TEST_P(Process, RebuiltBinaryRestartsNothing) {
   const std::string copy = work + "/mesh-host-upgraded";
   fs::copy_file(MESH_HOST_BIN, copy);
   fs::permissions(copy, fs::perms::owner_all);
-  std::vector<std::string> argv = {copy, "apply", decl, "--json", "--root", root, "--blobs", blobs,
-                                   "--node", "test"};
+  std::vector<std::string> argv = {copy, "apply",   decl,  "--json", "--root",
+                                   root, "--blobs", blobs, "--node", "test"};
   argv.insert(argv.end(), extraArgs.begin(), extraArgs.end());
   Result r = runCommand(argv, extraEnv);
   ASSERT_EQ(r.code, 0) << r.err;

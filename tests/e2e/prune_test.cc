@@ -14,7 +14,8 @@ class Prune : public EveryKind {};
 TEST_F(Prune, DroppedResourcesAreRemoved) {
   ASSERT_EQ(apply(declPath).code, 0);
   write("/etc/m/unmanaged", "mine");  // written by someone else
-  Result r = apply(declare("[module.m.file.config]\npath = \"/etc/m/config\"\ncontent = \"listen = 1\\n\"\n"));
+  Result r = apply(
+      declare("[module.m.file.config]\npath = \"/etc/m/config\"\ncontent = \"listen = 1\\n\"\n"));
   ASSERT_EQ(r.code, 0) << r.out << r.err;
   auto j = r.json();
   for (const char* id : {"m.key", "m.current", "m.app"}) {
@@ -34,7 +35,8 @@ TEST_F(Prune, DroppedResourcesAreRemoved) {
   EXPECT_EQ(read("/etc/m/config"), "listen = 1\n");
 
   // Released records are gone: the next apply has nothing to remove.
-  Result again = apply(declare("[module.m.file.config]\npath = \"/etc/m/config\"\ncontent = \"listen = 1\\n\"\n"));
+  Result again = apply(
+      declare("[module.m.file.config]\npath = \"/etc/m/config\"\ncontent = \"listen = 1\\n\"\n"));
   EXPECT_EQ(again.json()["summary"]["removed"], 0) << again.out;
   EXPECT_EQ(again.json()["summary"]["unchanged"], 1) << again.out;
 }

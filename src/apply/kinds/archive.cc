@@ -12,7 +12,9 @@ namespace mesh::apply {
 
 namespace {
 
-bundle::Limits limitsOf(const decl::ArchiveSpec& s) { return {s.maxEntries, s.maxBytes}; }
+bundle::Limits limitsOf(const decl::ArchiveSpec& s) {
+  return {s.maxEntries, s.maxBytes};
+}
 
 class ArchiveApplier : public Applier {
  public:
@@ -53,7 +55,8 @@ class ArchiveApplier : public Applier {
       now.manifest = bundle::readManifest(blob, limits);
     const std::string detail =
         fmt::format("{} file(s) from {}", now.manifest->files(), s.bundle.shortStr());
-    Outcome o = st ? Outcome::updated(want, reason, detail) : Outcome::created(want, reason, detail);
+    Outcome o =
+        st ? Outcome::updated(want, reason, detail) : Outcome::created(want, reason, detail);
     o.observed = now.str();
     return o;
   }

@@ -52,7 +52,9 @@ void addAttributes(WantBuilder& w, const Attributes& a) {
   w.add("group", a.group ? a.group->name : "");
 }
 
-std::string modeString(mode_t m) { return fmt::format("{:04o}", m & 07777); }
+std::string modeString(mode_t m) {
+  return fmt::format("{:04o}", m & 07777);
+}
 
 std::optional<std::string> attributeDrift(const struct stat& st, const Attributes& a,
                                           const Ownership& ids) {

@@ -49,8 +49,9 @@ Outcome reconcileContentFile(Context& ctx, const std::string& declaredPath, cons
   std::string diff;
   std::string detail;
   content.withBytes([&](std::string_view bytes) {
-    detail = content.secret ? fmt::format("secret, mode {}", modeString(attrs.mode))
-                            : fmt::format("{} bytes, mode {}", bytes.size(), modeString(attrs.mode));
+    detail = content.secret
+                 ? fmt::format("secret, mode {}", modeString(attrs.mode))
+                 : fmt::format("{} bytes, mode {}", bytes.size(), modeString(attrs.mode));
     if (ctx.planning())
       diff = content.secret ? "(secret changed)\n"
                             : unifiedDiff(there && S_ISREG(st->st_mode) ? host : std::string(),
@@ -58,7 +59,8 @@ Outcome reconcileContentFile(Context& ctx, const std::string& declaredPath, cons
     ctx.change([&] { atomicWrite(host, bytes, attrs.mode & 07777, ids); });
   });
 
-  Outcome o = there ? Outcome::updated(want, reason, detail) : Outcome::created(want, reason, detail);
+  Outcome o =
+      there ? Outcome::updated(want, reason, detail) : Outcome::created(want, reason, detail);
   if (ctx.applying()) {
     if (auto now = lstatPath(host)) o.observed = ContentObserved::of(*now, content.digest).str();
   }

@@ -10,7 +10,9 @@ namespace mesh::apply {
 
 namespace {
 
-Attributes attributesOf(const decl::CredentialSpec& s) { return {s.mode, s.owner, s.group}; }
+Attributes attributesOf(const decl::CredentialSpec& s) {
+  return {s.mode, s.owner, s.group};
+}
 
 Secret readSecret(const decl::CredentialSpec& s) {
   if (s.sealed)

@@ -11,7 +11,9 @@ namespace mesh::apply {
 
 namespace {
 
-Attributes attributesOf(const decl::DirectorySpec& s) { return {s.mode, s.owner, s.group}; }
+Attributes attributesOf(const decl::DirectorySpec& s) {
+  return {s.mode, s.owner, s.group};
+}
 
 class DirectoryApplier : public Applier {
  public:

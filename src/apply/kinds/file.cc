@@ -8,13 +8,17 @@ namespace mesh::apply {
 
 namespace {
 
-Attributes attributesOf(const decl::FileSpec& s) { return {s.mode, s.owner, s.group}; }
+Attributes attributesOf(const decl::FileSpec& s) {
+  return {s.mode, s.owner, s.group};
+}
 
 Digest contentDigest(const decl::FileSpec& s) {
   return s.blob ? *s.blob : Digest::ofBytes(s.content.value_or(""));
 }
 
-std::string sha256OfFile(const std::string& path) { return Digest::ofFile(path).str(); }
+std::string sha256OfFile(const std::string& path) {
+  return Digest::ofFile(path).str();
+}
 
 class FileApplier : public Applier {
  public:

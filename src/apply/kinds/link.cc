@@ -49,7 +49,8 @@ class LinkApplier : public Applier {
     const std::string reason = reasonToAct(rec, want, st.has_value(), drift);
     ctx.change([&] { atomicSymlink(host, s.target); });
     const std::string detail = fmt::format("-> {}", s.target);
-    Outcome o = st ? Outcome::updated(want, reason, detail) : Outcome::created(want, reason, detail);
+    Outcome o =
+        st ? Outcome::updated(want, reason, detail) : Outcome::created(want, reason, detail);
     o.observed = s.target;
     return o;
   }

@@ -7,9 +7,9 @@
 #include <nlohmann/json.hpp>
 
 #include "apply/applier.hh"
-#include "apply/process_info.hh"
 #include "apply/kinds/tree.hh"
 #include "apply/kinds/unit_text.hh"
+#include "apply/process_info.hh"
 #include "util/error.hh"
 #include "util/faults.hh"
 #include "util/fs.hh"
@@ -125,7 +125,8 @@ class ProcessApplier : public Applier {
       const std::string blob = ctx.blobs().fetch(s.bundle);
       now.tree = {};
       if (ctx.applying())
-        now.tree.manifest = unpackAndSwitch(blob, bundleDir, limits, lstatPath(bundleDir).has_value());
+        now.tree.manifest =
+            unpackAndSwitch(blob, bundleDir, limits, lstatPath(bundleDir).has_value());
       else
         now.tree.manifest = bundle::readManifest(blob, limits);
     }

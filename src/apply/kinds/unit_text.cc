@@ -11,9 +11,12 @@ namespace {
 // Keys that systemd reads from [Unit] and [Install]; every other key is a
 // [Service] key.
 const std::set<std::string>& unitSectionKeys() {
-  static const std::set<std::string> keys = {
-      "Description", "Documentation", "After", "Before", "Requires", "Wants", "BindsTo",
-      "PartOf", "Conflicts", "StartLimitIntervalSec", "StartLimitBurst", "ConditionPathExists"};
+  static const std::set<std::string> keys = {"Description",     "Documentation",
+                                             "After",           "Before",
+                                             "Requires",        "Wants",
+                                             "BindsTo",         "PartOf",
+                                             "Conflicts",       "StartLimitIntervalSec",
+                                             "StartLimitBurst", "ConditionPathExists"};
   return keys;
 }
 const std::set<std::string>& installSectionKeys() {

@@ -52,7 +52,9 @@ TEST_F(FsTest, AtomicWriteFailsCleanlyWhenParentIsAFile) {
   EXPECT_EQ(readFile(dir + "/file").value(), "x");
 }
 
-TEST_F(FsTest, LstatMissingIsNullopt) { EXPECT_FALSE(lstatPath(dir + "/nope")); }
+TEST_F(FsTest, LstatMissingIsNullopt) {
+  EXPECT_FALSE(lstatPath(dir + "/nope"));
+}
 
 TEST_F(FsTest, AtomicSymlinkReplacesTarget) {
   atomicSymlink(dir + "/l", "one");
