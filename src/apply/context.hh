@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 
+#include <atomic>
 #include <functional>
 #include <map>
 #include <vector>
@@ -74,6 +75,11 @@ class Context {
   std::function<void(const std::string& process, const std::string& cause)> oweRestart =
       [](const std::string&, const std::string&) {};
 
+  // Set (from a signal handler) to end the cycle after the resource in hand: the
+  // cycle records it, skips the rest (reported as not converged) and finishes.
+  void setStopFlag(const std::atomic<bool>* flag) { stop_ = flag; }
+  bool stopRequested() const { return stop_ && stop_->load(); }
+
   // Where process bundles are unpacked: <state-dir>/bundles/<hex>.
   std::string bundleDir(const Digest& bundle) const;
 
@@ -84,6 +90,7 @@ class Context {
   bool detailed_ = false;
   std::optional<std::map<std::string, supervise::ServiceState>> services_;
   RestartCauses causes_;
+  const std::atomic<bool>* stop_ = nullptr;
   std::unique_ptr<fleet::BlobSource> blobs_;
   std::optional<fleet::NodeKey> key_;
 };

@@ -76,8 +76,14 @@ class Cycle {
       };
     }
     prepareProcesses();
-    for (const auto& r : decl_.resources) converge(r);
-    prune();
+    for (const auto& r : decl_.resources) {
+      if (ctx_.stopRequested()) break;
+      converge(r);
+    }
+    report_.interrupted = ctx_.stopRequested();
+    // An interrupted cycle prunes nothing (it has not seen everything) but still
+    // starts what it installed: restarts it owes stay recorded either way.
+    if (!report_.interrupted) prune();
     activate();
     if (usesSupervisor_) {
       if (ctx_.applying()) ctx_.supervisor().flush();

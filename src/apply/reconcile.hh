@@ -26,6 +26,7 @@ struct CycleReport {
   std::vector<ResourceResult> results;
   int64_t created = 0, updated = 0, unchanged = 0, removed = 0, failed = 0;
   int64_t ms = 0;
+  bool interrupted = false;  // stopped early on request (SIGTERM): not every resource was seen
   supervise::CallCounts supervisorCalls;
   std::string supervisor;  // backend name, "" when no process was involved
   bool anyFailed() const { return failed > 0; }

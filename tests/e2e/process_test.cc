@@ -59,6 +59,29 @@ TEST_P(Process, ThreeAppliesNeverRestart) {
   }
 }
 
+TEST_P(Process, InstalledUnitPassesSystemdAnalyzeVerify) {
+  if (GetParam() != "systemd") GTEST_SKIP() << "the systemd backend installs unit files";
+  ASSERT_EQ(apply(declare(text())).code, 0);
+  const std::string unit = SystemdNamespace::instance().unitDir() + "/" + service();
+  ASSERT_TRUE(fs::exists(unit));
+  const bool hadMarker = fs::exists("/run/systemd/systemd-units-load");
+  Result v = runCommand({"sh", "-c", "systemd-analyze verify --man=no '" + unit + "' 2>&1"});
+  if (!hadMarker) fs::remove("/run/systemd/systemd-units-load");
+  EXPECT_EQ(v.code, 0) << v.out;
+  EXPECT_EQ(v.out, "") << "systemd-analyze verify warned about the unit mesh-host wrote";
+}
+
+TEST_P(Process, NoOpCycleCallsNothing) {
+  auto decl = declare(text());
+  ASSERT_EQ(apply(decl).code, 0);
+  Result r = apply(decl);
+  auto calls = r.json()["summary"]["supervisor"];
+  EXPECT_EQ(calls["start"], 0) << calls.dump();
+  EXPECT_EQ(calls["restart"], 0) << calls.dump();
+  EXPECT_EQ(calls["reload"], 0) << calls.dump();
+  EXPECT_EQ(calls["install"], 0) << calls.dump();
+}
+
 TEST_P(Process, HumanLinesFollowTheContract) {
   auto decl = declare(text());
   Result first = mesh({"apply", decl});
