@@ -1,9 +1,30 @@
 #include "apply/context.hh"
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include "util/error.hh"
+
 namespace mesh::apply {
 
 Context::Context(Settings s) : settings_(std::move(s)) {
   while (settings_.root.size() > 1 && settings_.root.back() == '/') settings_.root.pop_back();
+}
+
+Context::~Context() {
+  if (rootFd_ >= 0) ::close(rootFd_);
+}
+
+std::optional<struct stat> Context::lstatDeclared(const std::string& declared) {
+  if (rootFd_ < 0) {
+    rootFd_ = ::open(settings_.root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (rootFd_ < 0) throwSys(fmt::format("cannot open --root {}", settings_.root));
+  }
+  struct stat st {};
+  // Declared paths are absolute and normalised: skip the leading '/'.
+  if (::fstatat(rootFd_, declared.c_str() + 1, &st, AT_SYMLINK_NOFOLLOW) == 0) return st;
+  if (errno == ENOENT || errno == ENOTDIR) return std::nullopt;
+  throwSys(fmt::format("cannot inspect {}", declared));
 }
 
 std::string Context::hostPath(const std::string& declared) const {

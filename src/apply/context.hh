@@ -3,9 +3,12 @@
 // code `apply` runs, minus the writes.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
+
+#include <sys/stat.h>
 
 #include <atomic>
 #include <functional>
@@ -40,6 +43,9 @@ struct RestartCauses {
 class Context {
  public:
   explicit Context(Settings s);
+  ~Context();
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
 
   bool applying() const { return !settings_.plan; }
   bool planning() const { return settings_.plan; }
@@ -53,6 +59,9 @@ class Context {
 
   // "/etc/x" → "<root>/etc/x".
   std::string hostPath(const std::string& declared) const;
+  // lstat of a declared path, resolved from an open descriptor of the root (the
+  // root's own path is not walked again for every resource of a cycle).
+  std::optional<struct stat> lstatDeclared(const std::string& declared);
 
   fleet::BlobSource& blobs();
   // The node key: loaded or created when applying; when planning on a node that
@@ -65,6 +74,10 @@ class Context {
   // The services this cycle may look at: observed all at once, at first use.
   void expectServices(std::vector<std::string> names, bool detailed);
   const supervise::ServiceState& service(const std::string& name);
+
+  // The number of the cycle being applied (set by the cycle; 0 when planning).
+  void setCycle(int64_t cycle) { cycle_ = cycle; }
+  int64_t cycle() const { return cycle_; }
 
   // Set by the cycle before it converges a process.
   void setRestartCauses(RestartCauses c) { causes_ = std::move(c); }
@@ -90,7 +103,9 @@ class Context {
   bool detailed_ = false;
   std::optional<std::map<std::string, supervise::ServiceState>> services_;
   RestartCauses causes_;
+  int64_t cycle_ = 0;
   const std::atomic<bool>* stop_ = nullptr;
+  int rootFd_ = -1;
   std::unique_ptr<fleet::BlobSource> blobs_;
   std::optional<fleet::NodeKey> key_;
 };

@@ -69,8 +69,12 @@ class Cycle {
       for (auto& o : store_->owedRestarts()) owed_[o.process].push_back(o);
     }
     if (ctx_.applying()) {
-      generation_ = store_->recordGeneration(decl_.digest.str(), text, started);
+      state::Store::Txn txn(*store_);  // one commit for the generation and the cycle
+      generation_ =
+          store_->recordGeneration(decl_.digest.str(), text, started, decl_.source, decl_.baseDir);
       report_.cycle = store_->beginCycle(started, generation_);
+      ctx_.setCycle(report_.cycle);
+      txn.commit();
       ctx_.oweRestart = [this](const std::string& process, const std::string& cause) {
         store_->oweRestart({process, cause, report_.cycle, nowMs()});
       };
@@ -144,6 +148,7 @@ class Cycle {
   void converge(const decl::Resource& r) {
     const std::string kind = decl::kindName(r.kind);
     const state::Record* rec = recordOf(r.id, kind);
+    if (rec) ++declaredRecords_;
     Digest want;
     std::optional<Outcome> outcome;
     if (auto dep = failedDependency(r); !dep.empty()) {
@@ -170,6 +175,8 @@ class Cycle {
   }
 
   void prune() {
+    // Every record belongs to a declared resource (the usual cycle): nothing to prune.
+    if (declaredRecords_ == records_.size()) return;
     std::unordered_map<std::string, std::string> declaredPaths;
     std::unordered_set<std::string> declaredIds;
     for (const auto& r : decl_.resources) {
@@ -269,6 +276,7 @@ class Cycle {
     const bool owesRestarts = changed && owes != dependents_.end();
     const bool paysRestarts =
         outcome.activation != Outcome::Activation::None && outcome.verdict() != Verdict::Failed;
+    if (!owesRestarts && !paysRestarts && unchangedAsRecorded(p, outcome)) return;  // no-op path
     auto next = outcome.verdict() == Verdict::Removed
                     ? std::optional<state::Record>()
                     : nextRecord(p.rec, p.id, p.module, p.kind, p.path, p.want, outcome,
@@ -294,6 +302,16 @@ class Cycle {
     if (owesRestarts) crashPoint(crash::kAfterChangeRecorded);
   }
 
+  // An unchanged outcome that the record already says, word for word: nothing to
+  // write (compared in place: the no-op cycle copies no record).
+  static bool unchangedAsRecorded(const Pending& p, const Outcome& o) {
+    if (o.verdict() != Verdict::Unchanged || !p.rec) return false;
+    const auto& r = *p.rec;
+    return r.outcome == "unchanged" && r.reason == o.reason() && r.detail == o.detail() &&
+           r.observed == o.observed && r.wrote == o.held().str() && r.want == p.want.str() &&
+           r.module == p.module && r.path == p.path;
+  }
+
   void finish(int64_t started) {
     state::Cycle c;
     c.cycle = report_.cycle;
@@ -317,6 +335,7 @@ class Cycle {
   std::unordered_map<std::string, std::vector<std::string>> dependents_;  // cause → processes
   std::unordered_set<std::string> failed_, changed_;
   std::vector<Pending> activations_;
+  size_t declaredRecords_ = 0;  // records that matched a declared resource
   CycleReport report_;
   int64_t generation_ = 0;
   bool usesSupervisor_ = false;

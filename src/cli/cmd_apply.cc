@@ -3,18 +3,22 @@
 
 #include "apply/reconcile.hh"
 #include "cli/commands.hh"
+#include "cli/metrics.hh"
 #include "cli/output.hh"
 #include "state/store.hh"
+#include "util/error.hh"
 #include "util/fs.hh"
 
 namespace mesh::cli {
 
-int runApply(const std::string& declPath, CommonOptions& o) {
-  o.resolve();
-  const auto declaration = loadDeclarationFor(declPath, o);  // bad input: nothing touched yet
-  makeDirs(o.stateDir, 0750);
-  auto lock = state::StateLock::acquire(o.stateDir, state::StateLock::Kind::Exclusive);
-  auto store = state::Store::open(o.stateDir);
+void ApplyOptions::addTo(CLI::App& cmd) {
+  cmd.add_option("--metrics", metrics,
+                 "write node_exporter textfile metrics to FILE after the cycle (atomically)")
+      ->option_text("FILE");
+}
+
+int applyAndReport(const decl::Declaration& declaration, const CommonOptions& o,
+                   state::Store& store, const std::string& metricsPath) {
   apply::Context ctx(o.settings(/*plan=*/false));
   const auto report = apply::runCycle(ctx, declaration, declaration.text, &store);
 
@@ -29,7 +33,27 @@ int runApply(const std::string& declPath, CommonOptions& o) {
         std::puts(outcomeLine(r, false).c_str());
     std::puts(summaryLine(report, false).c_str());
   }
+  if (!metricsPath.empty()) {
+    // The cycle is done and recorded; metrics that cannot be written fail the
+    // command but change nothing on the node.
+    try {
+      writeMetrics(metricsPath, report, store, o.node);
+    } catch (const Error& e) {
+      std::fprintf(stderr, "mesh-host: cannot write metrics to %s: %s\n", metricsPath.c_str(),
+                   e.what());
+      return kExitFailed;
+    }
+  }
   return report.anyFailed() ? kExitFailed : kExitOk;
+}
+
+int runApply(const std::string& declPath, CommonOptions& o, const ApplyOptions& a) {
+  o.resolve();
+  const auto declaration = loadDeclarationFor(declPath, o);  // bad input: nothing touched yet
+  makeDirs(o.stateDir, 0750);
+  auto lock = state::StateLock::acquire(o.stateDir, state::StateLock::Kind::Exclusive);
+  auto store = state::Store::open(o.stateDir);
+  return applyAndReport(declaration, o, store, a.metrics);
 }
 
 }  // namespace mesh::cli

@@ -1,52 +1,45 @@
-// `mesh-host status`: the node as the state store shows it.
+// `mesh-host status`: the node as the state store and the supervisor show it.
+// Read-only: it opens the store SQLITE_OPEN_READONLY, so an operator in the
+// state dir's group can run it; the store holds digests, never a secret.
 #include <fmt/format.h>
+
 #include <cstdio>
-#include <ctime>
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "apply/churn.hh"
 #include "apply/process_info.hh"
 #include "cli/commands.hh"
+#include "cli/time_text.hh"
 #include "state/store.hh"
 #include "supervise/supervisor.hh"
 #include "util/error.hh"
-#include "util/fs.hh"
 
 namespace mesh::cli {
 
+void StatusOptions::addTo(CLI::App& cmd) {
+  cmd.add_option("--churn-threshold", churnThreshold,
+                 "churning at this many changes the declaration did not ask for…")
+      ->check(CLI::PositiveNumber)
+      ->option_text("N")
+      ->default_str("2");
+  cmd.add_option("--churn-window", churnWindow, "…within the node's last this-many cycles")
+      ->check(CLI::PositiveNumber)
+      ->option_text("CYCLES")
+      ->default_str("10");
+}
+
 namespace {
 
-constexpr int64_t kChurnWindow = 10;  // cycles
-constexpr int kChurnThreshold = 2;    // changes without a declared cause
-
-struct Churn {
-  int changes = 0;
-  std::string lastReason;
+// What the supervisor shows of one process record.
+struct ServiceView {
+  nlohmann::json json;
+  bool observed = false;  // false: the supervisor could not be asked (say, no permission)
+  bool down() const { return observed && !json["active"].get<bool>(); }
 };
 
-bool isDeclaredCause(const std::string& reason) {
-  return reason == "new" || reason == "declared";
-}
-
-std::map<std::string, Churn> churnByResource(state::Store& store, int64_t lastCycle) {
-  std::map<std::string, Churn> out;
-  for (const auto& h : store.history("", 100000)) {
-    if (h.cycle <= lastCycle - kChurnWindow) continue;
-    if (h.outcome != "created" && h.outcome != "updated") continue;
-    if (isDeclaredCause(h.reason)) continue;
-    auto& c = out[h.id];
-    if (c.changes++ == 0) c.lastReason = h.reason;  // history is newest first
-  }
-  return out;
-}
-
-std::string isoTime(int64_t ms);
-
-std::string serviceText(const std::map<std::string, nlohmann::json>& services,
-                        const std::string& id) {
-  auto it = services.find(id);
-  if (it == services.end()) return "";
-  const auto& s = it->second;
+std::string serviceText(const ServiceView& v) {
+  const auto& s = v.json;
   return fmt::format(", {} {} pid {} since {}, restarts: {} by mesh-host, {} by crashes",
                      s["name"].get<std::string>(), s["state"].get<std::string>(),
                      s["pid"].get<int>(), s["since"].get<std::string>(),
@@ -54,18 +47,10 @@ std::string serviceText(const std::map<std::string, nlohmann::json>& services,
                      s["restarts_by_crash"].get<int64_t>());
 }
 
-std::string isoTime(int64_t ms) {
-  if (ms == 0) return "";
-  std::time_t t = ms / 1000;
-  std::tm tm{};
-  ::gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
-// For each process record, what its supervisor shows: read in one go.
-std::map<std::string, nlohmann::json> servicesOf(
+// For each process record, what its supervisor shows: read in one go. A
+// supervisor that cannot be asked (an operator without access to it) leaves the
+// services "unknown", not down.
+std::map<std::string, ServiceView> servicesOf(
     const std::map<std::string, const state::Record*>& records, const CommonOptions& o) {
   std::map<std::string, apply::ProcessInfo> infos;
   std::vector<std::string> names;
@@ -74,14 +59,14 @@ std::map<std::string, nlohmann::json> servicesOf(
       names.push_back(info->service);
       infos.emplace(id, *info);
     }
-  std::map<std::string, nlohmann::json> out;
+  std::map<std::string, ServiceView> out;
   if (names.empty()) return out;
   std::map<std::string, supervise::ServiceState> states;
   std::string error;
   try {
     auto sup = supervise::openSupervisor(o.supervisor, {o.stateDir, "", o.unitDir, ""});
     states = sup->observe(names, /*detailed=*/true);
-  } catch (const Error& e) {
+  } catch (const std::exception& e) {
     error = e.what();
   }
   for (const auto& [id, info] : infos) {
@@ -93,20 +78,35 @@ std::map<std::string, nlohmann::json> servicesOf(
                         {"since", st.sinceUs ? isoTime(st.sinceUs / 1000) : ""},
                         {"restarts_by_mesh_host", info.restarts},
                         {"restarts_by_crash", st.crashRestarts}};
-    out.emplace(id, std::move(j));
+    out.emplace(id, ServiceView{std::move(j), error.empty()});
   }
   return out;
 }
 
+nlohmann::json lastCycleJson(const std::optional<state::Cycle>& last) {
+  if (!last) return nullptr;
+  return {{"cycle", last->cycle},
+          {"started_at", isoTime(last->startedAt)},
+          {"finished_at", isoTime(last->finishedAt)},
+          {"ms", last->ms},
+          {"generation", last->generation},
+          {"created", last->created},
+          {"updated", last->updated},
+          {"unchanged", last->unchanged},
+          {"removed", last->removed},
+          {"failed", last->failed}};
+}
+
 }  // namespace
 
-int runStatus(CommonOptions& o) {
+int runStatus(CommonOptions& o, const StatusOptions& so) {
   o.resolve();
   auto store = state::Store::open(o.stateDir, state::Store::Access::ReadOnly);
   const auto last = store.lastCycle();
   const int64_t lastCycle = last ? last->cycle : 0;
-  const auto churn = churnByResource(store, lastCycle);
-  auto records = store.loadRecords();
+  const apply::ChurnPolicy policy{so.churnThreshold, so.churnWindow};
+  const auto churn = apply::computeChurn(store.history("", 0), lastCycle, policy);
+  const auto records = store.loadRecords();
   std::map<std::string, const state::Record*> sorted;
   for (const auto& [id, r] : records) sorted.emplace(id, &r);
 
@@ -115,10 +115,14 @@ int runStatus(CommonOptions& o) {
   nlohmann::json resources = nlohmann::json::array();
   std::vector<std::string> lines;
   for (const auto& [id, r] : sorted) {
-    auto it = churn.find(id);
-    const bool isChurning = it != churn.end() && it->second.changes >= kChurnThreshold;
-    failing += r->outcome == "failed";
-    churning += isChurning;
+    const auto c = churn.count(id) ? churn.at(id) : apply::Churn{};
+    const auto s = services.find(id);
+    const bool failed = r->outcome == "failed";
+    const bool down = s != services.end() && s->second.down() && !failed;
+    failing += failed || down;
+    churning += c.churning;
+    nlohmann::json reasons = nlohmann::json::object();
+    for (const auto& [reason, n] : c.reasons) reasons[reason] = n;
     resources.push_back({{"id", id},
                          {"module", r->module},
                          {"kind", r->kind},
@@ -127,43 +131,35 @@ int runStatus(CommonOptions& o) {
                          {"wrote", r->wrote},
                          {"applied_at", last ? isoTime(last->finishedAt) : ""},
                          {"changed_at", isoTime(r->changedAt)},
-                         {"changes", r->changes},
-                         {"churning", isChurning},
-                         {"service", services.count(id) ? services.at(id) : nlohmann::json()}});
-    if (auto s = services.find(id);
-        s != services.end() && !s->second["active"].get<bool>() && r->outcome != "failed") {
-      ++failing;
+                         {"changed_cycle", r->changedCycle},
+                         {"changes", r->changes},  // ever
+                         {"churning", c.churning},
+                         // The changes the declaration did not ask for, in the window.
+                         {"churn", {{"changes", c.changes}, {"reasons", std::move(reasons)}}},
+                         {"service", s != services.end() ? s->second.json : nlohmann::json()}});
+    if (down)
       lines.push_back(fmt::format("down {} ({}): {} is {}", id, r->module,
-                                  s->second["name"].get<std::string>(),
-                                  s->second["state"].get<std::string>()));
-    }
-    if (r->outcome == "failed")
-      lines.push_back(fmt::format("failed {} ({}): {}", id, r->module, r->reason));
-    else if (isChurning)
-      lines.push_back(fmt::format("churning {} ({}): changed {} times in the last {} cycles: {}",
-                                  id, r->module, it->second.changes, kChurnWindow,
-                                  it->second.lastReason));
-    else if (o.verbose)
+                                  s->second.json["name"].get<std::string>(),
+                                  s->second.json["state"].get<std::string>()));
+    if (failed) lines.push_back(fmt::format("failed {} ({}): {}", id, r->module, r->reason));
+    if (c.churning)
+      lines.push_back(fmt::format("churning {} ({}): changed {} times in the last {} cycles ({})",
+                                  id, r->module, c.changes, policy.window, c.reasonText()));
+    if (o.verbose && !failed && !down && !c.churning)
       lines.push_back(fmt::format("{} {} ({}): {}, changed {}{}", r->outcome, id, r->module,
                                   r->wrote.empty() ? "-" : r->wrote.substr(0, 19),
-                                  isoTime(r->changedAt), serviceText(services, id)));
+                                  isoTime(r->changedAt),
+                                  s != services.end() ? serviceText(s->second) : ""));
   }
 
   if (o.json) {
-    nlohmann::json out = {
-        {"node", o.node},
-        {"cycles", store.cycleCount()},
-        {"last_cycle", last ? nlohmann::json{{"cycle", last->cycle},
-                                             {"started_at", isoTime(last->startedAt)},
-                                             {"finished_at", isoTime(last->finishedAt)},
-                                             {"ms", last->ms},
-                                             {"created", last->created},
-                                             {"updated", last->updated},
-                                             {"unchanged", last->unchanged},
-                                             {"removed", last->removed},
-                                             {"failed", last->failed}}
-                            : nlohmann::json(nullptr)},
-        {"resources", std::move(resources)}};
+    nlohmann::json out = {{"node", o.node},
+                          {"cycles", store.cycleCount()},
+                          {"last_cycle", lastCycleJson(last)},
+                          {"churn", {{"threshold", policy.threshold}, {"window", policy.window}}},
+                          {"failing", failing},
+                          {"churning", churning},
+                          {"resources", std::move(resources)}};
     std::puts(out.dump().c_str());
   } else {
     for (const auto& l : lines) std::puts(l.c_str());

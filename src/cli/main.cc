@@ -44,27 +44,53 @@ int main(int argc, char** argv) {
   CommonOptions common;
   std::string declPath;
   std::function<int()> chosen;
+  ApplyOptions applyOptions;
+  StatusOptions statusOptions;
+  HistoryOptions historyOptions;
+  RollbackOptions rollbackOptions;
+  GcOptions gcOptions;
+  RunOptions runOptions;
 
   struct Command {
     const char* name;
     const char* help;
     bool takesDeclaration;
     std::function<int()> run;
+    std::function<void(CLI::App&)> options = {};  // the command's own options, if any
   };
   const Command table[] = {
       {"apply", "one cycle now; exit 0 ok, 1 a resource failed, 2 bad input (nothing applied)",
-       true, [&] { return runApply(declPath, common); }},
+       true, [&] { return runApply(declPath, common, applyOptions); },
+       [&](CLI::App& sub) { applyOptions.addTo(sub); }},
       {"plan",
        "what apply would do, with diffs (secrets redacted); exit 0 nothing to do, 1 a resource "
        "would fail, 2 bad input, 3 changes pending",
        true, [&] { return runPlan(declPath, common); }},
       {"status", "the node as the state store shows it; exit 0 healthy, 1 failing or churning",
-       false, [&] { return runStatus(common); }},
+       false, [&] { return runStatus(common, statusOptions); },
+       [&](CLI::App& sub) { statusOptions.addTo(sub); }},
+      {"history", "outcomes with their reasons, cycle by cycle, newest first", false,
+       [&] { return runHistory(common, historyOptions); },
+       [&](CLI::App& sub) { historyOptions.addTo(sub); }},
+      {"generations", "every declaration applied, numbered; marks the current one", false,
+       [&] { return runGenerations(common); }},
+      {"rollback",
+       "re-apply generation N (default: the one before the current); exit codes as apply", false,
+       [&] { return runRollback(common, rollbackOptions); },
+       [&](CLI::App& sub) { rollbackOptions.addTo(sub); }},
+      {"gc", "remove bundles and blobs that no kept generation needs", false,
+       [&] { return runGc(common, gcOptions); }, [&](CLI::App& sub) { gcOptions.addTo(sub); }},
+      {"run",
+       "the agent: a cycle every interval (+ random splay), at once on SIGHUP or when the "
+       "declaration changes; SIGTERM stops after the resource in hand",
+       false, [&] { return runRun(common, runOptions); },
+       [&](CLI::App& sub) { runOptions.addTo(sub); }},
   };
   for (const auto& c : table) {
     auto* sub = app.add_subcommand(c.name, c.help);
     if (c.takesDeclaration) sub->add_option("DECL", declPath, "the declaration (TOML)")->required();
     common.addTo(*sub);
+    if (c.options) c.options(*sub);
     sub->callback([&chosen, run = c.run] { chosen = run; });
   }
 

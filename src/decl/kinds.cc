@@ -64,6 +64,7 @@ FileSpec readFile(Fields& f, Draft& d, const ParseOptions& options) {
   exactlyOne(f, "content", "blob", "content = \"…\" or blob = \"sha256:…\"");
   s.content = f.string("content");
   s.blob = f.digest("blob");
+  s.contentDigest = s.blob ? *s.blob : Digest::ofBytes(s.content.value_or(""));
   if (auto mode = f.mode("mode")) s.mode = *mode;
   s.owner = f.principal("owner", PrincipalKind::User, options);
   s.group = f.principal("group", PrincipalKind::Group, options);

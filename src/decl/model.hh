@@ -37,6 +37,7 @@ struct FileSpec {
   std::string path;                    // absolute, normalised, as on the node
   std::optional<std::string> content;  // inline content, or
   std::optional<Digest> blob;          // a blob from the blob source (exactly one of the two)
+  Digest contentDigest;                // sha256 of the content: the blob's digest, or of `content`
   mode_t mode = 0644;
   std::optional<Principal> owner, group;
 };
@@ -96,6 +97,7 @@ struct Resource {
 
 struct Declaration {
   std::string source;               // file name as given, for messages
+  std::string baseDir;              // what relative paths were resolved against (ParseOptions)
   std::optional<std::string> node;  // when declared, matches --node
   std::vector<Resource> resources;  // in apply order: requires (and implied parents) first
   Digest digest;                    // of the exact text

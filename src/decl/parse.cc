@@ -174,6 +174,7 @@ Declaration parseDeclaration(std::string_view text, const std::string& source,
 
   Declaration decl;
   decl.source = source;
+  decl.baseDir = options.baseDir;
   decl.digest = Digest::ofBytes(text);
   decl.text = std::string(text);
   Walker walker(diags, options);

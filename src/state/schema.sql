@@ -23,13 +23,16 @@ CREATE TABLE records (
 );
 
 -- Every distinct declaration text ever applied. Numbered by SQLite's rowid; rows are
--- never deleted, so a number is never reused.
+-- never deleted, so a number is never reused. `source` and `base_dir` (from the
+-- latest apply of the text) let `rollback` resolve relative paths as that apply did.
 CREATE TABLE generations (
   generation       INTEGER PRIMARY KEY,
   digest           TEXT NOT NULL UNIQUE,
   text             TEXT NOT NULL,
   first_applied_at INTEGER NOT NULL,
-  last_applied_at  INTEGER NOT NULL
+  last_applied_at  INTEGER NOT NULL,
+  source           TEXT NOT NULL DEFAULT '',  -- the declaration file as given
+  base_dir         TEXT NOT NULL DEFAULT ''   -- absolute dir relative `from` paths resolve in
 );
 
 -- One row per cycle. AUTOINCREMENT (not a plain rowid) so that a cycle number is never

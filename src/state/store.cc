@@ -173,14 +173,17 @@ void Store::addHistory(const HistoryEntry& h) {
   q.bind(h.at).run();
 }
 
-int64_t Store::recordGeneration(const std::string& digest, const std::string& text, int64_t now) {
+int64_t Store::recordGeneration(const std::string& digest, const std::string& text, int64_t now,
+                                const std::string& source, const std::string& baseDir) {
   Stmt s(impl_->db,
-         "INSERT INTO generations (digest, text, first_applied_at, last_applied_at) "
-         "VALUES (?, ?, ?, ?) ON CONFLICT (digest) DO UPDATE SET "
-         "last_applied_at = max(last_applied_at, excluded.last_applied_at) RETURNING generation",
+         "INSERT INTO generations (digest, text, first_applied_at, last_applied_at, source, "
+         "base_dir) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (digest) DO UPDATE SET "
+         "last_applied_at = max(last_applied_at, excluded.last_applied_at), "
+         "source = iif(excluded.source = '', source, excluded.source), "
+         "base_dir = iif(excluded.source = '', base_dir, excluded.base_dir) RETURNING generation",
          "recording a declaration generation");
   auto q = s.start();
-  q.bind(digest).bind(text).bind(now).bind(now);
+  q.bind(digest).bind(text).bind(now).bind(now).bind(source).bind(baseDir);
   if (!q.next())
     throw Error("state store {}: recording a generation returned no number", impl_->db.path());
   int64_t generation = q.integer(0);
@@ -190,13 +193,23 @@ int64_t Store::recordGeneration(const std::string& digest, const std::string& te
 
 std::vector<Generation> Store::generations() {
   Stmt s(impl_->db,
-         "SELECT generation, digest, first_applied_at, last_applied_at FROM generations "
-         "ORDER BY generation",
+         "SELECT generation, digest, first_applied_at, last_applied_at, source, base_dir "
+         "FROM generations ORDER BY generation",
          "listing generations");
   std::vector<Generation> out;
   auto q = s.start();
-  while (q.next()) out.push_back({q.integer(0), q.text(1), q.integer(2), q.integer(3)});
+  while (q.next())
+    out.push_back({q.integer(0), q.text(1), q.integer(2), q.integer(3), q.text(4), q.text(5)});
   return out;
+}
+
+std::optional<GenerationDeclaration> Store::generationDeclaration(int64_t generation) {
+  Stmt s(impl_->db, "SELECT text, source, base_dir FROM generations WHERE generation = ?",
+         "reading a declaration generation");
+  auto q = s.start();
+  q.bind(generation);
+  if (!q.next()) return std::nullopt;
+  return GenerationDeclaration{q.text(0), q.text(1), q.text(2)};
 }
 
 std::optional<std::string> Store::generationText(int64_t generation) {
@@ -215,6 +228,17 @@ std::optional<Cycle> Store::lastCycle() {
   auto q = s.start();
   if (!q.next()) return std::nullopt;
   return readCycle(q);
+}
+
+std::vector<Cycle> Store::cycles(int64_t limit) {
+  Stmt s(impl_->db,
+         fmt::format("SELECT {} FROM cycles ORDER BY cycle DESC LIMIT ?", kCycleColumns).c_str(),
+         "listing cycles");
+  auto q = s.start();
+  q.bind(limit > 0 ? limit : int64_t{-1});
+  std::vector<Cycle> out;
+  while (q.next()) out.push_back(readCycle(q));
+  return out;
 }
 
 int64_t Store::cycleCount() {

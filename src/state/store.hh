@@ -62,6 +62,15 @@ struct Generation {
   std::string digest;  // of the declaration text
   int64_t firstAppliedAt = 0;
   int64_t lastAppliedAt = 0;
+  std::string source;   // the declaration's file, as given when last applied
+  std::string baseDir;  // what a relative credential `from` was resolved against
+};
+
+// What it takes to apply a generation again.
+struct GenerationDeclaration {
+  std::string text;
+  std::string source;
+  std::string baseDir;
 };
 
 class Store {
@@ -97,11 +106,17 @@ class Store {
   void addHistory(const HistoryEntry& h);  // trims entries older than kHistoryCycles
 
   // Returns the generation number of this declaration text, adding it when new.
-  int64_t recordGeneration(const std::string& digest, const std::string& text, int64_t now);
+  // `source` and `baseDir` (kept from the latest apply) let a rollback resolve
+  // relative paths as the original apply did.
+  int64_t recordGeneration(const std::string& digest, const std::string& text, int64_t now,
+                           const std::string& source = {}, const std::string& baseDir = {});
   std::vector<Generation> generations();
   std::optional<std::string> generationText(int64_t generation);
+  std::optional<GenerationDeclaration> generationDeclaration(int64_t generation);
 
   std::optional<Cycle> lastCycle();
+  // The newest `limit` cycles (every cycle when limit <= 0), newest first.
+  std::vector<Cycle> cycles(int64_t limit);
   int64_t cycleCount();
   // Newest first; an empty id means every resource.
   std::vector<HistoryEntry> history(const std::string& id, int64_t limit);

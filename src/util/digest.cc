@@ -1,9 +1,10 @@
 #include "util/digest.hh"
 
 #include <fcntl.h>
-#include <sodium.h>
+#include <openssl/evp.h>
 #include <unistd.h>
 
+#include <charconv>
 #include <cstring>
 
 #include "util/error.hh"
@@ -11,7 +12,6 @@
 
 namespace mesh {
 
-static_assert(sizeof(crypto_hash_sha256_state) <= 256);
 
 std::string toHex(const unsigned char* data, size_t n) {
   static const char digits[] = "0123456789abcdef";
@@ -42,9 +42,11 @@ Digest Digest::fromRaw(const std::array<uint8_t, 32>& raw) {
 }
 
 Digest Digest::ofBytes(std::string_view bytes) {
-  Hasher h;
-  h.update(bytes);
-  return h.finish();
+  std::array<uint8_t, 32> raw{};
+  unsigned int n = 0;
+  if (EVP_Digest(bytes.data(), bytes.size(), raw.data(), &n, EVP_sha256(), nullptr) != 1)
+    throw Error("SHA-256 failed");
+  return Digest::fromRaw(raw);
 }
 
 Digest Digest::ofFile(const std::string& path) {
@@ -64,19 +66,23 @@ Digest Digest::ofFile(const std::string& path) {
   return h.finish();
 }
 
-Hasher::Hasher() {
-  static_assert(alignof(crypto_hash_sha256_state) <= 64);
-  crypto_hash_sha256_init(reinterpret_cast<crypto_hash_sha256_state*>(state_));
+Hasher::Hasher() : ctx_(EVP_MD_CTX_new()) {
+  if (!ctx_ || EVP_DigestInit_ex(ctx_, EVP_sha256(), nullptr) != 1) {
+    EVP_MD_CTX_free(ctx_);
+    throw Error("SHA-256 is not available");
+  }
 }
 
+Hasher::~Hasher() { EVP_MD_CTX_free(ctx_); }
+
 void Hasher::update(std::string_view bytes) {
-  crypto_hash_sha256_update(reinterpret_cast<crypto_hash_sha256_state*>(state_),
-                            reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size());
+  if (EVP_DigestUpdate(ctx_, bytes.data(), bytes.size()) != 1) throw Error("SHA-256 failed");
 }
 
 Digest Hasher::finish() {
   std::array<uint8_t, 32> raw{};
-  crypto_hash_sha256_final(reinterpret_cast<crypto_hash_sha256_state*>(state_), raw.data());
+  unsigned int n = 0;
+  if (EVP_DigestFinal_ex(ctx_, raw.data(), &n) != 1) throw Error("SHA-256 failed");
   return Digest::fromRaw(raw);
 }
 
@@ -84,13 +90,18 @@ WantBuilder::WantBuilder(std::string_view scheme) {
   add("scheme", scheme);
 }
 
+void WantBuilder::put(std::string_view part) {
+  char len[24];
+  auto [end, ec] = std::to_chars(len, len + sizeof len, part.size());
+  (void)ec;
+  buf_.append(len, end);
+  buf_ += ':';
+  buf_.append(part);
+}
+
 WantBuilder& WantBuilder::add(std::string_view key, std::string_view value) {
-  for (auto part : {key, value}) {
-    auto n = std::to_string(part.size());
-    h_.update(n);
-    h_.update(":");
-    h_.update(part);
-  }
+  put(key);
+  put(value);
   return *this;
 }
 

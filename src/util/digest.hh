@@ -8,6 +8,8 @@
 #include <string>
 #include <string_view>
 
+struct evp_md_ctx_st;  // OpenSSL's EVP_MD_CTX
+
 namespace mesh {
 
 class Digest {
@@ -33,15 +35,18 @@ class Digest {
   std::string hex_;
 };
 
-// Streaming SHA-256.
+// Streaming SHA-256 (OpenSSL: uses the CPU's SHA extensions where present).
 class Hasher {
  public:
   Hasher();
+  Hasher(const Hasher&) = delete;
+  Hasher& operator=(const Hasher&) = delete;
+  ~Hasher();
   void update(std::string_view bytes);
   Digest finish();
 
  private:
-  alignas(64) unsigned char state_[256];
+  ::evp_md_ctx_st* ctx_;
 };
 
 // Builds a want digest from labelled fields; every field is length-prefixed so
@@ -51,10 +56,11 @@ class WantBuilder {
  public:
   explicit WantBuilder(std::string_view scheme);
   WantBuilder& add(std::string_view key, std::string_view value);
-  Digest finish() { return h_.finish(); }
+  Digest finish() const { return Digest::ofBytes(buf_); }
 
  private:
-  Hasher h_;
+  void put(std::string_view part);
+  std::string buf_;  // hashed once: cheaper than many small updates
 };
 
 std::string toHex(const unsigned char* data, size_t n);

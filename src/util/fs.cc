@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <charconv>
 #include <ctime>
 
 #include "util/error.hh"
@@ -181,25 +182,24 @@ std::string Fingerprint::str() const {
 }
 
 std::optional<Fingerprint> Fingerprint::parse(std::string_view text) {
+  // The hot path of a no-op cycle (once per file): from_chars, no allocation.
   Fingerprint f;
-  unsigned long long dev, ino, size;
-  long long mt, ct;
-  unsigned mode, uid, gid;
-  std::string s(text);
-  int used = 0;
-  if (std::sscanf(s.c_str(), "%llu:%llu:%llu:%lld:%lld:%o:%u:%u%n", &dev, &ino, &size, &mt, &ct,
-                  &mode, &uid, &gid, &used) != 8 ||
-      static_cast<size_t>(used) != s.size())
-    return std::nullopt;
-  f.dev = dev;
-  f.ino = ino;
-  f.size = size;
-  f.mtimeNs = mt;
-  f.ctimeNs = ct;
-  f.mode = mode;
-  f.uid = uid;
-  f.gid = gid;
-  return f;
+  const char* p = text.data();
+  const char* end = p + text.size();
+  auto field = [&](auto& out, int base, bool last) {
+    auto [next, ec] = std::from_chars(p, end, out, base);
+    if (ec != std::errc() || next == p) return false;
+    p = next;
+    if (last) return p == end;
+    if (p == end || *p != ':') return false;
+    ++p;
+    return true;
+  };
+  if (field(f.dev, 10, false) && field(f.ino, 10, false) && field(f.size, 10, false) &&
+      field(f.mtimeNs, 10, false) && field(f.ctimeNs, 10, false) && field(f.mode, 8, false) &&
+      field(f.uid, 10, false) && field(f.gid, 10, true))
+    return f;
+  return std::nullopt;
 }
 
 bool fingerprintIsRacy(const struct stat& st) {

@@ -13,7 +13,7 @@ Outcome reconcileContentFile(Context& ctx, const std::string& declaredPath, cons
                              const WantedContent& content) {
   const std::string host = ctx.hostPath(declaredPath);
   const Ownership ids = resolveOwnership(attrs);
-  const auto st = lstatPath(host);
+  const auto st = ctx.lstatDeclared(declaredPath);
   const auto prev = rec ? ContentObserved::parse(rec->observed) : ContentObserved{};
 
   std::string drift;

@@ -12,9 +12,6 @@ Attributes attributesOf(const decl::FileSpec& s) {
   return {s.mode, s.owner, s.group};
 }
 
-Digest contentDigest(const decl::FileSpec& s) {
-  return s.blob ? *s.blob : Digest::ofBytes(s.content.value_or(""));
-}
 
 std::string sha256OfFile(const std::string& path) {
   return Digest::ofFile(path).str();
@@ -25,7 +22,7 @@ class FileApplier : public Applier {
   Digest want(Context&, const decl::Resource& r) const override {
     const auto& s = std::get<decl::FileSpec>(r.spec);
     WantBuilder w("file/1");
-    w.add("content", contentDigest(s).str());
+    w.add("content", s.contentDigest.str());
     addAttributes(w, attributesOf(s));
     return w.finish();
   }
@@ -34,7 +31,7 @@ class FileApplier : public Applier {
                     const state::Record* rec) const override {
     const auto& s = std::get<decl::FileSpec>(r.spec);
     WantedContent c;
-    c.digest = contentDigest(s).str();
+    c.digest = s.contentDigest.str();
     c.digestOfFile = sha256OfFile;
     c.withBytes = [&](const std::function<void(std::string_view)>& use) {
       if (!s.blob) return use(s.content.value_or(""));

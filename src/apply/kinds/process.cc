@@ -6,6 +6,9 @@
 // cycle (Outcome::activation), after every other resource and one reload at most.
 #include <nlohmann/json.hpp>
 
+#include <cstdlib>
+#include <string_view>
+
 #include "apply/applier.hh"
 #include "apply/kinds/tree.hh"
 #include "apply/kinds/unit_text.hh"
@@ -40,6 +43,18 @@ struct ProcessObserved {
     return o;
   }
 };
+
+// TEST-ONLY SEAM (tests/e2e/churn_test.cc; docs/development.md): with
+// MESH_HOST_FAULT=recreate-every-other-cycle the installed unit is taken for edited
+// on even-numbered cycles, so the process is replaced and restarted every other
+// cycle: the churn `status` must expose. Inert unless the variable is set.
+bool faultRecreateThisCycle(const Context& ctx) {
+  static const bool enabled = [] {
+    const char* v = std::getenv("MESH_HOST_FAULT");
+    return v && std::string_view(v) == "recreate-every-other-cycle";
+  }();
+  return enabled && ctx.cycle() > 0 && ctx.cycle() % 2 == 0;
+}
 
 // "restart-on a.key, a.config" and/or "owed from cycle 3: a.key".
 std::string causeText(const std::string& self, const RestartCauses& c) {
@@ -79,6 +94,8 @@ class ProcessApplier : public Applier {
       unitDrift = "not installed";
     else if (svc.installedText != unit.text)
       unitDrift = "unit edited";
+    else if (faultRecreateThisCycle(ctx))
+      unitDrift = "unit edited (fault injected)";
     const auto& causes = ctx.restartCauses();
 
     std::string warning;

@@ -113,5 +113,30 @@ TEST_F(CyclesTest, GenerationNumbersSurviveReopen) {
   EXPECT_EQ(store.recordGeneration("sha256:cc", "c", 3), 2);
 }
 
+TEST_F(CyclesTest, GenerationsKeepWhereTheirDeclarationCameFrom) {
+  auto store = Store::open(dir);
+  const int64_t a = store.recordGeneration("sha256:aa", "a", 1, "decl.toml", "/srv/decls");
+  EXPECT_EQ(store.recordGeneration("sha256:aa", "a", 2, "", ""), a);  // unknown: kept
+  auto g = store.generationDeclaration(a);
+  ASSERT_TRUE(g);
+  EXPECT_EQ(g->text, "a");
+  EXPECT_EQ(g->source, "decl.toml");
+  EXPECT_EQ(g->baseDir, "/srv/decls");
+  store.recordGeneration("sha256:aa", "a", 3, "/etc/m/decl.toml", "/etc/m");  // latest wins
+  EXPECT_EQ(store.generations()[0].source, "/etc/m/decl.toml");
+  EXPECT_EQ(store.generations()[0].baseDir, "/etc/m");
+  EXPECT_FALSE(store.generationDeclaration(99));
+}
+
+TEST_F(CyclesTest, CyclesNewestFirst) {
+  auto store = Store::open(dir);
+  for (int64_t i = 1; i <= 3; ++i) store.beginCycle(i * 1000, 0);
+  auto two = store.cycles(2);
+  ASSERT_EQ(two.size(), 2u);
+  EXPECT_EQ(two[0].cycle, 3);
+  EXPECT_EQ(two[1].cycle, 2);
+  EXPECT_EQ(store.cycles(0).size(), 3u);
+}
+
 }  // namespace
 }  // namespace mesh::state

@@ -1,0 +1,255 @@
+#include "agent/agent.hh"
+
+#include <signal.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <optional>
+#include <random>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "agent/cycle.hh"
+#include "agent/duration.hh"
+#include "agent/events.hh"
+#include "agent/notify.hh"
+#include "agent/schedule.hh"
+#include "util/fd.hh"
+
+namespace mesh::agent {
+
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr auto kDebounce = 200ms;
+// A cycle running longer than this is taken as hung: the watchdog is no longer
+// fed, so systemd restarts the agent (a cut cycle is safe: every write is atomic
+// and owed restarts are recorded first).
+constexpr auto kHungCycle = 30min;
+
+Level levelOf(apply::Verdict v) {
+  switch (v) {
+    case apply::Verdict::Failed:
+      return Level::Error;
+    case apply::Verdict::Unchanged:
+      return Level::Info;
+    default:
+      return Level::Notice;
+  }
+}
+
+class Agent {
+ public:
+  Agent(const AgentOptions& o, Logger& log)
+      : o_(o),
+        log_(log),
+        declaration_(o.declarationPath, o.load),
+        random_(std::random_device{}()) {}
+
+  int run() {
+    Events events(o_.declarationPath, notifier_.watchdogPeriod());
+    // On an error out of the loop, the cycle in hand still ends cleanly first.
+    Finally joinCycle([this] {
+      stop_.store(true);
+      if (worker_.joinable()) worker_.join();
+    });
+    log_.info(
+        fmt::format("agent started: {} every {} (+ up to {}), state in {}", o_.declarationPath,
+                    formatDuration(o_.interval), formatDuration(o_.splay), o_.settings.stateDir),
+        {{"declaration", o_.declarationPath},
+         {"interval_ms", o_.interval.count()},
+         {"splay_ms", o_.splay.count()},
+         {"state_dir", o_.settings.stateDir},
+         {"pid", ::getpid()}});
+    if (reload("start")) request("start");
+    if (!declaration_.current())
+      notifier_.ready("waiting for a valid declaration at " + o_.declarationPath);
+
+    while (!(stopping_ && !running_)) {
+      if (!running_ && !stopping_ && trigger_ && declaration_.current()) startCycle(events);
+      auto now = Clock::now();
+      const Woken w = events.wait(waitMillis(now, {nextPeriodic_, debounce_.deadline()}));
+      now = Clock::now();
+      if (w.terminate) stop(w.terminate);
+      if (w.cycleDone) finishCycle(now);
+      if (w.hangup) {
+        reload("SIGHUP");
+        request("SIGHUP");
+      }
+      if (w.watchdog) feedWatchdog(now);
+      if (w.declarationTouched) debounce_.poke(now);
+      if (debounce_.take(now) && reload("declaration changed")) request("declaration changed");
+      if (nextPeriodic_ && now >= *nextPeriodic_) {
+        nextPeriodic_.reset();  // set again when the cycle ends
+        request("interval");
+      }
+    }
+    if (worker_.joinable()) worker_.join();
+    notifier_.stopping("stopped");
+    log_.info("agent stopped");
+    return 0;
+  }
+
+ private:
+  // Loads the declaration again; false (and the error logged) when it is not
+  // valid, which leaves the last good one in force.
+  bool reload(const std::string& why) {
+    auto r = declaration_.reload();
+    declarationError_ = r.ok ? "" : r.error;
+    if (r.ok) {
+      if (r.changed && why != "start")
+        log_.info("declaration changed: " + o_.declarationPath,
+                  {{"declaration", o_.declarationPath}, {"trigger", why}});
+      return true;
+    }
+    const bool keeping = declaration_.current() != nullptr;
+    log_.error(
+        fmt::format("{}\n{}", r.error,
+                    keeping ? "mesh-host: the declaration is not valid; the last good one "
+                              "stays in force until it is fixed"
+                            : "mesh-host: no valid declaration yet; nothing is applied "
+                              "until the file is fixed"),
+        {{"declaration", o_.declarationPath}, {"trigger", why}, {"kept_last_good", keeping}});
+    notifier_.status(
+        fmt::format("declaration not valid ({}), {}", r.error,
+                    keeping ? "keeping the last good one" : "waiting for a valid one"));
+    return false;
+  }
+
+  void request(const std::string& trigger) {
+    if (!trigger_) trigger_ = trigger;
+  }
+
+  void startCycle(Events& events) {
+    running_ = true;
+    runningTrigger_ = *trigger_;
+    trigger_.reset();
+    cycleStarted_ = Clock::now();
+    hungReported_ = false;
+    log_.info("cycle starting: " + runningTrigger_, {{"trigger", runningTrigger_}});
+    // The thread gets its own copy: a reload while it runs must not change it.
+    worker_ = std::thread([this, &events, decl = *declaration_.current()] {
+      result_ = runAgentCycle(
+          o_.settings, decl, stop_,
+          [this](const std::string& msg) {
+            log_.log(Level::Notice, msg, {{"state_dir", o_.settings.stateDir}});
+          },
+          o_.afterCycle);
+      events.signalCycleDone();
+    });
+  }
+
+  void finishCycle(Clock::time_point now) {
+    worker_.join();
+    running_ = false;
+    CycleRun run = std::move(result_);
+    result_ = {};
+    nextPeriodic_ = nextPeriodicCycle(now, o_.interval, o_.splay, random_());
+    std::string status;
+    if (run.report) {
+      status = logReport(*run.report);
+      if (!run.afterCycleError.empty())
+        log_.log(Level::Warning, "mesh-host: warning: after the cycle: " + run.afterCycleError,
+                 {{"cycle", run.report->cycle}});
+    } else if (!run.error.empty()) {
+      status = "cycle could not run: " + run.error;
+      log_.error("mesh-host: " + status, {{"trigger", runningTrigger_}});
+    } else {
+      status = "cycle skipped: stopping";
+      log_.info(status, {{"trigger", runningTrigger_}});
+    }
+    if (!declarationError_.empty())
+      status += "; the declaration is not valid, the last good one stays in force";
+    notifier_.ready(status);
+  }
+
+  // Logs the cycle's outcomes (changes, or all with -v) and its summary; returns
+  // the summary line.
+  std::string logReport(const apply::CycleReport& report) {
+    for (const auto& r : report.results)
+      if (!r.outcome.warning.empty())
+        log_.log(Level::Warning, fmt::format("warning: {}: {}", r.id, r.outcome.warning),
+                 {{"cycle", report.cycle}, {"id", r.id}});
+    for (const auto& r : report.results) {
+      const auto verdict = r.outcome.verdict();
+      if (!o_.verbose && verdict == apply::Verdict::Unchanged) continue;
+      log_.log(levelOf(verdict), o_.outcomeLine(r),
+               {{"cycle", report.cycle},
+                {"id", r.id},
+                {"module", r.module},
+                {"kind", r.kind},
+                {"outcome", apply::verdictName(verdict)},
+                {"reason", r.outcome.reason()},
+                {"restarted", r.outcome.restarted}});
+    }
+    std::string summary = o_.summaryLine(report);
+    if (report.interrupted) summary += " (interrupted: stopping)";
+    log_.log(report.anyFailed() ? Level::Warning : Level::Info, summary,
+             {{"cycle", report.cycle},
+              {"trigger", runningTrigger_},
+              {"created", report.created},
+              {"updated", report.updated},
+              {"unchanged", report.unchanged},
+              {"removed", report.removed},
+              {"failed", report.failed},
+              {"ms", report.ms},
+              {"interrupted", report.interrupted}});
+    return summary;
+  }
+
+  void stop(int signal) {
+    if (!stopping_)
+      log_.info(fmt::format("stopping on {}{}", sigabbrev_np(signal) ? "SIG" : "",
+                            sigabbrev_np(signal) ? sigabbrev_np(signal) : "a signal") +
+                    (running_ ? ": finishing the resource in hand" : ""),
+                {{"signal", signal}});
+    stopping_ = true;
+    stop_.store(true);
+    trigger_.reset();
+  }
+
+  void feedWatchdog(Clock::time_point now) {
+    if (running_ && now - cycleStarted_ > kHungCycle) {
+      if (!hungReported_)
+        log_.error(
+            fmt::format("mesh-host: cycle running for over {}; no longer feeding the "
+                        "watchdog",
+                        formatDuration(kHungCycle)));
+      hungReported_ = true;
+      return;
+    }
+    notifier_.watchdog();
+  }
+
+  const AgentOptions& o_;
+  Logger& log_;
+  LastGoodDeclaration declaration_;
+  Notifier notifier_;
+  Debounce debounce_{kDebounce};
+  std::mt19937_64 random_;
+
+  std::string declarationError_;        // the file as it is now does not load
+  std::optional<std::string> trigger_;  // a cycle is wanted, and why
+  std::optional<Clock::time_point> nextPeriodic_;
+  bool stopping_ = false;
+  std::atomic<bool> stop_{false};  // read by the cycle between resources
+
+  bool running_ = false;
+  std::string runningTrigger_;
+  Clock::time_point cycleStarted_;
+  bool hungReported_ = false;
+  std::thread worker_;
+  CycleRun result_;  // written by the worker before it signals; read after join
+};
+
+}  // namespace
+
+int runAgent(const AgentOptions& options, Logger& log) {
+  Agent agent(options, log);
+  return agent.run();
+}
+
+}  // namespace mesh::agent

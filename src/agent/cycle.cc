@@ -1,0 +1,57 @@
+#include "agent/cycle.hh"
+
+#include <chrono>
+#include <thread>
+
+#include "util/error.hh"
+#include "util/fs.hh"
+
+namespace mesh::agent {
+
+namespace {
+
+// The state lock, polled so that a SIGTERM while `apply` holds it ends the
+// agent at once instead of after that apply.
+std::optional<state::StateLock> lockState(const std::string& stateDir,
+                                          const std::atomic<bool>& stop,
+                                          const std::function<void(const std::string&)>& waiting) {
+  bool said = false;
+  while (!stop.load()) {
+    auto lock = state::StateLock::tryAcquire(stateDir, state::StateLock::Kind::Exclusive);
+    if (lock) return lock;
+    if (!said) waiting(fmt::format("waiting for another mesh-host using {}", stateDir));
+    said = true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+CycleRun runAgentCycle(const apply::Settings& settings, const decl::Declaration& declaration,
+                       const std::atomic<bool>& stop,
+                       const std::function<void(const std::string&)>& waiting,
+                       const AfterCycle& afterCycle) {
+  CycleRun run;
+  try {
+    makeDirs(settings.stateDir, 0750);
+    auto lock = lockState(settings.stateDir, stop, waiting);
+    if (!lock) return run;
+    auto store = state::Store::open(settings.stateDir);
+    apply::Context ctx(settings);
+    ctx.setStopFlag(&stop);
+    run.report = apply::runCycle(ctx, declaration, declaration.text, &store);
+    if (afterCycle) {
+      try {
+        afterCycle(*run.report, store);
+      } catch (const std::exception& e) {
+        run.afterCycleError = e.what();
+      }
+    }
+  } catch (const std::exception& e) {
+    run.error = e.what();
+  }
+  return run;
+}
+
+}  // namespace mesh::agent

@@ -1,0 +1,35 @@
+// One cycle as the agent runs it: under the state lock (so `apply` and the
+// agent never interleave), on a fresh store handle and context, stoppable
+// between resources.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "apply/context.hh"
+#include "apply/reconcile.hh"
+#include "decl/model.hh"
+#include "state/store.hh"
+
+namespace mesh::agent {
+
+struct CycleRun {
+  std::optional<apply::CycleReport> report;  // none: the cycle did not run
+  std::string error;                         // why it did not (empty: stopped first)
+  std::string afterCycleError;               // the after-cycle hook failed (metrics …)
+};
+
+// Called after the cycle, still under the state lock, with its store (metrics).
+using AfterCycle = std::function<void(const apply::CycleReport&, state::Store&)>;
+
+// Never throws: an error that stops the whole cycle (the store cannot be
+// opened …) comes back in `error`, and the agent tries again next time.
+// `waiting` is called once when another mesh-host holds the state lock.
+CycleRun runAgentCycle(const apply::Settings& settings, const decl::Declaration& declaration,
+                       const std::atomic<bool>& stop,
+                       const std::function<void(const std::string&)>& waiting,
+                       const AfterCycle& afterCycle);
+
+}  // namespace mesh::agent

@@ -1,0 +1,18 @@
+// Durations on the command line: "500ms", "30s", "5m", "1h", or plain seconds.
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <string_view>
+
+namespace mesh::agent {
+
+using Millis = std::chrono::milliseconds;
+
+// Throws InputError naming `option` when `text` is not a duration.
+Millis parseDuration(std::string_view text, const std::string& option);
+
+// The shortest exact rendering: 300000 ms → "5m", 1500 ms → "1500ms".
+std::string formatDuration(Millis d);
+
+}  // namespace mesh::agent

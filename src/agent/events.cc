@@ -1,0 +1,136 @@
+#include "agent/events.hh"
+
+#include <signal.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/inotify.h>
+#include <sys/signalfd.h>
+#include <sys/timerfd.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
+
+#include "util/error.hh"
+#include "util/fs.hh"
+
+namespace mesh::agent {
+
+namespace {
+
+sigset_t agentSignals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGHUP);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  return set;
+}
+
+// Every event that can mean "the file now has other content": written and
+// closed, renamed over (editors, atomic writers), created, or removed.
+constexpr uint32_t kWatchMask =
+    IN_CLOSE_WRITE | IN_MODIFY | IN_MOVED_TO | IN_MOVED_FROM | IN_CREATE | IN_DELETE | IN_ATTRIB;
+
+void addToEpoll(int epoll, int fd) {
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.fd = fd;
+  if (::epoll_ctl(epoll, EPOLL_CTL_ADD, fd, &ev) != 0) throwSys("cannot add to the epoll set");
+}
+
+}  // namespace
+
+Events::Events(const std::string& declarationPath, std::chrono::microseconds watchdogPeriod)
+    : fileName_(baseName(declarationPath)) {
+  sigset_t set = agentSignals();
+  if (::pthread_sigmask(SIG_BLOCK, &set, nullptr) != 0) throwSys("cannot block signals");
+  epoll_ = Fd(::epoll_create1(EPOLL_CLOEXEC));
+  if (!epoll_) throwSys("cannot create an epoll set");
+  signals_ = Fd(::signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK));
+  if (!signals_) throwSys("cannot create a signalfd");
+  addToEpoll(epoll_.get(), signals_.get());
+
+  inotify_ = Fd(::inotify_init1(IN_CLOEXEC | IN_NONBLOCK));
+  if (!inotify_) throwSys("cannot create an inotify instance");
+  const std::string dir = parentOf(declarationPath);
+  if (::inotify_add_watch(inotify_.get(), dir.c_str(), kWatchMask) < 0)
+    throwSys(fmt::format("cannot watch {} (the declaration's directory)", dir));
+  addToEpoll(epoll_.get(), inotify_.get());
+
+  cycleDone_ = Fd(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  if (!cycleDone_) throwSys("cannot create an eventfd");
+  addToEpoll(epoll_.get(), cycleDone_.get());
+
+  if (watchdogPeriod.count() > 0) {
+    watchdog_ = Fd(::timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK));
+    if (!watchdog_) throwSys("cannot create a timerfd");
+    itimerspec spec{};
+    spec.it_value.tv_sec = watchdogPeriod.count() / 1'000'000;
+    spec.it_value.tv_nsec = (watchdogPeriod.count() % 1'000'000) * 1000;
+    if (spec.it_value.tv_sec == 0 && spec.it_value.tv_nsec == 0) spec.it_value.tv_nsec = 1;
+    spec.it_interval = spec.it_value;
+    if (::timerfd_settime(watchdog_.get(), 0, &spec, nullptr) != 0)
+      throwSys("cannot arm the watchdog timer");
+    addToEpoll(epoll_.get(), watchdog_.get());
+  }
+}
+
+Events::~Events() = default;
+
+Woken Events::wait(int timeoutMs) {
+  Woken w;
+  epoll_event ready[8];
+  int n = ::epoll_wait(epoll_.get(), ready, 8, timeoutMs);
+  if (n < 0) {
+    if (errno == EINTR) return w;
+    throwSys("epoll_wait");
+  }
+  for (int i = 0; i < n; ++i) {
+    const int fd = ready[i].data.fd;
+    if (fd == signals_.get()) readSignals(w);
+    if (fd == inotify_.get()) readInotify(w);
+    if (fd == cycleDone_.get()) {
+      uint64_t count = 0;
+      if (::read(fd, &count, sizeof count) == sizeof count) w.cycleDone = true;
+    }
+    if (watchdog_ && fd == watchdog_.get()) {
+      uint64_t expirations = 0;
+      if (::read(fd, &expirations, sizeof expirations) == sizeof expirations) w.watchdog = true;
+    }
+  }
+  return w;
+}
+
+void Events::readSignals(Woken& w) {
+  signalfd_siginfo info{};
+  while (::read(signals_.get(), &info, sizeof info) == sizeof info) {
+    if (info.ssi_signo == SIGHUP) w.hangup = true;
+    if (info.ssi_signo == SIGTERM || info.ssi_signo == SIGINT)
+      w.terminate = static_cast<int>(info.ssi_signo);
+  }
+}
+
+void Events::readInotify(Woken& w) {
+  alignas(inotify_event) char buf[8192];
+  for (;;) {
+    ssize_t n = ::read(inotify_.get(), buf, sizeof buf);
+    if (n <= 0) return;
+    for (ssize_t at = 0; at < n;) {
+      const auto* ev = reinterpret_cast<const inotify_event*>(buf + at);
+      // The directory itself went away (IN_IGNORED) counts too: the file is gone.
+      if ((ev->len > 0 && fileName_ == ev->name) || (ev->mask & (IN_IGNORED | IN_Q_OVERFLOW)))
+        w.declarationTouched = true;
+      at += static_cast<ssize_t>(sizeof(inotify_event) + ev->len);
+    }
+  }
+}
+
+void Events::signalCycleDone() {
+  const uint64_t one = 1;
+  // A full counter (impossible: one cycle at a time) would still wake the loop.
+  if (::write(cycleDone_.get(), &one, sizeof one) < 0) {
+  }
+}
+
+}  // namespace mesh::agent

@@ -1,0 +1,47 @@
+// Everything the agent waits for, in one epoll set: signals (signalfd — no work
+// in signal handlers at all), the declaration's directory (inotify), the
+// watchdog timer (timerfd) and the end of a cycle (an eventfd the cycle's
+// thread writes).
+#pragma once
+
+#include <chrono>
+#include <string>
+
+#include "util/fd.hh"
+
+namespace mesh::agent {
+
+struct Woken {
+  bool hangup = false;              // SIGHUP
+  int terminate = 0;                // SIGTERM or SIGINT (the signal), 0 when none
+  bool declarationTouched = false;  // an event on the declaration's file name
+  bool watchdog = false;            // the watchdog period has passed
+  bool cycleDone = false;           // the cycle thread has finished
+};
+
+class Events {
+ public:
+  // Blocks SIGHUP, SIGTERM and SIGINT in the calling thread (and so in every
+  // thread it starts later) and receives them through a signalfd. Watches the
+  // directory of `declarationPath`, so that an editor's rename over the file is
+  // seen. A zero `watchdogPeriod` arms no timer.
+  Events(const std::string& declarationPath, std::chrono::microseconds watchdogPeriod);
+  ~Events();
+  Events(const Events&) = delete;
+  Events& operator=(const Events&) = delete;
+
+  // Waits up to `timeoutMs` (-1: forever) and reports what happened.
+  Woken wait(int timeoutMs);
+
+  // From the cycle's thread: wakes wait() with cycleDone.
+  void signalCycleDone();
+
+ private:
+  void readSignals(Woken& w);
+  void readInotify(Woken& w);
+
+  std::string fileName_;
+  Fd epoll_, signals_, inotify_, watchdog_, cycleDone_;
+};
+
+}  // namespace mesh::agent

@@ -1,0 +1,94 @@
+#include "agent/log.hh"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+
+#include <fmt/format.h>
+
+namespace mesh::agent {
+
+namespace {
+
+std::string isoTimeMs(int64_t unixMs) {
+  std::time_t t = unixMs / 1000;
+  std::tm tm{};
+  ::gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
+  return fmt::format("{}.{:03}Z", buf, unixMs % 1000);
+}
+
+int64_t nowUnixMs() {
+  using namespace std::chrono;
+  return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace
+
+const char* levelName(Level l) {
+  switch (l) {
+    case Level::Error:
+      return "error";
+    case Level::Warning:
+      return "warning";
+    case Level::Notice:
+      return "notice";
+    case Level::Info:
+      return "info";
+  }
+  return "info";
+}
+
+std::string formatLogLine(LogFormat format, bool journal, Level level, const std::string& msg,
+                          const nlohmann::json& fields, int64_t unixMs) {
+  const std::string prefix = journal ? fmt::format("<{}>", static_cast<int>(level)) : "";
+  if (format == LogFormat::Json) {
+    // Ordered: ts, level and msg lead every line, then the fields.
+    nlohmann::ordered_json j = {
+        {"ts", isoTimeMs(unixMs)}, {"level", levelName(level)}, {"msg", msg}};
+    if (fields.is_object())
+      for (const auto& [k, v] : fields.items())
+        if (!j.contains(k)) j[k] = v;
+    // Invalid UTF-8 (a path in an error message) is replaced, never a throw.
+    return prefix + j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
+  }
+  std::string out;
+  size_t start = 0;
+  do {
+    size_t end = msg.find('\n', start);
+    if (end == std::string::npos) end = msg.size();
+    out += prefix + msg.substr(start, end - start) + "\n";
+    start = end + 1;
+  } while (start < msg.size());
+  return out;
+}
+
+bool stderrIsJournal() {
+  const char* env = std::getenv("JOURNAL_STREAM");
+  if (!env) return false;
+  unsigned long long dev = 0, ino = 0;
+  if (std::sscanf(env, "%llu:%llu", &dev, &ino) != 2) return false;
+  struct stat st {};
+  if (::fstat(2, &st) != 0) return false;
+  return st.st_dev == dev && st.st_ino == ino;
+}
+
+void Logger::log(Level level, const std::string& msg, const nlohmann::json& fields) {
+  const std::string line = formatLogLine(format_, journal_, level, msg, fields, nowUnixMs());
+  std::lock_guard<std::mutex> guard(mutex_);
+  size_t done = 0;
+  while (done < line.size()) {
+    ssize_t n = ::write(fd_, line.data() + done, line.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;  // nowhere to log to: nothing better to do
+    done += static_cast<size_t>(n);
+  }
+}
+
+}  // namespace mesh::agent

@@ -1,0 +1,162 @@
+// `mesh-host gc --keep K`: removes unpacked bundles (<state-dir>/bundles/<hex>)
+// and blobs (<state-dir>/blobs/sha256/<hex>) that none of the K most recently
+// applied generations names — and never one the current declaration uses. Runs
+// under the exclusive lock, so no cycle is fetching or unpacking meanwhile.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <set>
+
+#include "cli/commands.hh"
+#include "cli/generations.hh"
+#include "util/error.hh"
+#include "util/fs.hh"
+
+namespace mesh::cli {
+
+void GcOptions::addTo(CLI::App& cmd) {
+  cmd.add_option("--keep", keep, "keep what the K most recently applied generations need")
+      ->check(CLI::PositiveNumber)
+      ->option_text("K")
+      ->default_str("5");
+  cmd.add_flag("--dry-run", dryRun, "say what would be removed; remove nothing");
+}
+
+namespace {
+
+namespace fs = std::filesystem;
+
+bool isHex64(const std::string& s) {
+  return s.size() == 64 && s.find_first_not_of("0123456789abcdef") == std::string::npos;
+}
+
+// Every bundle and blob a declaration names (hex digests).
+void collectDigests(const decl::Declaration& d, std::set<std::string>& out) {
+  for (const auto& r : d.resources) {
+    if (const auto* f = std::get_if<decl::FileSpec>(&r.spec); f && f->blob)
+      out.insert(f->blob->hex());
+    else if (const auto* a = std::get_if<decl::ArchiveSpec>(&r.spec))
+      out.insert(a->bundle.hex());
+    else if (const auto* p = std::get_if<decl::ProcessSpec>(&r.spec))
+      out.insert(p->bundle.hex());
+  }
+}
+
+// When an old generation no longer parses (a `from` file gone, a changed rule),
+// every digest its text mentions is kept: gc errs on the side of keeping.
+void collectDigestsFromText(const std::string& text, std::set<std::string>& out) {
+  static const std::regex digest("sha256:([0-9a-f]{64})");
+  for (std::sregex_iterator it(text.begin(), text.end(), digest), end; it != end; ++it)
+    out.insert((*it)[1].str());
+}
+
+uint64_t sizeOf(const fs::path& p) {
+  std::error_code ec;
+  auto st = lstatPath(p.string());
+  if (!st) return 0;
+  if (!S_ISDIR(st->st_mode)) return static_cast<uint64_t>(st->st_size);
+  uint64_t total = 0;
+  for (fs::recursive_directory_iterator it(p, ec), end; !ec && it != end; it.increment(ec))
+    if (auto s = lstatPath(it->path().string()); s && !S_ISDIR(s->st_mode))
+      total += static_cast<uint64_t>(s->st_size);
+  return total;
+}
+
+struct Candidate {
+  std::string what;  // "bundle", "blob", "leftover"
+  fs::path path;
+  uint64_t bytes = 0;
+};
+
+// Entries of `dir` that are not kept: <hex> not in `keep`, and (for bundles)
+// the .<hex>.mesh-new.* leftovers of an unpack cut short.
+std::vector<Candidate> candidatesIn(const std::string& dir, const std::string& what,
+                                    const std::set<std::string>& keep) {
+  std::vector<Candidate> out;
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return out;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (isHex64(name)) {
+      if (!keep.count(name)) out.push_back({what, e.path(), sizeOf(e.path())});
+    } else if (what == "bundle" && name.size() > 65 && name[0] == '.' &&
+               isHex64(name.substr(1, 64)) && name.find(".mesh-new.") == 65) {
+      out.push_back({"leftover", e.path(), sizeOf(e.path())});
+    }
+  }
+  std::sort(out.begin(), out.end(),
+            [](const Candidate& a, const Candidate& b) { return a.path < b.path; });
+  return out;
+}
+
+}  // namespace
+
+int runGc(CommonOptions& o, const GcOptions& g) {
+  o.resolve();
+  if (!lstatPath(o.stateDir + "/state.db"))
+    throw InputError("no state store at {} yet: nothing to collect", o.stateDir + "/state.db");
+  auto lock = state::StateLock::acquire(o.stateDir, state::StateLock::Kind::Exclusive);
+  auto store = state::Store::open(o.stateDir, state::Store::Access::ReadOnly);
+
+  // The K most recently applied generations, and the current one whatever K is.
+  auto all = store.generations();
+  std::sort(all.begin(), all.end(), [](const auto& a, const auto& b) {
+    return std::tie(a.lastAppliedAt, a.generation) > std::tie(b.lastAppliedAt, b.generation);
+  });
+  std::set<int64_t> kept;
+  for (size_t i = 0; i < all.size() && static_cast<int64_t>(i) < g.keep; ++i)
+    kept.insert(all[i].generation);
+  if (auto current = currentGeneration(store)) kept.insert(*current);
+
+  std::set<std::string> keep;
+  for (int64_t n : kept) {
+    try {
+      collectDigests(parseGeneration(store, n, o, /*checkPrincipals=*/false), keep);
+    } catch (const Error& e) {
+      std::fprintf(stderr,
+                   "mesh-host: warning: generation %lld no longer parses (%s); keeping every "
+                   "digest its text names\n",
+                   static_cast<long long>(n), e.what());
+      if (auto text = store.generationText(n)) collectDigestsFromText(*text, keep);
+    }
+  }
+
+  auto candidates = candidatesIn(o.stateDir + "/bundles", "bundle", keep);
+  for (auto& c : candidatesIn(o.stateDir + "/blobs/sha256", "blob", keep))
+    candidates.push_back(std::move(c));
+  uint64_t freed = 0;
+  nlohmann::json removed = nlohmann::json::array();
+  for (const auto& c : candidates) {
+    if (!g.dryRun) removeTree(c.path.string());
+    freed += c.bytes;
+    removed.push_back({{"kind", c.what}, {"path", c.path.string()}, {"bytes", c.bytes}});
+    if (!o.json)
+      std::puts(fmt::format("{} {} {} ({} bytes)", g.dryRun ? "would remove" : "removed", c.what,
+                            c.path.string(), c.bytes)
+                    .c_str());
+  }
+  std::string keptText;
+  for (auto it = kept.rbegin(); it != kept.rend(); ++it)
+    keptText += (keptText.empty() ? "" : ", ") + std::to_string(*it);
+  if (o.json) {
+    nlohmann::json out = {{"node", o.node},
+                          {"dry_run", g.dryRun},
+                          {"kept_generations", std::vector<int64_t>(kept.rbegin(), kept.rend())},
+                          {"removed", std::move(removed)},
+                          {"bytes_freed", freed}};
+    std::puts(out.dump().c_str());
+  } else {
+    std::puts(fmt::format("gc: {} {} item(s), {} {} bytes; kept generations: {}",
+                          g.dryRun ? "would remove" : "removed", candidates.size(),
+                          g.dryRun ? "would free" : "freed", freed,
+                          keptText.empty() ? "none" : keptText)
+                  .c_str());
+  }
+  return kExitOk;
+}
+
+}  // namespace mesh::cli

@@ -1,0 +1,107 @@
+// `mesh-host generations` lists every declaration applied; `mesh-host rollback
+// [N]` applies one of them again, as `apply` would (same output, same exit codes).
+#include <fmt/format.h>
+#include <grp.h>
+#include <pwd.h>
+
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.hh"
+#include "cli/generations.hh"
+#include "cli/time_text.hh"
+#include "decl/parse.hh"
+#include "util/error.hh"
+#include "util/fs.hh"
+
+namespace mesh::cli {
+
+std::optional<int64_t> currentGeneration(state::Store& store) {
+  auto last = store.lastCycle();
+  if (!last || last->generation == 0) return std::nullopt;
+  return last->generation;
+}
+
+decl::Declaration parseGeneration(state::Store& store, int64_t n, const CommonOptions& o,
+                                  bool checkPrincipals) {
+  auto g = store.generationDeclaration(n);
+  if (!g) throw InputError("there is no generation {}; `mesh-host generations` lists them", n);
+  decl::ParseOptions po;
+  po.node = o.node;
+  po.baseDir = g->baseDir.empty() ? "/" : g->baseDir;
+  if (checkPrincipals) {
+    // getpwnam/getgrnam: a CLI runs single-threaded here.
+    po.userExists = [](const std::string& name) { return ::getpwnam(name.c_str()) != nullptr; };
+    po.groupExists = [](const std::string& name) { return ::getgrnam(name.c_str()) != nullptr; };
+  }
+  const std::string source = fmt::format(
+      "generation {} ({})", n, g->source.empty() ? std::string("declaration") : g->source);
+  return decl::parseDeclaration(g->text, source, po);
+}
+
+void RollbackOptions::addTo(CLI::App& cmd) {
+  cmd.add_option("N", generation, "the generation to apply again")
+      ->check(CLI::PositiveNumber)
+      ->default_str("the one before the current");
+  cmd.add_option("--metrics", metrics,
+                 "write node_exporter textfile metrics to FILE after the cycle (atomically)")
+      ->option_text("FILE");
+}
+
+int runGenerations(CommonOptions& o) {
+  o.resolve();
+  auto store = state::Store::open(o.stateDir, state::Store::Access::ReadOnly);
+  const auto current = currentGeneration(store);
+  const auto all = store.generations();
+  if (o.json) {
+    nlohmann::json list = nlohmann::json::array();
+    for (const auto& g : all)
+      list.push_back({{"generation", g.generation},
+                      {"digest", g.digest},
+                      {"first_applied_at", isoTime(g.firstAppliedAt)},
+                      {"last_applied_at", isoTime(g.lastAppliedAt)},
+                      {"source", g.source},
+                      {"current", current == g.generation}});
+    nlohmann::json out = {{"node", o.node},
+                          {"current", current ? nlohmann::json(*current) : nlohmann::json()},
+                          {"generations", std::move(list)}};
+    std::puts(out.dump().c_str());
+    return kExitOk;
+  }
+  if (all.empty()) std::puts("no generation yet: no declaration has been applied");
+  for (const auto& g : all)
+    std::puts(fmt::format("{} {:>4}  {}  first applied {}  last applied {}  {}{}",
+                          current == g.generation ? "*" : " ", g.generation, g.digest.substr(0, 19),
+                          isoTime(g.firstAppliedAt), isoTime(g.lastAppliedAt),
+                          g.source.empty() ? "-" : g.source,
+                          current == g.generation ? "  (current)" : "")
+                  .c_str());
+  return kExitOk;
+}
+
+int runRollback(CommonOptions& o, const RollbackOptions& r) {
+  o.resolve();
+  if (!lstatPath(o.stateDir + "/state.db"))
+    throw InputError("no state store at {} yet: there is nothing to roll back to",
+                     o.stateDir + "/state.db");
+  auto lock = state::StateLock::acquire(o.stateDir, state::StateLock::Kind::Exclusive);
+  auto store = state::Store::open(o.stateDir);
+  const auto current = currentGeneration(store);
+  int64_t target = r.generation;
+  if (target == 0) {
+    if (!current) throw InputError("no cycle has applied a declaration yet: nothing to roll back");
+    for (const auto& g : store.generations())
+      if (g.generation < *current) target = g.generation;
+    if (target == 0)
+      throw InputError("generation {} is the first one: there is none before it to roll back to",
+                       *current);
+  }
+  const auto declaration = parseGeneration(store, target, o, /*checkPrincipals=*/true);
+  if (!o.json)
+    std::puts(fmt::format("rollback: applying generation {} (current: {})", target,
+                          current ? std::to_string(*current) : "none")
+                  .c_str());
+  return applyAndReport(declaration, o, store, r.metrics);
+}
+
+}  // namespace mesh::cli

@@ -1,0 +1,118 @@
+// `mesh-host history [ID]`: what each cycle did, newest first. Read-only, like
+// status: the store holds digests (keyed ones for credentials), never a secret.
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.hh"
+#include "cli/time_text.hh"
+#include "state/store.hh"
+
+namespace mesh::cli {
+
+void HistoryOptions::addTo(CLI::App& cmd) {
+  cmd.add_option("ID", id, "only this resource (<module>.<name>)");
+  cmd.add_option("--limit", limit, "show at most N cycles (0: every one kept)")
+      ->check(CLI::NonNegativeNumber)
+      ->option_text("N")
+      ->default_str("50");
+}
+
+namespace {
+
+std::string shortDigest(const std::string& d) {
+  return d.empty() ? "-" : d.substr(0, 19);
+}
+
+nlohmann::json entryJson(const state::HistoryEntry& h) {
+  return {{"id", h.id},     {"outcome", h.outcome}, {"reason", h.reason},
+          {"want", h.want}, {"wrote", h.wrote},     {"at", isoTime(h.at)}};
+}
+
+std::string entryLine(const state::HistoryEntry& h) {
+  std::string line = fmt::format("  {} {}", h.outcome, h.id);
+  if (!h.reason.empty()) line += ": " + h.reason;
+  if (h.outcome != "removed" && h.outcome != "failed") line += " → " + shortDigest(h.wrote);
+  return line;
+}
+
+std::string cycleLine(const state::Cycle& c) {
+  std::string line =
+      fmt::format("cycle {} at {} (generation {}", c.cycle, isoTime(c.startedAt), c.generation);
+  if (c.finishedAt == 0)
+    line += ", unfinished";
+  else
+    line += fmt::format(", {} ms", c.ms);
+  return line + fmt::format("): {} created, {} updated, {} unchanged, {} removed, {} failed",
+                            c.created, c.updated, c.unchanged, c.removed, c.failed);
+}
+
+}  // namespace
+
+int runHistory(CommonOptions& o, const HistoryOptions& h) {
+  o.resolve();
+  auto store = state::Store::open(o.stateDir, state::Store::Access::ReadOnly);
+  // Entries by cycle, each cycle's in the order they happened.
+  std::map<int64_t, std::vector<state::HistoryEntry>, std::greater<>> byCycle;
+  for (auto& e : store.history(h.id, 0)) byCycle[e.cycle].insert(byCycle[e.cycle].begin(), e);
+
+  std::vector<state::Cycle> cycles;
+  if (h.id.empty()) {
+    cycles = store.cycles(h.limit);
+  } else {
+    // One resource: only the cycles that did something to it.
+    std::map<int64_t, state::Cycle> all;
+    for (auto& c : store.cycles(0)) all.emplace(c.cycle, c);
+    for (const auto& [cycle, entries] : byCycle) {
+      if (h.limit > 0 && static_cast<int64_t>(cycles.size()) >= h.limit) break;
+      auto it = all.find(cycle);
+      cycles.push_back(it != all.end() ? it->second : state::Cycle{cycle});
+    }
+  }
+  const int64_t last = store.lastCycle() ? store.lastCycle()->cycle : 0;
+  const int64_t oldestKept = last - state::Store::kHistoryCycles + 1;
+
+  if (o.json) {
+    nlohmann::json list = nlohmann::json::array();
+    for (const auto& c : cycles) {
+      nlohmann::json outcomes = nlohmann::json::array();
+      if (auto it = byCycle.find(c.cycle); it != byCycle.end())
+        for (const auto& e : it->second) outcomes.push_back(entryJson(e));
+      list.push_back({{"cycle", c.cycle},
+                      {"started_at", isoTime(c.startedAt)},
+                      {"finished_at", isoTime(c.finishedAt)},
+                      {"generation", c.generation},
+                      {"ms", c.ms},
+                      {"summary",
+                       {{"created", c.created},
+                        {"updated", c.updated},
+                        {"unchanged", c.unchanged},
+                        {"removed", c.removed},
+                        {"failed", c.failed}}},
+                      {"history_kept", c.cycle >= oldestKept},
+                      {"outcomes", std::move(outcomes)}});
+    }
+    nlohmann::json out = {{"node", o.node}, {"cycles", std::move(list)}};
+    if (!h.id.empty()) out["id"] = h.id;
+    std::puts(out.dump().c_str());
+    return kExitOk;
+  }
+
+  if (cycles.empty())
+    std::puts(h.id.empty() ? "no cycle has run yet"
+                           : fmt::format("no change to {} in the history kept (the last {} cycles)",
+                                         h.id, state::Store::kHistoryCycles)
+                                 .c_str());
+  for (const auto& c : cycles) {
+    std::puts(cycleLine(c).c_str());
+    if (auto it = byCycle.find(c.cycle); it != byCycle.end())
+      for (const auto& e : it->second) std::puts(entryLine(e).c_str());
+    else if (c.cycle < oldestKept)
+      std::puts("  (outcomes no longer kept)");
+  }
+  return kExitOk;
+}
+
+}  // namespace mesh::cli

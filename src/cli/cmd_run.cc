@@ -1,0 +1,74 @@
+// `mesh-host run`: the agent. The loop lives in src/agent; this wires it to the
+// command line: options, the one-agent-per-state-dir lock, how the declaration is
+// loaded, how outcomes are rendered, and metrics.
+#include <cstdio>
+#include <filesystem>
+
+#include "agent/agent.hh"
+#include "agent/agent_lock.hh"
+#include "agent/duration.hh"
+#include "agent/log.hh"
+#include "cli/commands.hh"
+#include "cli/metrics.hh"
+#include "cli/output.hh"
+#include "util/error.hh"
+#include "util/fs.hh"
+
+namespace mesh::cli {
+
+void RunOptions::addTo(CLI::App& cmd) {
+  cmd.add_option("--declaration", declaration, "the declaration to converge to (TOML), watched")
+      ->option_text("DECL")
+      ->default_str("<root>/etc/mesh-host/declaration.toml");
+  cmd.add_option("--interval", interval, "time between cycles: 500ms, 30s, 5m, 1h, plain seconds")
+      ->option_text("DURATION")
+      ->default_str("5m");
+  cmd.add_option("--splay", splay, "a random delay in [0, splay] added to each interval")
+      ->option_text("DURATION")
+      ->default_str("30s");
+  cmd.add_option("--log-format", logFormat, "log lines on stderr: text, or json for shippers")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->default_str("text");
+  cmd.add_option("--metrics", metrics, "node_exporter textfile written after each cycle")
+      ->option_text("FILE");
+}
+
+int runRun(CommonOptions& o, const RunOptions& r) {
+  o.resolve();
+  agent::AgentOptions a;
+  a.interval = agent::parseDuration(r.interval, "--interval");
+  a.splay = agent::parseDuration(r.splay, "--splay");
+  if (a.interval.count() == 0) throw InputError("--interval {}: must be more than 0", r.interval);
+  a.declarationPath = r.declaration.empty()
+                          ? (o.root == "/" ? "" : o.root) + "/etc/mesh-host/declaration.toml"
+                          : std::filesystem::absolute(r.declaration).lexically_normal().string();
+  const std::string declDir = parentOf(a.declarationPath);
+  if (auto st = lstatPath(declDir); !st || !S_ISDIR(st->st_mode))
+    throw InputError("--declaration {}: its directory {} does not exist; create it first",
+                     a.declarationPath, declDir);
+
+  makeDirs(o.stateDir, 0750);
+  std::optional<pid_t> holder;
+  auto lock = agent::AgentLock::tryAcquire(o.stateDir, &holder);
+  if (!lock) {
+    std::fprintf(stderr, "mesh-host: another agent%s is running for %s; stop it first\n",
+                 holder ? fmt::format(" (pid {})", *holder).c_str() : "", o.stateDir.c_str());
+    return kExitBadInput;
+  }
+
+  a.settings = o.settings(/*plan=*/false);
+  a.verbose = o.verbose;
+  a.load = [&o](const std::string& path) { return loadDeclarationFor(path, o); };
+  a.outcomeLine = [](const apply::ResourceResult& res) { return outcomeLine(res, false); };
+  a.summaryLine = [](const apply::CycleReport& rep) { return summaryLine(rep, false); };
+  if (!r.metrics.empty())
+    a.afterCycle = [&o, path = r.metrics](const apply::CycleReport& rep, state::Store& store) {
+      writeMetrics(path, rep, store, o.node);
+    };
+
+  agent::Logger log(r.logFormat == "json" ? agent::LogFormat::Json : agent::LogFormat::Text,
+                    agent::stderrIsJournal());
+  return agent::runAgent(a, log);
+}
+
+}  // namespace mesh::cli

@@ -1,0 +1,105 @@
+#include "cli/metrics.hh"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+
+#include "apply/churn.hh"
+#include "apply/process_info.hh"
+#include "util/fs.hh"
+
+namespace mesh::cli {
+
+namespace {
+
+void header(std::string& out, const char* name, const char* type, const char* help) {
+  out += fmt::format("# HELP {} {}\n# TYPE {} {}\n", name, help, name, type);
+}
+
+}  // namespace
+
+std::string escapeLabelValue(std::string_view value) {
+  std::string out;
+  out.reserve(value.size());
+  for (char c : value) {
+    if (c == '\\')
+      out += "\\\\";
+    else if (c == '"')
+      out += "\\\"";
+    else if (c == '\n')
+      out += "\\n";
+    else
+      out += c;
+  }
+  return out;
+}
+
+std::string renderMetrics(const MetricsSnapshot& s) {
+  std::string out;
+  const std::string node = escapeLabelValue(s.node);
+  header(out, "mesh_host_cycle_duration_seconds", "gauge", "How long the last cycle took.");
+  out += fmt::format("mesh_host_cycle_duration_seconds {:.3f}\n", s.durationSeconds);
+  header(out, "mesh_host_last_cycle_timestamp_seconds", "gauge",
+         "When the last cycle finished, in unix seconds.");
+  out +=
+      fmt::format("mesh_host_last_cycle_timestamp_seconds {:.3f}\n", s.lastCycleTimestampSeconds);
+  header(out, "mesh_host_cycle", "gauge",
+         "The number of the last cycle, with the node and declaration generation it applied.");
+  out += fmt::format("mesh_host_cycle{{node=\"{}\",generation=\"{}\",interrupted=\"{}\"}} {}\n",
+                     node, s.generation, s.interrupted ? "true" : "false", s.cycle);
+  header(out, "mesh_host_resources", "gauge", "Resources by their outcome in the last cycle.");
+  const std::pair<const char*, int64_t> outcomes[] = {{"created", s.created},
+                                                      {"updated", s.updated},
+                                                      {"unchanged", s.unchanged},
+                                                      {"removed", s.removed},
+                                                      {"failed", s.failed}};
+  for (const auto& [outcome, n] : outcomes)
+    out += fmt::format("mesh_host_resources{{outcome=\"{}\"}} {}\n", outcome, n);
+  header(out, "mesh_host_churning_resources", "gauge",
+         "Resources created or updated again and again while their declaration did not change.");
+  out += fmt::format("mesh_host_churning_resources {}\n", s.churning);
+  header(out, "mesh_host_restarts_total", "counter",
+         "Restarts mesh-host made, per service, since mesh-host first recorded the process.");
+  for (const auto& [service, n] : s.restarts)
+    out += fmt::format("mesh_host_restarts_total{{service=\"{}\"}} {}\n", escapeLabelValue(service),
+                       n);
+  header(out, "mesh_host_failures", "gauge", "Resources that failed in the last cycle.");
+  out += fmt::format("mesh_host_failures {}\n", s.failed);
+  return out;
+}
+
+MetricsSnapshot metricsSnapshot(const apply::CycleReport& report, state::Store& store,
+                                const std::string& node) {
+  MetricsSnapshot s;
+  s.node = node;
+  s.cycle = report.cycle;
+  s.durationSeconds = static_cast<double>(report.ms) / 1000.0;
+  s.created = report.created;
+  s.updated = report.updated;
+  s.unchanged = report.unchanged;
+  s.removed = report.removed;
+  s.failed = report.failed;
+  s.interrupted = report.interrupted;
+  int64_t finishedMs = apply::nowMs();
+  if (auto last = store.lastCycle(); last && last->cycle == report.cycle) {
+    if (last->finishedAt != 0) finishedMs = last->finishedAt;
+    s.generation = last->generation;
+  }
+  s.lastCycleTimestampSeconds = static_cast<double>(finishedMs) / 1000.0;
+
+  for (const auto& [id, c] : apply::computeChurn(store.history("", 0), report.cycle))
+    s.churning += c.churning;
+  std::map<std::string, int64_t> restarts;
+  for (const auto& [id, rec] : store.loadRecords())
+    if (auto info = apply::processInfo(rec)) restarts[info->service] += info->restarts;
+  s.restarts.assign(restarts.begin(), restarts.end());
+  return s;
+}
+
+void writeMetrics(const std::string& path, const apply::CycleReport& report, state::Store& store,
+                  const std::string& node) {
+  atomicWrite(path, renderMetrics(metricsSnapshot(report, store, node)), 0644);
+}
+
+}  // namespace mesh::cli

@@ -1,0 +1,44 @@
+// Metrics for node_exporter's textfile collector: one small file, replaced
+// atomically after every cycle (`apply --metrics FILE`, `run --metrics FILE`).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "apply/reconcile.hh"
+#include "state/store.hh"
+
+namespace mesh::cli {
+
+// Everything the file says, gathered from a cycle report and the store.
+struct MetricsSnapshot {
+  std::string node;
+  int64_t cycle = 0;
+  int64_t generation = 0;
+  double durationSeconds = 0;
+  double lastCycleTimestampSeconds = 0;  // unix seconds when the cycle finished
+  int64_t created = 0, updated = 0, unchanged = 0, removed = 0, failed = 0;
+  bool interrupted = false;
+  int64_t churning = 0;
+  // Restarts mesh-host made, per service, from the process records; sorted by name.
+  std::vector<std::pair<std::string, int64_t>> restarts;
+};
+
+// Prometheus text exposition format: \ " and newline escaped in a label value.
+std::string escapeLabelValue(std::string_view value);
+
+// The file's text: HELP and TYPE for every metric, then its samples.
+std::string renderMetrics(const MetricsSnapshot& s);
+
+MetricsSnapshot metricsSnapshot(const apply::CycleReport& report, state::Store& store,
+                                const std::string& node);
+
+// Writes the metrics of the cycle just finished to `path` (temp file + fsync +
+// rename, mode 0644), so the collector never reads half a file. Throws mesh::Error.
+void writeMetrics(const std::string& path, const apply::CycleReport& report, state::Store& store,
+                  const std::string& node);
+
+}  // namespace mesh::cli

@@ -1,0 +1,41 @@
+#include "agent/duration.hh"
+
+#include <gtest/gtest.h>
+
+#include "util/error.hh"
+
+namespace mesh::agent {
+namespace {
+
+using std::chrono::milliseconds;
+
+TEST(Duration, ParsesEveryUnitAndPlainSeconds) {
+  EXPECT_EQ(parseDuration("500ms", "--x"), milliseconds(500));
+  EXPECT_EQ(parseDuration("30s", "--x"), milliseconds(30'000));
+  EXPECT_EQ(parseDuration("5m", "--x"), milliseconds(300'000));
+  EXPECT_EQ(parseDuration("1h", "--x"), milliseconds(3'600'000));
+  EXPECT_EQ(parseDuration("12", "--x"), milliseconds(12'000));
+  EXPECT_EQ(parseDuration("0", "--x"), milliseconds(0));
+}
+
+TEST(Duration, RejectsWhatIsNotADurationNamingTheOption) {
+  for (const char* bad : {"", "s", "5x", "-1s", "1.5s", "5 m", "m5", "99999999999999999h"}) {
+    try {
+      parseDuration(bad, "--interval");
+      ADD_FAILURE() << "accepted " << bad;
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("--interval"), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(Duration, FormatsTheShortestExactForm) {
+  EXPECT_EQ(formatDuration(milliseconds(300'000)), "5m");
+  EXPECT_EQ(formatDuration(milliseconds(7'200'000)), "2h");
+  EXPECT_EQ(formatDuration(milliseconds(30'000)), "30s");
+  EXPECT_EQ(formatDuration(milliseconds(1500)), "1500ms");
+  EXPECT_EQ(formatDuration(milliseconds(0)), "0s");
+}
+
+}  // namespace
+}  // namespace mesh::agent

@@ -1,0 +1,64 @@
+#include "agent/log.hh"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+
+namespace mesh::agent {
+namespace {
+
+constexpr int64_t kT = 1'764'505'230'042;  // 2025-11-30T12:20:30.042Z
+
+TEST(LogLine, TextIsThePlainMessage) {
+  EXPECT_EQ(formatLogLine(LogFormat::Text, false, Level::Info, "cycle 3: 0 created", nullptr, kT),
+            "cycle 3: 0 created\n");
+}
+
+TEST(LogLine, UnderJournaldEveryLineCarriesItsPriority) {
+  EXPECT_EQ(formatLogLine(LogFormat::Text, true, Level::Info, "cycle 3", nullptr, kT),
+            "<6>cycle 3\n");
+  EXPECT_EQ(formatLogLine(LogFormat::Text, true, Level::Error, "d.toml:1:1: a\nd.toml:2:1: b",
+                          nullptr, kT),
+            "<3>d.toml:1:1: a\n<3>d.toml:2:1: b\n");
+  EXPECT_EQ(formatLogLine(LogFormat::Text, true, Level::Warning, "w", nullptr, kT), "<4>w\n");
+  EXPECT_EQ(formatLogLine(LogFormat::Text, true, Level::Notice, "n", nullptr, kT), "<5>n\n");
+}
+
+TEST(LogLine, JsonIsOneObjectPerLineWithItsFields) {
+  const std::string line =
+      formatLogLine(LogFormat::Json, false, Level::Notice, "created m.x (m)\nsecond line",
+                    {{"cycle", 3}, {"id", "m.x"}, {"outcome", "created"}, {"msg", "ignored"}}, kT);
+  ASSERT_EQ(line.back(), '\n');
+  EXPECT_EQ(line.find('\n'), line.size() - 1) << "one line: " << line;
+  const auto j = nlohmann::json::parse(line);
+  EXPECT_EQ(j["ts"], "2025-11-30T12:20:30.042Z");
+  EXPECT_EQ(j["level"], "notice");
+  EXPECT_EQ(j["msg"], "created m.x (m)\nsecond line") << "a field never overrides msg";
+  EXPECT_EQ(j["cycle"], 3);
+  EXPECT_EQ(j["id"], "m.x");
+  EXPECT_EQ(j["outcome"], "created");
+}
+
+TEST(LogLine, JsonSurvivesInvalidUtf8) {
+  const std::string line =
+      formatLogLine(LogFormat::Json, false, Level::Error, "bad \xff path", nullptr, kT);
+  EXPECT_FALSE(nlohmann::json::parse(line, nullptr, false).is_discarded()) << line;
+}
+
+TEST(JournalStream, OnlyWhenItNamesThisStderr) {
+  ::unsetenv("JOURNAL_STREAM");
+  EXPECT_FALSE(stderrIsJournal());
+  ::setenv("JOURNAL_STREAM", "1:1", 1);  // some other stream: stderr was redirected
+  EXPECT_FALSE(stderrIsJournal());
+  struct stat st {};
+  ASSERT_EQ(::fstat(2, &st), 0);
+  ::setenv("JOURNAL_STREAM", (std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino)).c_str(),
+           1);
+  EXPECT_TRUE(stderrIsJournal());
+  ::unsetenv("JOURNAL_STREAM");
+}
+
+}  // namespace
+}  // namespace mesh::agent
