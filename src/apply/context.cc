@@ -33,7 +33,7 @@ std::string Context::hostPath(const std::string& declared) const {
 }
 
 fleet::BlobSource& Context::blobs() {
-  if (!blobs_) blobs_ = fleet::openBlobSource(settings_.blobs);
+  if (!blobs_) blobs_ = fleet::openBlobSource(settings_.blobs, settings_.stateDir + "/blobs");
   return *blobs_;
 }
 

@@ -70,8 +70,8 @@ class Cycle {
     }
     if (ctx_.applying()) {
       state::Store::Txn txn(*store_);  // one commit for the generation and the cycle
-      generation_ =
-          store_->recordGeneration(decl_.digest.str(), text, started, decl_.source, decl_.baseDir);
+      generation_ = store_->recordGeneration(decl_.digest.str(), text, started, decl_.source,
+                                             decl_.baseDir, decl_.serial);
       report_.cycle = store_->beginCycle(started, generation_);
       ctx_.setCycle(report_.cycle);
       txn.commit();

@@ -160,16 +160,7 @@ class Verifier {
     if (!S_ISREG(now.st_mode) || now.st_ino != st.st_ino || now.st_dev != st.st_dev)
       return std::nullopt;
     Hasher h;
-    char buf[1 << 16];
-    for (;;) {
-      ssize_t n = ::read(fd.get(), buf, sizeof buf);
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        throwSys(fmt::format("cannot read {}/{}", root_, path));
-      }
-      if (n == 0) break;
-      h.update(std::string_view(buf, static_cast<size_t>(n)));
-    }
+    readChunks(fd.get(), root_ + "/" + path, [&](std::string_view chunk) { h.update(chunk); });
     return h.finish();
   }
 

@@ -63,4 +63,35 @@ struct RunOptions {
 };
 int runRun(CommonOptions& o, const RunOptions& r);
 
+// `seal`: a secret sealed to a node's public key, for `sealed = "…"`.
+struct SealOptions {
+  std::string to;    // the node's public key text, "mesh-node:<base64>"
+  std::string file;  // the secret; "-" for stdin
+  void addTo(CLI::App& cmd);
+};
+int runSeal(const SealOptions& s);
+
+// `blob add FILE --to DIR`: publishes FILE into a directory store by its digest.
+struct BlobOptions {
+  std::string file;
+  std::string to;  // the store's directory; the blob lands at <to>/sha256/<hex>
+  void addTo(CLI::App& cmd);
+};
+int runBlob(const BlobOptions& b);
+
+// `key init|show [--operator FILE]`: the node's key pair, or an operator's signing key.
+struct KeyOptions {
+  std::string action;       // "init" or "show"
+  std::string operatorKey;  // --operator FILE; "" the node's own key
+  void addTo(CLI::App& cmd);
+};
+int runKey(CommonOptions& o, const KeyOptions& k);
+
+// `sign --key FILE DECL`: writes DECL.sig, a detached signature over DECL's bytes.
+struct SignOptions {
+  std::string key;  // the operator key file
+  void addTo(CLI::App& cmd);
+};
+int runSign(const std::string& declPath, const SignOptions& s);
+
 }  // namespace mesh::cli

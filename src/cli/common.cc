@@ -4,7 +4,10 @@
 
 #include <filesystem>
 
+#include "cli/time_text.hh"
 #include "decl/parse.hh"
+#include "fleet/signing.hh"
+#include "state/store.hh"
 #include "util/error.hh"
 #include "util/fs.hh"
 
@@ -17,7 +20,8 @@ void CommonOptions::addTo(CLI::App& cmd) {
   cmd.add_option("--state-dir", stateDir, "the state store's directory")
       ->option_text("DIR")
       ->default_str("<root>/var/lib/mesh-host");
-  cmd.add_option("--blobs", blobs, "a directory holding bundles by digest (sha256/<hex>)")
+  cmd.add_option("--blobs", blobs,
+                 "a directory or http(s) URL holding bundles by digest (sha256/<hex>)")
       ->option_text("SRC")
       ->default_str("<state-dir>/blobs");
   cmd.add_option("--supervisor", supervisor, "process supervisor backend")
@@ -29,6 +33,10 @@ void CommonOptions::addTo(CLI::App& cmd) {
   cmd.add_option("--node", node, "this node's name")->option_text("NAME")->default_str("hostname");
   cmd.add_flag("--json", json, "machine-readable output on stdout");
   cmd.add_flag("-v,--verbose", verbose, "show every resource, unchanged ones too");
+  cmd.add_option("--trust", trust,
+                 "an operator key (mesh-op:…, or a file holding one) whose signed declarations "
+                 "this node accepts; repeatable; <state-dir>/trusted/*.pub too")
+      ->option_text("KEY");
 }
 
 void CommonOptions::resolve() {
@@ -62,11 +70,41 @@ apply::Settings CommonOptions::settings(bool plan) const {
   return s;
 }
 
+namespace {
+
+// Replay: a signed declaration older than one this node applied is refused;
+// `rollback` (which does not come through here) is the way back on purpose.
+void checkSerial(const decl::Declaration& d, const std::string& path, const CommonOptions& o) {
+  if (!lstatPath(o.stateDir + "/state.db")) return;  // nothing applied yet
+  auto store = state::Store::open(o.stateDir, state::Store::Access::ReadOnly);
+  const auto applied = store.highestSerial();
+  if (!applied) return;
+  if (!d.serial)
+    throw InputError(
+        "declaration {} has no serial but serial {} was applied on {} (generation {}); add "
+        "serial = {} or more and sign it again",
+        path, applied->serial, isoTime(applied->lastAppliedAt), applied->generation,
+        applied->serial + 1);
+  if (*d.serial < applied->serial)
+    throw InputError(
+        "declaration {}: serial {} is older than serial {} applied on {} (generation {}); a "
+        "replayed declaration is refused; use mesh-host rollback to go back on purpose",
+        path, *d.serial, applied->serial, isoTime(applied->lastAppliedAt), applied->generation);
+}
+
+}  // namespace
+
 decl::Declaration loadDeclarationFor(const std::string& path, const CommonOptions& o) {
   decl::ParseOptions po;
   po.node = o.node;
   po.baseDir = std::filesystem::absolute(parentOf(path)).lexically_normal().string();
-  return decl::loadDeclaration(path, po);
+  const auto trusted = fleet::loadTrustedKeys(o.trust, o.stateDir);
+  po.checkText = [&trusted](const std::string& file, std::string_view text) {
+    fleet::verifyDeclaration(file, text, trusted);
+  };
+  auto declaration = decl::loadDeclaration(path, po);
+  if (!trusted.empty()) checkSerial(declaration, path, o);
+  return declaration;
 }
 
 }  // namespace mesh::cli

@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 
 #include <string>
+#include <vector>
 
 #include "apply/context.hh"
 #include "decl/model.hh"
@@ -26,6 +27,9 @@ struct CommonOptions {
   std::string node;  // default the hostname
   bool json = false;
   bool verbose = false;
+  // Operator keys whose signatures this node accepts: key texts or files holding
+  // one; <state-dir>/trusted/*.pub are added (docs/trust.md).
+  std::vector<std::string> trust;
 
   void addTo(CLI::App& cmd);
   // Fills the defaults that depend on other options; validates --root.
@@ -33,7 +37,9 @@ struct CommonOptions {
   apply::Settings settings(bool plan) const;
 };
 
-// Reads and validates the declaration; throws InputError.
+// Reads and validates the declaration; throws InputError. When this node trusts
+// operator keys, the declaration must carry a trusted signature over its exact
+// bytes, and a serial no lower than the highest this node applied (replay).
 decl::Declaration loadDeclarationFor(const std::string& path, const CommonOptions& o);
 
 }  // namespace mesh::cli

@@ -50,6 +50,10 @@ int main(int argc, char** argv) {
   RollbackOptions rollbackOptions;
   GcOptions gcOptions;
   RunOptions runOptions;
+  KeyOptions keyOptions;
+  SignOptions signOptions;
+  BlobOptions blobOptions;
+  SealOptions sealOptions;
 
   struct Command {
     const char* name;
@@ -85,6 +89,18 @@ int main(int argc, char** argv) {
        "declaration changes; SIGTERM stops after the resource in hand",
        false, [&] { return runRun(common, runOptions); },
        [&](CLI::App& sub) { runOptions.addTo(sub); }},
+      {"seal", "prints FILE's secret sealed to a node's public key, for sealed = \"…\"", false,
+       [&] { return runSeal(sealOptions); }, [&](CLI::App& sub) { sealOptions.addTo(sub); }},
+      {"blob", "blob add FILE --to DIR: publish a bundle into a directory store, print its digest",
+       false, [&] { return runBlob(blobOptions); }, [&](CLI::App& sub) { blobOptions.addTo(sub); }},
+      {"key",
+       "key init|show: this node's key pair (<state-dir>/node.key), or with --operator FILE an "
+       "operator's signing key; prints the public key",
+       false, [&] { return runKey(common, keyOptions); },
+       [&](CLI::App& sub) { keyOptions.addTo(sub); }},
+      {"sign", "writes DECL.sig: a signature over DECL's exact bytes with an operator key", true,
+       [&] { return runSign(declPath, signOptions); },
+       [&](CLI::App& sub) { signOptions.addTo(sub); }},
   };
   for (const auto& c : table) {
     auto* sub = app.add_subcommand(c.name, c.help);

@@ -4,6 +4,7 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
@@ -99,6 +100,9 @@ struct Declaration {
   std::string source;               // file name as given, for messages
   std::string baseDir;              // what relative paths were resolved against (ParseOptions)
   std::optional<std::string> node;  // when declared, matches --node
+  // When declared (>= 0): a node that trusts operator keys refuses a declaration
+  // whose serial is lower than the highest it applied (docs/trust.md).
+  std::optional<int64_t> serial;
   std::vector<Resource> resources;  // in apply order: requires (and implied parents) first
   Digest digest;                    // of the exact text
   std::string text;                 // the exact text (kept as a generation)

@@ -46,7 +46,8 @@ class Walker {
  public:
   Walker(Diagnostics& diags, const ParseOptions& options) : diags_(diags), options_(options) {}
 
-  std::optional<std::string> root(const toml::table& root);
+  // Reads the top-level keys (node, serial) into `decl` and walks the modules.
+  void root(const toml::table& root, Declaration& decl);
   std::vector<Draft> takeDrafts() { return std::move(drafts_); }
 
  private:
@@ -60,9 +61,9 @@ class Walker {
   std::vector<Draft> drafts_;
 };
 
-std::optional<std::string> Walker::root(const toml::table& root) {
+void Walker::root(const toml::table& root, Declaration& decl) {
   Fields top(root, diags_.at(1, 1), "the top level", diags_);
-  top.rejectUnknown({"node", "module"});
+  top.rejectUnknown({"node", "module", "serial"});
   std::optional<std::string> node = top.string("node", Text::Line);
   if (node && *node != options_.node) {
     std::string here = options_.node.empty() ? "no --node was given"
@@ -72,8 +73,21 @@ std::optional<std::string> Walker::root(const toml::table& root) {
                           "or change 'node'",
                           shown(*node), here, shown(*node)));
   }
+  decl.node = node;
+  if (const toml::node* s = root.get("serial")) {
+    // The replay guard compares serials (docs/trust.md); 0 is the lowest.
+    const auto* i = s->as_integer();
+    if (!i)
+      top.error(top.at(*s), fmt::format("serial is {}; it must be an integer of 0 or more, e.g. "
+                                        "serial = 7",
+                                        typeName(s->type())));
+    else if (i->get() < 0)
+      top.error(top.at(*s),
+                fmt::format("serial is {}; it must be an integer of 0 or more", i->get()));
+    else
+      decl.serial = i->get();
+  }
   if (const toml::node* m = root.get("module")) modules(*m);
-  return node;
 }
 
 void Walker::modules(const toml::node& node) {
@@ -178,7 +192,7 @@ Declaration parseDeclaration(std::string_view text, const std::string& source,
   decl.digest = Digest::ofBytes(text);
   decl.text = std::string(text);
   Walker walker(diags, options);
-  decl.node = walker.root(root);
+  walker.root(root, decl);
 
   std::vector<Draft> drafts = walker.takeDrafts();
   std::stable_sort(drafts.begin(), drafts.end(), [](const Draft& a, const Draft& b) {
@@ -199,6 +213,7 @@ Declaration loadDeclaration(const std::string& path, ParseOptions options) {
     throw InputError("cannot read declaration {}: {}", path, std::strerror(e.err()));
   }
   if (!text) throw InputError("cannot read declaration {}: {}", path, std::strerror(ENOENT));
+  if (options.checkText) options.checkText(path, *text);
 
   if (options.baseDir.empty() || options.baseDir == ".") options.baseDir = parentOf(path);
   if (!options.userExists)

@@ -22,6 +22,10 @@ struct ParseOptions {
   // Unset: every name is accepted (pure unit tests).
   std::function<bool(const std::string&)> userExists;
   std::function<bool(const std::string&)> groupExists;
+  // loadDeclaration calls it with the exact bytes it read, before parsing them,
+  // so that a signature is checked over the very bytes that are applied. It
+  // throws (InputError) to refuse them. Unset: no check.
+  std::function<void(const std::string& path, std::string_view text)> checkText;
 };
 
 Declaration parseDeclaration(std::string_view text, const std::string& source,

@@ -1,5 +1,6 @@
 #include "fleet/blob_source.hh"
 
+#include "fleet/http_source.hh"
 #include "util/error.hh"
 #include "util/fs.hh"
 
@@ -34,10 +35,9 @@ class DirectorySource : public BlobSource {
 
 }  // namespace
 
-std::unique_ptr<BlobSource> openBlobSource(const std::string& spec) {
+std::unique_ptr<BlobSource> openBlobSource(const std::string& spec, const std::string& cacheDir) {
   if (spec.rfind("http://", 0) == 0 || spec.rfind("https://", 0) == 0)
-    throw InputError("--blobs {}: http(s) blob sources are not supported yet; use a directory",
-                     spec);
+    return openHttpSource(spec, cacheDir, HttpOptions::fromEnvironment());
   return std::make_unique<DirectorySource>(spec);
 }
 

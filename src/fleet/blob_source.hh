@@ -1,6 +1,7 @@
 // Where bundles and file blobs come from, addressed by digest. A directory
-// source holds them at <dir>/sha256/<hex>. Every blob handed out has been hashed
-// and matched against its digest.
+// source holds them at <dir>/sha256/<hex>; an http(s) source serves them at
+// <url>/sha256/<hex> and is cached locally (fleet/http_source.hh). Every blob
+// handed out has been hashed and matched against its digest.
 #pragma once
 
 #include <memory>
@@ -19,8 +20,9 @@ class BlobSource {
   virtual std::string describe() const = 0;
 };
 
-// `spec` is a directory path; (http(s) URLs come with the trust issue).
-std::unique_ptr<BlobSource> openBlobSource(const std::string& spec);
+// `spec` is a directory path or an http(s):// URL; blobs fetched from a URL are
+// cached under `cacheDir` (<state-dir>/blobs).
+std::unique_ptr<BlobSource> openBlobSource(const std::string& spec, const std::string& cacheDir);
 
 // The path of a blob inside a directory store.
 std::string blobPathIn(const std::string& dir, const Digest& d);

@@ -2,6 +2,8 @@
 
 #include <sodium.h>
 
+#include <cstring>
+
 #include "util/digest.hh"
 #include "util/error.hh"
 #include "util/fs.hh"
@@ -11,11 +13,38 @@ namespace mesh::fleet {
 namespace {
 constexpr std::string_view kHeader = "mesh-host node key v1\n";
 constexpr char kDigestContext[crypto_kdf_CONTEXTBYTES + 1] = "meshdgst";
+constexpr char kBoxContext[crypto_kdf_CONTEXTBYTES + 1] = "meshseal";
+constexpr std::string_view kPublicPrefix = "mesh-node:";
+constexpr std::string_view kSealedPrefix = "sealed:";
+
+std::string toBase64(const unsigned char* bytes, size_t size) {
+  std::string out(sodium_base64_ENCODED_LEN(size, sodium_base64_VARIANT_ORIGINAL), '\0');
+  sodium_bin2base64(out.data(), out.size(), bytes, size, sodium_base64_VARIANT_ORIGINAL);
+  out.resize(std::strlen(out.c_str()));
+  return out;
+}
+
+// nullopt when `text` is not base64 (surrounding whitespace is ignored).
+std::optional<std::string> fromBase64(std::string_view text) {
+  std::string out(text.size(), '\0');
+  size_t len = 0;
+  if (sodium_base642bin(reinterpret_cast<unsigned char*>(out.data()), out.size(), text.data(),
+                        text.size(), " \t\r\n", &len, nullptr, sodium_base64_VARIANT_ORIGINAL) != 0)
+    return std::nullopt;
+  out.resize(len);
+  return out;
+}
 }  // namespace
 
 void NodeKey::derive() {
   static_assert(crypto_kdf_KEYBYTES == 32);
   crypto_kdf_derive_from_key(digestKey_.data(), digestKey_.size(), 1, kDigestContext, seed_.data());
+  static_assert(crypto_box_SEEDBYTES == 32 && crypto_box_PUBLICKEYBYTES == 32 &&
+                crypto_box_SECRETKEYBYTES == 32);
+  std::array<unsigned char, 32> boxSeed{};
+  crypto_kdf_derive_from_key(boxSeed.data(), boxSeed.size(), 2, kBoxContext, seed_.data());
+  crypto_box_seed_keypair(boxPublic_.data(), boxSecret_.data(), boxSeed.data());
+  sodium_memzero(boxSeed.data(), boxSeed.size());
 }
 
 NodeKey NodeKey::ephemeral() {
@@ -62,6 +91,43 @@ std::string NodeKey::keyedDigest(const Secret& secret) const {
   crypto_generichash(out, sizeof out, reinterpret_cast<const unsigned char*>(bytes.data()),
                      bytes.size(), digestKey_.data(), digestKey_.size());
   return "keyed:" + toHex(out, sizeof out);
+}
+
+std::string NodeKey::publicKeyText() const {
+  return std::string(kPublicPrefix) + toBase64(boxPublic_.data(), boxPublic_.size());
+}
+
+std::optional<Secret> NodeKey::openSealed(const std::string& sealed) const {
+  std::string_view text = sealed;
+  if (text.substr(0, kSealedPrefix.size()) != kSealedPrefix) return std::nullopt;
+  auto box = fromBase64(text.substr(kSealedPrefix.size()));
+  if (!box || box->size() < crypto_box_SEALBYTES) return std::nullopt;
+  std::string plain(box->size() - crypto_box_SEALBYTES, '\0');
+  if (crypto_box_seal_open(reinterpret_cast<unsigned char*>(plain.data()),
+                           reinterpret_cast<const unsigned char*>(box->data()), box->size(),
+                           boxPublic_.data(), boxSecret_.data()) != 0)
+    return std::nullopt;
+  return Secret(std::move(plain));
+}
+
+std::string NodeKey::seal(const Secret& secret, const std::string& publicKeyText) {
+  std::string_view text = publicKeyText;
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.remove_suffix(1);
+  auto pub = text.substr(0, kPublicPrefix.size()) == kPublicPrefix
+                 ? fromBase64(text.substr(kPublicPrefix.size()))
+                 : std::nullopt;
+  if (!pub || pub->size() != crypto_box_PUBLICKEYBYTES)
+    throw Error(
+        "'{}' is not a node's public key; it looks like mesh-node:<base64> "
+        "(mesh-host key show on that node)",
+        text);
+  const auto bytes = secret.exposeForWrite();
+  std::string box(bytes.size() + crypto_box_SEALBYTES, '\0');
+  crypto_box_seal(reinterpret_cast<unsigned char*>(box.data()),
+                  reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size(),
+                  reinterpret_cast<const unsigned char*>(pub->data()));
+  return std::string(kSealedPrefix) +
+         toBase64(reinterpret_cast<const unsigned char*>(box.data()), box.size());
 }
 
 }  // namespace mesh::fleet

@@ -24,10 +24,22 @@ class NodeKey {
   // "keyed:<64 hex>" — BLAKE2b-256 keyed with a subkey derived for this purpose.
   std::string keyedDigest(const Secret& secret) const;
 
+  // The node's public key for sealing (X25519, libsodium crypto_box), as text:
+  // "mesh-node:<base64>". Operators seal credentials to it.
+  std::string publicKeyText() const;
+  // Opens a value sealed to this node (crypto_box_seal). nullopt when it was
+  // sealed to another key or tampered with.
+  std::optional<Secret> openSealed(const std::string& sealed) const;
+
+  // Seals `secret` to a node's public key text; returns the text for `sealed = "…"`.
+  static std::string seal(const Secret& secret, const std::string& publicKeyText);
+
  private:
   NodeKey() = default;
   std::array<unsigned char, 32> seed_{};
   std::array<unsigned char, 32> digestKey_{};
+  std::array<unsigned char, 32> boxPublic_{};
+  std::array<unsigned char, 32> boxSecret_{};
   void derive();
 };
 

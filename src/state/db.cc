@@ -92,6 +92,12 @@ Query& Query::bind(int64_t value) {
   return *this;
 }
 
+Query& Query::bindNull() {
+  int rc = sqlite3_bind_null(stmt_.stmt_, nextParam_++);
+  if (rc != SQLITE_OK) stmt_.db_.fail(rc, stmt_.purpose_);
+  return *this;
+}
+
 bool Query::next() {
   int rc = sqlite3_step(stmt_.stmt_);
   if (rc == SQLITE_ROW) return true;

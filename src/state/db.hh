@@ -78,6 +78,7 @@ class Query {
 
   Query& bind(std::string_view text);
   Query& bind(int64_t value);
+  Query& bindNull();
 
   // Steps once: true when a row is available.
   bool next();

@@ -50,6 +50,14 @@ void createSchema(Db& db) {
   rollback.dismiss();
 }
 
+// generations.serial came within schema version 1; a store made before it gains
+// the (nullable) column on its first read-write open. Idempotent.
+void addSerialColumn(Db& db) {
+  if (db.queryInt("SELECT count(*) FROM pragma_table_info('generations') WHERE name = 'serial'",
+                  "looking for generations.serial") == 0)
+    db.exec("ALTER TABLE generations ADD COLUMN serial INTEGER", "adding generations.serial");
+}
+
 // Decides whether this file is ours and of a version we understand; creates the
 // schema when the file is empty and we may write.
 void prepare(Db& db, Store::Access access) {
@@ -104,7 +112,10 @@ void prepare(Db& db, Store::Access access) {
     // having to create them, which it may not be allowed to do and must not do.
     int persist = 1;
     sqlite3_file_control(db.get(), "main", SQLITE_FCNTL_PERSIST_WAL, &persist);
-    if (tables == 0) createSchema(db);
+    if (tables == 0)
+      createSchema(db);
+    else
+      addSerialColumn(db);
   }
   db.exec("PRAGMA foreign_keys = ON", "enabling foreign keys");
 }

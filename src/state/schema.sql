@@ -32,7 +32,8 @@ CREATE TABLE generations (
   first_applied_at INTEGER NOT NULL,
   last_applied_at  INTEGER NOT NULL,
   source           TEXT NOT NULL DEFAULT '',  -- the declaration file as given
-  base_dir         TEXT NOT NULL DEFAULT ''   -- absolute dir relative `from` paths resolve in
+  base_dir         TEXT NOT NULL DEFAULT '',  -- absolute dir relative `from` paths resolve in
+  serial           INTEGER                    -- the declaration's `serial`; NULL when it has none
 );
 
 -- One row per cycle. AUTOINCREMENT (not a plain rowid) so that a cycle number is never

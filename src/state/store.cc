@@ -174,21 +174,42 @@ void Store::addHistory(const HistoryEntry& h) {
 }
 
 int64_t Store::recordGeneration(const std::string& digest, const std::string& text, int64_t now,
-                                const std::string& source, const std::string& baseDir) {
+                                const std::string& source, const std::string& baseDir,
+                                std::optional<int64_t> serial) {
   Stmt s(impl_->db,
          "INSERT INTO generations (digest, text, first_applied_at, last_applied_at, source, "
-         "base_dir) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (digest) DO UPDATE SET "
+         "base_dir, serial) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (digest) DO UPDATE SET "
+         "serial = excluded.serial, "
          "last_applied_at = max(last_applied_at, excluded.last_applied_at), "
          "source = iif(excluded.source = '', source, excluded.source), "
          "base_dir = iif(excluded.source = '', base_dir, excluded.base_dir) RETURNING generation",
          "recording a declaration generation");
   auto q = s.start();
   q.bind(digest).bind(text).bind(now).bind(now).bind(source).bind(baseDir);
+  if (serial)
+    q.bind(*serial);
+  else
+    q.bindNull();
   if (!q.next())
     throw Error("state store {}: recording a generation returned no number", impl_->db.path());
   int64_t generation = q.integer(0);
   q.run();
   return generation;
+}
+
+std::optional<Store::AppliedSerial> Store::highestSerial() {
+  // A read-only open of a store made before generations.serial existed.
+  if (impl_->db.queryInt(
+          "SELECT count(*) FROM pragma_table_info('generations') WHERE name = 'serial'",
+          "looking for generations.serial") == 0)
+    return std::nullopt;
+  Stmt s(impl_->db,
+         "SELECT serial, generation, last_applied_at FROM generations WHERE serial IS NOT NULL "
+         "ORDER BY serial DESC, last_applied_at DESC LIMIT 1",
+         "reading the highest serial applied");
+  auto q = s.start();
+  if (!q.next()) return std::nullopt;
+  return AppliedSerial{q.integer(0), q.integer(1), q.integer(2)};
 }
 
 std::vector<Generation> Store::generations() {

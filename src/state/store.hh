@@ -108,10 +108,20 @@ class Store {
   // Returns the generation number of this declaration text, adding it when new.
   // `source` and `baseDir` (kept from the latest apply) let a rollback resolve
   // relative paths as the original apply did.
+  // `serial` is the declaration's own (docs/trust.md), kept for the replay guard.
   int64_t recordGeneration(const std::string& digest, const std::string& text, int64_t now,
-                           const std::string& source = {}, const std::string& baseDir = {});
+                           const std::string& source = {}, const std::string& baseDir = {},
+                           std::optional<int64_t> serial = std::nullopt);
   std::vector<Generation> generations();
   std::optional<std::string> generationText(int64_t generation);
+  // The highest serial of any generation applied, and when that generation was
+  // last applied; nullopt when no applied declaration carried a serial.
+  struct AppliedSerial {
+    int64_t serial = 0;
+    int64_t generation = 0;
+    int64_t lastAppliedAt = 0;  // unix ms
+  };
+  std::optional<AppliedSerial> highestSerial();
   std::optional<GenerationDeclaration> generationDeclaration(int64_t generation);
 
   std::optional<Cycle> lastCycle();

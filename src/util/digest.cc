@@ -9,6 +9,7 @@
 
 #include "util/error.hh"
 #include "util/fd.hh"
+#include "util/fs.hh"
 
 namespace mesh {
 
@@ -53,16 +54,7 @@ Digest Digest::ofFile(const std::string& path) {
   Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
   if (!fd) throwSys(fmt::format("cannot read {}", path));
   Hasher h;
-  char buf[1 << 16];
-  for (;;) {
-    ssize_t n = ::read(fd.get(), buf, sizeof buf);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      throwSys(fmt::format("cannot read {}", path));
-    }
-    if (n == 0) break;
-    h.update(std::string_view(buf, static_cast<size_t>(n)));
-  }
+  readChunks(fd.get(), path, [&](std::string_view chunk) { h.update(chunk); });
   return h.finish();
 }
 

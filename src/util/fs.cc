@@ -45,6 +45,30 @@ void makeDirs(const std::string& path, mode_t mode) {
     throwSys(fmt::format("cannot create directory {}", path));
 }
 
+std::vector<std::string> makeDirsTracked(const std::string& path, mode_t mode) {
+  std::vector<std::string> missing;
+  for (std::string p = path; !p.empty() && p != "/" && p != "."; p = parentOf(p)) {
+    struct stat st {};
+    if (::stat(p.c_str(), &st) == 0) break;
+    missing.push_back(p);
+  }
+  std::vector<std::string> created;
+  for (auto it = missing.rbegin(); it != missing.rend(); ++it) {
+    if (::mkdir(it->c_str(), mode) == 0) {
+      created.push_back(*it);
+    } else if (errno != EEXIST) {
+      int err = errno;
+      removeCreatedDirs(created);
+      throw SysError(err, fmt::format("cannot create directory {}", *it));
+    }
+  }
+  return created;
+}
+
+void removeCreatedDirs(const std::vector<std::string>& created) {
+  for (auto it = created.rbegin(); it != created.rend(); ++it) ::rmdir(it->c_str());
+}
+
 void syncDir(const std::string& dir) {
   Fd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!fd) throwSys(fmt::format("cannot open directory {}", dir));
@@ -117,17 +141,22 @@ std::optional<std::string> readFile(const std::string& path) {
     throwSys(fmt::format("cannot read {}", path));
   }
   std::string out;
+  readChunks(fd.get(), path, [&](std::string_view chunk) { out.append(chunk); });
+  return out;
+}
+
+void readChunks(int fd, const std::string& shown,
+                const std::function<void(std::string_view)>& chunk) {
   char buf[1 << 16];
   for (;;) {
-    ssize_t n = ::read(fd.get(), buf, sizeof buf);
+    ssize_t n = ::read(fd, buf, sizeof buf);
     if (n < 0) {
       if (errno == EINTR) continue;
-      throwSys(fmt::format("cannot read {}", path));
+      throwSys(fmt::format("cannot read {}", shown));
     }
     if (n == 0) break;
-    out.append(buf, static_cast<size_t>(n));
+    chunk(std::string_view(buf, static_cast<size_t>(n)));
   }
-  return out;
 }
 
 static void removeAt(int dirfd, const char* name, const std::string& shown) {

@@ -6,9 +6,11 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace mesh {
 
@@ -31,11 +33,20 @@ void atomicWrite(const std::string& path, std::string_view content, mode_t mode,
 // Replaces whatever is at `path` with a symlink to `target`, atomically.
 void atomicSymlink(const std::string& path, const std::string& target);
 
+// Reads an open file to its end in chunks; `shown` names it in errors.
+void readChunks(int fd, const std::string& shown, const std::function<void(std::string_view)>& chunk);
+
 // Reads a whole file; throws SysError. nullopt when it does not exist.
 std::optional<std::string> readFile(const std::string& path);
 
 // mkdir -p with mode for the directories it creates.
 void makeDirs(const std::string& path, mode_t mode = 0755);
+
+// mkdir -p that returns the directories it created, deepest last, so that a
+// failed operation can take them away again (removeCreatedDirs).
+std::vector<std::string> makeDirsTracked(const std::string& path, mode_t mode = 0755);
+// rmdir of `created` (from makeDirsTracked), deepest first; non-empty ones stay.
+void removeCreatedDirs(const std::vector<std::string>& created);
 
 // fsync a directory so a rename in it is durable.
 void syncDir(const std::string& dir);

@@ -316,3 +316,24 @@ TEST_F(HostileArchive, MissingBlob) {
 
 }  // namespace
 }  // namespace mesh::e2e
+
+namespace mesh::e2e {
+namespace {
+
+// Regression: a refused bundle whose path's parents did not exist left those
+// parents behind (they were created before the unpack).
+TEST_F(HostileArchive, RefusedBundleLeavesNoParentDirectories) {
+  const std::string bundle = publish(makeArchive({}, "mkfifo pipe && tar -cf out pipe"));
+  const Snapshot before = rootNow();
+  Result r = apply(declare(fmt::format("[module.m.archive.deep]\npath = \"/new/parent/app\"\n"
+                                       "bundle = \"{}\"\n",
+                                       bundle),
+                           "deep.toml"));
+  EXPECT_EQ(r.code, 1) << r.out << r.err;
+  EXPECT_EQ(outcomeOf(r.json(), "m.deep")["outcome"], "failed");
+  EXPECT_FALSE(exists(at("/new"))) << "the refused bundle left /new behind";
+  EXPECT_EQ(rootNow(), before);
+}
+
+}  // namespace
+}  // namespace mesh::e2e

@@ -1,7 +1,9 @@
-// `credential`: a secret file, 0600 unless told. Its content is read into a
-// Secret, named only by a keyed digest, and never shown.
+// `credential`: a secret file, 0600 unless told. Its content — a value sealed to
+// this node's key, or a local `from` file — is read into a Secret, named only by a
+// keyed digest of the plaintext, and never shown.
 #include "apply/applier.hh"
 #include "apply/kinds/content_file.hh"
+#include "fleet/node_key.hh"
 #include "util/error.hh"
 #include "util/fs.hh"
 #include "util/secret.hh"
@@ -14,9 +16,27 @@ Attributes attributesOf(const decl::CredentialSpec& s) {
   return {s.mode, s.owner, s.group};
 }
 
-Secret readSecret(const decl::CredentialSpec& s) {
-  if (s.sealed)
-    throw Error("sealed credentials are not supported by this build yet; use `from` for now");
+// A sealed value opens only with the key it was sealed to. libsodium cannot tell
+// "another key" from "damaged", so the message names both and this node's key.
+Secret openSealed(Context& ctx, const std::string& sealed) {
+  const auto& key = ctx.nodeKey();
+  if (auto secret = key.openSealed(sealed)) return std::move(*secret);
+  const auto& stateDir = ctx.settings().stateDir;
+  if (ctx.planning() && !fleet::NodeKey::load(stateDir))
+    throw Error(
+        "the sealed value cannot be opened: this node has no key yet ({}/node.key); "
+        "`mesh-host apply` creates it — then seal the secret to it with "
+        "`mesh-host seal --to <this node's key> FILE`",
+        stateDir);
+  const auto pub = key.publicKeyText();
+  throw Error(
+      "the sealed value cannot be opened: sealed to another node's key or damaged "
+      "(this node is {}); seal it again with `mesh-host seal --to {} FILE`",
+      pub, pub);
+}
+
+Secret readSecret(Context& ctx, const decl::CredentialSpec& s) {
+  if (s.sealed) return openSealed(ctx, *s.sealed);
   auto bytes = readFile(*s.from);
   if (!bytes) throw Error("credential source {} does not exist", *s.from);
   return Secret(std::move(*bytes));
@@ -27,7 +47,7 @@ class CredentialApplier : public Applier {
   Digest want(Context& ctx, const decl::Resource& r) const override {
     const auto& s = std::get<decl::CredentialSpec>(r.spec);
     WantBuilder w("credential/1");
-    w.add("content", ctx.nodeKey().keyedDigest(readSecret(s)));
+    w.add("content", ctx.nodeKey().keyedDigest(readSecret(ctx, s)));
     addAttributes(w, attributesOf(s));
     return w.finish();
   }
@@ -36,11 +56,12 @@ class CredentialApplier : public Applier {
                     const state::Record* rec) const override {
     const auto& s = std::get<decl::CredentialSpec>(r.spec);
     const auto& key = ctx.nodeKey();
+    // Read (or opened) once, so the bytes written are the bytes digested.
+    const Secret secret = readSecret(ctx, s);
     WantedContent c;
-    c.digest = key.keyedDigest(readSecret(s));
+    c.digest = key.keyedDigest(secret);
     c.digestOfFile = [&](const std::string& path) { return keyedDigestOfFile(key, path); };
     c.withBytes = [&](const std::function<void(std::string_view)>& use) {
-      Secret secret = readSecret(s);
       use(secret.exposeForWrite());
     };
     c.secret = true;

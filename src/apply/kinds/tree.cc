@@ -72,11 +72,19 @@ void removeLeftovers(const std::string& host) {
 
 bundle::Manifest unpackAndSwitch(const std::string& blob, const std::string& hostDir,
                                  const bundle::Limits& limits, bool replacing) {
-  makeDirs(parentOf(hostDir));
+  // Parents created here go again when the unpack fails: a refused bundle
+  // leaves no trace outside its path.
+  const auto createdParents = makeDirsTracked(parentOf(hostDir));
   removeLeftovers(hostDir);
   const std::string fresh = fmt::format("{}/.{}.mesh-new.{:08x}", parentOf(hostDir),
                                         baseName(hostDir), randombytes_random());
-  auto manifest = bundle::unpack(blob, fresh, limits);
+  bundle::Manifest manifest;
+  try {
+    manifest = bundle::unpack(blob, fresh, limits);
+  } catch (...) {
+    removeCreatedDirs(createdParents);
+    throw;
+  }
   if (replacing) {
     // Atomic swap of two directories: no moment without a complete tree in place.
     if (::renameat2(AT_FDCWD, fresh.c_str(), AT_FDCWD, hostDir.c_str(), RENAME_EXCHANGE) != 0) {

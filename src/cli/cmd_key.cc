@@ -1,0 +1,64 @@
+// `mesh-host key init|show`: the node's key pair (<state-dir>/node.key), or with
+// --operator FILE an operator's signing key (docs/trust.md).
+#include <sys/stat.h>
+
+#include <cstdio>
+
+#include "cli/commands.hh"
+#include "fleet/node_key.hh"
+#include "fleet/operator_key.hh"
+#include "util/error.hh"
+#include "util/fs.hh"
+
+namespace mesh::cli {
+
+void KeyOptions::addTo(CLI::App& cmd) {
+  cmd.add_option("ACTION", action, "init: create the key (kept when it exists); show: print it")
+      ->check(CLI::IsMember({"init", "show"}))
+      ->required();
+  cmd.add_option("--operator", operatorKey,
+                 "an operator signing key file instead of this node's key (init makes it, 0600)")
+      ->option_text("FILE");
+}
+
+namespace {
+
+int operatorKey(const KeyOptions& k) {
+  if (k.action == "init") {
+    auto key = fleet::OperatorKey::generate();
+    key.saveNew(k.operatorKey);
+    std::puts(key.publicKey().text().c_str());
+    std::fprintf(stderr,
+                 "mesh-host: operator key written to %s (0600); nodes trust it with --trust or a "
+                 ".pub file in <state-dir>/trusted/\n",
+                 k.operatorKey.c_str());
+  } else {
+    std::puts(fleet::OperatorKey::load(k.operatorKey).publicKey().text().c_str());
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+int runKey(CommonOptions& o, const KeyOptions& k) {
+  if (!k.operatorKey.empty()) return operatorKey(k);
+  o.resolve();
+  if (k.action == "init") {
+    const bool existed = lstatPath(o.stateDir + "/node.key").has_value();
+    makeDirs(o.stateDir, 0750);
+    auto key = fleet::NodeKey::loadOrCreate(o.stateDir);
+    std::puts(key.publicKeyText().c_str());
+    if (existed)
+      std::fprintf(stderr, "mesh-host: %s/node.key already existed; it was kept\n",
+                   o.stateDir.c_str());
+    return kExitOk;
+  }
+  auto key = fleet::NodeKey::load(o.stateDir);
+  if (!key)
+    throw InputError("no node key at {}/node.key yet; create it with mesh-host key init",
+                     o.stateDir);
+  std::puts(key->publicKeyText().c_str());
+  return kExitOk;
+}
+
+}  // namespace mesh::cli

@@ -1,0 +1,349 @@
+// Blobs over HTTP, through the real binary, from a tiny HTTP/1.1 server the test runs
+// on loopback: a good blob is fetched, verified and cached (a second apply fetches
+// nothing, even with the server failing); a corrupt, missing, slow or truncated one
+// fails only the resource that needs it — nothing is written at its path, an
+// unrelated file in the same declaration still converges, and the apply exits 1.
+// Also `blob add FILE --to DIR`.
+#include <arpa/inet.h>
+#include <fmt/format.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <thread>
+
+#include "harness.hh"
+
+namespace mesh::e2e {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+struct Reply {
+  int status = 200;
+  std::string body;
+  long contentLength = -1;  // -1: the body's size
+  std::chrono::milliseconds delay{0};
+};
+
+// One thread accepting on 127.0.0.1:<ephemeral>, one thread per connection; answers
+// GET <path> from a table, everything else with `fallback`. Stops (and cuts any delay
+// short) when destroyed.
+class TinyHttpServer {
+ public:
+  TinyHttpServer() {
+    listenFd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    EXPECT_GE(listenFd_, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_port = 0;
+    EXPECT_EQ(::bind(listenFd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+    EXPECT_EQ(::listen(listenFd_, 16), 0);
+    socklen_t len = sizeof addr;
+    ::getsockname(listenFd_, reinterpret_cast<sockaddr*>(&addr), &len);
+    port_ = ntohs(addr.sin_port);
+    acceptor_ = std::thread([this] { acceptLoop(); });
+  }
+  ~TinyHttpServer() {
+    stop_ = true;
+    acceptor_.join();
+    std::lock_guard lock(mu_);
+    for (auto& t : connections_) t.join();
+    ::close(listenFd_);
+  }
+
+  int port() const { return port_; }
+  void serve(const std::string& path, Reply r) {
+    std::lock_guard lock(mu_);
+    table_[path] = std::move(r);
+  }
+  void failEverything() {
+    std::lock_guard lock(mu_);
+    table_.clear();
+    fallback_ = Reply{500, "broken\n"};
+  }
+  int requests(const std::string& path) {
+    std::lock_guard lock(mu_);
+    return seen_[path];
+  }
+  int requests() {
+    std::lock_guard lock(mu_);
+    int n = 0;
+    for (const auto& [_, count] : seen_) n += count;
+    return n;
+  }
+
+ private:
+  void acceptLoop() {
+    while (!stop_) {
+      pollfd p{listenFd_, POLLIN, 0};
+      if (::poll(&p, 1, 50) <= 0) continue;
+      int fd = ::accept4(listenFd_, nullptr, nullptr, SOCK_CLOEXEC);
+      if (fd < 0) continue;
+      std::lock_guard lock(mu_);
+      if (connections_.size() >= 64) {  // bounded: a runaway client cannot exhaust the test
+        ::close(fd);
+        continue;
+      }
+      connections_.emplace_back([this, fd] { handle(fd); });
+    }
+  }
+
+  void handle(int fd) {
+    timeval tv{5, 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    std::string request;
+    char buf[4096];
+    while (request.find("\r\n\r\n") == std::string::npos && request.size() < 65536) {
+      ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+      if (n <= 0) break;
+      request.append(buf, static_cast<size_t>(n));
+    }
+    // "GET /path HTTP/1.1"
+    const auto sp1 = request.find(' '), sp2 = request.find(' ', sp1 + 1);
+    const std::string path = sp1 == std::string::npos || sp2 == std::string::npos
+                                 ? ""
+                                 : request.substr(sp1 + 1, sp2 - sp1 - 1);
+    Reply r;
+    {
+      std::lock_guard lock(mu_);
+      ++seen_[path];
+      auto it = table_.find(path);
+      r = it != table_.end() ? it->second : fallback_;
+    }
+    for (auto waited = 0ms; waited < r.delay && !stop_; waited += 10ms)
+      std::this_thread::sleep_for(10ms);
+    const long length = r.contentLength >= 0 ? r.contentLength : long(r.body.size());
+    const std::string response = fmt::format(
+                                     "HTTP/1.1 {} X\r\nContent-Length: {}\r\nContent-Type: "
+                                     "application/octet-stream\r\nConnection: close\r\n\r\n",
+                                     r.status, length) +
+                                 r.body;
+    ::send(fd, response.data(), response.size(), MSG_NOSIGNAL);
+    ::shutdown(fd, SHUT_WR);
+    ::close(fd);
+  }
+
+  int listenFd_ = -1;
+  int port_ = 0;
+  std::atomic<bool> stop_{false};
+  std::thread acceptor_;
+  std::mutex mu_;
+  std::vector<std::thread> connections_;
+  std::map<std::string, Reply> table_;
+  std::map<std::string, int> seen_;
+  Reply fallback_{404, "no such thing\n"};
+};
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+bool exists(const std::string& path) {
+  std::error_code ec;
+  return fs::symlink_status(path, ec).type() != fs::file_type::not_found;
+}
+
+class BlobHttp : public Node {
+ protected:
+  void SetUp() override {
+    Node::SetUp();
+    server = std::make_unique<TinyHttpServer>();
+    blobs = fmt::format("http://127.0.0.1:{}/store", server->port());  // every mesh() call
+    // A proxy in the test's environment must not see loopback requests.
+    extraEnv["no_proxy"] = "*";
+    extraEnv["NO_PROXY"] = "*";
+  }
+  void TearDown() override {
+    server.reset();
+    Node::TearDown();
+  }
+
+  // Publishes `file` with `mesh-host blob add` into a local store; returns the digest.
+  std::string blobAdd(const std::string& file) {
+    Result r = runCommand({MESH_HOST_BIN, "blob", "add", file, "--to", work + "/store"});
+    EXPECT_EQ(r.code, 0) << r.out << r.err;
+    EXPECT_EQ(r.out.size(), 7u + 64 + 1) << r.out;
+    return r.out.substr(0, r.out.find('\n'));
+  }
+  // Serves a published blob (or other bytes) at its place under /store.
+  static std::string urlPath(const std::string& digest) {
+    return "/store/sha256/" + digest.substr(7);
+  }
+  std::string cached(const std::string& digest) const {
+    return stateDir() + "/blobs/sha256/" + digest.substr(7);
+  }
+
+  std::string withFileBlob(const std::string& digest) {
+    return declare(fmt::format(R"(
+[module.m.file.ok]
+path = "/etc/m/ok"
+content = "converges anyway\n"
+
+[module.m.file.conf]
+path = "/etc/m/conf"
+blob = "{}"
+)",
+                               digest),
+                   "decl-" + std::to_string(++decls) + ".toml");
+  }
+
+  // Applies a declaration whose m.conf blob the server will not hand over intact:
+  // m.conf fails with `why` in its reason, m.ok is created, nothing lands at
+  // /etc/m/conf or in the cache.
+  void expectBlobFails(const std::string& digest, const std::string& why,
+                       const std::map<std::string, std::string>& env = {}) {
+    Result r = mesh({"apply", withFileBlob(digest), "--json"}, env);
+    EXPECT_EQ(r.code, 1) << r.out << r.err;
+    auto report = r.json();
+    auto conf = outcomeOf(report, "m.conf");
+    EXPECT_EQ(conf["outcome"], "failed") << conf.dump();
+    const std::string reason = conf.value("reason", "") + " " + conf.value("detail", "");
+    EXPECT_NE(reason.find(why), std::string::npos) << "no '" << why << "' in: " << conf.dump();
+    EXPECT_NE(reason.find(digest), std::string::npos) << conf.dump();
+    EXPECT_EQ(outcomeOf(report, "m.ok")["outcome"], "created") << r.out;
+    EXPECT_EQ(report["summary"]["failed"], 1) << r.out;
+    EXPECT_EQ(read("/etc/m/ok"), "converges anyway\n");
+    EXPECT_FALSE(exists(at("/etc/m/conf"))) << "something was written at the blob's path";
+    EXPECT_FALSE(exists(cached(digest))) << "a bad blob reached the cache";
+    expectNoTempFiles();
+  }
+
+  void expectNoTempFiles() {
+    const std::string cache = stateDir() + "/blobs";
+    if (!exists(cache)) return;
+    for (const auto& e : fs::recursive_directory_iterator(cache))
+      EXPECT_EQ(e.path().filename().string().rfind(".tmp-", 0), std::string::npos) << e.path();
+  }
+
+  std::unique_ptr<TinyHttpServer> server;
+  int decls = 0;
+};
+
+TEST_F(BlobHttp, GoodBlobsAreFetchedVerifiedCachedAndNotFetchedAgain) {
+  const std::string bundle =
+      blobAdd(makeArchive({{"bin/tool", "#!/bin/sh\necho good\n"}, {"README", "good\n"}},
+                          "chmod 755 bin/tool && tar -cf out bin README"));
+  const std::string confFile = work + "/conf";
+  std::ofstream(confFile, std::ios::binary) << "listen = 7070\n";
+  const std::string conf = blobAdd(confFile);
+  server->serve(urlPath(bundle), {200, slurp(work + "/store/sha256/" + bundle.substr(7))});
+  server->serve(urlPath(conf), {200, "listen = 7070\n"});
+
+  const std::string decl = declare(fmt::format(R"(
+[module.m.archive.app]
+path = "/opt/app"
+bundle = "{}"
+
+[module.m.file.conf]
+path = "/etc/m/conf"
+blob = "{}"
+)",
+                                               bundle, conf));
+  Result r = apply(decl);
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  auto report = r.json();
+  EXPECT_EQ(outcomeOf(report, "m.app")["outcome"], "created") << r.out;
+  EXPECT_EQ(outcomeOf(report, "m.conf")["outcome"], "created") << r.out;
+  EXPECT_EQ(read("/opt/app/README"), "good\n");
+  EXPECT_EQ(read("/etc/m/conf"), "listen = 7070\n");
+  EXPECT_EQ(slurp(cached(conf)), "listen = 7070\n");
+  EXPECT_TRUE(exists(cached(bundle)));
+  EXPECT_EQ(server->requests(urlPath(bundle)), 1);
+  EXPECT_EQ(server->requests(urlPath(conf)), 1);
+  expectNoTempFiles();
+
+  // The server now fails everything: the node is as declared and needs nothing from it.
+  server->failEverything();
+  const int before = server->requests();
+  r = apply(decl);
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  report = r.json();
+  EXPECT_EQ(outcomeOf(report, "m.app")["outcome"], "unchanged") << r.out;
+  EXPECT_EQ(outcomeOf(report, "m.conf")["outcome"], "unchanged") << r.out;
+  EXPECT_EQ(server->requests(), before) << "a blob was fetched again";
+
+  // Drifted content is restored from the cache, still without the server.
+  write("/etc/m/conf", "tampered\n");
+  r = apply(decl);
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_EQ(outcomeOf(r.json(), "m.conf")["outcome"], "updated") << r.out;
+  EXPECT_EQ(read("/etc/m/conf"), "listen = 7070\n");
+  EXPECT_EQ(server->requests(), before) << "a cached blob was fetched again";
+}
+
+TEST_F(BlobHttp, CorruptBlobFailsThatResourceOnly) {
+  const std::string file = work + "/real";
+  std::ofstream(file, std::ios::binary) << "the real bytes\n";
+  const std::string digest = blobAdd(file);
+  server->serve(urlPath(digest), {200, "other bytes\n"});
+  expectBlobFails(digest, "is corrupt: its content hashes to sha256:");
+  EXPECT_EQ(server->requests(urlPath(digest)), 1) << "a digest mismatch is not retried";
+}
+
+TEST_F(BlobHttp, MissingBlobFailsThatResourceOnly) {
+  const std::string digest = "sha256:" + std::string(64, 'a');
+  expectBlobFails(digest, fmt::format("not found at http://127.0.0.1:{}{} (HTTP 404)",
+                                      server->port(), urlPath(digest)));
+  EXPECT_EQ(server->requests(urlPath(digest)), 1) << "a 404 is not retried";
+}
+
+TEST_F(BlobHttp, SlowServerTimesOut) {
+  const std::string file = work + "/real";
+  std::ofstream(file, std::ios::binary) << "slow bytes\n";
+  const std::string digest = blobAdd(file);
+  server->serve(urlPath(digest), {200, "slow bytes\n", -1, 5s});
+  const auto start = std::chrono::steady_clock::now();
+  expectBlobFails(digest, "timed out after 1 s",
+                  {{"MESH_HOST_HTTP_TIMEOUT", "1"}, {"MESH_HOST_HTTP_RETRIES", "1"}});
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
+  EXPECT_EQ(server->requests(urlPath(digest)), 2) << "a timeout is retried";
+}
+
+TEST_F(BlobHttp, TruncatedTransferFailsThatResourceOnly) {
+  const std::string file = work + "/real";
+  std::ofstream(file, std::ios::binary) << std::string(1000, 'x');
+  const std::string digest = blobAdd(file);
+  server->serve(urlPath(digest), {200, std::string(10, 'x'), 1000});
+  expectBlobFails(digest, "cut short");
+  EXPECT_EQ(server->requests(urlPath(digest)), 3) << "a truncated transfer is retried";
+}
+
+TEST_F(BlobHttp, ServerErrorIsRetriedThenFails) {
+  const std::string digest = "sha256:" + std::string(64, 'b');
+  server->serve(urlPath(digest), {503, "busy\n"});
+  expectBlobFails(digest, "HTTP 503");
+  EXPECT_EQ(server->requests(urlPath(digest)), 3);
+}
+
+TEST_F(BlobHttp, BlobAddPublishesByDigestAndIsIdempotent) {
+  const std::string file = work + "/bundle";
+  std::ofstream(file, std::ios::binary) << "some bundle bytes\n";
+  const std::string digest = blobAdd(file);
+  Result sum = runCommand({"sha256sum", file});
+  ASSERT_EQ(sum.code, 0);
+  EXPECT_EQ(digest, "sha256:" + sum.out.substr(0, 64));
+  const std::string placed = work + "/store/sha256/" + digest.substr(7);
+  EXPECT_EQ(slurp(placed), "some bundle bytes\n");
+
+  EXPECT_EQ(blobAdd(file), digest);  // again: fine, same answer
+  EXPECT_EQ(slurp(placed), "some bundle bytes\n");
+  for (const auto& e : fs::directory_iterator(work + "/store/sha256"))
+    EXPECT_EQ(e.path().filename().string(), digest.substr(7)) << "a leftover in the store";
+
+  Result missing = runCommand({MESH_HOST_BIN, "blob", "add", work + "/nope", "--to", work + "/s"});
+  EXPECT_NE(missing.code, 0);
+  EXPECT_NE(missing.err.find(work + "/nope"), std::string::npos) << missing.err;
+}
+
+}  // namespace
+}  // namespace mesh::e2e
