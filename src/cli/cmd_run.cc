@@ -17,16 +17,21 @@
 namespace mesh::cli {
 
 void RunOptions::addTo(CLI::App& cmd) {
-  cmd.add_option("--declaration", declaration, "the declaration to converge to (TOML), watched")
+  cmd.add_option("--declaration", declaration,
+                 "the declaration to converge to (TOML), watched (default "
+                 "<root>/etc/mesh-host/declaration.toml)")
       ->option_text("DECL")
       ->default_str("<root>/etc/mesh-host/declaration.toml");
-  cmd.add_option("--interval", interval, "time between cycles: 500ms, 30s, 5m, 1h, plain seconds")
+  cmd.add_option("--interval", interval,
+                 "time between cycles: 500ms, 30s, 5m, 1h, plain seconds (default 5m)")
       ->option_text("DURATION")
       ->default_str("5m");
-  cmd.add_option("--splay", splay, "a random delay in [0, splay] added to each interval")
+  cmd.add_option("--splay", splay,
+                 "a random delay in [0, splay] added to each interval (default 30s)")
       ->option_text("DURATION")
       ->default_str("30s");
-  cmd.add_option("--log-format", logFormat, "log lines on stderr: text, or json for shippers")
+  cmd.add_option("--log-format", logFormat,
+                 "log lines on stderr: text, or json for shippers (default text)")
       ->check(CLI::IsMember({"text", "json"}))
       ->default_str("text");
   cmd.add_option("--metrics", metrics, "node_exporter textfile written after each cycle")

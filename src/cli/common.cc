@@ -14,23 +14,31 @@
 namespace mesh::cli {
 
 void CommonOptions::addTo(CLI::App& cmd) {
-  cmd.add_option("--root", root, "every absolute path of the declaration lives under DIR")
+  cmd.add_option("--root", root,
+                 "every absolute path of the declaration lives under DIR (default /)")
       ->option_text("DIR")
       ->default_str("/");
-  cmd.add_option("--state-dir", stateDir, "the state store's directory")
+  cmd.add_option("--state-dir", stateDir,
+                 "the state store's directory (default <root>/var/lib/mesh-host)")
       ->option_text("DIR")
       ->default_str("<root>/var/lib/mesh-host");
   cmd.add_option("--blobs", blobs,
-                 "a directory or http(s) URL holding bundles by digest (sha256/<hex>)")
+                 "a directory or http(s) URL holding bundles by digest (sha256/<hex>); default "
+                 "<state-dir>/blobs")
       ->option_text("SRC")
       ->default_str("<state-dir>/blobs");
-  cmd.add_option("--supervisor", supervisor, "process supervisor backend")
+  cmd.add_option(
+         "--supervisor", supervisor,
+         "process supervisor backend (default auto: systemd when it is PID 1, else builtin)")
       ->check(CLI::IsMember({"auto", "builtin", "systemd"}))
       ->default_str("auto");
-  cmd.add_option("--unit-dir", unitDir, "where the systemd backend installs unit files")
+  cmd.add_option("--unit-dir", unitDir,
+                 "where the systemd backend installs unit files (default /etc/systemd/system)")
       ->option_text("DIR")
       ->default_str("/etc/systemd/system");
-  cmd.add_option("--node", node, "this node's name")->option_text("NAME")->default_str("hostname");
+  cmd.add_option("--node", node, "this node's name (default the hostname)")
+      ->option_text("NAME")
+      ->default_str("hostname");
   cmd.add_flag("--json", json, "machine-readable output on stdout");
   cmd.add_flag("-v,--verbose", verbose, "show every resource, unchanged ones too");
   cmd.add_option("--trust", trust,

@@ -1,0 +1,447 @@
+#include "fleet/etcd.hh"
+
+#include <curl/curl.h>
+#include <fmt/format.h>
+#include <sodium.h>
+
+#include <algorithm>
+#include <charconv>
+#include <exception>
+#include <nlohmann/json.hpp>
+#include <utility>
+
+namespace mesh::fleet {
+
+using json = nlohmann::json;
+
+namespace {
+
+void initOnce() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) throw Error("cannot initialise libcurl");
+    if (sodium_init() < 0) throw Error("cannot initialise libsodium");
+  });
+}
+
+std::string b64(const std::string& bytes) {
+  constexpr int variant = sodium_base64_VARIANT_ORIGINAL;
+  std::string out(sodium_base64_ENCODED_LEN(bytes.size(), variant), '\0');
+  sodium_bin2base64(out.data(), out.size(), reinterpret_cast<const unsigned char*>(bytes.data()),
+                    bytes.size(), variant);
+  out.resize(out.size() - 1);  // the encoder's terminating NUL
+  return out;
+}
+
+std::string unb64(const std::string& text, const std::string& what) {
+  std::string out(text.size() / 4 * 3 + 3, '\0');
+  size_t len = 0;
+  if (sodium_base642bin(reinterpret_cast<unsigned char*>(out.data()), out.size(), text.data(),
+                        text.size(), nullptr, &len, nullptr, sodium_base64_VARIANT_ORIGINAL) != 0)
+    throw Error("etcd {} failed: response holds invalid base64 '{}'", what, text.substr(0, 64));
+  out.resize(len);
+  return out;
+}
+
+// A key as it may appear in a message: control and non-ASCII bytes as \xNN.
+std::string shown(const std::string& key) {
+  std::string out;
+  for (unsigned char c : key) {
+    if (c >= 0x20 && c < 0x7f)
+      out += static_cast<char>(c);
+    else
+      out += fmt::format("\\x{:02x}", c);
+  }
+  return out;
+}
+
+// The gateway sends int64 fields as strings and leaves zero fields out.
+std::int64_t i64(const json& obj, const char* field) {
+  if (!obj.is_object()) return 0;
+  auto it = obj.find(field);
+  if (it == obj.end() || it->is_null()) return 0;
+  if (it->is_number_integer()) return it->get<std::int64_t>();
+  if (it->is_string()) {
+    const auto& s = it->get_ref<const std::string&>();
+    std::int64_t n = 0;
+    auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), n);
+    if (ec == std::errc() && end == s.data() + s.size()) return n;
+  }
+  throw Error("etcd response field {} is not an integer: {}", field, it->dump());
+}
+
+bool flag(const json& obj, const char* field) {
+  if (!obj.is_object()) return false;
+  auto it = obj.find(field);
+  return it != obj.end() && it->is_boolean() && it->get<bool>();
+}
+
+std::string str(const json& obj, const char* field) {
+  if (!obj.is_object()) return {};
+  auto it = obj.find(field);
+  return it != obj.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+EtcdKeyValue parseKv(const json& kv, const std::string& what) {
+  EtcdKeyValue out;
+  out.key = unb64(str(kv, "key"), what);
+  out.value = unb64(str(kv, "value"), what);
+  out.modRevision = i64(kv, "mod_revision");
+  out.createRevision = i64(kv, "create_revision");
+  out.lease = i64(kv, "lease");
+  return out;
+}
+
+// The gateway's error body: {"error": "...", "code": N, "message": "..."} (unary) or
+// {"error": {"grpc_code": N, "http_code": N, "message": "...", ...}} (streams).
+std::string gatewayMessage(const json& body) {
+  if (!body.is_object()) return {};
+  if (auto m = str(body, "message"); !m.empty()) return m;
+  auto it = body.find("error");
+  if (it == body.end()) return {};
+  if (it->is_string()) return it->get<std::string>();
+  if (auto m = str(*it, "message"); !m.empty()) return m;
+  return it->dump();
+}
+
+std::string gatewayMessage(const std::string& raw) {
+  auto body = json::parse(raw, nullptr, false);
+  auto m = gatewayMessage(body);
+  if (!m.empty()) return m;
+  return raw.substr(0, 200);
+}
+
+std::int64_t gatewayCode(const json& body) {
+  if (!body.is_object()) return -1;
+  if (body.contains("code")) return i64(body, "code");
+  auto it = body.find("error");
+  if (it != body.end() && it->is_object()) return i64(*it, "grpc_code");
+  return -1;
+}
+
+constexpr std::int64_t kGrpcNotFound = 5;
+
+size_t appendBody(char* data, size_t size, size_t n, void* user) {
+  static_cast<std::string*>(user)->append(data, size * n);
+  return size * n;
+}
+
+curl_slist* jsonHeaders() {
+  static curl_slist* headers = curl_slist_append(nullptr, "Content-Type: application/json");
+  return headers;
+}
+
+// What one request sends and where the answer goes; `what` names it in errors.
+void setCommon(CURL* curl, const std::string& url, const std::string& body, char* errbuf) {
+  curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
+  curl_easy_setopt(curl, CURLOPT_POST, 1L);
+  curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body.c_str());
+  curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE, static_cast<long>(body.size()));
+  curl_easy_setopt(curl, CURLOPT_HTTPHEADER, jsonHeaders());
+  curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, errbuf);
+  // A loopback etcd is never reached through $http_proxy; others follow curl's usual rules.
+  for (const char* local : {"http://127.", "http://localhost", "http://[::1]"})
+    if (url.rfind(local, 0) == 0) curl_easy_setopt(curl, CURLOPT_PROXY, "");
+}
+
+std::string curlMessage(CURLcode rc, const char* errbuf) {
+  return errbuf[0] ? std::string(errbuf) : std::string(curl_easy_strerror(rc));
+}
+
+}  // namespace
+
+struct EtcdClient::Handle {
+  CURL* curl = nullptr;
+  Handle() : curl(curl_easy_init()) {
+    if (!curl) throw Error("cannot create a libcurl handle");
+  }
+  ~Handle() { curl_easy_cleanup(curl); }
+  Handle(const Handle&) = delete;
+  Handle& operator=(const Handle&) = delete;
+};
+
+EtcdClient::EtcdClient(std::string endpoint, std::chrono::milliseconds requestTimeout)
+    : endpoint_(std::move(endpoint)), requestTimeout_(requestTimeout) {
+  while (!endpoint_.empty() && endpoint_.back() == '/') endpoint_.pop_back();
+  if (endpoint_.rfind("http://", 0) != 0 && endpoint_.rfind("https://", 0) != 0)
+    throw InputError("etcd endpoint {}: expected http://HOST:PORT or https://HOST:PORT", endpoint_);
+  initOnce();
+}
+
+EtcdClient::~EtcdClient() = default;
+
+namespace {
+
+struct Unary {
+  Unary(CURL* c, const std::string& ep, std::chrono::milliseconds t)
+      : curl(c), endpoint(ep), timeout(t) {}
+
+  CURL* curl;
+  const std::string& endpoint;
+  std::chrono::milliseconds timeout;
+
+  // POSTs body to endpoint+path; returns the parsed 200 answer or throws.
+  json post(const std::string& path, const json& body, const std::string& what) {
+    const std::string text = body.dump();
+    const std::string url = endpoint + path;
+    std::string answer;
+    char errbuf[CURL_ERROR_SIZE] = {0};
+    curl_easy_reset(curl);
+    setCommon(curl, url, text, errbuf);
+    curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, static_cast<long>(timeout.count()));
+    curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS,
+                     static_cast<long>(std::min<std::int64_t>(timeout.count(), 3000)));
+    curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, appendBody);
+    curl_easy_setopt(curl, CURLOPT_WRITEDATA, &answer);
+    const CURLcode rc = curl_easy_perform(curl);
+    if (rc != CURLE_OK)
+      throw Error("etcd at {} unreachable: {} (during {})", endpoint, curlMessage(rc, errbuf),
+                  what);
+    long status = 0;
+    curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
+    auto parsed = json::parse(answer, nullptr, false);
+    if (status != 200) {
+      lastCode = gatewayCode(parsed);
+      throw Error("etcd {} failed: HTTP {} {}", what, status, gatewayMessage(answer));
+    }
+    if (parsed.is_discarded() || !parsed.is_object())
+      throw Error("etcd {} failed: unparsable response: {}", what, answer.substr(0, 200));
+    if (parsed.contains("error")) {  // streamed endpoints (keepalive) answer 200 with an error
+      lastCode = gatewayCode(parsed);
+      throw Error("etcd {} failed: {}", what, gatewayMessage(parsed));
+    }
+    return parsed;
+  }
+  std::int64_t lastCode = -1;
+};
+
+}  // namespace
+
+#define MESH_ETCD_UNARY                                  \
+  std::lock_guard<std::mutex> lock(mutex_);              \
+  if (!handle_) handle_ = std::make_unique<Handle>();    \
+  Unary call{handle_->curl, endpoint_, requestTimeout_}; \
+  (void)call
+
+std::int64_t EtcdClient::put(const std::string& key, const std::string& value,
+                             std::int64_t leaseId) {
+  MESH_ETCD_UNARY;
+  json body = {{"key", b64(key)}, {"value", b64(value)}};
+  if (leaseId != 0) body["lease"] = std::to_string(leaseId);
+  auto r = call.post("/v3/kv/put", body, "put " + shown(key));
+  return i64(r["header"], "revision");
+}
+
+std::optional<EtcdValue> EtcdClient::get(const std::string& key) {
+  MESH_ETCD_UNARY;
+  const std::string what = "get " + shown(key);
+  auto r = call.post("/v3/kv/range", {{"key", b64(key)}}, what);
+  auto kvs = r.find("kvs");
+  if (kvs == r.end() || !kvs->is_array() || kvs->empty()) return std::nullopt;
+  auto kv = parseKv(kvs->front(), what);
+  return EtcdValue{std::move(kv.value), kv.modRevision};
+}
+
+EtcdRange EtcdClient::getPrefix(const std::string& prefix) {
+  MESH_ETCD_UNARY;
+  const std::string what = "get prefix " + shown(prefix);
+  auto r = call.post("/v3/kv/range", {{"key", b64(prefix)}, {"range_end", b64(prefixEnd(prefix))}},
+                     what);
+  EtcdRange out;
+  out.revision = i64(r["header"], "revision");
+  if (auto kvs = r.find("kvs"); kvs != r.end() && kvs->is_array())
+    for (const auto& kv : *kvs) out.kvs.push_back(parseKv(kv, what));
+  return out;
+}
+
+bool EtcdClient::del(const std::string& key) {
+  MESH_ETCD_UNARY;
+  auto r = call.post("/v3/kv/deleterange", {{"key", b64(key)}}, "delete " + shown(key));
+  return i64(r, "deleted") > 0;
+}
+
+std::int64_t EtcdClient::grantLease(std::int64_t ttlSeconds) {
+  MESH_ETCD_UNARY;
+  const std::string what = fmt::format("lease grant (TTL {} s)", ttlSeconds);
+  auto r = call.post("/v3/lease/grant", {{"TTL", std::to_string(ttlSeconds)}}, what);
+  if (auto e = str(r, "error"); !e.empty()) throw Error("etcd {} failed: {}", what, e);
+  const auto id = i64(r, "ID");
+  if (id == 0) throw Error("etcd {} failed: no lease ID in the answer", what);
+  return id;
+}
+
+std::int64_t EtcdClient::keepAliveOnce(std::int64_t leaseId) {
+  MESH_ETCD_UNARY;
+  // A streamed endpoint: one request object in, one {"result": {...}} out, then EOF.
+  auto r = call.post("/v3/lease/keepalive", {{"ID", std::to_string(leaseId)}},
+                     fmt::format("lease keepalive {}", leaseId));
+  return i64(r["result"], "TTL");  // left out (0) once the lease has expired
+}
+
+bool EtcdClient::revoke(std::int64_t leaseId) {
+  MESH_ETCD_UNARY;
+  try {
+    call.post("/v3/lease/revoke", {{"ID", std::to_string(leaseId)}},
+              fmt::format("lease revoke {}", leaseId));
+    return true;
+  } catch (const Error&) {
+    if (call.lastCode == kGrpcNotFound) return false;
+    throw;
+  }
+}
+
+bool EtcdClient::txnPutIfAbsent(const std::string& key, const std::string& value,
+                                std::int64_t leaseId) {
+  MESH_ETCD_UNARY;
+  json put = {{"key", b64(key)}, {"value", b64(value)}};
+  if (leaseId != 0) put["lease"] = std::to_string(leaseId);
+  json body = {
+      {"compare", json::array({{{"key", b64(key)},
+                                {"target", "CREATE"},
+                                {"result", "EQUAL"},
+                                {"create_revision", "0"}}})},
+      {"success", json::array({{{"request_put", put}}})},
+      {"failure", json::array()},
+  };
+  auto r = call.post("/v3/kv/txn", body, "put-if-absent " + shown(key));
+  return flag(r, "succeeded");  // left out when false
+}
+
+void EtcdClient::compact(std::int64_t revision) {
+  MESH_ETCD_UNARY;
+  call.post("/v3/kv/compaction", {{"revision", std::to_string(revision)}, {"physical", true}},
+            fmt::format("compaction to revision {}", revision));
+}
+
+#undef MESH_ETCD_UNARY
+
+std::string EtcdClient::prefixEnd(const std::string& prefix) {
+  std::string end = prefix;
+  while (!end.empty()) {
+    auto& last = reinterpret_cast<unsigned char&>(end.back());
+    if (last < 0xff) {
+      ++last;
+      return end;
+    }
+    end.pop_back();
+  }
+  return std::string(1, '\0');  // every key: etcd reads range_end "\0" as "to the end"
+}
+
+namespace {
+
+// The watch stream's state: splits the body into JSON lines and hands events on.
+struct WatchStream {
+  WatchStream(CURL* c, const std::string& w, const EtcdClient::WatchCallback& cb, std::int64_t from)
+      : curl(c), what(w), callback(cb), fromRevision(from) {}
+
+  CURL* curl;
+  const std::string& what;
+  const EtcdClient::WatchCallback& callback;
+  std::int64_t fromRevision;
+  std::string buffer;        // bytes not yet ending in a newline
+  std::string errorBody;     // a non-200 answer, kept whole
+  bool stopped = false;      // the callback returned false
+  std::exception_ptr error;  // thrown inside the write callback, rethrown after
+
+  void line(const std::string& text) {
+    auto j = json::parse(text, nullptr, false);
+    if (j.is_discarded() || !j.is_object())
+      throw Error("etcd {} failed: unparsable stream line: {}", what, text.substr(0, 200));
+    if (j.contains("error")) {
+      auto message = gatewayMessage(j);
+      if (message.find("compacted") != std::string::npos)
+        throw EtcdCompacted(
+            fmt::format("etcd {} from revision {} failed: {}", what, fromRevision, message), 0);
+      throw Error("etcd {} failed: {}", what, message);
+    }
+    const json& r = j["result"];
+    if (auto compacted = i64(r, "compact_revision"); compacted > 0)
+      throw EtcdCompacted(fmt::format("etcd {} from revision {} failed: required revision has "
+                                      "been compacted (oldest available: {})",
+                                      what, fromRevision, compacted),
+                          compacted);
+    if (flag(r, "canceled")) {
+      auto reason = str(r, "cancel_reason");
+      throw Error("etcd {} canceled by the server: {}", what,
+                  reason.empty() ? "no reason" : reason);
+    }
+    std::vector<EtcdEvent> events;
+    if (auto evs = r.find("events"); evs != r.end() && evs->is_array()) {
+      for (const auto& e : *evs) {
+        EtcdEvent ev;
+        ev.type = str(e, "type") == "DELETE" ? EtcdEvent::Type::Delete : EtcdEvent::Type::Put;
+        ev.kv = parseKv(e.value("kv", json::object()), what);
+        events.push_back(std::move(ev));
+      }
+    }
+    if (!events.empty() && !callback(events)) stopped = true;
+  }
+
+  size_t write(const char* data, size_t n) {
+    long status = 0;
+    curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
+    if (status != 200) {
+      errorBody.append(data, n);
+      return n;
+    }
+    buffer.append(data, n);
+    size_t start = 0;
+    for (size_t nl; !stopped && (nl = buffer.find('\n', start)) != std::string::npos;
+         start = nl + 1) {
+      std::string text = buffer.substr(start, nl - start);
+      if (text.find_first_not_of(" \r\t") != std::string::npos) line(text);
+    }
+    buffer.erase(0, start);
+    return stopped ? 0 : n;  // 0 aborts the transfer
+  }
+
+  static size_t onWrite(char* data, size_t size, size_t n, void* user) {
+    auto* self = static_cast<WatchStream*>(user);
+    try {
+      return self->write(data, size * n);
+    } catch (...) {
+      self->error = std::current_exception();
+      return 0;
+    }
+  }
+};
+
+}  // namespace
+
+bool EtcdClient::watch(const std::string& keyOrPrefix, std::int64_t fromRevision,
+                       const WatchCallback& callback, std::chrono::milliseconds timeout,
+                       WatchScope scope) {
+  const std::string what =
+      (scope == WatchScope::Prefix ? "watch prefix " : "watch ") + shown(keyOrPrefix);
+  json create = {{"key", b64(keyOrPrefix)}};
+  if (scope == WatchScope::Prefix) create["range_end"] = b64(prefixEnd(keyOrPrefix));
+  if (fromRevision > 0) create["start_revision"] = std::to_string(fromRevision);
+  const std::string body = json{{"create_request", create}}.dump();
+  const std::string url = endpoint_ + "/v3/watch";
+
+  Handle handle;  // its own connection: a watch holds it for as long as it runs
+  char errbuf[CURL_ERROR_SIZE] = {0};
+  WatchStream stream{handle.curl, what, callback, fromRevision};
+  setCommon(handle.curl, url, body, errbuf);
+  curl_easy_setopt(handle.curl, CURLOPT_TIMEOUT_MS, static_cast<long>(timeout.count()));
+  curl_easy_setopt(handle.curl, CURLOPT_CONNECTTIMEOUT_MS,
+                   static_cast<long>(std::min<std::int64_t>(timeout.count(), 3000)));
+  curl_easy_setopt(handle.curl, CURLOPT_WRITEFUNCTION, WatchStream::onWrite);
+  curl_easy_setopt(handle.curl, CURLOPT_WRITEDATA, &stream);
+  const CURLcode rc = curl_easy_perform(handle.curl);
+
+  if (stream.error) std::rethrow_exception(stream.error);
+  if (stream.stopped) return true;
+  long status = 0;
+  curl_easy_getinfo(handle.curl, CURLINFO_RESPONSE_CODE, &status);
+  if (status != 0 && status != 200)
+    throw Error("etcd {} failed: HTTP {} {}", what, status, gatewayMessage(stream.errorBody));
+  if (rc == CURLE_OPERATION_TIMEDOUT && status == 200) return false;
+  if (rc != CURLE_OK)
+    throw Error("etcd at {} unreachable: {} (during {})", endpoint_, curlMessage(rc, errbuf), what);
+  throw Error("etcd at {} unreachable: the server ended the {} stream", endpoint_, what);
+}
+
+}  // namespace mesh::fleet

@@ -1,0 +1,110 @@
+// A small etcd v3 client over etcd 3.4's JSON gateway (grpc-gateway on the client port),
+// spoken with libcurl. It hides the gateway's quirks: keys and values travel as base64,
+// int64 fields arrive as JSON strings, zero-valued fields are left out, and watch answers
+// with a stream of newline-delimited JSON objects. Every failure is a mesh::Error naming
+// the endpoint or the operation ("etcd at URL unreachable: ...", "etcd put KEY failed:
+// HTTP 400 ..."); a watch from a compacted revision throws EtcdCompacted. See docs/etcd.md.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "util/error.hh"
+
+namespace mesh::fleet {
+
+struct EtcdValue {
+  std::string value;
+  std::int64_t modRevision = 0;
+};
+
+struct EtcdKeyValue {
+  std::string key;
+  std::string value;
+  std::int64_t modRevision = 0;
+  std::int64_t createRevision = 0;
+  std::int64_t lease = 0;
+};
+
+struct EtcdRange {
+  std::vector<EtcdKeyValue> kvs;  // sorted by key
+  std::int64_t revision = 0;      // the store's revision when read (response header)
+};
+
+struct EtcdEvent {
+  enum class Type { Put, Delete };
+  Type type = Type::Put;
+  EtcdKeyValue kv;  // for Delete: key and modRevision (the delete's revision), no value
+};
+
+// The watch's start revision has been compacted away: re-read, then watch from
+// compactRevision() (the oldest revision still available).
+class EtcdCompacted : public Error {
+ public:
+  EtcdCompacted(const std::string& what, std::int64_t compactRevision)
+      : Error(what), compactRevision_(compactRevision) {}
+  std::int64_t compactRevision() const { return compactRevision_; }
+
+ private:
+  std::int64_t compactRevision_;
+};
+
+class EtcdClient {
+ public:
+  // endpoint: "http://127.0.0.1:2379" (no trailing path). requestTimeout bounds each
+  // unary request; watch has its own timeout.
+  explicit EtcdClient(std::string endpoint,
+                      std::chrono::milliseconds requestTimeout = std::chrono::seconds(5));
+  ~EtcdClient();
+  EtcdClient(const EtcdClient&) = delete;
+  EtcdClient& operator=(const EtcdClient&) = delete;
+
+  const std::string& endpoint() const { return endpoint_; }
+
+  // Returns the revision of the put.
+  std::int64_t put(const std::string& key, const std::string& value, std::int64_t leaseId = 0);
+  std::optional<EtcdValue> get(const std::string& key);
+  EtcdRange getPrefix(const std::string& prefix);
+  // Returns whether the key existed.
+  bool del(const std::string& key);
+
+  std::int64_t grantLease(std::int64_t ttlSeconds);
+  // Renews the lease once; returns its remaining TTL in seconds, 0 when it has expired.
+  std::int64_t keepAliveOnce(std::int64_t leaseId);
+  // Revokes the lease and deletes its keys; returns false when it was already gone.
+  bool revoke(std::int64_t leaseId);
+
+  // Puts key only if it does not exist (compare create_revision == 0); returns whether it did.
+  bool txnPutIfAbsent(const std::string& key, const std::string& value, std::int64_t leaseId = 0);
+
+  // Compacts the history up to revision (watches from before it then throw EtcdCompacted).
+  void compact(std::int64_t revision);
+
+  enum class WatchScope { Key, Prefix };
+  // Called with each batch of events; returns false to end the watch.
+  using WatchCallback = std::function<bool(const std::vector<EtcdEvent>&)>;
+  // Watches a key (or every key under a prefix) from fromRevision (0 = from now), calling
+  // callback for each batch. Returns true when the callback ended it, false when timeout
+  // passed first. Throws EtcdCompacted when fromRevision has been compacted.
+  bool watch(const std::string& keyOrPrefix, std::int64_t fromRevision,
+             const WatchCallback& callback, std::chrono::milliseconds timeout,
+             WatchScope scope = WatchScope::Key);
+
+  // The key just past every key starting with prefix ("/a/" -> "/a0"), etcd's range_end.
+  static std::string prefixEnd(const std::string& prefix);
+
+ private:
+  struct Handle;
+  std::string endpoint_;
+  std::chrono::milliseconds requestTimeout_;
+  std::mutex mutex_;                // guards handle_: one reused connection for unary calls
+  std::unique_ptr<Handle> handle_;  // kept alive between calls for connection reuse
+};
+
+}  // namespace mesh::fleet

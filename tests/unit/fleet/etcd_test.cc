@@ -1,0 +1,290 @@
+// EtcdClient against a real etcd 3.4: one etcd per test binary, started by
+// tests/etcd/etcd.sh on random loopback ports (skipped only when /usr/bin/etcd is missing).
+#include "fleet/etcd.hh"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#ifndef MESH_ETCD_SCRIPT
+#error "MESH_ETCD_SCRIPT must name tests/etcd/etcd.sh"
+#endif
+
+namespace mesh::fleet {
+namespace {
+
+using namespace std::chrono_literals;
+
+std::string run(const std::string& command, int* status) {
+  std::string out;
+  FILE* p = popen(command.c_str(), "r");
+  if (!p) {
+    *status = -1;
+    return out;
+  }
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  *status = pclose(p);
+  return out;
+}
+
+// The binary's etcd: started before the first test, stopped after the last.
+class EtcdServer : public ::testing::Environment {
+ public:
+  static inline std::string url;
+  static inline std::string skipReason;
+  static inline std::string failure;
+
+  void SetUp() override {
+    if (access("/usr/bin/etcd", X_OK) != 0) {
+      skipReason =
+          "/usr/bin/etcd is missing (apt-get install etcd-server; see scripts/install-deps)";
+      return;
+    }
+    char tmpl[] = "/tmp/mesh-etcd-test.XXXXXX";
+    if (!mkdtemp(tmpl)) {
+      failure = "mkdtemp failed";
+      return;
+    }
+    dir_ = tmpl;  // etcd.sh stop (or its dead-man switch) removes it
+    int status = 0;
+    auto out = run("ETCD_OWNER_PID=" + std::to_string(getpid()) + " " MESH_ETCD_SCRIPT " start " +
+                       dir_ + " 2>&1",
+                   &status);
+    if (status != 0) {
+      failure = "etcd.sh start failed: " + out;
+      return;
+    }
+    while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
+    url = out.substr(out.rfind('\n') == std::string::npos ? 0 : out.rfind('\n') + 1);
+  }
+
+  void TearDown() override {
+    if (dir_.empty()) return;
+    int status = 0;
+    run(std::string(MESH_ETCD_SCRIPT " stop ") + dir_ + " 2>&1", &status);
+  }
+
+ private:
+  std::string dir_;
+};
+const auto* const registered = ::testing::AddGlobalTestEnvironment(new EtcdServer);
+
+class EtcdTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!EtcdServer::skipReason.empty()) GTEST_SKIP() << EtcdServer::skipReason;
+    ASSERT_TRUE(EtcdServer::failure.empty()) << EtcdServer::failure;
+    client = std::make_unique<EtcdClient>(EtcdServer::url);
+  }
+
+  // A key prefix of the test's own, so tests never see each other's keys.
+  static std::string key(const std::string& rest) {
+    return std::string("/t/") + ::testing::UnitTest::GetInstance()->current_test_info()->name() +
+           "/" + rest;
+  }
+
+  std::unique_ptr<EtcdClient> client;
+};
+
+TEST_F(EtcdTest, PutGetRoundTripIsBinarySafe) {
+  const std::string k = key(std::string("bin\x01\xff", 5));
+  const std::string v("nul\0byte \xff\xfe\x80 not utf-8\n", 24);
+  const auto rev = client->put(k, v);
+  EXPECT_GT(rev, 0);
+  auto got = client->get(k);
+  ASSERT_TRUE(got);
+  EXPECT_EQ(got->value, v);
+  EXPECT_EQ(got->modRevision, rev);
+
+  EXPECT_FALSE(client->get(key("missing")));
+  client->put(k, "");  // an empty value: the gateway leaves "value" out
+  got = client->get(k);
+  ASSERT_TRUE(got);
+  EXPECT_EQ(got->value, "");
+}
+
+TEST_F(EtcdTest, GetPrefixReturnsOnlyKeysUnderIt) {
+  client->put(key("p/b"), "2");
+  client->put(key("p/a"), "1");
+  const auto last = client->put(key("q"), "outside");
+  auto range = client->getPrefix(key("p/"));
+  ASSERT_EQ(range.kvs.size(), 2u);
+  EXPECT_EQ(range.kvs[0].key, key("p/a"));
+  EXPECT_EQ(range.kvs[0].value, "1");
+  EXPECT_EQ(range.kvs[1].key, key("p/b"));
+  EXPECT_GT(range.kvs[1].modRevision, 0);
+  EXPECT_GE(range.revision, last);
+  EXPECT_TRUE(client->getPrefix(key("none/")).kvs.empty());
+}
+
+TEST_F(EtcdTest, PrefixEnd) {
+  EXPECT_EQ(EtcdClient::prefixEnd("/a/"), "/a0");
+  EXPECT_EQ(EtcdClient::prefixEnd(std::string("a\xff", 2)), "b");
+  EXPECT_EQ(EtcdClient::prefixEnd(""), std::string(1, '\0'));
+}
+
+TEST_F(EtcdTest, Delete) {
+  client->put(key("k"), "v");
+  EXPECT_TRUE(client->del(key("k")));
+  EXPECT_FALSE(client->get(key("k")));
+  EXPECT_FALSE(client->del(key("k")));
+}
+
+TEST_F(EtcdTest, RevokedLeaseTakesItsKeys) {
+  const auto lease = client->grantLease(30);
+  EXPECT_NE(lease, 0);
+  client->put(key("alive"), "1", lease);
+  ASSERT_TRUE(client->get(key("alive")));
+  EXPECT_EQ(client->getPrefix(key("")).kvs.at(0).lease, lease);
+  EXPECT_TRUE(client->revoke(lease));
+  EXPECT_FALSE(client->get(key("alive")));
+  EXPECT_FALSE(client->revoke(lease));  // already gone
+}
+
+TEST_F(EtcdTest, ExpiredLeaseTakesItsKeys) {
+  const auto lease = client->grantLease(1);
+  const auto rev = client->put(key("alive"), "1", lease);
+  std::vector<EtcdEvent> seen;
+  const bool ended = client->watch(
+      key("alive"), rev + 1,
+      [&](const std::vector<EtcdEvent>& events) {
+        seen.insert(seen.end(), events.begin(), events.end());
+        return events.back().type != EtcdEvent::Type::Delete;
+      },
+      10s);
+  ASSERT_TRUE(ended) << "no delete event within 10 s of a 1 s lease";
+  EXPECT_EQ(seen.back().kv.key, key("alive"));
+  EXPECT_GT(seen.back().kv.modRevision, rev);
+  EXPECT_FALSE(client->get(key("alive")));
+  EXPECT_EQ(client->keepAliveOnce(lease), 0);  // expired
+}
+
+TEST_F(EtcdTest, KeepAliveOnceExtendsTheLease) {
+  const auto lease = client->grantLease(1);
+  client->put(key("alive"), "1", lease);
+  const auto until = std::chrono::steady_clock::now() + 2s;  // twice the TTL
+  while (std::chrono::steady_clock::now() < until) {
+    EXPECT_EQ(client->keepAliveOnce(lease), 1);
+    std::this_thread::sleep_for(250ms);
+  }
+  EXPECT_TRUE(client->get(key("alive")));
+  EXPECT_TRUE(client->revoke(lease));
+  EXPECT_EQ(client->keepAliveOnce(lease), 0);
+}
+
+TEST_F(EtcdTest, TxnPutIfAbsent) {
+  const auto lease = client->grantLease(30);
+  EXPECT_TRUE(client->txnPutIfAbsent(key("slot"), "first", lease));
+  EXPECT_FALSE(client->txnPutIfAbsent(key("slot"), "second", lease));
+  EXPECT_EQ(client->get(key("slot"))->value, "first");
+  client->revoke(lease);
+  EXPECT_TRUE(client->txnPutIfAbsent(key("slot"), "third"));  // freed with the lease
+}
+
+TEST_F(EtcdTest, WatchSeesPutsAndDeletesAfterItsRevision) {
+  const auto rev = client->put(key("w/before"), "old");
+  std::vector<EtcdEvent> seen;
+  std::atomic<bool> ended{false};
+  std::thread watcher([&] {
+    ended = client->watch(
+        key("w/"), rev + 1,
+        [&](const std::vector<EtcdEvent>& events) {
+          seen.insert(seen.end(), events.begin(), events.end());
+          return seen.size() < 3;
+        },
+        10s, EtcdClient::WatchScope::Prefix);
+  });
+  client->put(key("w/a"), "1");
+  client->put(key("outside"), "x");
+  client->put(key("w/b"), "2");
+  client->del(key("w/a"));
+  watcher.join();
+  ASSERT_TRUE(ended);
+  ASSERT_EQ(seen.size(), 3u);
+  EXPECT_EQ(seen[0].type, EtcdEvent::Type::Put);
+  EXPECT_EQ(seen[0].kv.key, key("w/a"));
+  EXPECT_EQ(seen[0].kv.value, "1");
+  EXPECT_EQ(seen[1].kv.key, key("w/b"));
+  EXPECT_EQ(seen[2].type, EtcdEvent::Type::Delete);
+  EXPECT_EQ(seen[2].kv.key, key("w/a"));
+  EXPECT_LT(seen[0].kv.modRevision, seen[2].kv.modRevision);
+}
+
+TEST_F(EtcdTest, WatchTimesOutQuietly) {
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_FALSE(client->watch(
+      key("quiet"), 0, [](const auto&) { return true; }, 300ms));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 2s);
+}
+
+TEST_F(EtcdTest, WatchFromACompactedRevisionThrowsEtcdCompacted) {
+  const auto first = client->put(key("c"), "1");
+  client->put(key("c"), "2");
+  const auto third = client->put(key("c"), "3");
+  client->put(key("c"), "4");
+  client->compact(third);
+  try {
+    client->watch(
+        key("c"), first, [](const auto&) { return false; }, 5s);
+    FAIL() << "no EtcdCompacted";
+  } catch (const EtcdCompacted& e) {
+    EXPECT_EQ(e.compactRevision(), third);
+    EXPECT_NE(std::string(e.what()).find("compacted"), std::string::npos) << e.what();
+  }
+  // From the compact revision on, the watch works again.
+  std::vector<EtcdEvent> seen;
+  EXPECT_TRUE(client->watch(
+      key("c"), third,
+      [&](const std::vector<EtcdEvent>& events) {
+        seen = events;
+        return false;
+      },
+      5s));
+  ASSERT_FALSE(seen.empty());
+  EXPECT_EQ(seen[0].kv.value, "3");
+}
+
+TEST_F(EtcdTest, GatewayErrorsNameTheOperation) {
+  try {
+    client->put(key("x"), "v", 12345);  // no such lease
+    FAIL() << "put with an unknown lease succeeded";
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("etcd put " + key("x") + " failed: HTTP "), std::string::npos) << msg;
+    EXPECT_NE(msg.find("lease not found"), std::string::npos) << msg;
+  }
+}
+
+TEST(EtcdUnreachable, ErrorsNameTheEndpoint) {
+  EtcdClient client("http://127.0.0.1:1", 2s);
+  for (int op = 0; op < 3; ++op) {
+    try {
+      if (op == 0) client.get("/k");
+      if (op == 1) client.grantLease(5);
+      if (op == 2)
+        client.watch(
+            "/k", 0, [](const auto&) { return true; }, 2s);
+      FAIL() << "operation " << op << " reached an etcd at port 1";
+    } catch (const EtcdCompacted&) {
+      FAIL() << "unreachable reported as compacted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("etcd at http://127.0.0.1:1 unreachable: "),
+                std::string::npos)
+          << e.what();
+    }
+  }
+  EXPECT_THROW(EtcdClient("127.0.0.1:2379"), InputError);
+}
+
+}  // namespace
+}  // namespace mesh::fleet
