@@ -114,17 +114,28 @@ std::optional<OperatorPublicKey> verifyDeclaration(const std::string& path, std:
         "declaration {} is not signed (no {}) but this node trusts operator keys; sign it with "
         "mesh-host sign --key KEY {}",
         path, sigPath, path);
-  const auto sig = parseSignature(*sigText, sigPath);
+  return verifySignedText(path, text, *sigText, sigPath, trusted);
+}
+
+OperatorPublicKey verifySignedText(const std::string& where, std::string_view text,
+                                   std::string_view sigText, const std::string& sigWhere,
+                                   const std::vector<OperatorPublicKey>& trusted) {
+  if (trimSpace(sigText).empty())
+    throw InputError(
+        "declaration {} is not signed but this node trusts operator keys; sign it with "
+        "mesh-host sign (or push it with mesh-host fleet push --key KEY)",
+        where);
+  const auto sig = parseSignature(sigText, sigWhere);
   if (std::find(trusted.begin(), trusted.end(), sig.signer) == trusted.end())
     throw InputError(
         "declaration {} is signed by {} which this node does not trust; sign it with a trusted "
         "key, or trust that key (--trust, or a .pub file in <state-dir>/trusted/)",
-        path, sig.signer.text());
+        where, sig.signer.text());
   if (!signatureMatches(sig, text))
     throw InputError(
-        "signature of declaration {} does not match its content (tampered?); check the file and "
-        "sign it again with mesh-host sign",
-        path);
+        "signature of declaration {} does not match its content (tampered?); check it and "
+        "sign it again",
+        where);
   return sig.signer;
 }
 

@@ -36,6 +36,12 @@ std::vector<OperatorPublicKey> loadTrustedKeys(const std::vector<std::string>& t
 std::optional<OperatorPublicKey> verifyDeclaration(const std::string& path, std::string_view text,
                                                    const std::vector<OperatorPublicKey>& trusted);
 
+// The same check for a declaration that did not come from a file (etcd): `sigText`
+// is the signature file's text ("" when unsigned), `sigWhere` names it in errors.
+OperatorPublicKey verifySignedText(const std::string& where, std::string_view text,
+                                   std::string_view sigText, const std::string& sigWhere,
+                                   const std::vector<OperatorPublicKey>& trusted);
+
 // Helpers shared with operator_key.cc.
 std::string base64Encode(const unsigned char* data, size_t size);
 // Decodes exactly `size` bytes of standard base64; false otherwise.

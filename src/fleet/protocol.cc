@@ -1,0 +1,184 @@
+#include "fleet/protocol.hh"
+
+#include <nlohmann/json.hpp>
+
+#include "util/error.hh"
+
+namespace mesh::fleet {
+
+using json = nlohmann::json;
+
+void checkFleetName(const std::string& name, const std::string& what) {
+  const bool ok = !name.empty() && name.size() <= 128 && name != "." && name != ".." &&
+                  name.find_first_not_of(
+                      "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._@-") ==
+                      std::string::npos;
+  if (!ok)
+    throw InputError("{} \"{}\": a name is 1 to 128 of A-Z a-z 0-9 . _ @ - (not . or ..)", what,
+                     name);
+}
+
+std::string FleetKeys::nodesPrefix() const {
+  return "/mesh/" + cluster + "/nodes/";
+}
+std::string FleetKeys::declaration(const std::string& node) const {
+  return nodesPrefix() + node + "/declaration";
+}
+std::string FleetKeys::status(const std::string& node) const {
+  return nodesPrefix() + node + "/status";
+}
+std::string FleetKeys::seen(const std::string& node) const {
+  return nodesPrefix() + node + "/seen";
+}
+std::string FleetKeys::restartSlots(const std::string& service) const {
+  return "/mesh/" + cluster + "/restarts/" + service + "/";
+}
+
+std::optional<std::pair<std::string, std::string>> FleetKeys::splitNodeKey(
+    std::string_view key) const {
+  const std::string prefix = nodesPrefix();
+  if (!key.starts_with(prefix)) return std::nullopt;
+  key.remove_prefix(prefix.size());
+  const auto slash = key.find('/');
+  if (slash == std::string_view::npos || slash == 0 || slash + 1 == key.size()) return std::nullopt;
+  const auto rest = key.substr(slash + 1);
+  if (rest.find('/') != std::string_view::npos) return std::nullopt;
+  return std::pair{std::string(key.substr(0, slash)), std::string(rest)};
+}
+
+namespace {
+
+json parseObject(std::string_view text, const std::string& where, const char* what) {
+  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) throw InputError("{}: not {} (expected a JSON object)", where, what);
+  return j;
+}
+
+template <typename T>
+T field(const json& j, const char* name, T fallback, const std::string& where) {
+  auto it = j.find(name);
+  if (it == j.end() || it->is_null()) return fallback;
+  try {
+    return it->get<T>();
+  } catch (const json::exception&) {
+    throw InputError("{}: field \"{}\" has the wrong type", where, name);
+  }
+}
+
+std::optional<int64_t> optionalInt(const json& j, const char* name, const std::string& where) {
+  auto it = j.find(name);
+  if (it == j.end() || it->is_null()) return std::nullopt;
+  if (!it->is_number_integer()) throw InputError("{}: field \"{}\" is not an integer", where, name);
+  return it->get<int64_t>();
+}
+
+json optionalJson(const std::optional<int64_t>& v) {
+  return v ? json(*v) : json(nullptr);
+}
+
+}  // namespace
+
+std::string encodePushed(const PushedDeclaration& p) {
+  return json{{"declaration", p.text},
+              {"signature", p.signature},
+              {"serial", optionalJson(p.serial)},
+              {"max_parallel_restarts", p.maxParallelRestarts},
+              {"pushed_at_ms", p.pushedAtMs},
+              {"pushed_by", p.pushedBy}}
+      .dump();
+}
+
+PushedDeclaration decodePushed(std::string_view text, const std::string& where) {
+  const json j = parseObject(text, where, "a pushed declaration");
+  PushedDeclaration p;
+  if (!j.contains("declaration") || !j["declaration"].is_string())
+    throw InputError("{}: not a pushed declaration (no \"declaration\" text)", where);
+  p.text = j["declaration"].get<std::string>();
+  p.signature = field<std::string>(j, "signature", "", where);
+  p.serial = optionalInt(j, "serial", where);
+  p.maxParallelRestarts = field<int64_t>(j, "max_parallel_restarts", 0, where);
+  if (p.maxParallelRestarts < 0)
+    throw InputError("{}: max_parallel_restarts {} is negative", where, p.maxParallelRestarts);
+  p.pushedAtMs = field<int64_t>(j, "pushed_at_ms", 0, where);
+  p.pushedBy = field<std::string>(j, "pushed_by", "", where);
+  return p;
+}
+
+std::string encodeStatus(const NodeStatus& s) {
+  json failing = json::array();
+  for (const auto& [id, reason] : s.failing) failing.push_back({{"id", id}, {"reason", reason}});
+  json refused = nullptr;
+  if (s.refused)
+    refused = {{"revision", s.refused->revision},
+               {"serial", optionalJson(s.refused->serial)},
+               {"reason", s.refused->reason},
+               {"at_ms", s.refused->atMs}};
+  return json{{"node", s.node},
+              {"cluster", s.cluster},
+              {"version", s.version},
+              {"pid", s.pid},
+              {"published_at_ms", s.publishedAtMs},
+              {"interval_ms", s.intervalMs},
+              {"generation", s.generation},
+              {"serial", optionalJson(s.serial)},
+              {"declaration_digest", s.declarationDigest},
+              {"revision", s.revision},
+              {"cycle", s.cycle},
+              {"last_cycle_at_ms", s.lastCycleAtMs},
+              {"cycle_ms", s.cycleMs},
+              {"trigger", s.trigger},
+              {"summary",
+               {{"created", s.created},
+                {"updated", s.updated},
+                {"unchanged", s.unchanged},
+                {"removed", s.removed},
+                {"failed", s.failed}}},
+              {"failing", failing},
+              {"churning", s.churning},
+              {"cycle_error", s.cycleError},
+              {"refused", refused}}
+      .dump();
+}
+
+NodeStatus decodeStatus(std::string_view text, const std::string& where) {
+  const json j = parseObject(text, where, "a node status");
+  NodeStatus s;
+  s.node = field<std::string>(j, "node", "", where);
+  if (s.node.empty()) throw InputError("{}: not a node status (no \"node\")", where);
+  s.cluster = field<std::string>(j, "cluster", "", where);
+  s.version = field<std::string>(j, "version", "", where);
+  s.pid = field<int64_t>(j, "pid", 0, where);
+  s.publishedAtMs = field<int64_t>(j, "published_at_ms", 0, where);
+  s.intervalMs = field<int64_t>(j, "interval_ms", 0, where);
+  s.generation = field<int64_t>(j, "generation", 0, where);
+  s.serial = optionalInt(j, "serial", where);
+  s.declarationDigest = field<std::string>(j, "declaration_digest", "", where);
+  s.revision = field<int64_t>(j, "revision", 0, where);
+  s.cycle = field<int64_t>(j, "cycle", 0, where);
+  s.lastCycleAtMs = field<int64_t>(j, "last_cycle_at_ms", 0, where);
+  s.cycleMs = field<int64_t>(j, "cycle_ms", 0, where);
+  s.trigger = field<std::string>(j, "trigger", "", where);
+  const json summary = field<json>(j, "summary", json::object(), where);
+  s.created = field<int64_t>(summary, "created", 0, where);
+  s.updated = field<int64_t>(summary, "updated", 0, where);
+  s.unchanged = field<int64_t>(summary, "unchanged", 0, where);
+  s.removed = field<int64_t>(summary, "removed", 0, where);
+  s.failed = field<int64_t>(summary, "failed", 0, where);
+  for (const auto& f : field<json>(j, "failing", json::array(), where))
+    s.failing.emplace_back(field<std::string>(f, "id", "", where),
+                           field<std::string>(f, "reason", "", where));
+  s.churning = field<std::vector<std::string>>(j, "churning", {}, where);
+  s.cycleError = field<std::string>(j, "cycle_error", "", where);
+  const json refused = field<json>(j, "refused", json(nullptr), where);
+  if (refused.is_object()) {
+    NodeStatus::Refusal r;
+    r.revision = field<int64_t>(refused, "revision", 0, where);
+    r.serial = optionalInt(refused, "serial", where);
+    r.reason = field<std::string>(refused, "reason", "", where);
+    r.atMs = field<int64_t>(refused, "at_ms", 0, where);
+    s.refused = r;
+  }
+  return s;
+}
+
+}  // namespace mesh::fleet

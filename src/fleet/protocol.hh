@@ -1,0 +1,100 @@
+// What nodes and operators exchange through etcd: the key layout, the pushed
+// declaration (the signed TOML, its detached signature and push metadata) and
+// the status a node publishes on its lease. Both are JSON values; docs/etcd.md
+// and docs/fleet.md describe every field.
+//
+//   /mesh/<cluster>/nodes/<node>/declaration   PushedDeclaration (put by `fleet push`)
+//   /mesh/<cluster>/nodes/<node>/status        NodeStatus on the node's lease (gone when
+//                                              the node is)
+//   /mesh/<cluster>/nodes/<node>/seen          NodeStatus, no lease: the last one seen,
+//                                              so that `fleet status` can say since when
+//                                              a node is down
+//   /mesh/<cluster>/restarts/<service>/<slot>  a rolling-restart slot held by a node
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace mesh::fleet {
+
+inline constexpr std::string_view kDefaultCluster = "default";
+
+// Throws InputError unless `name` is a usable node, cluster or service name:
+// 1–128 of [A-Za-z0-9._@-], not "." or "..". `what` names the option ("--node").
+void checkFleetName(const std::string& name, const std::string& what);
+
+struct FleetKeys {
+  std::string cluster;
+
+  std::string nodesPrefix() const;  // "/mesh/<cluster>/nodes/"
+  std::string declaration(const std::string& node) const;
+  std::string status(const std::string& node) const;
+  std::string seen(const std::string& node) const;
+  std::string restartSlots(const std::string& service) const;  // ".../restarts/<service>/"
+
+  // For a key under nodesPrefix(): the node and the last component ("status" …);
+  // nullopt for anything else.
+  std::optional<std::pair<std::string, std::string>> splitNodeKey(std::string_view key) const;
+};
+
+struct PushedDeclaration {
+  std::string text;       // the declaration's exact bytes, as signed
+  std::string signature;  // the detached signature's text ("mesh-sig:…", see signing.hh)
+  // Copied from the declaration at push time for `fleet status`; the node trusts
+  // only the serial inside the signed text.
+  std::optional<int64_t> serial;
+  int64_t maxParallelRestarts = 0;  // 0: no limit
+  int64_t pushedAtMs = 0;           // unix ms
+  std::string pushedBy;             // the signer's "mesh-op:…" key
+};
+
+std::string encodePushed(const PushedDeclaration& p);
+// Throws InputError naming `where` when `json` is not a pushed declaration.
+PushedDeclaration decodePushed(std::string_view json, const std::string& where);
+
+struct NodeStatus {
+  std::string node;
+  std::string cluster;
+  std::string version;  // mesh-host's
+  int64_t pid = 0;
+  int64_t publishedAtMs = 0;  // unix ms when this status was put (last seen)
+  int64_t intervalMs = 0;     // the agent's interval
+
+  // What is applied: the last cycle's declaration. 0 / nullopt before any cycle.
+  int64_t generation = 0;
+  std::optional<int64_t> serial;
+  std::string declarationDigest;  // sha256:<hex> of the applied text, "" none
+  int64_t revision = 0;           // etcd mod revision of the applied declaration, 0 none
+
+  int64_t cycle = 0;
+  int64_t lastCycleAtMs = 0;  // unix ms the last cycle finished
+  int64_t cycleMs = 0;
+  std::string trigger;  // why the last cycle ran ("etcd revision 12", "interval" …)
+  int64_t created = 0, updated = 0, unchanged = 0, removed = 0, failed = 0;
+  std::vector<std::pair<std::string, std::string>> failing;  // (id, reason)
+  std::vector<std::string> churning;                         // ids
+  std::string cycleError;  // the last cycle could not run at all, "" none
+
+  // The newest pushed declaration this node refused (bad signature, older serial,
+  // invalid TOML …); cleared when a later revision is accepted.
+  struct Refusal {
+    int64_t revision = 0;
+    std::optional<int64_t> serial;  // as the envelope claimed
+    std::string reason;
+    int64_t atMs = 0;
+    bool operator==(const Refusal&) const = default;
+  };
+  std::optional<Refusal> refused;
+
+  bool operator==(const NodeStatus&) const = default;
+};
+
+std::string encodeStatus(const NodeStatus& s);
+// Throws InputError naming `where` when `json` is not a node status.
+NodeStatus decodeStatus(std::string_view json, const std::string& where);
+
+}  // namespace mesh::fleet
