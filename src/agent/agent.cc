@@ -16,6 +16,7 @@
 #include "agent/events.hh"
 #include "agent/notify.hh"
 #include "agent/schedule.hh"
+#include "apply/churn.hh"
 #include "util/fd.hh"
 
 namespace mesh::agent {
@@ -50,35 +51,56 @@ class Agent {
         random_(std::random_device{}()) {}
 
   int run() {
-    Events events(o_.declarationPath, notifier_.watchdogPeriod());
+    Events events(o_.fleet ? "" : o_.declarationPath, notifier_.watchdogPeriod());
+    // Declared after events (its thread wakes them) and before joinCycle (a cycle
+    // may be holding one of its restart slots): destroyed in the right order.
+    std::unique_ptr<FleetLink> fleet;
+    if (o_.fleet)
+      fleet = std::make_unique<FleetLink>(*o_.fleet, o_.settings.stateDir, log_,
+                                          [&events] { events.signalFleet(); });
+    fleet_ = fleet.get();
     // On an error out of the loop, the cycle in hand still ends cleanly first.
     Finally joinCycle([this] {
       stop_.store(true);
       if (worker_.joinable()) worker_.join();
     });
+    const std::string source =
+        fleet_ ? o_.fleet->endpoint + " " + fleet_->declarationKey() : o_.declarationPath;
     log_.info(
-        fmt::format("agent started: {} every {} (+ up to {}), state in {}", o_.declarationPath,
+        fmt::format("agent started: {} every {} (+ up to {}), state in {}", source,
                     formatDuration(o_.interval), formatDuration(o_.splay), o_.settings.stateDir),
-        {{"declaration", o_.declarationPath},
+        {{"declaration", source},
          {"interval_ms", o_.interval.count()},
          {"splay_ms", o_.splay.count()},
          {"state_dir", o_.settings.stateDir},
          {"pid", ::getpid()}});
-    if (reload("start")) request("start");
-    if (!declaration_.current())
-      notifier_.ready("waiting for a valid declaration at " + o_.declarationPath);
+    if (fleet_) {
+      accepted_ = fleet_->loadCached();
+      if (accepted_) {
+        log_.info(
+            fmt::format("starting with the cached pushed declaration (revision {}, serial "
+                        "{}) until etcd says otherwise",
+                        accepted_->revision, accepted_->declaration.serial.value_or(0)));
+        request("start");
+      }
+      fleet_->start(accepted_ ? accepted_->revision : 0);
+    } else if (reload("start")) {
+      request("start");
+    }
+    if (!current()) notifier_.ready("waiting for a valid declaration at " + source);
 
     while (!(stopping_ && !running_)) {
-      if (!running_ && !stopping_ && trigger_ && declaration_.current()) startCycle(events);
+      if (!running_ && !stopping_ && trigger_ && current()) startCycle(events);
       auto now = Clock::now();
       const Woken w = events.wait(waitMillis(now, {nextPeriodic_, debounce_.deadline()}));
       now = Clock::now();
       if (w.terminate) stop(w.terminate);
       if (w.cycleDone) finishCycle(now);
       if (w.hangup) {
-        reload("SIGHUP");
+        if (!fleet_) reload("SIGHUP");
         request("SIGHUP");
       }
+      if (w.fleet) takePushed();
       if (w.watchdog) feedWatchdog(now);
       if (w.declarationTouched) debounce_.poke(now);
       if (debounce_.take(now) && reload("declaration changed")) request("declaration changed");
@@ -88,12 +110,26 @@ class Agent {
       }
     }
     if (worker_.joinable()) worker_.join();
+    if (fleet_) fleet_->stop();
     notifier_.stopping("stopped");
     log_.info("agent stopped");
     return 0;
   }
 
  private:
+  const decl::Declaration* current() const {
+    if (fleet_) return accepted_ ? &accepted_->declaration : nullptr;
+    return declaration_.current();
+  }
+
+  // A declaration the fleet link accepted: in force from now, cycled at once.
+  void takePushed() {
+    auto a = fleet_->takeAccepted();
+    if (!a) return;
+    accepted_ = std::move(*a);
+    request(fmt::format("etcd revision {}", accepted_->revision));
+  }
+
   // Loads the declaration again; false (and the error logged) when it is not
   // valid, which leaves the last good one in force.
   bool reload(const std::string& why) {
@@ -130,16 +166,60 @@ class Agent {
     cycleStarted_ = Clock::now();
     hungReported_ = false;
     log_.info("cycle starting: " + runningTrigger_, {{"trigger", runningTrigger_}});
+    CycleHooks hooks{nullptr, o_.afterCycle, nullptr};
+    if (fleet_) fleetHooks(hooks);
     // The thread gets its own copy: a reload while it runs must not change it.
-    worker_ = std::thread([this, &events, decl = *declaration_.current()] {
+    worker_ = std::thread([this, &events, decl = *current(), hooks = std::move(hooks)] {
       result_ = runAgentCycle(
           o_.settings, decl, stop_,
           [this](const std::string& msg) {
             log_.log(Level::Notice, msg, {{"state_dir", o_.settings.stateDir}});
           },
-          o_.afterCycle);
+          hooks);
       events.signalCycleDone();
     });
+  }
+
+  // Fleet mode: the cycle caches the pushed declaration it runs (so that the node
+  // converges to it when etcd is away at its next start), takes restart slots, and
+  // leaves the node's status for finishCycle to publish.
+  void fleetHooks(CycleHooks& hooks) {
+    const AcceptedDeclaration& a = *accepted_;
+    hooks.before = [key = fleet_->declarationKey(), revision = a.revision,
+                    envelope = a.envelope](state::Store& store) {
+      auto cached = store.fleetDeclaration(key);
+      if (!cached || cached->revision != revision)
+        store.putFleetDeclaration({key, revision, envelope, apply::nowMs()});
+    };
+    hooks.after = [this, after = o_.afterCycle, revision = a.revision,
+                   serial = a.declaration.serial, digest = a.declaration.digest.str(),
+                   trigger = runningTrigger_](const apply::CycleReport& report,
+                                              state::Store& store) {
+      fleet::NodeStatus st;
+      const auto last = store.lastCycle();
+      st.generation = last ? last->generation : 0;
+      st.serial = serial;
+      st.declarationDigest = digest;
+      st.revision = revision;
+      st.cycle = report.cycle;
+      st.lastCycleAtMs = apply::nowMs();
+      st.cycleMs = report.ms;
+      st.trigger = trigger;
+      st.created = report.created;
+      st.updated = report.updated;
+      st.unchanged = report.unchanged;
+      st.removed = report.removed;
+      st.failed = report.failed;
+      for (const auto& r : report.results)
+        if (r.outcome.verdict() == apply::Verdict::Failed)
+          st.failing.emplace_back(r.id, r.outcome.reason());
+      for (const auto& [id, churn] : apply::computeChurn(store.history("", 0), report.cycle))
+        if (churn.churning) st.churning.push_back(id);
+      cycleStatus_ = std::move(st);
+      if (after) after(report, store);
+    };
+    const auto slotTimeout = std::max<std::chrono::milliseconds>(o_.interval * 3, 30s);
+    hooks.holdRestartSlot = fleet_->restartGate(a.maxParallelRestarts, slotTimeout, &stop_);
   }
 
   void finishCycle(Clock::time_point now) {
@@ -147,6 +227,16 @@ class Agent {
     running_ = false;
     CycleRun run = std::move(result_);
     result_ = {};
+    if (fleet_) {
+      if (cycleStatus_) {
+        lastStatus_ = std::move(*cycleStatus_);
+        cycleStatus_.reset();
+        fleet_->publish(lastStatus_);
+      } else if (!run.error.empty()) {
+        lastStatus_.cycleError = run.error;
+        fleet_->publish(lastStatus_);
+      }
+    }
     nextPeriodic_ = nextPeriodicCycle(now, o_.interval, o_.splay, random_());
     std::string status;
     if (run.report) {
@@ -243,6 +333,11 @@ class Agent {
   bool hungReported_ = false;
   std::thread worker_;
   CycleRun result_;  // written by the worker before it signals; read after join
+
+  FleetLink* fleet_ = nullptr;                    // fleet mode only
+  std::optional<AcceptedDeclaration> accepted_;   // fleet mode: the declaration in force
+  std::optional<fleet::NodeStatus> cycleStatus_;  // written by the worker, like result_
+  fleet::NodeStatus lastStatus_;                  // the last one published
 };
 
 }  // namespace

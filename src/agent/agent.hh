@@ -7,9 +7,11 @@
 
 #include <chrono>
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "agent/cycle.hh"
+#include "agent/fleet_link.hh"
 #include "agent/last_good.hh"
 #include "agent/log.hh"
 #include "apply/context.hh"
@@ -18,7 +20,7 @@
 namespace mesh::agent {
 
 struct AgentOptions {
-  std::string declarationPath;  // absolute
+  std::string declarationPath;  // absolute; unused in fleet mode
   apply::Settings settings;     // plan = false
   std::chrono::milliseconds interval{std::chrono::minutes(5)};
   std::chrono::milliseconds splay{std::chrono::seconds(30)};
@@ -31,6 +33,8 @@ struct AgentOptions {
   // Called after every cycle that ran, under the state lock with its store
   // (metrics); may be empty. An error it throws is logged as a warning.
   AfterCycle afterCycle;
+  // Fleet mode: the declaration comes from etcd, not from declarationPath.
+  std::optional<FleetOptions> fleet;
 };
 
 // Runs until SIGTERM or SIGINT; returns the exit code (0). Throws mesh::Error

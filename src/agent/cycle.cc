@@ -31,19 +31,21 @@ std::optional<state::StateLock> lockState(const std::string& stateDir,
 CycleRun runAgentCycle(const apply::Settings& settings, const decl::Declaration& declaration,
                        const std::atomic<bool>& stop,
                        const std::function<void(const std::string&)>& waiting,
-                       const AfterCycle& afterCycle) {
+                       const CycleHooks& hooks) {
   CycleRun run;
   try {
     makeDirs(settings.stateDir, 0750);
     auto lock = lockState(settings.stateDir, stop, waiting);
     if (!lock) return run;
     auto store = state::Store::open(settings.stateDir);
+    if (hooks.before) hooks.before(store);
     apply::Context ctx(settings);
     ctx.setStopFlag(&stop);
+    ctx.holdRestartSlot = hooks.holdRestartSlot;
     run.report = apply::runCycle(ctx, declaration, declaration.text, &store);
-    if (afterCycle) {
+    if (hooks.after) {
       try {
-        afterCycle(*run.report, store);
+        hooks.after(*run.report, store);
       } catch (const std::exception& e) {
         run.afterCycleError = e.what();
       }

@@ -24,12 +24,22 @@ struct CycleRun {
 // Called after the cycle, still under the state lock, with its store (metrics).
 using AfterCycle = std::function<void(const apply::CycleReport&, state::Store&)>;
 
+struct CycleHooks {
+  // Before the cycle, under the state lock (fleet mode caches the declaration).
+  std::function<void(state::Store&)> before;
+  AfterCycle after;
+  // Context::holdRestartSlot for this cycle (fleet mode's rolling restarts).
+  std::function<std::function<void()>(const std::string&)> holdRestartSlot;
+};
+
 // Never throws: an error that stops the whole cycle (the store cannot be
 // opened …) comes back in `error`, and the agent tries again next time.
-// `waiting` is called once when another mesh-host holds the state lock.
+// `waiting` is called once when another mesh-host holds the state lock. An error
+// thrown by hooks.before ends the cycle like a store error; one thrown by
+// hooks.after comes back in afterCycleError.
 CycleRun runAgentCycle(const apply::Settings& settings, const decl::Declaration& declaration,
                        const std::atomic<bool>& stop,
                        const std::function<void(const std::string&)>& waiting,
-                       const AfterCycle& afterCycle);
+                       const CycleHooks& hooks);
 
 }  // namespace mesh::agent

@@ -51,16 +51,21 @@ Events::Events(const std::string& declarationPath, std::chrono::microseconds wat
   if (!signals_) throwSys("cannot create a signalfd");
   addToEpoll(epoll_.get(), signals_.get());
 
-  inotify_ = Fd(::inotify_init1(IN_CLOEXEC | IN_NONBLOCK));
-  if (!inotify_) throwSys("cannot create an inotify instance");
-  const std::string dir = parentOf(declarationPath);
-  if (::inotify_add_watch(inotify_.get(), dir.c_str(), kWatchMask) < 0)
-    throwSys(fmt::format("cannot watch {} (the declaration's directory)", dir));
-  addToEpoll(epoll_.get(), inotify_.get());
+  if (!declarationPath.empty()) {
+    inotify_ = Fd(::inotify_init1(IN_CLOEXEC | IN_NONBLOCK));
+    if (!inotify_) throwSys("cannot create an inotify instance");
+    const std::string dir = parentOf(declarationPath);
+    if (::inotify_add_watch(inotify_.get(), dir.c_str(), kWatchMask) < 0)
+      throwSys(fmt::format("cannot watch {} (the declaration's directory)", dir));
+    addToEpoll(epoll_.get(), inotify_.get());
+  }
 
   cycleDone_ = Fd(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   if (!cycleDone_) throwSys("cannot create an eventfd");
   addToEpoll(epoll_.get(), cycleDone_.get());
+  fleet_ = Fd(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  if (!fleet_) throwSys("cannot create an eventfd");
+  addToEpoll(epoll_.get(), fleet_.get());
 
   if (watchdogPeriod.count() > 0) {
     watchdog_ = Fd(::timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK));
@@ -89,10 +94,11 @@ Woken Events::wait(int timeoutMs) {
   for (int i = 0; i < n; ++i) {
     const int fd = ready[i].data.fd;
     if (fd == signals_.get()) readSignals(w);
-    if (fd == inotify_.get()) readInotify(w);
-    if (fd == cycleDone_.get()) {
+    if (inotify_ && fd == inotify_.get()) readInotify(w);
+    if (fd == cycleDone_.get() || fd == fleet_.get()) {
       uint64_t count = 0;
-      if (::read(fd, &count, sizeof count) == sizeof count) w.cycleDone = true;
+      if (::read(fd, &count, sizeof count) == sizeof count)
+        (fd == fleet_.get() ? w.fleet : w.cycleDone) = true;
     }
     if (watchdog_ && fd == watchdog_.get()) {
       uint64_t expirations = 0;
@@ -126,11 +132,20 @@ void Events::readInotify(Woken& w) {
   }
 }
 
-void Events::signalCycleDone() {
+namespace {
+void poke(const Fd& fd) {
   const uint64_t one = 1;
-  // A full counter (impossible: one cycle at a time) would still wake the loop.
-  if (::write(cycleDone_.get(), &one, sizeof one) < 0) {
+  // A full counter (impossible: the loop reads it) would still wake the loop.
+  if (::write(fd.get(), &one, sizeof one) < 0) {
   }
+}
+}  // namespace
+
+void Events::signalCycleDone() {
+  poke(cycleDone_);
+}
+void Events::signalFleet() {
+  poke(fleet_);
 }
 
 }  // namespace mesh::agent

@@ -17,6 +17,7 @@ struct Woken {
   bool declarationTouched = false;  // an event on the declaration's file name
   bool watchdog = false;            // the watchdog period has passed
   bool cycleDone = false;           // the cycle thread has finished
+  bool fleet = false;               // the fleet link has news (a pushed declaration)
 };
 
 class Events {
@@ -24,7 +25,7 @@ class Events {
   // Blocks SIGHUP, SIGTERM and SIGINT in the calling thread (and so in every
   // thread it starts later) and receives them through a signalfd. Watches the
   // directory of `declarationPath`, so that an editor's rename over the file is
-  // seen. A zero `watchdogPeriod` arms no timer.
+  // seen (none when it is empty: fleet mode). A zero `watchdogPeriod` arms no timer.
   Events(const std::string& declarationPath, std::chrono::microseconds watchdogPeriod);
   ~Events();
   Events(const Events&) = delete;
@@ -35,13 +36,15 @@ class Events {
 
   // From the cycle's thread: wakes wait() with cycleDone.
   void signalCycleDone();
+  // From the fleet link's thread: wakes wait() with fleet.
+  void signalFleet();
 
  private:
   void readSignals(Woken& w);
   void readInotify(Woken& w);
 
   std::string fileName_;
-  Fd epoll_, signals_, inotify_, watchdog_, cycleDone_;
+  Fd epoll_, signals_, inotify_, watchdog_, cycleDone_, fleet_;
 };
 
 }  // namespace mesh::agent

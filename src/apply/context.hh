@@ -88,6 +88,12 @@ class Context {
   std::function<void(const std::string& process, const std::string& cause)> oweRestart =
       [](const std::string&, const std::string&) {};
 
+  // Fleet mode (rolling restarts): called before each restart, not a first start,
+  // with the service's name; returns what frees the slot it took, called once the
+  // restart is done and the service active again. Throws mesh::Error when no slot
+  // can be had: that restart then fails and stays owed. Unset: no limit.
+  std::function<std::function<void()>(const std::string& service)> holdRestartSlot;
+
   // Set (from a signal handler) to end the cycle after the resource in hand: the
   // cycle records it, skips the rest (reported as not converged) and finishes.
   void setStopFlag(const std::atomic<bool>* flag) { stop_ = flag; }

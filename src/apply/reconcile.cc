@@ -9,6 +9,7 @@
 #include "apply/applier.hh"
 #include "util/error.hh"
 #include "util/faults.hh"
+#include "util/fd.hh"
 
 namespace mesh::apply {
 
@@ -234,9 +235,14 @@ class Cycle {
       if (ctx_.applying()) {
         try {
           crashPoint(crash::kBeforeRestart);
-          if (o.activation == Outcome::Activation::Restart)
+          if (o.activation == Outcome::Activation::Restart) {
+            std::function<void()> freeSlot;
+            if (ctx_.holdRestartSlot) freeSlot = ctx_.holdRestartSlot(o.service);
+            Finally release([&freeSlot] {
+              if (freeSlot) freeSlot();
+            });
             ctx_.supervisor().restart(o.service);
-          else
+          } else
             ctx_.supervisor().start(o.service);
           crashPoint(crash::kAfterRestart);
           o.restarted = o.activation == Outcome::Activation::Restart;

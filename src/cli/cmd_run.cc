@@ -11,6 +11,9 @@
 #include "cli/commands.hh"
 #include "cli/metrics.hh"
 #include "cli/output.hh"
+#include "decl/parse.hh"
+#include "fleet/protocol.hh"
+#include "fleet/signing.hh"
 #include "util/error.hh"
 #include "util/fs.hh"
 
@@ -36,22 +39,23 @@ void RunOptions::addTo(CLI::App& cmd) {
       ->default_str("text");
   cmd.add_option("--metrics", metrics, "node_exporter textfile written after each cycle")
       ->option_text("FILE");
+  cmd.add_option("--etcd", etcd,
+                 "fleet mode: take the declaration from etcd at URL "
+                 "(/mesh/<cluster>/nodes/<node>/declaration, pushed with mesh-host fleet push), "
+                 "apply each new revision at once, publish this node's status there; requires "
+                 "a trusted operator key")
+      ->option_text("URL");
+  cmd.add_option("--cluster", cluster,
+                 "fleet mode: the cluster's name in etcd keys (default "
+                 "default)")
+      ->option_text("NAME")
+      ->default_str("default");
 }
 
-int runRun(CommonOptions& o, const RunOptions& r) {
-  o.resolve();
-  agent::AgentOptions a;
-  a.interval = agent::parseDuration(r.interval, "--interval");
-  a.splay = agent::parseDuration(r.splay, "--splay");
-  if (a.interval.count() == 0) throw InputError("--interval {}: must be more than 0", r.interval);
-  a.declarationPath = r.declaration.empty()
-                          ? (o.root == "/" ? "" : o.root) + "/etc/mesh-host/declaration.toml"
-                          : std::filesystem::absolute(r.declaration).lexically_normal().string();
-  const std::string declDir = parentOf(a.declarationPath);
-  if (auto st = lstatPath(declDir); !st || !S_ISDIR(st->st_mode))
-    throw InputError("--declaration {}: its directory {} does not exist; create it first",
-                     a.declarationPath, declDir);
+namespace {
 
+// Takes the one-agent-per-state-dir lock and runs the agent.
+int runAgentLocked(CommonOptions& o, const RunOptions& r, agent::AgentOptions& a) {
   makeDirs(o.stateDir, 0750);
   std::optional<pid_t> holder;
   auto lock = agent::AgentLock::tryAcquire(o.stateDir, &holder);
@@ -74,6 +78,58 @@ int runRun(CommonOptions& o, const RunOptions& r) {
   agent::Logger log(r.logFormat == "json" ? agent::LogFormat::Json : agent::LogFormat::Text,
                     agent::stderrIsJournal());
   return agent::runAgent(a, log);
+}
+
+// Fleet mode: the declaration comes from etcd; see src/agent/fleet_link.hh.
+int runFleetNode(CommonOptions& o, const RunOptions& r, agent::AgentOptions& a) {
+  if (!r.declaration.empty())
+    throw InputError("--declaration and --etcd: a node takes its declaration from one place");
+  fleet::checkFleetName(o.node, "--node");
+  fleet::checkFleetName(r.cluster, "--cluster");
+  agent::FleetOptions f;
+  f.endpoint = r.etcd;
+  while (!f.endpoint.empty() && f.endpoint.back() == '/') f.endpoint.pop_back();
+  if (!f.endpoint.starts_with("http://") && !f.endpoint.starts_with("https://"))
+    throw InputError("--etcd {}: expected an http:// or https:// URL (etcd's client URL)", r.etcd);
+  f.cluster = r.cluster;
+  f.node = o.node;
+  f.version = kVersion;
+  f.interval = a.interval;
+  f.trusted = fleet::loadTrustedKeys(o.trust, o.stateDir);
+  if (f.trusted.empty())
+    throw InputError(
+        "--etcd: fleet mode requires a trusted operator key (--trust KEY, or a .pub file in "
+        "{}/trusted/): anyone who can write to etcd could otherwise change this node",
+        o.stateDir);
+  const std::string baseDir = (o.root == "/" ? "" : o.root) + "/etc/mesh-host";
+  f.parse = [&o, baseDir](const std::string& text, const std::string& source) {
+    decl::ParseOptions po;
+    po.node = o.node;
+    po.baseDir = baseDir;
+    return decl::parseOnThisNode(text, source, po);
+  };
+  a.fleet = std::move(f);
+  return runAgentLocked(o, r, a);
+}
+
+}  // namespace
+
+int runRun(CommonOptions& o, const RunOptions& r) {
+  o.resolve();
+  agent::AgentOptions a;
+  a.interval = agent::parseDuration(r.interval, "--interval");
+  a.splay = agent::parseDuration(r.splay, "--splay");
+  if (a.interval.count() == 0) throw InputError("--interval {}: must be more than 0", r.interval);
+  if (!r.etcd.empty()) return runFleetNode(o, r, a);
+  a.declarationPath = r.declaration.empty()
+                          ? (o.root == "/" ? "" : o.root) + "/etc/mesh-host/declaration.toml"
+                          : std::filesystem::absolute(r.declaration).lexically_normal().string();
+  const std::string declDir = parentOf(a.declarationPath);
+  if (auto st = lstatPath(declDir); !st || !S_ISDIR(st->st_mode))
+    throw InputError("--declaration {}: its directory {} does not exist; create it first",
+                     a.declarationPath, declDir);
+
+  return runAgentLocked(o, r, a);
 }
 
 }  // namespace mesh::cli

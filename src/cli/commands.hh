@@ -59,6 +59,8 @@ struct RunOptions {
   std::string splay = "30s";
   std::string logFormat = "text";
   std::string metrics;  // node_exporter textfile written after each cycle; "" none
+  std::string etcd;     // fleet mode: the etcd endpoint the declaration comes from; "" none
+  std::string cluster = "default";
   void addTo(CLI::App& cmd);
 };
 int runRun(CommonOptions& o, const RunOptions& r);
@@ -93,5 +95,26 @@ struct SignOptions {
   void addTo(CLI::App& cmd);
 };
 int runSign(const std::string& declPath, const SignOptions& s);
+
+// `fleet push|status`: the operator's side of fleet mode, through etcd (docs/fleet.md).
+// Neither touches this machine's state store, so they take none of the common options.
+struct FleetOptions {
+  std::string etcd;  // the etcd endpoint, "http://host:2379"
+  std::string cluster = "default";
+  bool json = false;
+  void addTo(CLI::App& cmd);
+};
+
+struct FleetPushOptions {
+  std::string key;                 // the operator key file
+  std::vector<std::string> node;   // --node, repeatable
+  std::vector<std::string> nodes;  // --nodes: comma-separated names and globs
+  int64_t maxParallelRestarts = 0;
+  std::string wait;  // a duration ("30s"); "" does not wait
+  std::string declaration;
+  void addTo(CLI::App& cmd);
+};
+int runFleetPush(const FleetOptions& f, const FleetPushOptions& p);
+int runFleetStatus(const FleetOptions& f);
 
 }  // namespace mesh::cli

@@ -12,6 +12,9 @@
 
 namespace mesh::cli {
 
+// mesh-host's version (CMakeLists.txt's project version), for --version and fleet status.
+inline constexpr const char* kVersion = MESH_HOST_VERSION;
+
 // Exit codes (the contract in DESIGN.md).
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitFailed = 1;

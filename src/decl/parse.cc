@@ -216,6 +216,11 @@ Declaration loadDeclaration(const std::string& path, ParseOptions options) {
   if (options.checkText) options.checkText(path, *text);
 
   if (options.baseDir.empty() || options.baseDir == ".") options.baseDir = parentOf(path);
+  return parseOnThisNode(*text, path, std::move(options));
+}
+
+Declaration parseOnThisNode(std::string_view text, const std::string& source,
+                            ParseOptions options) {
   if (!options.userExists)
     options.userExists = [](const std::string& name) {
       return entryExists<struct passwd>(name, _SC_GETPW_R_SIZE_MAX, ::getpwnam_r);
@@ -224,7 +229,7 @@ Declaration loadDeclaration(const std::string& path, ParseOptions options) {
     options.groupExists = [](const std::string& name) {
       return entryExists<struct group>(name, _SC_GETGR_R_SIZE_MAX, ::getgrnam_r);
     };
-  return parseDeclaration(*text, path, options);
+  return parseDeclaration(text, source, options);
 }
 
 }  // namespace mesh::decl

@@ -397,6 +397,11 @@ struct WatchStream {
     return stopped ? 0 : n;  // 0 aborts the transfer
   }
 
+  // Non-zero aborts the transfer: the caller asked the watch to end.
+  static int onProgress(void* cancel, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
+    return static_cast<const std::atomic<bool>*>(cancel)->load() ? 1 : 0;
+  }
+
   static size_t onWrite(char* data, size_t size, size_t n, void* user) {
     auto* self = static_cast<WatchStream*>(user);
     try {
@@ -412,7 +417,7 @@ struct WatchStream {
 
 bool EtcdClient::watch(const std::string& keyOrPrefix, std::int64_t fromRevision,
                        const WatchCallback& callback, std::chrono::milliseconds timeout,
-                       WatchScope scope) {
+                       WatchScope scope, const std::atomic<bool>* cancel) {
   const std::string what =
       (scope == WatchScope::Prefix ? "watch prefix " : "watch ") + shown(keyOrPrefix);
   json create = {{"key", b64(keyOrPrefix)}};
@@ -430,10 +435,15 @@ bool EtcdClient::watch(const std::string& keyOrPrefix, std::int64_t fromRevision
                    static_cast<long>(std::min<std::int64_t>(timeout.count(), 3000)));
   curl_easy_setopt(handle.curl, CURLOPT_WRITEFUNCTION, WatchStream::onWrite);
   curl_easy_setopt(handle.curl, CURLOPT_WRITEDATA, &stream);
+  if (cancel) {
+    curl_easy_setopt(handle.curl, CURLOPT_NOPROGRESS, 0L);
+    curl_easy_setopt(handle.curl, CURLOPT_XFERINFOFUNCTION, WatchStream::onProgress);
+    curl_easy_setopt(handle.curl, CURLOPT_XFERINFODATA, cancel);
+  }
   const CURLcode rc = curl_easy_perform(handle.curl);
 
   if (stream.error) std::rethrow_exception(stream.error);
-  if (stream.stopped) return true;
+  if (stream.stopped || (cancel && cancel->load())) return true;
   long status = 0;
   curl_easy_getinfo(handle.curl, CURLINFO_RESPONSE_CODE, &status);
   if (status != 0 && status != 200)

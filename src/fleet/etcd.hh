@@ -6,6 +6,7 @@
 // HTTP 400 ..."); a watch from a compacted revision throws EtcdCompacted. See docs/etcd.md.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -92,9 +93,11 @@ class EtcdClient {
   // Watches a key (or every key under a prefix) from fromRevision (0 = from now), calling
   // callback for each batch. Returns true when the callback ended it, false when timeout
   // passed first. Throws EtcdCompacted when fromRevision has been compacted.
+  // `cancel`, when set (from another thread), ends a quiet watch within about a
+  // second (libcurl's progress callback); it then returns true as if ended.
   bool watch(const std::string& keyOrPrefix, std::int64_t fromRevision,
              const WatchCallback& callback, std::chrono::milliseconds timeout,
-             WatchScope scope = WatchScope::Key);
+             WatchScope scope = WatchScope::Key, const std::atomic<bool>* cancel = nullptr);
 
   // The key just past every key starting with prefix ("/a/" -> "/a0"), etcd's range_end.
   static std::string prefixEnd(const std::string& prefix);

@@ -50,12 +50,16 @@ void createSchema(Db& db) {
   rollback.dismiss();
 }
 
-// generations.serial came within schema version 1; a store made before it gains
-// the (nullable) column on its first read-write open. Idempotent.
-void addSerialColumn(Db& db) {
+// Parts that came within schema version 1 (generations.serial, fleet_declaration):
+// a store made before them gains them on its first read-write open. Idempotent.
+void addLateSchema(Db& db) {
   if (db.queryInt("SELECT count(*) FROM pragma_table_info('generations') WHERE name = 'serial'",
                   "looking for generations.serial") == 0)
     db.exec("ALTER TABLE generations ADD COLUMN serial INTEGER", "adding generations.serial");
+  db.exec(
+      "CREATE TABLE IF NOT EXISTS fleet_declaration (key TEXT PRIMARY KEY NOT NULL, revision "
+      "INTEGER NOT NULL, envelope TEXT NOT NULL, received_at INTEGER NOT NULL)",
+      "adding the fleet_declaration table");
 }
 
 // Decides whether this file is ours and of a version we understand; creates the
@@ -115,7 +119,7 @@ void prepare(Db& db, Store::Access access) {
     if (tables == 0)
       createSchema(db);
     else
-      addSerialColumn(db);
+      addLateSchema(db);
   }
   db.exec("PRAGMA foreign_keys = ON", "enabling foreign keys");
 }

@@ -81,3 +81,14 @@ CREATE TABLE owed_restarts (
   at      INTEGER NOT NULL,   -- unix ms; a service started after this has paid it
   PRIMARY KEY (process, cause)
 );
+
+-- Fleet mode (`run --etcd`): the pushed declaration this node last started a cycle
+-- with, exactly as it came from etcd, and its revision. When etcd is unreachable at
+-- start the agent converges to it (after checking its signature again), and it
+-- resumes its watch after `revision`. At most one row per etcd key.
+CREATE TABLE IF NOT EXISTS fleet_declaration (
+  key         TEXT PRIMARY KEY NOT NULL,  -- /mesh/<cluster>/nodes/<node>/declaration
+  revision    INTEGER NOT NULL,           -- its etcd mod revision
+  envelope    TEXT NOT NULL,              -- the value as put (JSON: declaration, signature …)
+  received_at INTEGER NOT NULL            -- unix ms
+);

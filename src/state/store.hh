@@ -124,6 +124,16 @@ class Store {
   std::optional<AppliedSerial> highestSerial();
   std::optional<GenerationDeclaration> generationDeclaration(int64_t generation);
 
+  // Fleet mode: the pushed declaration last cycled with (see schema.sql).
+  struct FleetDeclaration {
+    std::string key;
+    int64_t revision = 0;
+    std::string envelope;
+    int64_t receivedAt = 0;
+  };
+  void putFleetDeclaration(const FleetDeclaration& f);
+  std::optional<FleetDeclaration> fleetDeclaration(const std::string& key);
+
   std::optional<Cycle> lastCycle();
   // The newest `limit` cycles (every cycle when limit <= 0), newest first.
   std::vector<Cycle> cycles(int64_t limit);

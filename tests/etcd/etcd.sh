@@ -6,6 +6,8 @@
 #                       (also in DIR/url; the PID is in DIR/pid, the log in DIR/etcd.log)
 #   etcd.sh stop DIR    stop it (SIGTERM, SIGKILL after 5 s) and remove DIR
 #                       (ETCD_KEEP=1 keeps DIR for inspection)
+#   etcd.sh pause DIR   stop it but keep its data and ports (an outage)
+#   etcd.sh resume DIR  start it again on the same ports with the same data
 # Env: ETCD_OWNER_PID=PID  at start: a dead-man switch stops etcd when PID exits
 # Fast raft timings (10 ms heartbeat, 100 ms election) make a single node healthy in ~0.2 s.
 set -euo pipefail
@@ -27,6 +29,47 @@ random_port() {
   die "no free port found"
 }
 
+# Starts etcd on the given client and peer ports with its data in DIR/data (kept if there).
+launch() {
+  local url=http://127.0.0.1:$1
+  echo "$1 $2" > "$D/ports"
+  # env -i: etcd also reads its flags from ETCD_* variables; ignore any in the environment.
+  setsid env -i PATH=/usr/bin:/bin /usr/bin/etcd --name mesh-test --data-dir "$D/data" \
+    --listen-client-urls "$url" --advertise-client-urls "$url" \
+    --listen-peer-urls "http://127.0.0.1:$2" \
+    --initial-advertise-peer-urls "http://127.0.0.1:$2" \
+    --initial-cluster "mesh-test=http://127.0.0.1:$2" --initial-cluster-state new \
+    --heartbeat-interval=10 --election-timeout=100 \
+    --logger zap --log-outputs "$D/etcd.log" </dev/null >/dev/null 2>&1 &
+  echo $! > "$D/pid"
+}
+
+terminate() {
+  local pid
+  pid=$(cat "$D/pid" 2>/dev/null || true)
+  if [ -n "$pid" ] && alive "$pid"; then
+    kill -TERM "$pid" 2>/dev/null || true
+    for _ in $(seq 1 100); do alive "$pid" || break; sleep 0.05; done
+    if alive "$pid"; then kill -KILL "$pid" 2>/dev/null || true; fi
+  fi
+}
+
+resume() {
+  [ -f "$D/ports" ] || die "$D has no etcd to resume (no $D/ports)"
+  local cport pport
+  read -r cport pport < "$D/ports"
+  launch "$cport" "$pport"
+  for _ in $(seq 1 200); do
+    if curl -sf --noproxy '*' --max-time 1 "http://127.0.0.1:$cport/health" 2>/dev/null | grep -q '"health":"true"'; then
+      echo "http://127.0.0.1:$cport"
+      return 0
+    fi
+    alive "$(cat "$D/pid")" || die "etcd exited on resume; log: $(tail -c 2000 "$D/etcd.log")"
+    sleep 0.05
+  done
+  die "etcd not healthy 10 s after resume"
+}
+
 start() {
   [ -x /usr/bin/etcd ] || die "/usr/bin/etcd is missing: run scripts/install-deps"
   mkdir -p "$D"
@@ -36,16 +79,8 @@ start() {
     [ "$cport" = "$pport" ] && continue
     url=http://127.0.0.1:$cport
     rm -rf "$D/data"
-    # env -i: etcd also reads its flags from ETCD_* variables; ignore any in the environment.
-    setsid env -i PATH=/usr/bin:/bin /usr/bin/etcd --name mesh-test --data-dir "$D/data" \
-      --listen-client-urls "$url" --advertise-client-urls "$url" \
-      --listen-peer-urls "http://127.0.0.1:$pport" \
-      --initial-advertise-peer-urls "http://127.0.0.1:$pport" \
-      --initial-cluster "mesh-test=http://127.0.0.1:$pport" --initial-cluster-state new \
-      --heartbeat-interval=10 --election-timeout=100 \
-      --logger zap --log-outputs "$D/etcd.log" </dev/null >/dev/null 2>&1 &
-    pid=$!
-    echo "$pid" > "$D/pid"
+    launch "$cport" "$pport"
+    pid=$(cat "$D/pid")
     for _ in $(seq 1 200); do   # up to ~10 s
       if curl -sf --noproxy '*' --max-time 1 "$url/health" 2>/dev/null | grep -q '"health":"true"'; then
         echo "$url" > "$D/url"
@@ -69,18 +104,14 @@ start() {
 
 stop() {
   [ -d "$D" ] || return 0
-  local pid
-  pid=$(cat "$D/pid" 2>/dev/null || true)
-  if [ -n "$pid" ] && alive "$pid"; then
-    kill -TERM "$pid" 2>/dev/null || true
-    for _ in $(seq 1 100); do alive "$pid" || break; sleep 0.05; done
-    if alive "$pid"; then kill -KILL "$pid" 2>/dev/null || true; fi
-  fi
+  terminate
   [ "${ETCD_KEEP:-0}" = 1 ] || rm -rf "$D"
 }
 
 case "$cmd" in
   start) start ;;
   stop) stop ;;
-  *) die "unknown command $cmd (start|stop)" ;;
+  pause) terminate ;;
+  resume) resume ;;
+  *) die "unknown command $cmd (start|stop|pause|resume)" ;;
 esac

@@ -1,0 +1,135 @@
+// The agent's link to etcd in fleet mode (`mesh-host run --etcd URL --node NAME`).
+//
+// Two threads, each with its own connection:
+// - the watcher reads /mesh/<cluster>/nodes/<node>/declaration, then watches it
+//   from the next revision. Every new revision is checked — the envelope, the
+//   operator's signature over the exact text, the serial (no replay), the TOML —
+//   and either handed to the agent (which cycles at once) or refused, the refusal
+//   shown in the node's status. When etcd cannot be reached it retries with
+//   backoff and resumes its watch after the last revision it saw; a compacted
+//   revision makes it read the key again.
+// - the heartbeat keeps the node's lease alive (TTL three intervals, at least 3 s)
+//   and puts the node's status on it after every cycle, and its copy without a
+//   lease at .../seen. A dead node's status disappears with its lease; a node that
+//   stops on SIGTERM revokes its lease at once.
+// Nothing here blocks a cycle: while etcd is away the node keeps converging to the
+// last declaration it accepted (cached in the state store).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "agent/log.hh"
+#include "decl/model.hh"
+#include "fleet/operator_key.hh"
+#include "fleet/protocol.hh"
+
+namespace mesh::fleet {
+class EtcdClient;
+class RestartSlots;
+}  // namespace mesh::fleet
+
+namespace mesh::agent {
+
+struct FleetOptions {
+  std::string endpoint;  // http://host:port
+  std::string cluster{fleet::kDefaultCluster};
+  std::string node;
+  std::string version;  // mesh-host's, published in the status
+  std::chrono::milliseconds interval{std::chrono::minutes(5)};
+  // Whose signatures this node accepts; fleet mode requires at least one key.
+  std::vector<fleet::OperatorPublicKey> trusted;
+  // Parses and validates a pushed declaration's text as `apply` would a file
+  // (node name, users, groups); throws InputError to refuse it.
+  std::function<decl::Declaration(const std::string& text, const std::string& source)> parse;
+  // Backoff between attempts while etcd is unreachable.
+  std::chrono::milliseconds backoffMin{std::chrono::milliseconds(100)};
+  std::chrono::milliseconds backoffMax{std::chrono::seconds(10)};
+};
+
+// A pushed declaration this node accepted, and where it came from.
+struct AcceptedDeclaration {
+  decl::Declaration declaration;
+  std::string envelope;  // the etcd value, as put
+  int64_t revision = 0;  // its mod revision
+  int64_t maxParallelRestarts = 0;
+};
+
+class FleetLink {
+ public:
+  // `wake` is called (from the watcher thread) when takeAccepted() has news.
+  FleetLink(FleetOptions options, std::string stateDir, Logger& log, std::function<void()> wake);
+  ~FleetLink();  // stop()
+  FleetLink(const FleetLink&) = delete;
+  FleetLink& operator=(const FleetLink&) = delete;
+
+  const FleetOptions& options() const { return o_; }
+  const std::string& declarationKey() const { return declarationKey_; }
+  std::chrono::seconds leaseTtl() const { return ttl_; }
+
+  // The pushed declaration cached in the state store, checked again as if it had
+  // just arrived; nullopt when there is none or it no longer passes (logged).
+  std::optional<AcceptedDeclaration> loadCached();
+
+  // Starts both threads; the watcher resumes after `resumeAfter` (0: reads first).
+  void start(int64_t resumeAfter);
+  // Ends both threads (within about a second) and revokes the lease.
+  void stop();
+
+  // The newest declaration accepted since the last call, if any.
+  std::optional<AcceptedDeclaration> takeAccepted();
+
+  // Publishes the node's status (node, cluster, version, pid, interval and any
+  // refusal are filled in here); returns at once, the heartbeat puts it.
+  void publish(fleet::NodeStatus status);
+
+  // For the cycle's Context::holdRestartSlot: with `limit` > 0, a restart waits
+  // for one of `limit` fleet-wide slots of its service (fleet/restart_slots.hh),
+  // giving up after `timeout` or when `stop` is set; empty when limit is 0.
+  std::function<std::function<void()>(const std::string&)> restartGate(
+      int64_t limit, std::chrono::milliseconds timeout, const std::atomic<bool>* stop);
+
+ private:
+  void watchLoop(int64_t resumeAfter);
+  void heartbeatLoop();
+  // A value seen at `revision`: accepted (handed to the agent) or refused.
+  void consider(const std::string& value, int64_t revision);
+  AcceptedDeclaration check(const std::string& value, int64_t revision);
+  void refuse(int64_t revision, std::optional<int64_t> serial, const std::string& reason);
+  // Waits up to `d` unless stopping; false when stopping.
+  bool pause(std::chrono::milliseconds d);
+
+  FleetOptions o_;
+  std::string stateDir_;
+  Logger& log_;
+  std::function<void()> wake_;
+  fleet::FleetKeys keys_;
+  std::string declarationKey_;
+  std::chrono::seconds ttl_;
+
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  bool stopping_ = false;
+  std::atomic<bool> cancel_{false};  // ends a quiet watch
+  std::optional<AcceptedDeclaration> pending_;
+  int64_t acceptedRevision_ = 0;  // the newest revision accepted or refused
+  std::optional<int64_t> acceptedSerial_;
+  fleet::NodeStatus status_;
+  bool statusDirty_ = false;
+  uint64_t statusVersion_ = 0;  // bumped by each change to status_
+  std::optional<fleet::NodeStatus::Refusal> refusal_;
+
+  std::unique_ptr<fleet::EtcdClient> slotsEtcd_;
+  std::unique_ptr<fleet::RestartSlots> slots_;
+  std::thread watcher_, heartbeat_;
+};
+
+}  // namespace mesh::agent
