@@ -1,9 +1,12 @@
 # The builtin supervisor backend: the client side inside mesh_supervise, and the
 # mesh-host-supervise executable it spawns (one detached process per service).
+# notify_socket.cc is only used by the supervisor, but sits in mesh_supervise too
+# so that its unit tests reach it like the rest.
 set(MESH_BUILTIN_SHARED
     ${CMAKE_CURRENT_LIST_DIR}/unit_config.cc
     ${CMAKE_CURRENT_LIST_DIR}/service_files.cc
-    ${CMAKE_CURRENT_LIST_DIR}/control.cc)
+    ${CMAKE_CURRENT_LIST_DIR}/control.cc
+    ${CMAKE_CURRENT_LIST_DIR}/notify_socket.cc)
 
 target_sources(mesh_supervise PRIVATE
     ${MESH_BUILTIN_SHARED}

@@ -22,7 +22,9 @@ using builtin::Reply;
 using builtin::ServicePaths;
 
 constexpr int kSpawnTimeoutMs = 30'000;
-constexpr int kStopGraceMs = 30'000;  // beyond TimeoutStopSec=, for the new process to exec
+// Beyond TimeoutStopSec= (and for Type=notify TimeoutStartSec=), for the new
+// process to exec.
+constexpr int kGraceMs = 30'000;
 
 std::string defaultSupervisorExe() {
   char buf[PATH_MAX];
@@ -111,8 +113,10 @@ class BuiltinSupervisor : public Supervisor {
       describe(st->state, s);
     } else if (st->pid > 0 && builtin::processIsAlive(st->pid, st->startTicks)) {
       // Its supervisor died (killed -9?) but the service runs on; start() adopts it.
+      // A Type=notify one may have died before READY=1.
       s.active = true;
-      s.activeState = "active (unsupervised)";
+      s.activeState =
+          st->state == "starting" ? "activating (unsupervised)" : "active (unsupervised)";
     } else {
       s.activeState = st->state == "inactive" ? "inactive" : "failed";
     }
@@ -123,16 +127,34 @@ class BuiltinSupervisor : public Supervisor {
     return s;
   }
 
-  int replyTimeoutMs(const ServicePaths& p) const {
-    int64_t stopUs = builtin::ServiceConfig{}.timeoutStopUs;
+  // How long to wait for a supervisor's answer (−1: for ever). A new supervisor
+  // answers once its process started; one asked to restart, once the old process
+  // stopped and the new one started. A Type=notify start lasts until READY=1,
+  // which the supervisor itself gives up on after TimeoutStartSec=.
+  struct Waits {
+    int spawnMs = kSpawnTimeoutMs;
+    int replyMs = -1;
+  };
+  Waits waits(const ServicePaths& p) const {
+    builtin::ServiceConfig c;
     try {
       if (auto text = readFile(p.unit))
-        stopUs = builtin::parseServiceConfig(builtin::parseServiceSection(*text)).timeoutStopUs;
+        c = builtin::parseServiceConfig(builtin::parseServiceSection(*text));
     } catch (const std::exception&) {
       // The supervisor will say what is wrong with the unit.
     }
-    if (stopUs == builtin::kInfinity) return -1;
-    return static_cast<int>(std::min<int64_t>(stopUs / 1000 + kStopGraceMs, INT_MAX));
+    const bool notify = c.type == builtin::ServiceType::Notify;
+    const int64_t startUs = notify ? c.timeoutStartUs : 0;
+    auto ms = [](int64_t us) {
+      return us == builtin::kInfinity
+                 ? -1
+                 : static_cast<int>(std::min<int64_t>(us / 1000 + kGraceMs, INT_MAX));
+    };
+    Waits w;
+    if (notify) w.spawnMs = ms(startUs);
+    if (c.timeoutStopUs != builtin::kInfinity && startUs != builtin::kInfinity)
+      w.replyMs = ms(c.timeoutStopUs + startUs);
+    return w;
   }
 
   // Sends `verb` to the service's supervisor, spawning one when there is none.
@@ -149,13 +171,13 @@ class BuiltinSupervisor : public Supervisor {
       if (!builtin::supervisorHoldsLock(p.lock)) {
         bool adoptOnly = verb == "stop";
         if (adoptOnly && !orphanAlive(p)) return;  // nothing runs: stopped already
-        Reply r = builtin::spawnSupervisor(exe_, p, adoptOnly, kSpawnTimeoutMs);
+        Reply r = builtin::spawnSupervisor(exe_, p, adoptOnly, waits(p).spawnMs);
         if (r.kind == Reply::Kind::Busy) continue;  // another one won the race: ask it
         if (r.kind == Reply::Kind::Fail) throw failed(r.detail);
         // It started a fresh process, or there was nothing to adopt for a stop: done.
         if (r.detail != "adopted" || verb == "start") return;
       }
-      auto line = builtin::exchange(p.socket, verb, replyTimeoutMs(p));
+      auto line = builtin::exchange(p.socket, verb, waits(p).replyMs);
       if (!line) {
         // Not listening yet (a supervisor setting up) or exited meanwhile.
         if (builtin::supervisorHoldsLock(p.lock)) ::poll(nullptr, 0, 10);

@@ -39,6 +39,7 @@ std::string Status::render() const {
                       {"crash_restarts", crashRestarts},
                       {"last_exit", lastExit},
                       {"unit_digest", unitDigest}};
+  if (!statusText.empty()) j["status_text"] = statusText;
   return j.dump() + "\n";
 }
 
@@ -54,6 +55,7 @@ std::optional<Status> Status::parse(std::string_view text) {
     s.crashRestarts = j.at("crash_restarts").get<int64_t>();
     s.lastExit = j.value("last_exit", "");
     s.unitDigest = j.value("unit_digest", "");
+    s.statusText = j.value("status_text", "");
     return s;
   } catch (const nlohmann::json::exception&) {
     return std::nullopt;

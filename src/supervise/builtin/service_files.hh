@@ -1,6 +1,7 @@
 // What the builtin backend and mesh-host-supervise share on disk: one directory
-// per service holding `unit`, `status`, `lock`, `control.sock` and `output` (the
-// FIFO the service writes to), plus the readiness/reply lines they exchange.
+// per service holding `unit`, `status`, `lock`, `control.sock`, `output` (the
+// FIFO the service writes to) and, for Type=notify, `notify.sock`, plus the
+// readiness/reply lines they exchange.
 #pragma once
 
 #include <sys/types.h>
@@ -29,10 +30,14 @@ struct Status {
   pid_t pid = 0;                   // the service's main pid, 0 when none
   uint64_t startTicks = 0;         // its /proc/<pid>/stat start time: guards pid reuse
   std::string state = "inactive";  // starting|active|stopping|backoff|inactive|failed
-  int64_t sinceUs = 0;             // realtime µs when the current child started
+  // Realtime µs when the current child became active: when it started, or for
+  // Type=notify when it sent READY=1 (0 until then) — systemd's
+  // ActiveEnterTimestamp.
+  int64_t sinceUs = 0;
   int64_t crashRestarts = 0;
   std::string lastExit;    // "exited with status 3", "killed by signal 9 (KILL)"
   std::string unitDigest;  // of the unit text the child runs with
+  std::string statusText;  // the last STATUS= a Type=notify service sent
 
   std::string render() const;
   static std::optional<Status> parse(std::string_view json);  // nullopt when malformed

@@ -1,7 +1,8 @@
 // mesh-host-supervise: keeps one service running. A single-threaded event loop
 // over a signalfd (SIGCHLD, SIGTERM, SIGINT), the control socket, the service's
-// output FIFO, a timerfd (start settling, stop timeout, restart backoff) and, for
-// an adopted service that is not its child, a pidfd. It never sleeps blindly.
+// output FIFO, a timerfd (start settling or the wait for READY=1, stop timeout,
+// restart backoff), for Type=notify the notify socket, and for an adopted
+// service that is not its child a pidfd. It never sleeps blindly.
 #pragma once
 
 #include <sys/types.h>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "supervise/builtin/log_writer.hh"
+#include "supervise/builtin/notify_socket.hh"
 #include "supervise/builtin/service_files.hh"
 #include "supervise/builtin/unit_config.hh"
 #include "util/fd.hh"
@@ -27,6 +29,7 @@ struct SupervisorArgs {
 // How long a freshly exec'd service must stay up before a start counts as
 // done: a command that dies at once ("exit 3", a missing library) fails the
 // start with its exit status and last log line instead of reporting success.
+// Type=notify has no settle window: it is started when it sends READY=1.
 constexpr int64_t kSettleUs = 100'000;
 // Crash restarts of a service that lived less than this back off exponentially…
 constexpr int64_t kQuickCrashUs = 10'000'000;
@@ -41,7 +44,10 @@ class ServiceSupervisor {
 
  private:
   enum class Phase { Idle, Starting, Running, Stopping, Backoff, Done };
-  enum class AfterStop { Exit, Relaunch };
+  // What follows when the stopped process is gone: the supervisor exits, a new
+  // process starts, or — a Type=notify start that timed out — the exit counts
+  // as the start's failure and Restart= decides.
+  enum class AfterStop { Exit, Relaunch, StartFailed };
   struct ChildExit {
     bool known = false;  // false for an adopted process: not our child, no status
     int waitStatus = 0;
@@ -55,6 +61,7 @@ class ServiceSupervisor {
   void onAccept();
   void onConnection(int fd);
   void onOutput();
+  void onNotify();
   void command(const std::string& cmd, Fd conn);
   void reply(Fd conn, const Reply& r);
   void replyAll(std::vector<Fd>& waiters, const Reply& r);
@@ -65,13 +72,17 @@ class ServiceSupervisor {
   void startUp();
   bool loadUnit(bool tellWaiters = true);  // false when the unit cannot be used
   void launch();
+  void openNotifySocket();
+  void becomeReady();
   bool tryAdopt();
   void beginStop(AfterStop after);
   void onTimer();
   void reapChildren();
   void onChildExit(ChildExit e);
-  // startFailure: the reason to give waiters when the process died while starting.
-  void afterCrash(bool clean, bool bySignal, const std::string& startFailure);
+  // startFailure: the reason to give waiters when the process died while
+  // starting; timedOut: it was stopped for not sending READY=1 in time.
+  void afterCrash(bool clean, bool bySignal, const std::string& startFailure,
+                  bool timedOut = false);
   void finish(const std::string& state, const std::string& startFailure = "");
   void setState(const std::string& state);
 
@@ -79,6 +90,7 @@ class ServiceSupervisor {
   ServicePaths paths_;
   Fd lock_, epoll_, signals_, timer_, listen_, output_, pidfd_;
   LogWriter log_;
+  NotifySocket notify_;                                    // open while the service is Type=notify
   std::map<int, std::pair<Fd, std::string>> connections_;  // fd → (conn, bytes read)
 
   std::string unitText_;
@@ -89,6 +101,8 @@ class ServiceSupervisor {
   pid_t child_ = 0;
   bool adopted_ = false;
   bool killSent_ = false;
+  bool startTimedOut_ = false;  // this process did not send READY=1 in time
+  int refusedNotifications_ = 0;
   int64_t childStartMono_ = 0;
   int quickCrashes_ = 0;
   std::vector<Fd> launchWaiters_, stopWaiters_;

@@ -123,8 +123,10 @@ enum Step : int { kSetpgid, kStdio, kSetgroups, kSetgid, kSetuid, kChdir, kExec 
 
 }  // namespace
 
-std::map<std::string, std::string> serviceEnvironment(const ServiceConfig& c) {
+std::map<std::string, std::string> serviceEnvironment(const ServiceConfig& c,
+                                                      const std::string& notifySocket) {
   std::map<std::string, std::string> env{{"PATH", kDefaultPath}};
+  if (!notifySocket.empty()) env["NOTIFY_SOCKET"] = notifySocket;
   if (!c.user.empty()) {
     Identity id = resolveIdentity(c);
     if (!id.name.empty()) {
@@ -151,9 +153,9 @@ std::map<std::string, std::string> serviceEnvironment(const ServiceConfig& c) {
   return env;
 }
 
-pid_t spawnService(const ServiceConfig& c, int outputFd) {
+pid_t spawnService(const ServiceConfig& c, int outputFd, const std::string& notifySocket) {
   Identity id = resolveIdentity(c);
-  auto env = serviceEnvironment(c);
+  auto env = serviceEnvironment(c, notifySocket);
   std::vector<std::string> args = c.substitute ? substituteEnvironment(c.argv, env) : c.argv;
   auto execWords = c.substitute ? substituteEnvironment({c.execPath}, env) : Words{c.execPath};
   if (args.empty() || execWords.size() != 1 || execWords[0].empty())

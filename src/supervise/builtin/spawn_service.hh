@@ -12,15 +12,17 @@
 
 namespace mesh::supervise::builtin {
 
-// The environment the service gets: PATH, then USER/LOGNAME/HOME/SHELL when
-// User= is set, then Environment=, then EnvironmentFile= (which overrides, as
-// in systemd). Throws mesh::Error when a required EnvironmentFile is missing.
-std::map<std::string, std::string> serviceEnvironment(const ServiceConfig& c);
+// The environment the service gets: PATH (and NOTIFY_SOCKET when
+// `notifySocket` is not empty), then USER/LOGNAME/HOME/SHELL when User= is set,
+// then Environment=, then EnvironmentFile= (which overrides, as in systemd).
+// Throws mesh::Error when a required EnvironmentFile is missing.
+std::map<std::string, std::string> serviceEnvironment(const ServiceConfig& c,
+                                                      const std::string& notifySocket = "");
 
 // Forks and execs the service. Returns its pid once exec succeeded; throws
 // mesh::Error with the reason ("cannot execute /x: No such file or directory",
 // "cannot change to directory /srv: …", "no such user: bob") when anything
 // before or during exec failed — learnt over a close-on-exec pipe, no guessing.
-pid_t spawnService(const ServiceConfig& c, int outputFd);
+pid_t spawnService(const ServiceConfig& c, int outputFd, const std::string& notifySocket = "");
 
 }  // namespace mesh::supervise::builtin

@@ -122,6 +122,8 @@ void ServiceSupervisor::loop() {
         onOutput();
       } else if (fd == listen_.get()) {
         onAccept();
+      } else if (notify_ && fd == notify_.fd()) {
+        onNotify();
       } else if (pidfd_ && fd == pidfd_.get()) {
         ::kill(-child_, SIGKILL);  // leftovers of its process group
         pidfd_.reset();
@@ -203,6 +205,9 @@ void ServiceSupervisor::command(const std::string& cmd, Fd conn) {
       if (cmd == "stop") beginStop(AfterStop::Exit);
       break;
     case Phase::Stopping:
+      // A start that timed out is being stopped: a start or restart now hears
+      // how that ends (Restart= may start it again); a stop makes it final.
+      if (afterStop_ == AfterStop::StartFailed && launchVerb) break;
       afterStop_ = launchVerb ? AfterStop::Relaunch : AfterStop::Exit;
       break;
     case Phase::Backoff:

@@ -1,6 +1,8 @@
-// The service's life under the supervisor: start (or adopt), settle, run, exit,
-// restart per Restart= with backoff, stop with SIGTERM then SIGKILL.
+// The service's life under the supervisor: start (or adopt), settle — or for
+// Type=notify wait for READY=1 — run, exit, restart per Restart= with backoff,
+// stop with SIGTERM then SIGKILL.
 #include <fcntl.h>
+#include <sys/epoll.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -18,6 +20,8 @@
 namespace mesh::supervise::builtin {
 
 namespace {
+
+constexpr const char* kReadyTimeout = "timeout waiting for READY=1";
 
 std::string describeExit(int waitStatus, bool known) {
   if (!known) return "exited (status unknown: adopted, not a child of this supervisor)";
@@ -37,7 +41,10 @@ std::string formatDelay(int64_t us) {
 
 void ServiceSupervisor::startUp() {
   if (tryAdopt()) {
-    replyAll(launchWaiters_, Reply::ok(child_, "adopted"));
+    // One adopted while it was still starting answers once it is ready — but
+    // a stop (adoptOnly) need not wait for that.
+    if (phase_ == Phase::Running || args_.adoptOnly)
+      replyAll(launchWaiters_, Reply::ok(child_, "adopted"));
     return;
   }
   if (args_.adoptOnly) {
@@ -62,10 +69,29 @@ bool ServiceSupervisor::tryAdopt() {
   adopted_ = true;
   pidfd_ = std::move(pidfd);
   watch(pidfd_.get());
-  childStartMono_ = monotonicUs() - std::max<int64_t>(0, realtimeUs() - old->sinceUs);
-  (void)loadUnit(false);  // for TimeoutStopSec= and Restart=; defaults when it is unusable
-  phase_ = Phase::Running;
+  childStartMono_ = old->sinceUs > 0
+                        ? monotonicUs() - std::max<int64_t>(0, realtimeUs() - old->sinceUs)
+                        : monotonicUs();
+  // For TimeoutStopSec=, Restart= and Type=; defaults when it is unusable.
+  (void)loadUnit(false);
   log_.note(fmt::format("adopted pid {}, left running by a previous supervisor", child_));
+  if (config_.type == ServiceType::Notify) {
+    // Its NOTIFY_SOCKET names the same address: it is heard again. One that
+    // had not sent READY=1 yet (and runs this very unit, so it is a notify
+    // service) gets TimeoutStartSec= from now.
+    try {
+      openNotifySocket();
+    } catch (const std::exception& e) {
+      log_.note(e.what());
+    }
+    if (old->state == "starting" && old->unitDigest == Digest::ofBytes(unitText_).str()) {
+      phase_ = Phase::Starting;
+      armTimer(config_.timeoutStartUs == kInfinity ? 0 : config_.timeoutStartUs);
+      setState("starting");
+      return true;
+    }
+  }
+  phase_ = Phase::Running;
   setState("active");
   return true;
 }
@@ -88,10 +114,15 @@ bool ServiceSupervisor::loadUnit(bool tellWaiters) {
 }
 
 void ServiceSupervisor::launch() {
+  const bool notify = config_.type == ServiceType::Notify;
   pid_t pid = 0;
   try {
     log_.forgetLastServiceLine();
-    pid = spawnService(config_, output_.get());
+    // A fresh socket for each process: nothing an earlier one sent is left in it.
+    if (notify_) ::epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, notify_.fd(), nullptr);
+    notify_ = NotifySocket();
+    if (notify) openNotifySocket();
+    pid = spawnService(config_, output_.get(), notify ? notify_.address() : "");
   } catch (const std::exception& e) {
     log_.note(e.what());
     status_.lastExit = e.what();
@@ -100,15 +131,59 @@ void ServiceSupervisor::launch() {
   child_ = pid;
   adopted_ = false;
   killSent_ = false;
+  startTimedOut_ = false;
   childStartMono_ = monotonicUs();
   status_.pid = pid;
   status_.startTicks = processStartTicks(pid).value_or(0);
-  status_.sinceUs = realtimeUs();
+  status_.sinceUs = notify ? 0 : realtimeUs();  // notify: set by READY=1
+  status_.statusText.clear();
   status_.unitDigest = Digest::ofBytes(unitText_).str();
-  log_.note(fmt::format("started pid {}", pid));
   phase_ = Phase::Starting;
-  armTimer(kSettleUs);
+  if (notify) {
+    log_.note(fmt::format("started pid {}; waiting for READY=1 on {}", pid, notify_.address()));
+    armTimer(config_.timeoutStartUs == kInfinity ? 0 : config_.timeoutStartUs);
+  } else {
+    log_.note(fmt::format("started pid {}", pid));
+    armTimer(kSettleUs);
+  }
   setState("starting");
+}
+
+void ServiceSupervisor::openNotifySocket() {
+  notify_ = NotifySocket::bind(notifySocketAddress(paths_.dir, config_.user.empty()));
+  watch(notify_.fd());
+}
+
+void ServiceSupervisor::onNotify() {
+  bool changed = false, ready = false;
+  for (auto& d : notify_.receiveAll()) {
+    if (!notifySenderAccepted(d.sender, child_, config_.notifyAccess)) {
+      // A few are noted, so that a wrong NotifyAccess= shows; a flood is not.
+      if (++refusedNotifications_ <= 5)
+        log_.note(fmt::format("ignored a notification from pid {}: not a process of the service",
+                              d.sender));
+      continue;
+    }
+    auto m = parseNotifyMessage(d.text);
+    if (m.status && *m.status != status_.statusText) {
+      status_.statusText = std::move(*m.status);
+      changed = true;
+    }
+    ready = ready || m.ready;
+  }
+  if (ready && phase_ == Phase::Starting && config_.type == ServiceType::Notify)
+    becomeReady();
+  else if (changed)
+    setState(status_.state);
+}
+
+void ServiceSupervisor::becomeReady() {
+  phase_ = Phase::Running;
+  armTimer(0);
+  status_.sinceUs = realtimeUs();
+  log_.note(fmt::format("pid {} is ready (READY=1)", child_));
+  setState("active");
+  replyAll(launchWaiters_, Reply::ok(child_, adopted_ ? "adopted" : "started"));
 }
 
 void ServiceSupervisor::beginStop(AfterStop after) {
@@ -128,6 +203,15 @@ void ServiceSupervisor::beginStop(AfterStop after) {
 void ServiceSupervisor::onTimer() {
   switch (phase_) {
     case Phase::Starting:
+      if (config_.type == ServiceType::Notify) {
+        // systemd's Result=timeout: stopped as a stop would (SIGTERM, then
+        // SIGKILL after TimeoutStopSec=); its exit fails the start.
+        log_.note(fmt::format("pid {} did not send READY=1 within {}: stopping it", child_,
+                              formatDelay(config_.timeoutStartUs)));
+        startTimedOut_ = true;
+        beginStop(AfterStop::StartFailed);
+        break;
+      }
       phase_ = Phase::Running;
       setState("active");
       replyAll(launchWaiters_, Reply::ok(child_, "started"));
@@ -170,6 +254,8 @@ void ServiceSupervisor::reapChildren() {
 void ServiceSupervisor::onChildExit(ChildExit e) {
   onOutput();  // what it wrote before exiting is in the FIFO already
   log_.flushPartial();
+  // Likewise what it sent: a READY=1 sent just before exiting still counts.
+  if (notify_) onNotify();
   const pid_t pid = child_;
   std::string how = describeExit(e.waitStatus, e.known);
   bool bySignal = e.known && WIFSIGNALED(e.waitStatus);
@@ -184,16 +270,23 @@ void ServiceSupervisor::onChildExit(ChildExit e) {
   adopted_ = false;
   status_.pid = 0;
   status_.startTicks = 0;
-  status_.lastExit = how;
+  status_.lastExit = startTimedOut_ ? fmt::format("{}, then {}", kReadyTimeout, how) : how;
   armTimer(0);
   log_.note(fmt::format("pid {} {}", pid, how));
 
   switch (phase_) {
     case Phase::Stopping:
       if (afterStop_ == AfterStop::Relaunch) return launch();
-      return finish("inactive");
+      if (afterStop_ == AfterStop::StartFailed)
+        return afterCrash(false, false, kReadyTimeout, true);
+      return finish(startTimedOut_ ? "failed" : "inactive", startTimedOut_ ? kReadyTimeout : "");
     case Phase::Starting: {
       std::string reason = how;
+      if (config_.type == ServiceType::Notify) {
+        // Gone before READY=1, whatever its status: systemd's Result=protocol.
+        reason += " before READY=1";
+        clean = false;
+      }
       if (!log_.lastServiceLine().empty()) reason += ": " + log_.lastServiceLine();
       return afterCrash(clean, bySignal, reason);
     }
@@ -202,7 +295,8 @@ void ServiceSupervisor::onChildExit(ChildExit e) {
   }
 }
 
-void ServiceSupervisor::afterCrash(bool clean, bool bySignal, const std::string& startFailure) {
+void ServiceSupervisor::afterCrash(bool clean, bool bySignal, const std::string& startFailure,
+                                   bool timedOut) {
   bool again = false;
   switch (config_.restart) {
     case RestartPolicy::No:
@@ -218,6 +312,8 @@ void ServiceSupervisor::afterCrash(bool clean, bool bySignal, const std::string&
       again = !clean;
       break;
     case RestartPolicy::OnAbnormal:
+      again = !clean && (bySignal || timedOut);
+      break;
     case RestartPolicy::OnAbort:
       again = !clean && bySignal;
       break;

@@ -69,9 +69,15 @@ int64_t timeSpan(const ServiceKeys& keys, const char* key, int64_t fallback) {
 }
 
 const std::set<std::string, std::less<>> kHonoured = {
-    "ExecStart",      "Environment", "EnvironmentFile", "WorkingDirectory",
-    "User",           "Group",       "Restart",         "RestartSec",
-    "TimeoutStopSec", "Type",        "X-LogMaxBytes"};
+    "ExecStart", "Environment",  "EnvironmentFile", "WorkingDirectory", "User",
+    "Group",     "Restart",      "RestartSec",      "TimeoutStopSec",   "TimeoutStartSec",
+    "Type",      "NotifyAccess", "X-LogMaxBytes"};
+
+// The last of a key's values (systemd: a later assignment wins), or nullptr.
+const std::string* last(const ServiceKeys& keys, const char* key) {
+  auto it = keys.find(key);
+  return it == keys.end() || it->second.empty() ? nullptr : &it->second.back();
+}
 
 }  // namespace
 
@@ -302,6 +308,17 @@ ServiceConfig parseServiceConfig(const ServiceKeys& keys) {
     if (c.workingDirectory.empty() || c.workingDirectory[0] != '/')
       throw Error("WorkingDirectory={}: the path must be absolute", *wd);
   }
+  if (const std::string* t = last(keys, "Type"); t && *t == "notify") c.type = ServiceType::Notify;
+  if (const std::string* a = last(keys, "NotifyAccess")) {
+    if (*a == "none")
+      c.notifyAccess = NotifyAccess::None;
+    else if (*a == "main" || *a == "exec")
+      c.notifyAccess = NotifyAccess::Main;
+    else if (*a == "all")
+      c.notifyAccess = NotifyAccess::All;
+    else
+      throw Error("NotifyAccess={}: expected none, main, exec or all", *a);
+  }
   if (const std::string* u = single(keys, "User")) c.user = *u;
   if (const std::string* g = single(keys, "Group")) c.group = *g;
   if (const std::string* r = single(keys, "Restart")) {
@@ -327,6 +344,8 @@ ServiceConfig parseServiceConfig(const ServiceKeys& keys) {
   if (c.restartUs == kInfinity) throw Error("RestartSec=infinity: a restart delay must be finite");
   c.timeoutStopUs = timeSpan(keys, "TimeoutStopSec", c.timeoutStopUs);
   if (c.timeoutStopUs == 0) c.timeoutStopUs = kInfinity;  // systemd: 0 turns the timeout off
+  c.timeoutStartUs = timeSpan(keys, "TimeoutStartSec", c.timeoutStartUs);
+  if (c.timeoutStartUs == 0) c.timeoutStartUs = kInfinity;
   if (const std::string* m = single(keys, "X-LogMaxBytes")) {
     char* end = nullptr;
     unsigned long long n = std::strtoull(m->c_str(), &end, 10);
@@ -344,7 +363,7 @@ std::vector<std::string> unsupportedServiceKeys(const ServiceKeys& keys) {
       out.push_back(key);
     } else if (key == "Type") {
       for (const auto& v : values)
-        if (v != "simple" && v != "exec") out.push_back("Type=" + v);
+        if (v != "simple" && v != "exec" && v != "notify") out.push_back("Type=" + v);
     } else if (key == "Restart") {
       for (const auto& v : values)
         if (v == "on-watchdog") out.push_back("Restart=" + v);

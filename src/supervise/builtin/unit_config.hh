@@ -25,6 +25,16 @@ using EnvVars = std::vector<std::pair<std::string, std::string>>;
 
 enum class RestartPolicy { No, Always, OnSuccess, OnFailure, OnAbnormal, OnAbort };
 
+// Type=: notify waits for READY=1 over NOTIFY_SOCKET; simple and exec (and, with
+// a warning, any other type) are started once exec succeeded.
+enum class ServiceType { Simple, Notify };
+
+// NotifyAccess=: whose sd_notify messages count. All (the main process, its
+// process group and its descendants) is the default here — systemd's is main —
+// so that a shell script's `systemd-notify --ready` works without saying so.
+// exec means main here: there are no ExecStartPre=/ExecStartPost= processes.
+enum class NotifyAccess { None, Main, All };
+
 constexpr int64_t kInfinity = INT64_MAX;
 
 struct ServiceConfig {
@@ -41,10 +51,15 @@ struct ServiceConfig {
   std::string workingDirectory;  // "" → "/"
   bool workingDirectoryOptional = false;
   std::string user, group;  // names or numeric ids; "" → unchanged (root)
+  ServiceType type = ServiceType::Simple;
+  NotifyAccess notifyAccess = NotifyAccess::All;
   RestartPolicy restart = RestartPolicy::No;
   int64_t restartUs = 100'000;         // RestartSec=, systemd's default 100ms
   int64_t timeoutStopUs = 10'000'000;  // TimeoutStopSec=; kInfinity: never SIGKILL
-  uint64_t logMaxBytes = 1 << 20;      // X-LogMaxBytes=
+  // TimeoutStartSec=, systemd's default 90s: how long a Type=notify service may
+  // take to send READY=1; kInfinity: wait for ever.
+  int64_t timeoutStartUs = 90'000'000;
+  uint64_t logMaxBytes = 1 << 20;  // X-LogMaxBytes=
 };
 
 // Throws mesh::Error naming the key and value it cannot use.
@@ -72,7 +87,7 @@ std::vector<std::string> substituteEnvironment(const std::vector<std::string>& a
                                                const std::map<std::string, std::string>& env);
 
 // Every [Service] setting the builtin supervisor cannot honour, by key (and
-// value or prefix where only that is the problem: "Type=notify",
+// value or prefix where only that is the problem: "Type=forking",
 // "ExecStart=+…").
 std::vector<std::string> unsupportedServiceKeys(const ServiceKeys& keys);
 

@@ -103,20 +103,25 @@ TEST_F(BuiltinTest, UnsupportedKeysAreReported) {
   Unit u = makeUnit("demo.service", {{"ExecStart", "/bin/true"},
                                      {"ExecStartPre", "/bin/true"},
                                      {"PrivateTmp", "yes"},
-                                     {"Type", "notify"},
+                                     {"Type", "forking"},
                                      {"Environment", "A=1"},
                                      {"Restart", "always"},
                                      {"RestartSec", "5"},
                                      {"TimeoutStopSec", "1min"},
                                      {"User", "nobody"},
                                      {"WorkingDirectory", "/"}});
-  std::vector<std::string> expected = {"ExecStartPre", "PrivateTmp", "Type=notify"};
+  std::vector<std::string> expected = {"ExecStartPre", "PrivateTmp", "Type=forking"};
   EXPECT_EQ(sup->unsupportedKeys(u), expected);
   u.service.clear();  // read from the text alone
   EXPECT_EQ(sup->unsupportedKeys(u), expected);
   EXPECT_TRUE(
       sup->unsupportedKeys(makeUnit("x.service", {{"ExecStart", "/bin/true"}, {"Type", "simple"}}))
           .empty());
+  EXPECT_TRUE(sup->unsupportedKeys(makeUnit("x.service", {{"ExecStart", "/bin/true"},
+                                                          {"Type", "notify"},
+                                                          {"NotifyAccess", "all"},
+                                                          {"TimeoutStartSec", "30s"}}))
+                  .empty());
 }
 
 }  // namespace

@@ -113,6 +113,41 @@ TEST(BuiltinUnitConfig, ListsUnsupportedKeys) {
                                                  "PrivateTmp", "Restart=on-watchdog"}));
 }
 
+TEST(BuiltinUnitConfig, TypeNotifyIsSupportedOtherTypesAreNot) {
+  auto ok = parseServiceSection(
+      "[Service]\nExecStart=/bin/a\nType=notify\nNotifyAccess=all\nTimeoutStartSec=5s\n");
+  EXPECT_EQ(unsupportedServiceKeys(ok), Words{});
+  for (const char* type : {"forking", "oneshot", "dbus", "idle", "notify-reload"}) {
+    auto keys = parseServiceSection(std::string("[Service]\nExecStart=/bin/a\nType=") + type);
+    EXPECT_EQ(unsupportedServiceKeys(keys), Words{std::string("Type=") + type});
+  }
+}
+
+TEST(BuiltinUnitConfig, ParsesReadinessSettings) {
+  auto parse = [](const std::string& service) {
+    return parseServiceConfig(parseServiceSection("[Service]\nExecStart=/bin/a\n" + service));
+  };
+  ServiceConfig simple = parse("");
+  EXPECT_EQ(simple.type, ServiceType::Simple);
+  EXPECT_EQ(simple.timeoutStartUs, 90'000'000);  // systemd's default
+  EXPECT_EQ(simple.notifyAccess, NotifyAccess::All);
+  EXPECT_EQ(parse("Type=exec\n").type, ServiceType::Simple);
+  EXPECT_EQ(parse("Type=forking\n").type, ServiceType::Simple);  // run as simple, with a warning
+  EXPECT_EQ(parse("Type=notify\n").type, ServiceType::Notify);
+  EXPECT_EQ(parse("Type=simple\nType=notify\n").type, ServiceType::Notify);  // the last wins
+  EXPECT_EQ(parse("TimeoutStartSec=1\n").timeoutStartUs, 1'000'000);
+  EXPECT_EQ(parse("TimeoutStartSec=500ms\n").timeoutStartUs, 500'000);
+  EXPECT_EQ(parse("TimeoutStartSec=1min 30s\n").timeoutStartUs, 90'000'000);
+  EXPECT_EQ(parse("TimeoutStartSec=infinity\n").timeoutStartUs, kInfinity);
+  EXPECT_EQ(parse("TimeoutStartSec=0\n").timeoutStartUs, kInfinity);  // systemd: 0 is no timeout
+  EXPECT_THROW(parse("TimeoutStartSec=soon\n"), Error);
+  EXPECT_EQ(parse("NotifyAccess=none\n").notifyAccess, NotifyAccess::None);
+  EXPECT_EQ(parse("NotifyAccess=main\n").notifyAccess, NotifyAccess::Main);
+  EXPECT_EQ(parse("NotifyAccess=exec\n").notifyAccess, NotifyAccess::Main);
+  EXPECT_EQ(parse("NotifyAccess=all\n").notifyAccess, NotifyAccess::All);
+  EXPECT_THROW(parse("NotifyAccess=everyone\n"), Error);
+}
+
 TEST(BuiltinServiceFiles, StatusRoundTrips) {
   Status s;
   s.supervisorPid = 10;
@@ -123,9 +158,11 @@ TEST(BuiltinServiceFiles, StatusRoundTrips) {
   s.crashRestarts = 3;
   s.lastExit = "exited with status 1";
   s.unitDigest = "sha256:00";
+  s.statusText = "serving 3 clients";
   auto back = Status::parse(s.render());
   ASSERT_TRUE(back);
   EXPECT_EQ(back->render(), s.render());
+  EXPECT_EQ(back->statusText, "serving 3 clients");
   EXPECT_FALSE(Status::parse("{\"pid\": 1"));
   EXPECT_FALSE(Status::parse("{}"));
 }
