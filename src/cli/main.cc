@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <functional>
+#include <string>
 
 #include "cli/commands.hh"
 #include "util/error.hh"
@@ -14,12 +15,13 @@ namespace {
 using namespace mesh;
 using namespace mesh::cli;
 
-int guarded(const std::function<int()>& run) {
+// `nothingDone` is what bad input guarantees ("nothing was applied"); "" says nothing.
+int guarded(const std::function<int()>& run, const std::string& nothingDone) {
   try {
     return run();
   } catch (const InputError& e) {
     std::fprintf(stderr, "%s\n", e.what());
-    std::fprintf(stderr, "mesh-host: nothing was applied\n");
+    if (!nothingDone.empty()) std::fprintf(stderr, "mesh-host: %s\n", nothingDone.c_str());
     return kExitBadInput;
   } catch (const Error& e) {
     std::fprintf(stderr, "mesh-host: %s\n", e.what());
@@ -110,11 +112,52 @@ int main(int argc, char** argv) {
     sub->callback([&chosen, run = c.run] { chosen = run; });
   }
 
+  // `fleet` works on etcd, not on this node: it takes its own options, not the common ones.
+  std::string nothingDone = "nothing was applied";
+  FleetOptions fleetOptions;
+  FleetPushOptions fleetPushOptions;
+  auto* fleetCmd = app.add_subcommand(
+      "fleet",
+      "fleet push|status: push a signed declaration to nodes through etcd, and see how far "
+      "each node has converged");
+  fleetCmd->require_subcommand(1);
+  auto* push = fleetCmd->add_subcommand(
+      "push",
+      "signs DECL with an operator key and puts it to each node's declaration key in etcd; exit "
+      "0 pushed (with --wait: applied by every node), 1 etcd unreachable or (with --wait) a node "
+      "refused it, failed or timed out, 2 bad input (nothing pushed)");
+  fleetOptions.addTo(*push);
+  fleetPushOptions.addTo(*push);
+  push->footer(
+      "Every node named (--node, --nodes; at least one) is checked before anything is put: a "
+      "declaration that does not parse or has no serial, a glob that matches no known node, or "
+      "a node holding a higher serial, or the same serial with other text, is bad input (exit 2) "
+      "and nothing is pushed. The same serial with the same text is left unchanged. See "
+      "docs/fleet.md.");
+  push->callback([&] {
+    nothingDone = "nothing was pushed";
+    chosen = [&] { return runFleetPush(fleetOptions, fleetPushOptions); };
+  });
+  auto* fleetStatus = fleetCmd->add_subcommand(
+      "status",
+      "one row per node known in etcd: wanted and applied serial, state, last seen; exit 0 "
+      "every node converged (or none known), 1 a node down, behind, refused, failing or "
+      "churning, or etcd unreachable, 2 bad input");
+  fleetOptions.addTo(*fleetStatus);
+  fleetStatus->footer(
+      "STATE, first that applies: down (no status key: the node's lease is gone), refused (it "
+      "refused the pushed revision), failing, behind (it applied an older revision), churning, "
+      "converged. Reads every key in one range, at one etcd revision. See docs/fleet.md.");
+  fleetStatus->callback([&] {
+    nothingDone = "";
+    chosen = [&] { return runFleetStatus(fleetOptions); };
+  });
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     int code = app.exit(e);
     return code == 0 ? 0 : kExitBadInput;
   }
-  return guarded(chosen);
+  return guarded(chosen, nothingDone);
 }

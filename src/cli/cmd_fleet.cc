@@ -1,0 +1,610 @@
+// `mesh-host fleet push|status`: the operator's side of fleet mode. push signs a
+// declaration and puts it to nodes' declaration keys in etcd, optionally waiting until
+// they applied it; status reads every node's keys in one range (one consistent
+// revision) and says how far each node has converged. Keys and JSON: fleet/protocol.hh;
+// behaviour and output: docs/fleet.md.
+#include <fmt/format.h>
+#include <fnmatch.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
+
+#include "agent/duration.hh"
+#include "cli/commands.hh"
+#include "cli/time_text.hh"
+#include "decl/parse.hh"
+#include "fleet/etcd.hh"
+#include "fleet/protocol.hh"
+#include "fleet/signing.hh"
+#include "util/error.hh"
+#include "util/fs.hh"
+
+namespace mesh::cli {
+
+using nlohmann::json;
+
+void FleetOptions::addTo(CLI::App& cmd) {
+  cmd.add_option("--etcd", etcd, "the etcd endpoint (http://host:2379)")
+      ->option_text("URL")
+      ->required();
+  cmd.add_option("--cluster", cluster,
+                 "the cluster: its keys live under /mesh/NAME/ (default default)")
+      ->option_text("NAME")
+      ->default_str("default");
+  cmd.add_flag("--json", json, "machine-readable output on stdout");
+}
+
+void FleetPushOptions::addTo(CLI::App& cmd) {
+  cmd.add_option("DECL", declaration, "the declaration (TOML) to push; it needs a serial")
+      ->required();
+  cmd.add_option("--key", key, "the operator key file (mesh-host key init --operator FILE)")
+      ->option_text("FILE")
+      ->required();
+  cmd.add_option("--node", node, "a node to push to; repeatable; like --nodes, takes a LIST too")
+      ->option_text("NAME")
+      ->allow_extra_args(false);
+  cmd.add_option("--nodes", nodes,
+                 "comma-separated node names and globs (web-*); a glob matches the nodes etcd "
+                 "knows and must match at least one")
+      ->option_text("LIST")
+      ->allow_extra_args(false);
+  cmd.add_option("--max-parallel-restarts", maxParallelRestarts,
+                 "at most this many nodes restart one service at a time (default 0: no limit)")
+      ->check(CLI::NonNegativeNumber)
+      ->option_text("K")
+      ->default_str("0");
+  cmd.add_option("--wait", wait,
+                 "then wait up to this long (500ms, 30s, 5m) until every node applied it; exit "
+                 "1 when one refused it, failed or did not get there in time (default: no wait)")
+      ->option_text("DURATION");
+}
+
+namespace {
+
+int64_t nowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+void printLine(const std::string& line) {
+  std::fputs(line.c_str(), stdout);
+  std::fputc('\n', stdout);
+  std::fflush(stdout);  // `push --wait` shows what it pushed before it waits
+}
+
+json optionalInt(const std::optional<int64_t>& v) {
+  return v ? json(*v) : json(nullptr);
+}
+
+std::string serialText(const std::optional<int64_t>& v) {
+  return v ? std::to_string(*v) : "-";
+}
+
+std::string endpointOf(const FleetOptions& f) {
+  std::string url = f.etcd;
+  while (url.size() > 1 && url.back() == '/') url.pop_back();
+  return url;
+}
+
+fleet::FleetKeys keysOf(const FleetOptions& f) {
+  fleet::checkFleetName(f.cluster, "--cluster");
+  return fleet::FleetKeys{f.cluster};
+}
+
+// What etcd holds for one node, from one range read.
+struct NodeKeys {
+  std::optional<fleet::EtcdKeyValue> declaration, status, seen;
+};
+
+// Every node with a declaration, status or seen key; other keys are ignored.
+std::map<std::string, NodeKeys> nodesIn(const fleet::EtcdRange& range,
+                                        const fleet::FleetKeys& keys) {
+  std::map<std::string, NodeKeys> nodes;
+  for (const auto& kv : range.kvs) {
+    const auto split = keys.splitNodeKey(kv.key);
+    if (!split) continue;
+    const auto& [node, what] = *split;
+    if (what == "declaration") nodes[node].declaration = kv;
+    if (what == "status") nodes[node].status = kv;
+    if (what == "seen") nodes[node].seen = kv;
+  }
+  return nodes;
+}
+
+// ---- push ----------------------------------------------------------------------------
+
+bool isGlob(const std::string& s) {
+  return s.find_first_of("*?[") != std::string::npos;
+}
+
+// The names and globs of --node and --nodes, each value split at commas; names checked.
+struct TargetSpec {
+  std::vector<std::string> names, globs;
+};
+
+TargetSpec targetSpecOf(const FleetPushOptions& p) {
+  TargetSpec spec;
+  const auto add = [&spec](const std::string& value, const std::string& option) {
+    size_t start = 0;
+    while (true) {
+      const size_t comma = value.find(',', start);
+      const std::string item = value.substr(start, comma - start);
+      if (isGlob(item)) {
+        spec.globs.push_back(item);
+      } else {
+        fleet::checkFleetName(item, option);
+        spec.names.push_back(item);
+      }
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+  };
+  for (const auto& v : p.node) add(v, "--node");
+  for (const auto& v : p.nodes) add(v, "--nodes");
+  if (spec.names.empty() && spec.globs.empty())
+    throw InputError("fleet push: name the nodes to push to with --node NAME or --nodes LIST");
+  return spec;
+}
+
+// The target nodes, sorted: the names, and the known nodes each glob matches.
+std::vector<std::string> resolveTargets(const TargetSpec& spec,
+                                        const std::map<std::string, NodeKeys>& known,
+                                        const std::string& cluster) {
+  std::set<std::string> targets(spec.names.begin(), spec.names.end());
+  std::vector<std::string> empty;
+  for (const auto& glob : spec.globs) {
+    bool matched = false;
+    for (const auto& [node, keys] : known)
+      if (::fnmatch(glob.c_str(), node.c_str(), 0) == 0) {
+        targets.insert(node);
+        matched = true;
+      }
+    if (!matched) empty.push_back(glob);
+  }
+  if (!empty.empty())
+    throw InputError(
+        "--nodes: {} matches no node known in cluster {} ({} known); name a new node "
+        "explicitly, or see mesh-host fleet status",
+        fmt::format("\"{}\"", fmt::join(empty, "\", \"")), cluster, known.size());
+  return {targets.begin(), targets.end()};
+}
+
+// Parses the declaration as a node would (users and groups are the node's to check), so
+// that a broken one is refused before anything is pushed; returns its serial.
+int64_t checkDeclaration(const std::string& path, const std::string& text,
+                         const std::vector<std::string>& targets) {
+  decl::ParseOptions po;
+  po.node = targets.front();  // a declared `node` must name the target
+  const auto d = decl::parseDeclaration(text, path, po);
+  if (d.node)
+    for (const auto& t : targets)
+      if (t != *d.node)
+        throw InputError(
+            "declaration {} is for node '{}' (node = …) but is pushed to node '{}' too; push it "
+            "to '{}' alone, or remove `node` to push it to many",
+            path, *d.node, t, *d.node);
+  if (!d.serial)
+    throw InputError(
+        "declaration {} has no serial; a pushed declaration needs one so that nodes can refuse "
+        "a replayed older one: add serial = N (higher than the last one pushed)",
+        path);
+  return *d.serial;
+}
+
+// One target node: what it holds and what push does to it.
+struct Target {
+  std::string node;
+  bool unchanged = false;  // the same text with the same serial is already pushed
+  int64_t revision = 0;    // of our put, or of the identical declaration already there
+  // --wait: "applied", "failed", "refused" or "timed out"; "" while waiting.
+  std::string outcome;
+  std::string detail;
+};
+
+// Replay and overwrite rules for one node; returns the refusal, "" when the push may go.
+std::string checkOverwrite(Target& t, const std::optional<fleet::EtcdKeyValue>& current,
+                           const std::string& text, int64_t serial, int64_t maxParallel) {
+  if (!current) return "";
+  fleet::PushedDeclaration was;
+  try {
+    was = fleet::decodePushed(current->value, current->key);
+  } catch (const InputError& e) {
+    std::fprintf(stderr, "mesh-host: %s; it will be replaced\n", e.what());
+    return "";
+  }
+  if (!was.serial || *was.serial < serial) return "";
+  if (*was.serial > serial)
+    return fmt::format(
+        "node {}: serial {} is older than serial {} already pushed (revision {}); a node would "
+        "refuse it as a replay: push serial {} or more",
+        t.node, serial, *was.serial, current->modRevision, *was.serial + 1);
+  if (was.text != text)
+    return fmt::format(
+        "node {}: serial {} was already pushed (revision {}) with different text; bump serial to "
+        "{} to push this one",
+        t.node, serial, current->modRevision, serial + 1);
+  t.unchanged = true;
+  t.revision = current->modRevision;
+  if (was.maxParallelRestarts != maxParallel)
+    std::fprintf(stderr,
+                 "mesh-host: node %s keeps max_parallel_restarts %lld from the earlier push of "
+                 "serial %lld; bump serial to change it\n",
+                 t.node.c_str(), static_cast<long long>(was.maxParallelRestarts),
+                 static_cast<long long>(serial));
+  return "";
+}
+
+// What a node's status says of the declaration put at `t.revision`; false while the node
+// has not got that far.
+bool judge(Target& t, const fleet::NodeStatus& s) {
+  if (s.revision >= t.revision) {
+    const bool failed = s.failed > 0 || !s.failing.empty() || !s.cycleError.empty();
+    t.outcome = failed ? "failed" : "applied";
+    t.detail = fmt::format(
+        "serial {} at revision {} (cycle {}: {} created, {} updated, {} unchanged, {} removed, "
+        "{} failed)",
+        serialText(s.serial), s.revision, s.cycle, s.created, s.updated, s.unchanged, s.removed,
+        s.failed);
+    for (const auto& [id, reason] : s.failing) t.detail += fmt::format("; {}: {}", id, reason);
+    if (!s.cycleError.empty()) t.detail += "; cycle error: " + s.cycleError;
+    return true;
+  }
+  if (s.refused && s.refused->revision >= t.revision) {
+    t.outcome = "refused";
+    t.detail = fmt::format("revision {}: {}", s.refused->revision, s.refused->reason);
+    return true;
+  }
+  t.detail = fmt::format("its status shows revision {} (serial {}), not yet {}", s.revision,
+                         serialText(s.serial), t.revision);
+  return false;
+}
+
+// Waits, through a watch on the nodes prefix, until every target's status shows its
+// revision applied or refused, or `limit` passes.
+void waitForNodes(fleet::EtcdClient& client, const fleet::FleetKeys& keys,
+                  std::vector<Target>& targets, agent::Millis limit) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  std::map<std::string, Target*> pending;
+  for (auto& t : targets) {
+    pending.emplace(t.node, &t);
+    t.detail = "no status: the node is down or never started";
+  }
+  const auto see = [&](const std::string& node, const std::string& value, const std::string& key) {
+    const auto it = pending.find(node);
+    if (it == pending.end()) return;
+    try {
+      if (judge(*it->second, fleet::decodeStatus(value, key))) pending.erase(it);
+    } catch (const InputError& e) {
+      it->second->detail = e.what();  // a status we cannot read: keep waiting for a good one
+    }
+  };
+  const auto read = [&] {
+    const auto range = client.getPrefix(keys.nodesPrefix());
+    for (const auto& [node, k] : nodesIn(range, keys))
+      if (k.status) see(node, k.status->value, k.status->key);
+    return range.revision + 1;
+  };
+  int64_t from = read();
+  while (!pending.empty()) {
+    const auto left =
+        std::chrono::duration_cast<agent::Millis>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) break;
+    try {
+      const bool done = client.watch(
+          keys.nodesPrefix(), from,
+          [&](const std::vector<fleet::EtcdEvent>& events) {
+            for (const auto& ev : events) {
+              from = std::max(from, ev.kv.modRevision + 1);
+              const auto split = keys.splitNodeKey(ev.kv.key);
+              if (ev.type == fleet::EtcdEvent::Type::Put && split && split->second == "status")
+                see(split->first, ev.kv.value, ev.kv.key);
+            }
+            return !pending.empty();
+          },
+          left, fleet::EtcdClient::WatchScope::Prefix);
+      if (!done) break;  // timed out
+    } catch (const fleet::EtcdCompacted&) {
+      from = read();  // the history is gone: read what is there now, watch on from it
+    }
+  }
+  for (auto& [node, t] : pending) {
+    t->outcome = "timed out";
+    t->detail = fmt::format("after {}: {}", agent::formatDuration(limit), t->detail);
+  }
+}
+
+}  // namespace
+
+int runFleetPush(const FleetOptions& f, const FleetPushOptions& p) {
+  const auto keys = keysOf(f);
+  const auto spec = targetSpecOf(p);
+  std::optional<agent::Millis> waitFor;
+  if (!p.wait.empty()) waitFor = agent::parseDuration(p.wait, "--wait");
+  std::optional<std::string> text;
+  try {
+    text = readFile(p.declaration);
+  } catch (const SysError& e) {
+    throw InputError("cannot read declaration {}: {}", p.declaration, e.what());
+  }
+  if (!text) throw InputError("declaration {} does not exist", p.declaration);
+  const auto key = fleet::OperatorKey::load(p.key);
+
+  fleet::EtcdClient client(endpointOf(f));
+  const auto known = nodesIn(client.getPrefix(keys.nodesPrefix()), keys);
+  const auto names = resolveTargets(spec, known, f.cluster);
+  const int64_t serial = checkDeclaration(p.declaration, *text, names);
+
+  // Every rule is checked for every node before the first put: a refusal pushes nothing.
+  std::vector<Target> targets;
+  std::vector<std::string> refusals;
+  for (const auto& node : names) {
+    Target t;
+    t.node = node;
+    const auto it = known.find(node);
+    auto refusal = checkOverwrite(t, it == known.end() ? std::nullopt : it->second.declaration,
+                                  *text, serial, p.maxParallelRestarts);
+    if (!refusal.empty()) refusals.push_back(std::move(refusal));
+    targets.push_back(std::move(t));
+  }
+  if (!refusals.empty()) throw InputError(fmt::format("{}", fmt::join(refusals, "\n")));
+
+  fleet::PushedDeclaration pushed;
+  pushed.text = *text;
+  pushed.signature = fleet::signatureText(key, *text);
+  pushed.serial = serial;
+  pushed.maxParallelRestarts = p.maxParallelRestarts;
+  pushed.pushedAtMs = nowMs();
+  pushed.pushedBy = key.publicKey().text();
+  const std::string value = fleet::encodePushed(pushed);
+  for (auto& t : targets) {
+    if (!t.unchanged) t.revision = client.put(keys.declaration(t.node), value);
+    if (!f.json)
+      printLine(t.unchanged ? fmt::format("unchanged {}: serial {} already pushed", t.node, serial)
+                            : fmt::format("pushed {}: serial {} (revision {})", t.node, serial,
+                                          t.revision));
+  }
+
+  if (waitFor) waitForNodes(client, keys, targets, *waitFor);
+  int notApplied = 0;
+  json nodes = json::array();
+  for (const auto& t : targets) {
+    notApplied += waitFor && t.outcome != "applied";
+    json j = {{"node", t.node},
+              {"result", t.unchanged ? "unchanged" : "pushed"},
+              {"serial", serial},
+              {"revision", t.revision}};
+    if (waitFor) {
+      j["outcome"] = t.outcome == "timed out" ? "timed_out" : t.outcome;
+      j["detail"] = t.detail;
+    }
+    nodes.push_back(std::move(j));
+    if (waitFor && !f.json) printLine(fmt::format("{} {}: {}", t.outcome, t.node, t.detail));
+  }
+  if (f.json) {
+    json out = {{"cluster", f.cluster},
+                {"declaration", p.declaration},
+                {"serial", serial},
+                {"pushed_by", pushed.pushedBy},
+                {"waited", waitFor.has_value()},
+                {"nodes", std::move(nodes)}};
+    std::puts(out.dump().c_str());
+  } else if (waitFor) {
+    printLine(fmt::format("{} of {} node(s) applied serial {}", targets.size() - notApplied,
+                          targets.size(), serial));
+  }
+  return notApplied > 0 ? kExitFailed : kExitOk;
+}
+
+// ---- status ---------------------------------------------------------------------------
+
+namespace {
+
+// One node as `fleet status` sees it.
+struct NodeView {
+  std::string node;
+  bool up = false;  // a status key exists (the node's lease is alive)
+  std::optional<fleet::PushedDeclaration> wanted;
+  int64_t wantedRevision = 0;  // the declaration key's mod revision, 0 none
+  // The live status, or for a down node the last one seen.
+  std::optional<fleet::NodeStatus> status;
+  std::vector<std::string> unreadable;  // keys that did not decode
+  std::string state;
+};
+
+bool isFailing(const fleet::NodeStatus& s) {
+  return s.failed > 0 || !s.failing.empty() || !s.cycleError.empty();
+}
+
+bool refusedWanted(const NodeView& v) {
+  return v.status && v.status->refused && v.wantedRevision > 0 &&
+         v.status->refused->revision >= v.wantedRevision;
+}
+
+// The precedence of docs/fleet.md: down, refused, failing, behind, churning, converged.
+std::string stateOf(const NodeView& v) {
+  if (!v.up) return "down";
+  if (!v.status) return "failing";  // its status key does not decode
+  if (refusedWanted(v)) return "refused";
+  if (isFailing(*v.status)) return "failing";
+  if (v.status->revision < v.wantedRevision) return "behind";
+  if (!v.status->churning.empty()) return "churning";
+  return "converged";
+}
+
+NodeView viewOf(const std::string& node, const NodeKeys& k) {
+  NodeView v;
+  v.node = node;
+  v.up = k.status.has_value();
+  if (k.declaration) {
+    v.wantedRevision = k.declaration->modRevision;
+    try {
+      v.wanted = fleet::decodePushed(k.declaration->value, k.declaration->key);
+    } catch (const InputError& e) {
+      v.unreadable.push_back(e.what());
+    }
+  }
+  if (const auto& kv = k.status ? k.status : k.seen) {
+    try {
+      v.status = fleet::decodeStatus(kv->value, kv->key);
+    } catch (const InputError& e) {
+      v.unreadable.push_back(e.what());
+    }
+  }
+  v.state = stateOf(v);
+  return v;
+}
+
+std::string agoText(int64_t ms, int64_t now) {
+  if (ms <= 0) return "never";
+  const int64_t s = std::max<int64_t>(0, (now - ms) / 1000);
+  if (s < 120) return fmt::format("{}s ago", s);
+  if (s < 2 * 3600) return fmt::format("{}m ago", s / 60);
+  if (s < 2 * 86400) return fmt::format("{}h ago", s / 3600);
+  return fmt::format("{}d ago", s / 86400);
+}
+
+// Why a node is not converged, one line per reason.
+std::vector<std::string> detailsOf(const NodeView& v, int64_t now) {
+  std::vector<std::string> out;
+  const auto line = [&](const std::string& text) { out.push_back(v.node + ": " + text); };
+  for (const auto& u : v.unreadable) line("unreadable: " + u);
+  const auto* s = v.status ? &*v.status : nullptr;
+  if (!v.up) {
+    line(s ? fmt::format("down: no status since {} ({}); it had applied serial {} (revision {})",
+                         isoTime(s->publishedAtMs), agoText(s->publishedAtMs, now),
+                         serialText(s->serial), s->revision)
+           : "down: never seen (no status or seen key)");
+    return out;
+  }
+  if (!s) return out;
+  if (refusedWanted(v))
+    line(fmt::format("refused serial {} (revision {}) at {}: {}", serialText(s->refused->serial),
+                     s->refused->revision, isoTime(s->refused->atMs), s->refused->reason));
+  for (const auto& [id, reason] : s->failing) line(fmt::format("failed {}: {}", id, reason));
+  if (s->failing.empty() && s->failed > 0)
+    line(fmt::format("{} resource(s) failed in cycle {}", s->failed, s->cycle));
+  if (!s->cycleError.empty()) line("cycle error: " + s->cycleError);
+  if (s->revision < v.wantedRevision && !refusedWanted(v))  // a refusal says why already
+    line(fmt::format("behind: applied revision {} (serial {}); revision {} (serial {}) is pushed",
+                     s->revision, serialText(s->serial), v.wantedRevision,
+                     serialText(v.wanted ? v.wanted->serial : std::nullopt)));
+  if (!s->churning.empty()) line(fmt::format("churning: {}", fmt::join(s->churning, ", ")));
+  return out;
+}
+
+json viewJson(const NodeView& v) {
+  const auto* s = v.status ? &*v.status : nullptr;
+  json failing = json::array();
+  json refused = nullptr;
+  if (s) {
+    for (const auto& [id, reason] : s->failing) failing.push_back({{"id", id}, {"reason", reason}});
+    if (s->refused)
+      refused = {{"revision", s->refused->revision},
+                 {"serial", optionalInt(s->refused->serial)},
+                 {"reason", s->refused->reason},
+                 {"at_ms", s->refused->atMs}};
+  }
+  return {{"node", v.node},
+          {"state", v.state},
+          {"up", v.up},
+          {"wanted_serial", optionalInt(v.wanted ? v.wanted->serial : std::nullopt)},
+          {"wanted_revision", v.wantedRevision ? json(v.wantedRevision) : json(nullptr)},
+          {"applied_serial", optionalInt(s ? s->serial : std::nullopt)},
+          {"applied_revision", s ? json(s->revision) : json(nullptr)},
+          {"failed", s ? s->failed : 0},
+          {"failing", std::move(failing)},
+          {"churning", s ? json(s->churning) : json::array()},
+          {"refused", std::move(refused)},
+          {"cycle_error", s ? s->cycleError : ""},
+          {"last_seen_ms", s && s->publishedAtMs ? json(s->publishedAtMs) : json(nullptr)},
+          {"version", s ? s->version : ""},
+          {"cycle", s ? s->cycle : 0},
+          {"summary",
+           {{"created", s ? s->created : 0},
+            {"updated", s ? s->updated : 0},
+            {"unchanged", s ? s->unchanged : 0},
+            {"removed", s ? s->removed : 0},
+            {"failed", s ? s->failed : 0}}},
+          {"unreadable", v.unreadable}};
+}
+
+// The table: columns padded to their widest cell.
+void printTable(const std::vector<std::vector<std::string>>& rows) {
+  std::vector<size_t> widths;
+  for (const auto& row : rows)
+    for (size_t i = 0; i < row.size(); ++i) {
+      widths.resize(std::max(widths.size(), row.size()));
+      widths[i] = std::max(widths[i], row[i].size());
+    }
+  for (const auto& row : rows) {
+    std::string line;
+    for (size_t i = 0; i < row.size(); ++i)
+      line += i + 1 == row.size() ? row[i] : fmt::format("{:<{}}  ", row[i], widths[i]);
+    std::puts(line.c_str());
+  }
+}
+
+}  // namespace
+
+int runFleetStatus(const FleetOptions& f) {
+  const auto keys = keysOf(f);
+  fleet::EtcdClient client(endpointOf(f));
+  const auto range = client.getPrefix(keys.nodesPrefix());
+  const int64_t now = nowMs();
+  std::vector<NodeView> views;
+  std::map<std::string, int> counts;
+  for (const auto& [node, k] : nodesIn(range, keys)) {
+    views.push_back(viewOf(node, k));
+    ++counts[views.back().state];
+  }
+  const size_t converged = counts["converged"];
+
+  if (f.json) {
+    json nodes = json::array();
+    for (const auto& v : views) nodes.push_back(viewJson(v));
+    json summary = {{"nodes", views.size()}};
+    for (const char* state : {"converged", "down", "behind", "refused", "failing", "churning"})
+      summary[state] = counts[state];
+    json out = {{"cluster", f.cluster},
+                {"revision", range.revision},
+                {"nodes", std::move(nodes)},
+                {"summary", std::move(summary)}};
+    std::puts(out.dump().c_str());
+  } else if (views.empty()) {
+    std::puts(fmt::format("cluster {}: no nodes (nothing under {} at revision {})", f.cluster,
+                          keys.nodesPrefix(), range.revision)
+                  .c_str());
+  } else {
+    std::vector<std::vector<std::string>> rows = {
+        {"NODE", "WANTED", "APPLIED", "STATE", "FAILED", "CHURNING", "LAST SEEN"}};
+    std::vector<std::string> details;
+    for (const auto& v : views) {
+      const auto* s = v.status ? &*v.status : nullptr;
+      rows.push_back(
+          {v.node, serialText(v.wanted ? v.wanted->serial : std::nullopt),
+           serialText(s ? s->serial : std::nullopt), v.state, s ? std::to_string(s->failed) : "-",
+           s ? std::to_string(s->churning.size()) : "-", agoText(s ? s->publishedAtMs : 0, now)});
+      if (v.state != "converged")
+        for (auto& d : detailsOf(v, now)) details.push_back(std::move(d));
+    }
+    printTable(rows);
+    if (!details.empty()) std::puts("");
+    for (const auto& d : details) std::puts(d.c_str());
+    std::string tally;
+    for (const char* state : {"down", "behind", "refused", "failing", "churning"})
+      if (counts[state]) tally += fmt::format(", {} {}", counts[state], state);
+    std::puts("");
+    std::puts(fmt::format("cluster {} at revision {}: {} node(s), {} converged{}", f.cluster,
+                          range.revision, views.size(), converged, tally)
+                  .c_str());
+  }
+  return converged == views.size() ? kExitOk : kExitFailed;
+}
+
+}  // namespace mesh::cli

@@ -1,0 +1,73 @@
+// The fleet commands against a real etcd: one etcd per test binary, the real mesh-host
+// binary run as a subprocess, nodes simulated by putting their status JSON into etcd.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <sys/types.h>
+
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "fleet/etcd.hh"
+#include "fleet/operator_key.hh"
+#include "fleet/protocol.hh"
+
+namespace mesh::fleet::test {
+
+struct Result {
+  int code = -1;
+  std::string out, err;
+  nlohmann::json json() const;  // stdout as JSON; fails the test when it is not
+};
+
+// A command running in the background, its output going to files.
+struct Child {
+  pid_t pid = -1;
+  std::string dir;  // holds out and err
+};
+Child start(const std::vector<std::string>& argv);
+Result finish(Child& child);  // waits for it
+Result runCommand(const std::vector<std::string>& argv);
+
+class FleetTest : public ::testing::Test {
+ protected:
+  void SetUp() override;
+  void TearDown() override;
+
+  // The argv of `mesh-host fleet <sub> --etcd URL --cluster <this test's> <args…>`.
+  std::vector<std::string> fleetArgv(const std::string& sub, std::vector<std::string> args) const;
+  // `mesh-host fleet push --key <ops key> <args…>` and `mesh-host fleet status <args…>`.
+  Result push(std::vector<std::string> args) const;
+  Result status(std::vector<std::string> args = {}) const;
+
+  // Writes a declaration file and returns its path.
+  std::string declare(const std::string& text, const std::string& name = "decl.toml") const;
+  // A small valid declaration with this serial (and `extra` appended to its content).
+  static std::string declText(int64_t serial, const std::string& extra = "");
+
+  // A simulated node's status: on a lease (up, with a seen copy) or only seen (down).
+  NodeStatus nodeStatus(const std::string& node, int64_t revision,
+                        std::optional<int64_t> serial) const;
+  void publish(const NodeStatus& s, bool up);
+  // Puts a pushed declaration as `fleet push` would, without signing; its revision.
+  int64_t putDeclaration(const std::string& node, int64_t serial);
+  std::optional<PushedDeclaration> pushedTo(const std::string& node);
+  std::optional<int64_t> declarationRevision(const std::string& node);
+
+  // The directory of this binary's etcd, for `etcd.sh pause|resume DIR` (an outage).
+  static std::string etcdDir();
+
+  std::string url;      // the etcd endpoint
+  std::string cluster;  // this test's own: tests never see each other's keys
+  FleetKeys keys;
+  std::string work;     // a temp dir
+  std::string keyFile;  // an operator key in it
+  OperatorPublicKey operatorKey;
+  std::unique_ptr<EtcdClient> client;
+  int64_t lease = 0;  // for the nodes that are up; revoked at the end
+};
+
+}  // namespace mesh::fleet::test

@@ -1,0 +1,163 @@
+// `mesh-host fleet status`: each node's state from its keys in etcd, the details of the
+// ones not converged, --json, and the exit code.
+#include <map>
+#include <sstream>
+
+#include "fleet_fixture.hh"
+
+namespace mesh::fleet::test {
+namespace {
+
+using FleetStatus = FleetTest;
+
+// NODE → STATE from the table (the lines before the first blank one).
+std::map<std::string, std::string> statesIn(const std::string& out) {
+  std::map<std::string, std::string> states;
+  std::istringstream lines(out);
+  std::string line;
+  std::getline(lines, line);
+  EXPECT_EQ(line.rfind("NODE ", 0), 0u) << out;
+  while (std::getline(lines, line) && !line.empty()) {
+    std::istringstream cells(line);
+    std::string node, wanted, applied, state;
+    cells >> node >> wanted >> applied >> state;
+    states[node] = state;
+  }
+  return states;
+}
+
+TEST_F(FleetStatus, ShowsEveryStateWithItsReasonAndExitsOne) {
+  const auto rev = putDeclaration("conv", 6);
+  publish(nodeStatus("conv", rev, 6), true);
+
+  const auto earlier = putDeclaration("behind", 6);
+  const auto later = putDeclaration("behind", 7);
+  publish(nodeStatus("behind", earlier, 6), true);
+
+  const auto downRev = putDeclaration("down", 6);
+  publish(nodeStatus("down", downRev, 6), false);
+  putDeclaration("never", 6);  // pushed to, never started
+
+  const auto refRev = putDeclaration("refusing", 7);
+  auto refusing = nodeStatus("refusing", refRev - 1, 6);
+  refusing.refused = NodeStatus::Refusal{refRev, 7, "signed by mesh-op:xyz, not trusted", 1};
+  publish(refusing, true);
+
+  const auto failRev = putDeclaration("failing", 6);
+  auto failing = nodeStatus("failing", failRev, 6);
+  failing.failed = 1;
+  failing.failing = {{"demo.config", "permission denied"}};
+  publish(failing, true);
+
+  const auto churnRev = putDeclaration("churning", 6);
+  auto churning = nodeStatus("churning", churnRev, 6);
+  churning.churning = {"demo.runtime"};
+  publish(churning, true);
+
+  Result r = status();
+  EXPECT_EQ(r.code, 1) << r.err;
+  const std::map<std::string, std::string> want = {
+      {"behind", "behind"},   {"churning", "churning"}, {"conv", "converged"},  {"down", "down"},
+      {"failing", "failing"}, {"never", "down"},        {"refusing", "refused"}};
+  EXPECT_EQ(statesIn(r.out), want) << r.out;
+  for (const char* detail : {"refusing: refused serial 7", "signed by mesh-op:xyz, not trusted",
+                             "failing: failed demo.config: permission denied",
+                             "churning: churning: demo.runtime", "behind: behind: applied revision",
+                             "never: down: never seen", "down: down: no status since"})
+    EXPECT_NE(r.out.find(detail), std::string::npos) << detail << "\n" << r.out;
+  EXPECT_EQ(r.out.find("conv: "), std::string::npos) << r.out;  // converged: no details
+
+  Result j = status({"--json"});
+  EXPECT_EQ(j.code, 1);
+  const auto out = j.json();
+  EXPECT_EQ(out.at("cluster"), cluster);
+  EXPECT_GE(out.at("revision").get<int64_t>(), churnRev);
+  std::map<std::string, nlohmann::json> nodes;
+  for (const auto& n : out.at("nodes")) nodes[n.at("node")] = n;
+  ASSERT_EQ(nodes.size(), 7u);
+  for (const auto& [node, state] : want) EXPECT_EQ(nodes[node].at("state"), state) << node;
+  EXPECT_EQ(nodes["conv"].at("up"), true);
+  EXPECT_EQ(nodes["conv"].at("wanted_serial"), 6);
+  EXPECT_EQ(nodes["conv"].at("wanted_revision"), rev);
+  EXPECT_EQ(nodes["conv"].at("applied_serial"), 6);
+  EXPECT_EQ(nodes["conv"].at("applied_revision"), rev);
+  EXPECT_EQ(nodes["conv"].at("version"), "0.1.0");
+  EXPECT_EQ(nodes["conv"].at("cycle"), 3);
+  EXPECT_EQ(nodes["conv"].at("summary").at("unchanged"), 1);
+  EXPECT_TRUE(nodes["conv"].at("refused").is_null());
+  EXPECT_GT(nodes["conv"].at("last_seen_ms").get<int64_t>(), 0);
+  EXPECT_EQ(nodes["down"].at("up"), false);
+  EXPECT_GT(nodes["down"].at("last_seen_ms").get<int64_t>(), 0);  // from its seen key
+  EXPECT_TRUE(nodes["never"].at("last_seen_ms").is_null());
+  EXPECT_TRUE(nodes["never"].at("applied_serial").is_null());
+  EXPECT_EQ(nodes["refusing"].at("refused").at("revision"), refRev);
+  EXPECT_EQ(nodes["refusing"].at("refused").at("serial"), 7);
+  EXPECT_EQ(nodes["refusing"].at("refused").at("reason"), "signed by mesh-op:xyz, not trusted");
+  EXPECT_EQ(nodes["failing"].at("failed"), 1);
+  EXPECT_EQ(nodes["failing"].at("failing"),
+            nlohmann::json::parse(R"([{"id":"demo.config","reason":"permission denied"}])"));
+  EXPECT_EQ(nodes["churning"].at("churning"), nlohmann::json::parse(R"(["demo.runtime"])"));
+  EXPECT_EQ(nodes["behind"].at("applied_revision"), earlier);
+  EXPECT_EQ(nodes["behind"].at("wanted_revision"), later);
+  EXPECT_EQ(out.at("summary"), nlohmann::json::parse(R"({"nodes":7,"converged":1,"down":2,
+      "behind":1,"refused":1,"failing":1,"churning":1})"));
+}
+
+TEST_F(FleetStatus, ComparesRevisionsNotSerials) {
+  // The same serial pushed again (after a node refused it, say) is a new revision to apply.
+  const auto first = putDeclaration("web1", 6);
+  publish(nodeStatus("web1", first, 6), true);
+  putDeclaration("web1", 6);
+  Result r = status();
+  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(statesIn(r.out).at("web1"), "behind") << r.out;
+}
+
+TEST_F(FleetStatus, AnOldRefusalDoesNotMakeANodeRefused) {
+  const auto rev = putDeclaration("web1", 8);
+  auto s = nodeStatus("web1", rev - 1, 7);
+  s.refused = NodeStatus::Refusal{rev - 1, 7, "an older refusal", 1};
+  publish(s, true);
+  Result r = status();
+  EXPECT_EQ(statesIn(r.out).at("web1"), "behind") << r.out;
+}
+
+TEST_F(FleetStatus, AllConvergedExitsZero) {
+  for (const char* node : {"a", "b"}) {
+    const auto rev = putDeclaration(node, 2);
+    publish(nodeStatus(node, rev, 2), true);
+  }
+  publish(nodeStatus("unmanaged", 0, std::nullopt), true);  // up, nothing pushed
+  Result r = status();
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_EQ(statesIn(r.out),
+            (std::map<std::string, std::string>{
+                {"a", "converged"}, {"b", "converged"}, {"unmanaged", "converged"}}));
+  EXPECT_NE(r.out.find("3 node(s), 3 converged\n"), std::string::npos) << r.out;
+  Result j = status({"--json"});
+  EXPECT_EQ(j.code, 0);
+  const nlohmann::json jNodes = j.json().at("nodes");
+  for (const auto& n : jNodes)
+    if (n.at("node") == "unmanaged") {
+      EXPECT_TRUE(n.at("wanted_serial").is_null());
+    }
+}
+
+TEST_F(FleetStatus, NoNodesExitsZeroSayingSo) {
+  Result r = status();
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("no nodes"), std::string::npos) << r.out;
+  Result j = status({"--json"});
+  EXPECT_EQ(j.code, 0);
+  EXPECT_EQ(j.json().at("nodes"), nlohmann::json::array());
+  EXPECT_EQ(j.json().at("summary").at("nodes"), 0);
+}
+
+TEST_F(FleetStatus, UnreachableEtcdExitsOneSayingSo) {
+  Result r = runCommand({MESH_HOST_BIN, "fleet", "status", "--etcd", "http://127.0.0.1:1"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("etcd at http://127.0.0.1:1 unreachable"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace mesh::fleet::test
