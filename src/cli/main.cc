@@ -41,7 +41,7 @@ int main(int argc, char** argv) {
   }
   CLI::App app{"mesh-host: converges this node to its declaration and reports what it did"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "mesh-host 0.1.0");
+  app.set_version_flag("--version", std::string("mesh-host ") + kVersion);
 
   CommonOptions common;
   std::string declPath;

@@ -397,5 +397,78 @@ TEST_F(Nodes, MaxParallelRestartsOneNeverOverlapsRestarts) {
   EXPECT_TRUE(client->getPrefix(keys.restartSlots("app.service")).kvs.empty());
 }
 
+TEST_F(Nodes, ANodeStartedWhileEtcdIsAwayConvergesToItsCachedDeclaration) {
+  startNode("n1");
+  auto revs = pushTo("n1", fileDecl(1, "one"));
+  ASSERT_TRUE(awaitApplied("n1", revs.at("n1")));
+  stopNode("n1", SIGTERM);
+  EXPECT_FALSE(statusOf("n1")) << "a node stopping on purpose revokes its lease at once";
+  fs::remove(nodes["n1"].root + "/etc/app.conf");  // drift the node must repair
+
+  Result pause = runCommand({MESH_ETCD_SCRIPT, "pause", etcdDir()});
+  ASSERT_EQ(pause.code, 0) << pause.err;
+  startNode("n1");
+  ASSERT_TRUE(awaitLog("n1", "created app.config", 2));
+  EXPECT_EQ(readAll(nodes["n1"].root + "/etc/app.conf"), "one");
+  EXPECT_NE(readAll(nodes["n1"].log)
+                .find("cached pushed declaration (revision " + std::to_string(revs.at("n1"))),
+            std::string::npos)
+      << readAll(nodes["n1"].log);
+
+  Result resume = runCommand({MESH_ETCD_SCRIPT, "resume", etcdDir()});
+  ASSERT_EQ(resume.code, 0) << resume.err;
+  ASSERT_TRUE(awaitApplied("n1", revs.at("n1")));
+  auto next = pushTo("n1", fileDecl(2, "two"));
+  ASSERT_TRUE(awaitApplied("n1", next.at("n1")));
+  EXPECT_EQ(readAll(nodes["n1"].root + "/etc/app.conf"), "two");
+}
+
+TEST_F(Nodes, ANodeBackAfterACompactionReadsItsDeclarationAgain) {
+  startNode("n1");
+  auto revs = pushTo("n1", fileDecl(1, "one"));
+  ASSERT_TRUE(awaitApplied("n1", revs.at("n1")));
+  stopNode("n1", SIGTERM);
+
+  pushTo("n1", fileDecl(2, "two"));
+  auto last = pushTo("n1", fileDecl(3, "three"));
+  // The revisions after the one n1 saw are compacted away: its resumed watch
+  // cannot replay them, so it must read the key again.
+  client->compact(last.at("n1"));
+  startNode("n1");
+  ASSERT_TRUE(awaitApplied("n1", last.at("n1")));
+  EXPECT_EQ(readAll(nodes["n1"].root + "/etc/app.conf"), "three");
+  EXPECT_NE(readAll(nodes["n1"].log).find("compacted"), std::string::npos)
+      << readAll(nodes["n1"].log);
+  EXPECT_EQ(statusOf("n1")->serial, 3);
+}
+
+TEST_F(Nodes, BadFleetOptionsAreBadInputAndStartNothing) {
+  const std::string root = work + "/bad";
+  fs::create_directories(root);
+  struct Case {
+    std::vector<std::string> args;
+    std::string says;
+  };
+  const std::vector<Case> cases = {
+      {{"--node", "n1"}, "requires a trusted operator key"},
+      {{"--node", "n/1", "--trust", operatorKey.text()}, "--node \"n/1\""},
+      {{"--node", "n1", "--cluster", "", "--trust", operatorKey.text()}, "--cluster"},
+      {{"--node", "n1", "--trust", operatorKey.text(), "--declaration", root + "/d.toml"},
+       "--declaration and --etcd"},
+  };
+  for (const auto& c : cases) {
+    std::vector<std::string> argv = {MESH_HOST_BIN, "run", "--etcd", url, "--root", root};
+    argv.insert(argv.end(), c.args.begin(), c.args.end());
+    Result r = runCommand(argv);
+    EXPECT_EQ(r.code, 2) << c.says << ": " << r.err;
+    EXPECT_NE(r.err.find(c.says), std::string::npos) << r.err;
+  }
+  Result r = runCommand({MESH_HOST_BIN, "run", "--etcd", "127.0.0.1:2379", "--root", root, "--node",
+                         "n1", "--trust", operatorKey.text()});
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("expected an http:// or https:// URL"), std::string::npos) << r.err;
+  EXPECT_TRUE(client->getPrefix(keys.nodesPrefix()).kvs.empty());
+}
+
 }  // namespace
 }  // namespace mesh::fleet::test
