@@ -1,5 +1,6 @@
 #include "fleet/protocol.hh"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "util/error.hh"
@@ -70,6 +71,22 @@ std::optional<int64_t> optionalInt(const json& j, const char* name, const std::s
   if (it == j.end() || it->is_null()) return std::nullopt;
   if (!it->is_number_integer()) throw InputError("{}: field \"{}\" is not an integer", where, name);
   return it->get<int64_t>();
+}
+
+// A field that must be an object when present ({} when absent).
+json objectField(const json& j, const char* name, const std::string& where) {
+  json v = field<json>(j, name, json::object(), where);
+  if (!v.is_object()) throw InputError("{}: field \"{}\" is not an object", where, name);
+  return v;
+}
+
+// A field that must be an array of objects when present ([] when absent).
+json objectArrayField(const json& j, const char* name, const std::string& where) {
+  json v = field<json>(j, name, json::array(), where);
+  if (!v.is_array() ||
+      !std::all_of(v.begin(), v.end(), [](const json& e) { return e.is_object(); }))
+    throw InputError("{}: field \"{}\" is not an array of objects", where, name);
+  return v;
 }
 
 json optionalJson(const std::optional<int64_t>& v) {
@@ -158,19 +175,19 @@ NodeStatus decodeStatus(std::string_view text, const std::string& where) {
   s.lastCycleAtMs = field<int64_t>(j, "last_cycle_at_ms", 0, where);
   s.cycleMs = field<int64_t>(j, "cycle_ms", 0, where);
   s.trigger = field<std::string>(j, "trigger", "", where);
-  const json summary = field<json>(j, "summary", json::object(), where);
+  const json summary = objectField(j, "summary", where);
   s.created = field<int64_t>(summary, "created", 0, where);
   s.updated = field<int64_t>(summary, "updated", 0, where);
   s.unchanged = field<int64_t>(summary, "unchanged", 0, where);
   s.removed = field<int64_t>(summary, "removed", 0, where);
   s.failed = field<int64_t>(summary, "failed", 0, where);
-  for (const auto& f : field<json>(j, "failing", json::array(), where))
+  for (const auto& f : objectArrayField(j, "failing", where))
     s.failing.emplace_back(field<std::string>(f, "id", "", where),
                            field<std::string>(f, "reason", "", where));
   s.churning = field<std::vector<std::string>>(j, "churning", {}, where);
   s.cycleError = field<std::string>(j, "cycle_error", "", where);
-  const json refused = field<json>(j, "refused", json(nullptr), where);
-  if (refused.is_object()) {
+  if (j.contains("refused") && !j["refused"].is_null()) {
+    const json refused = objectField(j, "refused", where);
     NodeStatus::Refusal r;
     r.revision = field<int64_t>(refused, "revision", 0, where);
     r.serial = optionalInt(refused, "serial", where);

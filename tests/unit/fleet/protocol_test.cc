@@ -1,0 +1,104 @@
+// The JSON nodes and operators exchange through etcd, and the key layout.
+#include "fleet/protocol.hh"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "util/error.hh"
+
+namespace mesh::fleet {
+namespace {
+
+TEST(FleetProtocol, PushedDeclarationRoundTrips) {
+  PushedDeclaration p;
+  p.text = "serial = 3\n# \"quoted\" and ünïcode\n";
+  p.signature = "mesh-sig:abc:def\n";
+  p.serial = 3;
+  p.maxParallelRestarts = 2;
+  p.pushedAtMs = 1'700'000'000'000;
+  p.pushedBy = "mesh-op:xyz";
+  const auto back = decodePushed(encodePushed(p), "k");
+  EXPECT_EQ(back.text, p.text);
+  EXPECT_EQ(back.signature, p.signature);
+  EXPECT_EQ(back.serial, p.serial);
+  EXPECT_EQ(back.maxParallelRestarts, 2);
+  EXPECT_EQ(back.pushedAtMs, p.pushedAtMs);
+  EXPECT_EQ(back.pushedBy, p.pushedBy);
+}
+
+TEST(FleetProtocol, NodeStatusRoundTripsWithAndWithoutARefusal) {
+  NodeStatus s;
+  s.node = "web-1";
+  s.cluster = "prod";
+  s.version = "0.1.0";
+  s.pid = 42;
+  s.publishedAtMs = 5;
+  s.intervalMs = 300000;
+  s.generation = 7;
+  s.serial = 12;
+  s.declarationDigest = "sha256:00";
+  s.revision = 99;
+  s.cycle = 31;
+  s.lastCycleAtMs = 4;
+  s.cycleMs = 9;
+  s.trigger = "etcd revision 99";
+  s.created = 1;
+  s.updated = 2;
+  s.unchanged = 3;
+  s.removed = 4;
+  s.failed = 1;
+  s.failing = {{"m.x", "cannot write"}};
+  s.churning = {"m.y"};
+  s.cycleError = "";
+  EXPECT_EQ(decodeStatus(encodeStatus(s), "k"), s);
+  s.refused = NodeStatus::Refusal{100, 13, "tampered", 6};
+  EXPECT_EQ(decodeStatus(encodeStatus(s), "k"), s);
+  s.serial.reset();
+  s.refused->serial.reset();
+  EXPECT_EQ(decodeStatus(encodeStatus(s), "k"), s);
+}
+
+TEST(FleetProtocol, MalformedValuesAreInputErrorsNamingTheKey) {
+  for (const char* bad : {"", "not json", "[1,2]", "{}", R"({"declaration": 3})",
+                          R"({"declaration": "x", "serial": "3"})",
+                          R"({"declaration": "x", "max_parallel_restarts": -1})"}) {
+    try {
+      decodePushed(bad, "/mesh/c/nodes/n/declaration");
+      ADD_FAILURE() << "accepted: " << bad;
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("/mesh/c/nodes/n/declaration"), std::string::npos)
+          << e.what();
+    }
+  }
+  for (const char* bad : {"", "{}", R"({"node": ""})", R"({"node": "n", "summary": 3})",
+                          R"({"node": "n", "churning": "x"})", R"({"node": "n", "failing": [1]})",
+                          R"({"node": "n", "refused": 3})"})
+    EXPECT_THROW(decodeStatus(bad, "k"), InputError) << bad;
+}
+
+TEST(FleetProtocol, KeysAndTheirSplit) {
+  FleetKeys k{"prod"};
+  EXPECT_EQ(k.declaration("web-1"), "/mesh/prod/nodes/web-1/declaration");
+  EXPECT_EQ(k.status("web-1"), "/mesh/prod/nodes/web-1/status");
+  EXPECT_EQ(k.seen("web-1"), "/mesh/prod/nodes/web-1/seen");
+  EXPECT_EQ(k.restartSlots("app.service"), "/mesh/prod/restarts/app.service/");
+  EXPECT_EQ(k.splitNodeKey("/mesh/prod/nodes/web-1/status"),
+            (std::pair<std::string, std::string>{"web-1", "status"}));
+  EXPECT_FALSE(k.splitNodeKey("/mesh/other/nodes/web-1/status"));
+  EXPECT_FALSE(k.splitNodeKey("/mesh/prod/nodes/web-1"));
+  EXPECT_FALSE(k.splitNodeKey("/mesh/prod/nodes//status"));
+  EXPECT_FALSE(k.splitNodeKey("/mesh/prod/nodes/a/b/c"));
+}
+
+TEST(FleetProtocol, NamesAreChecked) {
+  for (const std::string& good :
+       std::vector<std::string>{"a", "web-1", "db_2.prod", "x@y", std::string(128, 'n')})
+    EXPECT_NO_THROW(checkFleetName(good, "--node")) << good;
+  for (const std::string& bad :
+       std::vector<std::string>{"", ".", "..", "a/b", "a b", "ü", std::string(129, 'n')})
+    EXPECT_THROW(checkFleetName(bad, "--node"), InputError) << bad;
+}
+
+}  // namespace
+}  // namespace mesh::fleet
