@@ -43,6 +43,17 @@ FleetLink::FleetLink(FleetOptions options, std::string stateDir, Logger& log,
       keys_{o_.cluster},
       declarationKey_(keys_.declaration(o_.node)),
       ttl_(ttlFor(o_.interval)) {
+  // The highest serial applied before this agent started (by an earlier agent or
+  // `apply`); from now on every serial this node applies comes through here. Read
+  // once: the watcher never opens the store while a cycle may be creating it.
+  try {
+    if (lstatPath(stateDir_ + "/state.db"))
+      if (auto h = state::Store::open(stateDir_, state::Store::Access::ReadOnly).highestSerial())
+        appliedSerial_ = h->serial;
+  } catch (const std::exception& e) {
+    log_.log(Level::Warning,
+             std::string("mesh-host: warning: cannot read the serial applied last: ") + e.what());
+  }
   slotsEtcd_ = std::make_unique<fleet::EtcdClient>(o_.endpoint, kRequestTimeout);
   slots_ = std::make_unique<fleet::RestartSlots>(*slotsEtcd_, keys_, o_.node);
 }
@@ -60,12 +71,8 @@ AcceptedDeclaration FleetLink::check(const std::string& value, int64_t revision)
   const auto& serial = a.declaration.serial;
   if (!serial)
     throw InputError("{}: the declaration has no serial; push it with mesh-host fleet push", where);
-  std::optional<int64_t> applied;
-  if (lstatPath(stateDir_ + "/state.db")) {
-    auto store = state::Store::open(stateDir_, state::Store::Access::ReadOnly);
-    if (auto h = store.highestSerial()) applied = h->serial;
-  }
   std::lock_guard<std::mutex> guard(mutex_);
+  std::optional<int64_t> applied = appliedSerial_;
   if (acceptedSerial_ && (!applied || *acceptedSerial_ > *applied)) applied = acceptedSerial_;
   if (applied && *serial < *applied)
     throw InputError(

@@ -122,6 +122,7 @@ class FleetLink {
   std::optional<AcceptedDeclaration> pending_;
   int64_t acceptedRevision_ = 0;  // the newest revision accepted or refused
   std::optional<int64_t> acceptedSerial_;
+  std::optional<int64_t> appliedSerial_;  // the highest applied when the agent started
   fleet::NodeStatus status_;
   bool statusDirty_ = false;
   uint64_t statusVersion_ = 0;  // bumped by each change to status_

@@ -121,6 +121,9 @@ std::int64_t gatewayCode(const json& body) {
 
 constexpr std::int64_t kGrpcNotFound = 5;
 
+// How long a connection to etcd may take before etcd counts as unreachable.
+constexpr std::chrono::milliseconds kConnectBudget{3000};
+
 size_t appendBody(char* data, size_t size, size_t n, void* user) {
   static_cast<std::string*>(user)->append(data, size * n);
   return size * n;
@@ -191,7 +194,7 @@ struct Unary {
     setCommon(curl, url, text, errbuf);
     curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, static_cast<long>(timeout.count()));
     curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS,
-                     static_cast<long>(std::min<std::int64_t>(timeout.count(), 3000)));
+                     static_cast<long>(std::min(timeout, kConnectBudget).count()));
     curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, appendBody);
     curl_easy_setopt(curl, CURLOPT_WRITEDATA, &answer);
     const CURLcode rc = curl_easy_perform(curl);
@@ -351,6 +354,7 @@ struct WatchStream {
       throw Error("etcd {} failed: unparsable stream line: {}", what, text.substr(0, 200));
     if (j.contains("error")) {
       auto message = gatewayMessage(j);
+      // A gRPC status (grpc_code, message, details) with no revision in it: 0, unknown.
       if (message.find("compacted") != std::string::npos)
         throw EtcdCompacted(
             fmt::format("etcd {} from revision {} failed: {}", what, fromRevision, message), 0);
@@ -432,7 +436,7 @@ bool EtcdClient::watch(const std::string& keyOrPrefix, std::int64_t fromRevision
   setCommon(handle.curl, url, body, errbuf);
   curl_easy_setopt(handle.curl, CURLOPT_TIMEOUT_MS, static_cast<long>(timeout.count()));
   curl_easy_setopt(handle.curl, CURLOPT_CONNECTTIMEOUT_MS,
-                   static_cast<long>(std::min<std::int64_t>(timeout.count(), 3000)));
+                   static_cast<long>(std::min(timeout, kConnectBudget).count()));
   curl_easy_setopt(handle.curl, CURLOPT_WRITEFUNCTION, WatchStream::onWrite);
   curl_easy_setopt(handle.curl, CURLOPT_WRITEDATA, &stream);
   if (cancel) {
@@ -440,7 +444,8 @@ bool EtcdClient::watch(const std::string& keyOrPrefix, std::int64_t fromRevision
     curl_easy_setopt(handle.curl, CURLOPT_XFERINFOFUNCTION, WatchStream::onProgress);
     curl_easy_setopt(handle.curl, CURLOPT_XFERINFODATA, cancel);
   }
-  const CURLcode rc = curl_easy_perform(handle.curl);
+  const auto start = std::chrono::steady_clock::now();
+  CURLcode rc = curl_easy_perform(handle.curl);
 
   if (stream.error) std::rethrow_exception(stream.error);
   if (stream.stopped || (cancel && cancel->load())) return true;
@@ -448,7 +453,27 @@ bool EtcdClient::watch(const std::string& keyOrPrefix, std::int64_t fromRevision
   curl_easy_getinfo(handle.curl, CURLINFO_RESPONSE_CODE, &status);
   if (status != 0 && status != 200)
     throw Error("etcd {} failed: HTTP {} {}", what, status, gatewayMessage(stream.errorBody));
-  if (rc == CURLE_OPERATION_TIMEDOUT && status == 200) return false;
+  if (rc == CURLE_OPERATION_TIMEDOUT) {
+    // The timeout may end before etcd's headers (status 0), or on a busy machine even
+    // before a loopback connect completes; neither says etcd is away. Only a connection
+    // that cannot be made within the connect budget does, so a connect cut short by a
+    // timeout below the budget gets the rest of it here.
+    curl_off_t connectedAfterUs = 0;
+    curl_easy_getinfo(handle.curl, CURLINFO_CONNECT_TIME_T, &connectedAfterUs);
+    if (status == 200 || connectedAfterUs > 0) return false;
+    const auto spent = std::chrono::duration_cast<std::chrono::milliseconds>(
+        std::chrono::steady_clock::now() - start);
+    if (spent < kConnectBudget) {
+      errbuf[0] = '\0';
+      curl_easy_setopt(handle.curl, CURLOPT_CONNECT_ONLY, 1L);
+      curl_easy_setopt(handle.curl, CURLOPT_TIMEOUT_MS, 0L);
+      curl_easy_setopt(handle.curl, CURLOPT_CONNECTTIMEOUT_MS,
+                       static_cast<long>((kConnectBudget - spent).count()));
+      rc = curl_easy_perform(handle.curl);
+      if (rc == CURLE_OK) return false;
+      if (cancel && cancel->load()) return true;
+    }
+  }
   if (rc != CURLE_OK)
     throw Error("etcd at {} unreachable: {} (during {})", endpoint_, curlMessage(rc, errbuf), what);
   throw Error("etcd at {} unreachable: the server ended the {} stream", endpoint_, what);

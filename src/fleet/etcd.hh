@@ -3,7 +3,9 @@
 // int64 fields arrive as JSON strings, zero-valued fields are left out, and watch answers
 // with a stream of newline-delimited JSON objects. Every failure is a mesh::Error naming
 // the endpoint or the operation ("etcd at URL unreachable: ...", "etcd put KEY failed:
-// HTTP 400 ..."); a watch from a compacted revision throws EtcdCompacted. See docs/etcd.md.
+// HTTP 400 ..."); a watch from a compacted revision throws EtcdCompacted. A watch's
+// timeout is no failure (it returns false) unless etcd cannot be connected to. See
+// docs/etcd.md.
 #pragma once
 
 #include <atomic>
@@ -44,8 +46,11 @@ struct EtcdEvent {
   EtcdKeyValue kv;  // for Delete: key and modRevision (the delete's revision), no value
 };
 
-// The watch's start revision has been compacted away: re-read, then watch from
-// compactRevision() (the oldest revision still available).
+// The watch's start revision has been compacted away: re-read, then watch from the read's
+// revision + 1. compactRevision() is the oldest revision still available when etcd says
+// (etcd 3.4 does, in the watch result's compact_revision), and 0 when it is unknown: the
+// gateway's stream error ({"error": {"message": "...required revision has been compacted"}})
+// carries no revision. 0 is never a revision to watch from (it means "from now").
 class EtcdCompacted : public Error {
  public:
   EtcdCompacted(const std::string& what, std::int64_t compactRevision)
@@ -92,7 +97,10 @@ class EtcdClient {
   using WatchCallback = std::function<bool(const std::vector<EtcdEvent>&)>;
   // Watches a key (or every key under a prefix) from fromRevision (0 = from now), calling
   // callback for each batch. Returns true when the callback ended it, false when timeout
-  // passed first. Throws EtcdCompacted when fromRevision has been compacted.
+  // passed first, even before etcd's first answer or before the connection was made, as
+  // long as etcd can be connected to within 3 s. Throws "unreachable" when it cannot (then
+  // a timeout below 3 s is overrun to find out), and EtcdCompacted when fromRevision has
+  // been compacted.
   // `cancel`, when set (from another thread), ends a quiet watch within about a
   // second (libcurl's progress callback); it then returns true as if ended.
   bool watch(const std::string& keyOrPrefix, std::int64_t fromRevision,

@@ -17,6 +17,7 @@
 
 #include <fmt/format.h>
 
+#include "fleet/signing.hh"
 #include "fleet_fixture.hh"
 
 namespace mesh::fleet::test {
@@ -468,6 +469,27 @@ TEST_F(Nodes, BadFleetOptionsAreBadInputAndStartNothing) {
   EXPECT_EQ(r.code, 2) << r.err;
   EXPECT_NE(r.err.find("expected an http:// or https:// URL"), std::string::npos) << r.err;
   EXPECT_TRUE(client->getPrefix(keys.nodesPrefix()).kvs.empty());
+}
+
+TEST_F(Nodes, AReplayedOlderDeclarationIsRefusedThoughValidlySigned) {
+  startNode("n1");
+  auto first = pushTo("n1", fileDecl(1, "one"));
+  auto second = pushTo("n1", fileDecl(2, "two"));
+  ASSERT_TRUE(awaitApplied("n1", second.at("n1")));
+
+  // Serial 1 exactly as the operator signed it, put back by someone with etcd access.
+  PushedDeclaration old;
+  old.text = fileDecl(1, "one");
+  old.signature = signatureText(OperatorKey::load(keyFile), old.text);
+  old.serial = 1;
+  const int64_t rev = client->put(keys.declaration("n1"), encodePushed(old));
+  ASSERT_TRUE(awaitStatus(
+      "n1", [rev](const auto& s) { return s && s->refused && s->refused->revision == rev; }));
+  EXPECT_NE(statusOf("n1")->refused->reason.find("serial 1 is older than serial 2"),
+            std::string::npos)
+      << statusOf("n1")->refused->reason;
+  EXPECT_EQ(readAll(nodes["n1"].root + "/etc/app.conf"), "two");
+  EXPECT_EQ(statusOf("n1")->serial, 2);
 }
 
 }  // namespace
