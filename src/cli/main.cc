@@ -88,7 +88,8 @@ int main(int argc, char** argv) {
        [&] { return runGc(common, gcOptions); }, [&](CLI::App& sub) { gcOptions.addTo(sub); }},
       {"run",
        "the agent: a cycle every interval (+ random splay), at once on SIGHUP or when the "
-       "declaration changes; SIGTERM stops after the resource in hand",
+       "declaration changes (with --etcd: on every push); SIGTERM stops after the resource in "
+       "hand",
        false, [&] { return runRun(common, runOptions); },
        [&](CLI::App& sub) { runOptions.addTo(sub); }},
       {"seal", "prints FILE's secret sealed to a node's public key, for sealed = \"…\"", false,
