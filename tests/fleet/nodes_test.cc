@@ -62,7 +62,7 @@ class Nodes : public FleetTest {
     FleetTest::TearDown();
   }
 
-  NodeProcess& startNode(const std::string& name) {
+  NodeProcess& startNode(const std::string& name, const std::vector<std::string>& env = {}) {
     NodeProcess n;
     n.name = name;
     n.root = work + "/" + name;
@@ -82,6 +82,7 @@ class Nodes : public FleetTest {
                                            "--blobs",      blobs};
     n.pid = ::fork();
     if (n.pid == 0) {
+      for (const auto& e : env) ::putenv(const_cast<char*>(e.c_str()));
       int out = ::open(n.log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
       ::dup2(out, 1);
       ::dup2(out, 2);
@@ -490,6 +491,42 @@ TEST_F(Nodes, AReplayedOlderDeclarationIsRefusedThoughValidlySigned) {
       << statusOf("n1")->refused->reason;
   EXPECT_EQ(readAll(nodes["n1"].root + "/etc/app.conf"), "two");
   EXPECT_EQ(statusOf("n1")->serial, 2);
+}
+
+TEST_F(Nodes, FailingAndChurningResourcesOfRealNodesShowInFleetStatus) {
+  const std::string bundle = serviceBundle();
+  startNode("n1");
+  // n2's process applier takes its unit for edited every other cycle (a test-only
+  // fault seam): the service is replaced and restarted again and again — churn.
+  startNode("n2", {"MESH_HOST_FAULT=recreate-every-other-cycle"});
+  auto revs = pushTo("n1,n2", serviceDecl(1, "one", bundle) + R"(
+[module.app.file.blocked]
+path = "/etc/app.conf/inside"
+content = "x"
+requires = ["app.config"]
+)");
+  ASSERT_TRUE(awaitStatus("n1", [&](const auto& s) {
+    return s && s->revision >= revs.at("n1") && !s->failing.empty();
+  }));
+  const auto n1 = statusOf("n1");
+  ASSERT_EQ(n1->failing.size(), 1u);
+  EXPECT_EQ(n1->failing[0].first, "app.blocked");
+  EXPECT_EQ(n1->failed, 1);
+  ASSERT_TRUE(awaitStatus("n2", [](const auto& s) { return s && !s->churning.empty(); }));
+  EXPECT_EQ(statusOf("n2")->churning, std::vector<std::string>{"app.svc"});
+
+  Result st = status({"--json"});
+  EXPECT_EQ(st.code, 1) << st.out << st.err;
+  const nlohmann::json stNodes = st.json().at("nodes");
+  std::map<std::string, std::string> states;
+  for (const auto& row : stNodes) states[row.at("node")] = row.at("state");
+  // n2 fails the same resource too; failing outranks churning in a row.
+  EXPECT_EQ(states.at("n1"), "failing");
+  EXPECT_EQ(states.at("n2"), "failing");
+  for (const auto& row : stNodes)
+    if (row.at("node") == "n2") {
+      EXPECT_EQ(row.at("churning"), nlohmann::json::array({"app.svc"}));
+    }
 }
 
 }  // namespace
