@@ -140,8 +140,9 @@ int64_t checkDeclaration(const std::string& path, const std::string& text,
 // One target node: what it holds and what push does to it.
 struct Target {
   std::string node;
-  bool unchanged = false;  // the same text with the same serial is already pushed
-  int64_t revision = 0;    // of our put, or of the identical declaration already there
+  bool unchanged = false;    // the same text with the same serial is already pushed
+  int64_t revision = 0;      // of our put, or of the identical declaration already there
+  int64_t readRevision = 0;  // of the declaration there when checked (0: none); put only on it
   // --wait: "applied", "failed", "refused" or "timed out"; "" while waiting.
   std::string outcome;
   std::string detail;
@@ -151,6 +152,7 @@ struct Target {
 std::string checkOverwrite(Target& t, const std::optional<fleet::EtcdKeyValue>& current,
                            const std::string& text, int64_t serial, int64_t maxParallel) {
   if (!current) return "";
+  t.readRevision = current->modRevision;
   fleet::PushedDeclaration was;
   try {
     was = fleet::decodePushed(current->value, current->key);
@@ -301,12 +303,29 @@ int runFleetPush(const FleetOptions& f, const FleetPushOptions& p) {
   pushed.pushedAtMs = nowMs();
   pushed.pushedBy = key.publicKey().text();
   const std::string value = fleet::encodePushed(pushed);
-  for (auto& t : targets) {
-    if (!t.unchanged) t.revision = client.put(keys.declaration(t.node), value);
+  // Each put is conditional on the declaration the checks above read: a push that
+  // raced another one in between is not overwritten blindly.
+  std::vector<Target> conflicts;
+  for (auto it = targets.begin(); it != targets.end();) {
+    Target& t = *it;
+    if (!t.unchanged) {
+      auto rev = client.txnPutIfUnchanged(keys.declaration(t.node), value, t.readRevision);
+      if (!rev) {
+        std::fprintf(stderr,
+                     "mesh-host: node %s: its declaration changed after it was checked (another "
+                     "push?); nothing was put there: look at fleet status and push again\n",
+                     t.node.c_str());
+        conflicts.push_back(std::move(t));
+        it = targets.erase(it);
+        continue;
+      }
+      t.revision = *rev;
+    }
     if (!f.json)
       printLine(t.unchanged ? fmt::format("unchanged {}: serial {} already pushed", t.node, serial)
                             : fmt::format("pushed {}: serial {} (revision {})", t.node, serial,
                                           t.revision));
+    ++it;
   }
 
   if (waitFor) waitForNodes(client, keys, targets, *waitFor);
@@ -325,6 +344,8 @@ int runFleetPush(const FleetOptions& f, const FleetPushOptions& p) {
     nodes.push_back(std::move(j));
     if (waitFor && !f.json) printLine(fmt::format("{} {}: {}", t.outcome, t.node, t.detail));
   }
+  for (const auto& t : conflicts)
+    nodes.push_back({{"node", t.node}, {"result", "conflict"}, {"serial", serial}});
   if (f.json) {
     json out = {{"cluster", f.cluster},
                 {"declaration", p.declaration},
@@ -337,7 +358,7 @@ int runFleetPush(const FleetOptions& f, const FleetPushOptions& p) {
     printLine(fmt::format("{} of {} node(s) applied serial {}", targets.size() - notApplied,
                           targets.size(), serial));
   }
-  return notApplied > 0 ? kExitFailed : kExitOk;
+  return notApplied > 0 || !conflicts.empty() ? kExitFailed : kExitOk;
 }
 
 }  // namespace mesh::cli

@@ -125,8 +125,9 @@ int main(int argc, char** argv) {
   auto* push = fleetCmd->add_subcommand(
       "push",
       "signs DECL with an operator key and puts it to each node's declaration key in etcd; exit "
-      "0 pushed (with --wait: applied by every node), 1 etcd unreachable or (with --wait) a node "
-      "refused it, failed or timed out, 2 bad input (nothing pushed)");
+      "0 pushed (with --wait: applied by every node), 1 etcd unreachable, a node's declaration "
+      "changed during the push, or (with --wait) a node refused it, failed or timed out, 2 bad "
+      "input (nothing pushed)");
   fleetOptions.addTo(*push);
   fleetPushOptions.addTo(*push);
   push->footer(

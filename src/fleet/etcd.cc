@@ -311,6 +311,28 @@ bool EtcdClient::txnPutIfAbsent(const std::string& key, const std::string& value
   return flag(r, "succeeded");  // left out when false
 }
 
+std::optional<std::int64_t> EtcdClient::txnPutIfUnchanged(const std::string& key,
+                                                          const std::string& value,
+                                                          std::int64_t expectedModRevision) {
+  MESH_ETCD_UNARY;
+  json compare = {{"key", b64(key)}, {"result", "EQUAL"}};
+  if (expectedModRevision == 0) {
+    compare["target"] = "CREATE";
+    compare["create_revision"] = "0";
+  } else {
+    compare["target"] = "MOD";
+    compare["mod_revision"] = std::to_string(expectedModRevision);
+  }
+  json body = {
+      {"compare", json::array({compare})},
+      {"success", json::array({{{"request_put", {{"key", b64(key)}, {"value", b64(value)}}}}})},
+      {"failure", json::array()},
+  };
+  auto r = call.post("/v3/kv/txn", body, "put-if-unchanged " + shown(key));
+  if (!flag(r, "succeeded")) return std::nullopt;
+  return i64(r.value("header", json::object()), "revision");
+}
+
 void EtcdClient::compact(std::int64_t revision) {
   MESH_ETCD_UNARY;
   call.post("/v3/kv/compaction", {{"revision", std::to_string(revision)}, {"physical", true}},

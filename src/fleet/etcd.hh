@@ -89,6 +89,11 @@ class EtcdClient {
   // Puts key only if it does not exist (compare create_revision == 0); returns whether it did.
   bool txnPutIfAbsent(const std::string& key, const std::string& value, std::int64_t leaseId = 0);
 
+  // Puts key only if its mod revision is still `expectedModRevision` (0: the key
+  // must not exist); returns the put's revision, or nullopt when the key changed.
+  std::optional<std::int64_t> txnPutIfUnchanged(const std::string& key, const std::string& value,
+                                                std::int64_t expectedModRevision);
+
   // Compacts the history up to revision (watches from before it then throw EtcdCompacted).
   void compact(std::int64_t revision);
 

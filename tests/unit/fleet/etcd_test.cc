@@ -197,6 +197,20 @@ TEST_F(EtcdTest, TxnPutIfAbsent) {
   EXPECT_TRUE(client->txnPutIfAbsent(key("slot"), "third"));  // freed with the lease
 }
 
+TEST_F(EtcdTest, TxnPutIfUnchanged) {
+  // Absent expected: the first put wins, a second one expecting absence loses.
+  const auto first = client->txnPutIfUnchanged(key("decl"), "one", 0);
+  ASSERT_TRUE(first);
+  EXPECT_EQ(client->get(key("decl"))->modRevision, *first);
+  EXPECT_FALSE(client->txnPutIfUnchanged(key("decl"), "lost", 0));
+  // The revision read expected: it puts; a stale one (another put came between) loses.
+  const auto second = client->txnPutIfUnchanged(key("decl"), "two", *first);
+  ASSERT_TRUE(second);
+  EXPECT_GT(*second, *first);
+  EXPECT_FALSE(client->txnPutIfUnchanged(key("decl"), "stale", *first));
+  EXPECT_EQ(client->get(key("decl"))->value, "two");
+}
+
 TEST_F(EtcdTest, WatchSeesPutsAndDeletesAfterItsRevision) {
   const auto rev = client->put(key("w/before"), "old");
   std::vector<EtcdEvent> seen;
