@@ -14,9 +14,8 @@
 #include <fstream>
 #include <sstream>
 
-#ifndef MESH_ETCD_SCRIPT
-#error "MESH_ETCD_SCRIPT must name tests/etcd/etcd.sh"
-#endif
+#include "test_etcd.hh"
+
 #ifndef MESH_HOST_BIN
 #error "MESH_HOST_BIN must name the mesh-host binary"
 #endif
@@ -33,68 +32,6 @@ std::string slurp(const std::string& path) {
   ss << in.rdbuf();
   return ss.str();
 }
-
-std::string shell(const std::string& command, int* status) {
-  std::string out;
-  FILE* p = popen(command.c_str(), "r");
-  if (!p) {
-    *status = -1;
-    return out;
-  }
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  *status = pclose(p);
-  return out;
-}
-
-// The binary's etcd: started before the first test, stopped after the last.
-class EtcdServer : public ::testing::Environment {
- public:
-  static inline std::string url;
-  static inline std::string dir;  // etcd.sh's DIR (pause/resume take it)
-  static inline std::string skipReason;
-  static inline std::string failure;
-
-  void SetUp() override {
-    if (sodium_init() < 0) {
-      failure = "sodium_init failed";
-      return;
-    }
-    if (access("/usr/bin/etcd", X_OK) != 0) {
-      skipReason =
-          "/usr/bin/etcd is missing (apt-get install etcd-server; see scripts/install-deps)";
-      return;
-    }
-    char tmpl[] = "/tmp/mesh-fleet-etcd.XXXXXX";
-    if (!mkdtemp(tmpl)) {
-      failure = "mkdtemp failed";
-      return;
-    }
-    dir_ = tmpl;  // etcd.sh stop (or its dead-man switch) removes it
-    dir = dir_;
-    int status = 0;
-    auto out = shell("ETCD_OWNER_PID=" + std::to_string(getpid()) + " " MESH_ETCD_SCRIPT " start " +
-                         dir_ + " 2>&1",
-                     &status);
-    if (status != 0) {
-      failure = "etcd.sh start failed: " + out;
-      return;
-    }
-    while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
-    url = out.substr(out.rfind('\n') == std::string::npos ? 0 : out.rfind('\n') + 1);
-  }
-
-  void TearDown() override {
-    if (dir_.empty()) return;
-    int status = 0;
-    shell(std::string(MESH_ETCD_SCRIPT " stop ") + dir_ + " 2>&1", &status);
-  }
-
- private:
-  std::string dir_;
-};
-const auto* const registered = ::testing::AddGlobalTestEnvironment(new EtcdServer);
 
 }  // namespace
 
@@ -143,13 +80,15 @@ Result runCommand(const std::vector<std::string>& argv) {
 }
 
 std::string FleetTest::etcdDir() {
-  return EtcdServer::dir;
+  return ::mesh::test::testEtcd().dir;
 }
 
 void FleetTest::SetUp() {
-  if (!EtcdServer::skipReason.empty()) GTEST_SKIP() << EtcdServer::skipReason;
-  ASSERT_TRUE(EtcdServer::failure.empty()) << EtcdServer::failure;
-  url = EtcdServer::url;
+  ASSERT_GE(sodium_init(), 0);
+  const auto& etcd = ::mesh::test::testEtcd();
+  if (!etcd.skipReason.empty()) GTEST_SKIP() << etcd.skipReason;
+  ASSERT_TRUE(etcd.failure.empty()) << etcd.failure;
+  url = etcd.url;
   const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
   cluster = fmt::format("t-{}-{}", info->test_suite_name(), info->name());
   keys = FleetKeys{cluster};

@@ -19,6 +19,7 @@
 
 #include "fleet/signing.hh"
 #include "fleet_fixture.hh"
+#include "test_etcd.hh"
 
 namespace mesh::fleet::test {
 namespace {
@@ -348,7 +349,7 @@ TEST_F(Nodes, WithEtcdAwayServicesKeepRunningUnrestartedAndAPushAfterConverges) 
   for (const auto& [node, rev] : revs) ASSERT_TRUE(awaitApplied(node, rev));
   ASSERT_EQ(startsAndReadies().size(), 3u) << readAll(shared);
 
-  Result pause = runCommand({MESH_ETCD_SCRIPT, "pause", etcdDir()});
+  Result pause = runCommand({::mesh::test::etcdScript(), "pause", etcdDir()});
   ASSERT_EQ(pause.code, 0) << pause.err;
   // Three more cycles on every node while etcd is away (interval 1 s).
   std::map<std::string, int64_t> cycles;
@@ -356,7 +357,7 @@ TEST_F(Nodes, WithEtcdAwayServicesKeepRunningUnrestartedAndAPushAfterConverges) 
     cycles[name] = countOf(readAll(n.log), "unchanged, 0 removed");
   for (const auto& [name, n] : nodes)
     ASSERT_TRUE(awaitLog(name, "unchanged, 0 removed", cycles[name] + 3));
-  Result resume = runCommand({MESH_ETCD_SCRIPT, "resume", etcdDir()});
+  Result resume = runCommand({::mesh::test::etcdScript(), "resume", etcdDir()});
   ASSERT_EQ(resume.code, 0) << resume.err;
 
   for (const auto& [root, starts] : startsAndReadies())
@@ -407,7 +408,7 @@ TEST_F(Nodes, ANodeStartedWhileEtcdIsAwayConvergesToItsCachedDeclaration) {
   EXPECT_FALSE(statusOf("n1")) << "a node stopping on purpose revokes its lease at once";
   fs::remove(nodes["n1"].root + "/etc/app.conf");  // drift the node must repair
 
-  Result pause = runCommand({MESH_ETCD_SCRIPT, "pause", etcdDir()});
+  Result pause = runCommand({::mesh::test::etcdScript(), "pause", etcdDir()});
   ASSERT_EQ(pause.code, 0) << pause.err;
   startNode("n1");
   ASSERT_TRUE(awaitLog("n1", "created app.config", 2));
@@ -417,7 +418,7 @@ TEST_F(Nodes, ANodeStartedWhileEtcdIsAwayConvergesToItsCachedDeclaration) {
             std::string::npos)
       << readAll(nodes["n1"].log);
 
-  Result resume = runCommand({MESH_ETCD_SCRIPT, "resume", etcdDir()});
+  Result resume = runCommand({::mesh::test::etcdScript(), "resume", etcdDir()});
   ASSERT_EQ(resume.code, 0) << resume.err;
   ASSERT_TRUE(awaitApplied("n1", revs.at("n1")));
   auto next = pushTo("n1", fileDecl(2, "two"));

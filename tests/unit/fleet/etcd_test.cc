@@ -1,5 +1,5 @@
-// EtcdClient against a real etcd 3.4: one etcd per test binary, started by
-// tests/etcd/etcd.sh on random loopback ports (skipped only when /usr/bin/etcd is missing).
+// EtcdClient against a real etcd 3.4: one etcd per test process (tests/etcd/test_etcd.hh;
+// skipped only when /usr/bin/etcd is missing).
 #include "fleet/etcd.hh"
 
 #include <arpa/inet.h>
@@ -18,79 +18,21 @@
 #include <thread>
 #include <vector>
 
+#include "test_etcd.hh"
 #include "util/fd.hh"
-
-#ifndef MESH_ETCD_SCRIPT
-#error "MESH_ETCD_SCRIPT must name tests/etcd/etcd.sh"
-#endif
 
 namespace mesh::fleet {
 namespace {
 
 using namespace std::chrono_literals;
 
-std::string run(const std::string& command, int* status) {
-  std::string out;
-  FILE* p = popen(command.c_str(), "r");
-  if (!p) {
-    *status = -1;
-    return out;
-  }
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  *status = pclose(p);
-  return out;
-}
-
-// The binary's etcd: started before the first test, stopped after the last.
-class EtcdServer : public ::testing::Environment {
- public:
-  static inline std::string url;
-  static inline std::string skipReason;
-  static inline std::string failure;
-
-  void SetUp() override {
-    if (access("/usr/bin/etcd", X_OK) != 0) {
-      skipReason =
-          "/usr/bin/etcd is missing (apt-get install etcd-server; see scripts/install-deps)";
-      return;
-    }
-    char tmpl[] = "/tmp/mesh-etcd-test.XXXXXX";
-    if (!mkdtemp(tmpl)) {
-      failure = "mkdtemp failed";
-      return;
-    }
-    dir_ = tmpl;  // etcd.sh stop (or its dead-man switch) removes it
-    int status = 0;
-    auto out = run("ETCD_OWNER_PID=" + std::to_string(getpid()) + " " MESH_ETCD_SCRIPT " start " +
-                       dir_ + " 2>&1",
-                   &status);
-    if (status != 0) {
-      failure = "etcd.sh start failed: " + out;
-      return;
-    }
-    while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
-    url = out.substr(out.rfind('\n') == std::string::npos ? 0 : out.rfind('\n') + 1);
-  }
-
-  void TearDown() override {
-    if (dir_.empty()) return;
-    int status = 0;
-    run(std::string(MESH_ETCD_SCRIPT " stop ") + dir_ + " 2>&1", &status);
-  }
-
- private:
-  std::string dir_;
-};
-const auto* const registered = ::testing::AddGlobalTestEnvironment(new EtcdServer);
-
 class EtcdTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!EtcdServer::skipReason.empty()) GTEST_SKIP() << EtcdServer::skipReason;
-    ASSERT_TRUE(EtcdServer::failure.empty()) << EtcdServer::failure;
-    client = std::make_unique<EtcdClient>(EtcdServer::url);
+    const auto& etcd = test::testEtcd();
+    if (!etcd.skipReason.empty()) GTEST_SKIP() << etcd.skipReason;
+    ASSERT_TRUE(etcd.failure.empty()) << etcd.failure;
+    client = std::make_unique<EtcdClient>(etcd.url);
   }
 
   // A key prefix of the test's own, so tests never see each other's keys.

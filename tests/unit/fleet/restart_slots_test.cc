@@ -1,5 +1,5 @@
-// RestartSlots against a real etcd 3.4, started by tests/etcd/etcd.sh as in etcd_test.cc,
-// but lazily: only when a test here runs (skipped only when /usr/bin/etcd is missing).
+// RestartSlots against a real etcd 3.4: one etcd per test process (tests/etcd/test_etcd.hh;
+// skipped only when /usr/bin/etcd is missing).
 #include "fleet/restart_slots.hh"
 
 #include <gtest/gtest.h>
@@ -17,9 +17,7 @@
 #include <thread>
 #include <vector>
 
-#ifndef MESH_ETCD_SCRIPT
-#error "MESH_ETCD_SCRIPT must name tests/etcd/etcd.sh"
-#endif
+#include "test_etcd.hh"
 
 namespace mesh::fleet {
 namespace {
@@ -27,66 +25,6 @@ namespace {
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 using Slot = RestartSlots::Slot;
-
-std::string run(const std::string& command, int* status) {
-  std::string out;
-  FILE* p = popen(command.c_str(), "r");
-  if (!p) {
-    *status = -1;
-    return out;
-  }
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  *status = pclose(p);
-  return out;
-}
-
-// This file's etcd: started by the first test that asks for it, stopped after the last test.
-class SlotsEtcd : public ::testing::Environment {
- public:
-  static inline std::string skipReason;
-  static inline std::string failure;
-
-  static const std::string& url() {
-    if (started_) return url_;
-    started_ = true;
-    if (access("/usr/bin/etcd", X_OK) != 0) {
-      skipReason =
-          "/usr/bin/etcd is missing (apt-get install etcd-server; see scripts/install-deps)";
-      return url_;
-    }
-    char tmpl[] = "/tmp/mesh-etcd-slots.XXXXXX";
-    if (!mkdtemp(tmpl)) {
-      failure = "mkdtemp failed";
-      return url_;
-    }
-    dir_ = tmpl;  // etcd.sh stop (or its dead-man switch) removes it
-    int status = 0;
-    auto out = run("ETCD_OWNER_PID=" + std::to_string(getpid()) + " " MESH_ETCD_SCRIPT " start " +
-                       dir_ + " 2>&1",
-                   &status);
-    if (status != 0) {
-      failure = "etcd.sh start failed: " + out;
-      return url_;
-    }
-    while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
-    url_ = out.substr(out.rfind('\n') == std::string::npos ? 0 : out.rfind('\n') + 1);
-    return url_;
-  }
-
-  void TearDown() override {
-    if (dir_.empty()) return;
-    int status = 0;
-    run(std::string(MESH_ETCD_SCRIPT " stop ") + dir_ + " 2>&1", &status);
-  }
-
- private:
-  static inline bool started_ = false;
-  static inline std::string dir_;
-  static inline std::string url_;
-};
-const auto* const registered = ::testing::AddGlobalTestEnvironment(new SlotsEtcd);
 
 // What a waiting acquire ended with, and when.
 struct Acquired {
@@ -113,9 +51,9 @@ std::future<Acquired> acquireAsync(RestartSlots& slots, std::int64_t limit,
 class RestartSlotsTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    SlotsEtcd::url();
-    if (!SlotsEtcd::skipReason.empty()) GTEST_SKIP() << SlotsEtcd::skipReason;
-    ASSERT_TRUE(SlotsEtcd::failure.empty()) << SlotsEtcd::failure;
+    const auto& etcd = test::testEtcd();
+    if (!etcd.skipReason.empty()) GTEST_SKIP() << etcd.skipReason;
+    ASSERT_TRUE(etcd.failure.empty()) << etcd.failure;
     raw = newClient();
     // A cluster of the test's own, so tests never see each other's keys.
     keys.cluster = ::testing::UnitTest::GetInstance()->current_test_info()->name();
@@ -123,7 +61,9 @@ class RestartSlotsTest : public ::testing::Test {
   }
 
   // One client per simulated node, as each node has its own connection.
-  std::unique_ptr<EtcdClient> newClient() { return std::make_unique<EtcdClient>(SlotsEtcd::url()); }
+  std::unique_ptr<EtcdClient> newClient() {
+    return std::make_unique<EtcdClient>(test::testEtcd().url);
+  }
 
   RestartSlots node(const std::string& name, std::chrono::seconds ttl = 10s) {
     clients.push_back(newClient());
@@ -137,9 +77,9 @@ class RestartSlotsTest : public ::testing::Test {
   // The number of leases etcd holds (the gateway's /v3/lease/leases, which EtcdClient lacks).
   static int leaseCount() {
     int status = 0;
-    const auto out = run("curl -sS --noproxy '*' --max-time 5 -X POST -d '{}' " + SlotsEtcd::url() +
-                             "/v3/lease/leases 2>&1",
-                         &status);
+    const auto out = test::shellOutput("curl -sS --noproxy '*' --max-time 5 -X POST -d '{}' " +
+                                           test::testEtcd().url + "/v3/lease/leases 2>&1",
+                                       &status);
     if (status != 0 || out.find("\"header\"") == std::string::npos) {
       ADD_FAILURE() << "cannot list leases: " << out;
       return -1;
