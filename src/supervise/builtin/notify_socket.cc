@@ -131,7 +131,7 @@ std::vector<NotifySocket::Datagram> NotifySocket::receiveAll() {
         for (size_t i = 0; i < count; ++i) {
           int fd;
           std::memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
-          ::close(fd);
+          d.fds.emplace_back(fd);
         }
       }
     }

@@ -37,6 +37,10 @@ class NotifySocket {
   struct Datagram {
     pid_t sender = 0;  // from SCM_CREDENTIALS, which the kernel checks
     std::string text;
+    // Descriptors passed along (systemd-notify's BARRIER=1 pipe). They close with
+    // the datagram, after it was handled: the sender waits for that close, so it is
+    // still alive — and its ancestry readable — while its READY=1 is checked.
+    std::vector<Fd> fds;
   };
 
   NotifySocket() = default;

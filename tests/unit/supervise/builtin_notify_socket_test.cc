@@ -126,7 +126,7 @@ TEST_F(NotifySocketTest, AbstractNamesWorkAndATakenOneGetsAVariant) {
 
 // systemd-notify sends BARRIER=1 with a pipe's write end and waits until the
 // receiver closes it: receiving must close every descriptor passed along.
-TEST_F(NotifySocketTest, DescriptorsPassedAlongAreClosed) {
+TEST_F(NotifySocketTest, DescriptorsPassedAlongAreClosedOnceTheDatagramIsHandled) {
   auto sock = NotifySocket::bind(dir + "/notify.sock");
   int p[2];
   ASSERT_EQ(::pipe2(p, O_CLOEXEC), 0);
@@ -135,7 +135,13 @@ TEST_F(NotifySocketTest, DescriptorsPassedAlongAreClosed) {
   writeEnd.reset();  // now only the copy in flight keeps the pipe open
   pollfd before{readEnd.get(), POLLIN, 0};
   EXPECT_EQ(::poll(&before, 1, 0), 0);
-  ASSERT_EQ(sock.receiveAll().size(), 1u);
+  auto received = sock.receiveAll();
+  ASSERT_EQ(received.size(), 1u);
+  // Still open while the datagram is being handled: a sender waiting on its barrier
+  // must outlive the check of its READY=1 (it is checked through /proc/<pid>).
+  pollfd during{readEnd.get(), POLLIN, 0};
+  EXPECT_EQ(::poll(&during, 1, 0), 0);
+  received.clear();
   pollfd after{readEnd.get(), POLLIN, 0};
   ASSERT_EQ(::poll(&after, 1, 0), 1);
   EXPECT_TRUE(after.revents & POLLHUP);
