@@ -71,9 +71,7 @@ class FleetLink {
   FleetLink(const FleetLink&) = delete;
   FleetLink& operator=(const FleetLink&) = delete;
 
-  const FleetOptions& options() const { return o_; }
   const std::string& declarationKey() const { return declarationKey_; }
-  std::chrono::seconds leaseTtl() const { return ttl_; }
 
   // The pushed declaration cached in the state store, checked again as if it had
   // just arrived; nullopt when there is none or it no longer passes (logged).
