@@ -29,6 +29,15 @@ class Applier {
   virtual Outcome remove(Context& ctx, const state::Record& rec) const = 0;
 };
 
+// Thrown by a kind when the path holds an object of another type (a directory
+// where a file is declared, …). The cycle may make room — remove that object
+// when a record says mesh-host wrote it and nobody changed it since — and try
+// once more; otherwise the resource fails with this message.
+class InTheWay : public Error {
+ public:
+  using Error::Error;
+};
+
 const Applier& applierFor(decl::Kind kind);
 const Applier& applierFor(const std::string& kindName);  // throws for an unknown kind
 

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include "util/error.hh"
+#include "util/fs.hh"
 
 namespace mesh::apply {
 
@@ -11,25 +12,46 @@ Context::Context(Settings s) : settings_(std::move(s)) {
   while (settings_.root.size() > 1 && settings_.root.back() == '/') settings_.root.pop_back();
 }
 
-Context::~Context() {
-  if (rootFd_ >= 0) ::close(rootFd_);
-}
+Context::~Context() = default;
 
-std::optional<struct stat> Context::lstatDeclared(const std::string& declared) {
-  if (rootFd_ < 0) {
-    rootFd_ = ::open(settings_.root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (rootFd_ < 0) throwSys(fmt::format("cannot open --root {}", settings_.root));
+Context::Place Context::place(const std::string& declared) {
+  // Declared paths are absolute and normalised: "/a/b/c" → parent "a/b", name "c".
+  auto [parent, name] = splitParent(std::string_view(declared).substr(1));
+  Place p{-1, std::string(name), declared};
+  const std::string key(parent);
+  auto it = dirs_.find(key);
+  if (it == dirs_.end()) {
+    if (!root_) root_ = std::make_unique<Beneath>(settings_.root, "");
+    auto fd = root_->openDir(key);
+    if (!fd) return p;
+    // Bounded: a declaration spread over very many directories reopens some.
+    if (dirs_.size() >= 1024) dirs_.clear();
+    it = dirs_.emplace(key, std::move(*fd)).first;
   }
-  struct stat st {};
-  // Declared paths are absolute and normalised: skip the leading '/'.
-  if (::fstatat(rootFd_, declared.c_str() + 1, &st, AT_SYMLINK_NOFOLLOW) == 0) return st;
-  if (errno == ENOENT || errno == ENOTDIR) return std::nullopt;
-  throwSys(fmt::format("cannot inspect {}", declared));
+  p.dir = it->second.get();
+  if (sweep_ && applying()) removeLeftoversAt(p.dir, p.name, declared);
+  return p;
 }
 
-std::string Context::hostPath(const std::string& declared) const {
-  if (settings_.root == "/") return declared;
-  return settings_.root + declared;
+Context::Place Context::makePlace(const std::string& declared, std::vector<std::string>* created) {
+  Place p = place(declared);
+  if (p.dir >= 0) return p;
+  auto [parent, name] = splitParent(std::string_view(declared).substr(1));
+  const std::string key(parent);
+  p.dir = dirs_.emplace(key, root_->makeDirs(key, created)).first->second.get();
+  return p;
+}
+
+void Context::removeCreated(const std::vector<std::string>& created) {
+  if (created.empty()) return;
+  forgetDirs();
+  root_->removeCreated(created);
+}
+
+std::optional<struct stat> Context::look(const Place& p) {
+  if (p.dir < 0) return std::nullopt;
+  if (planning() && !planRemoved_.empty() && planRemoved_.count(p.shown)) return std::nullopt;
+  return statAt(p.dir, p.name, p.shown);
 }
 
 fleet::BlobSource& Context::blobs() {
@@ -83,6 +105,11 @@ const supervise::ServiceState& Context::service(const std::string& name) {
 
 std::string Context::bundleDir(const Digest& bundle) const {
   return settings_.stateDir + "/bundles/" + bundle.hex();
+}
+
+Beneath& Context::stateDirBeneath() {
+  if (!stateDir_) stateDir_ = std::make_unique<Beneath>(settings_.stateDir, settings_.stateDir);
+  return *stateDir_;
 }
 
 }  // namespace mesh::apply

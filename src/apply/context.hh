@@ -13,12 +13,15 @@
 #include <atomic>
 #include <functional>
 #include <map>
+#include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "fleet/blob_source.hh"
 #include "fleet/node_key.hh"
 #include "supervise/counting.hh"
 #include "supervise/supervisor.hh"
+#include "util/beneath.hh"
 
 namespace mesh::apply {
 
@@ -57,11 +60,40 @@ class Context {
     if (applying()) act();
   }
 
-  // "/etc/x" → "<root>/etc/x".
-  std::string hostPath(const std::string& declared) const;
-  // lstat of a declared path, resolved from an open descriptor of the root (the
-  // root's own path is not walked again for every resource of a cycle).
-  std::optional<struct stat> lstatDeclared(const std::string& declared);
+  // Where a declared path lives: the directory holding it, opened beneath the
+  // root without following a link (util/beneath.hh), and its last component.
+  // Every act on a declared path goes through `dir`; no path string is handed to
+  // the kernel after the walk. `dir` is -1 when a parent is missing.
+  struct Place {
+    int dir = -1;  // borrowed: valid for the cycle
+    std::string name;
+    const std::string& shown;  // the declared path, for messages
+  };
+  // Throws PathRefused when a component on the way is a link or not a directory.
+  Place place(const std::string& declared);
+  // The same, creating missing parents 0755 root:root; `created` (optional)
+  // receives what was made, for removeCreated when the act fails.
+  Place makePlace(const std::string& declared, std::vector<std::string>* created = nullptr);
+  void removeCreated(const std::vector<std::string>& created);
+  // lstat of a place; nullopt when nothing is there (or, in a plan, when this
+  // cycle would have removed what is there: see planRemoved).
+  std::optional<struct stat> look(const Place& p);
+  std::optional<struct stat> lstatDeclared(const std::string& declared) {
+    return look(place(declared));
+  }
+  // Planning: `declared` would have been removed by now (an object of another
+  // kind that this cycle replaces), so what follows is planned as on an empty path.
+  void planRemoved(const std::string& declared) { planRemoved_.insert(declared); }
+  // Directories held open are forgotten (after a directory was removed or
+  // exchanged, and at the start of every cycle).
+  void forgetDirs() { dirs_.clear(); }
+  // After a cycle that did not finish: every place is swept of the temp files
+  // and half-switched trees a killed write left (util/fs.hh removeLeftoversAt).
+  void setSweepLeftovers(bool on) { sweep_ = on; }
+  // Paths that a credential's record holds: a plan shows no content of them,
+  // whatever is declared there now.
+  void setSecretPaths(std::unordered_set<std::string> paths) { secretPaths_ = std::move(paths); }
+  bool wasSecret(const std::string& path) const { return secretPaths_.count(path) != 0; }
 
   fleet::BlobSource& blobs();
   // The node key: loaded or created when applying; when planning on a node that
@@ -101,6 +133,9 @@ class Context {
 
   // Where process bundles are unpacked: <state-dir>/bundles/<hex>.
   std::string bundleDir(const Digest& bundle) const;
+  // The state dir, opened at first use: what mesh-host writes there (bundles) is
+  // reached beneath it without following a link (shown as <state-dir>/<rel>).
+  Beneath& stateDirBeneath();
 
  private:
   Settings settings_;
@@ -111,7 +146,12 @@ class Context {
   RestartCauses causes_;
   int64_t cycle_ = 0;
   const std::atomic<bool>* stop_ = nullptr;
-  int rootFd_ = -1;
+  std::unique_ptr<Beneath> root_;
+  std::unique_ptr<Beneath> stateDir_;
+  std::unordered_map<std::string, Fd> dirs_;  // parent (relative to the root) → open dir
+  bool sweep_ = false;
+  std::unordered_set<std::string> secretPaths_;
+  std::unordered_set<std::string> planRemoved_;
   std::unique_ptr<fleet::BlobSource> blobs_;
   std::optional<fleet::NodeKey> key_;
 };

@@ -35,6 +35,18 @@ class Outcome {
     return Outcome(Verdict::Failed, std::move(held), std::move(error));
   }
 
+  // The same outcome told again after the cycle made room for it (an object of
+  // another kind removed, an old path removed): `created`/`unchanged` become
+  // `updated` — something was there, or changed — and the held digest stays.
+  Outcome replacing(std::string reason, std::string detail) const {
+    Outcome o = *this;
+    if (o.verdict_ == Verdict::Created || o.verdict_ == Verdict::Unchanged)
+      o.verdict_ = Verdict::Updated;
+    o.reason_ = std::move(reason);
+    o.detail_ = std::move(detail);
+    return o;
+  }
+
   Verdict verdict() const { return verdict_; }
   const Digest& held() const { return held_; }
   const std::string& reason() const { return reason_; }
@@ -47,6 +59,8 @@ class Outcome {
   std::string diff;
   // Warnings that do not fail the resource (shown in plan and apply).
   std::string warning;
+  // A resource whose path changed: where it was ("would move /a -> /b").
+  std::string movedFrom, movedTo;
 
   // Processes: what the cycle must still do once every resource has been
   // converged (starts and restarts run last, after one daemon-reload at most).

@@ -65,9 +65,22 @@ class Cycle {
 
   CycleReport run(const std::string& text) {
     const int64_t started = nowMs();
+    ctx_.forgetDirs();
     if (store_) {
       records_ = store_->loadRecords();
       for (auto& o : store_->owedRestarts()) owed_[o.process].push_back(o);
+      // A cycle that did not finish may have been killed mid-write: this one
+      // sweeps every path it visits of the temp files and trees left behind.
+      if (ctx_.applying()) {
+        const auto last = store_->lastCycle();
+        ctx_.setSweepLeftovers(last && last->finishedAt == 0);
+      }
+    }
+    if (ctx_.planning()) {
+      std::unordered_set<std::string> secret;
+      for (const auto& [id, rec] : records_)
+        if (rec.kind == "credential" && !rec.path.empty()) secret.insert(rec.path);
+      ctx_.setSecretPaths(std::move(secret));
     }
     if (ctx_.applying()) {
       state::Store::Txn txn(*store_);  // one commit for the generation and the cycle
@@ -150,6 +163,9 @@ class Cycle {
     const std::string kind = decl::kindName(r.kind);
     const state::Record* rec = recordOf(r.id, kind);
     if (rec) ++declaredRecords_;
+    // The same resource recorded under another path: it moved.
+    const state::Record* movedFrom =
+        rec && !rec->path.empty() && rec->path != r.path() ? rec : nullptr;
     Digest want;
     std::optional<Outcome> outcome;
     if (auto dep = failedDependency(r); !dep.empty()) {
@@ -160,19 +176,90 @@ class Cycle {
         ctx_.setRestartCauses(r.kind == decl::Kind::Process ? causesFor(r) : RestartCauses{});
         const Applier& applier = applierFor(r.kind);
         want = applier.want(ctx_, r);
-        outcome = applier.reconcile(ctx_, r, want, rec);
+        const state::Record* hint = movedFrom ? nullptr : rec;
+        std::string roomMade;
+        try {
+          outcome = applier.reconcile(ctx_, r, want, hint);
+        } catch (const InTheWay&) {
+          roomMade = makeRoom(r, kind);
+          if (roomMade.empty()) throw;
+          outcome = applier.reconcile(ctx_, r, want, hint);
+        }
+        if (!roomMade.empty() && outcome->verdict() != Verdict::Failed)
+          outcome = outcome->replacing(roomMade, outcome->detail());
+        if (movedFrom && outcome->verdict() != Verdict::Failed)
+          outcome = leaveOldPath(r, *movedFrom, *outcome);
       } catch (const Error& e) {
         outcome = Outcome::failed(recordedHeld(rec), e.what());
       }
     }
     if (outcome->verdict() == Verdict::Failed) failed_.insert(r.id);
     if (outcome->changed()) changed_.insert(r.id);
-    Pending p{r.id, r.module, kind, r.path(), want, rec, report_.results.size()};
+    Pending p{r.id, r.module, kind, r.path(), want, recordOf(r.id, kind), report_.results.size()};
     report_.results.push_back({r.id, r.module, kind, std::move(*outcome)});
     if (report_.results.back().outcome.activation != Outcome::Activation::None)
       activations_.push_back(std::move(p));  // recorded once started, in activate()
     else
       record(p);
+  }
+
+  // Paths and ids of the declaration, built on first need (a move, a kind change).
+  void indexDeclaration() {
+    if (indexed_) return;
+    indexed_ = true;
+    for (const auto& r : decl_.resources) {
+      declaredIds_.insert(r.id);
+      if (!r.path().empty()) declaredPaths_.emplace(r.path(), r.id);
+    }
+  }
+
+  // Another kind's object is in the way of `r`. When a record says mesh-host
+  // wrote it there (under another id, or this id as another kind) and nobody
+  // changed it since, it goes — the same rule as pruning — and the reason for
+  // `r` says what it replaced. "" when nothing may go.
+  std::string makeRoom(const decl::Resource& r, const std::string& kind) {
+    indexDeclaration();
+    const state::Record* old = nullptr;
+    for (const auto& [id, rec] : records_)
+      if (rec.path == r.path() && rec.kind != kind && rec.changes > 0 && !rec.wrote.empty())
+        old = &rec;
+    if (!old) return {};
+    const Outcome removal = applierFor(old->kind).remove(ctx_, *old);
+    if (removal.verdict() != Verdict::Removed || removal.detail() != "deleted") return {};
+    const std::string reason = old->id == r.id
+                                   ? fmt::format("kind changed: {} -> {}", old->kind, kind)
+                                   : fmt::format("replaces the {} of {}", old->kind, old->id);
+    const std::string oldId = old->id;
+    if (ctx_.planning())
+      ctx_.planRemoved(r.path());
+    else if (!declaredIds_.count(oldId))
+      store_->deleteRecord(oldId);
+    records_.erase(oldId);  // its object is gone: nothing of it is left to prune
+    return reason;
+  }
+
+  // `r` now lives at its new path; what mesh-host wrote at the old one goes,
+  // unless someone changed it since or another resource declares it now.
+  Outcome leaveOldPath(const decl::Resource& r, const state::Record& old, const Outcome& now) {
+    indexDeclaration();
+    std::string left;
+    if (auto owner = declaredPaths_.find(old.path); owner != declaredPaths_.end()) {
+      left = fmt::format("old path now managed by {}", owner->second);
+    } else if (old.changes == 0 || old.wrote.empty()) {
+      left = "old path left in place: mesh-host never wrote it";
+    } else {
+      try {
+        const Outcome removal = applierFor(old.kind).remove(ctx_, old);
+        left = removal.detail() == "deleted" ? "old path deleted" : "old path " + removal.detail();
+      } catch (const Error& e) {
+        left = fmt::format("old path left in place: {}", e.what());
+      }
+    }
+    const std::string detail = now.detail().empty() ? left : now.detail() + "; " + left;
+    Outcome moved = now.replacing(fmt::format("moved from {}", old.path), detail);
+    moved.movedFrom = old.path;
+    moved.movedTo = r.path();
+    return moved;
   }
 
   void prune() {
@@ -342,6 +429,9 @@ class Cycle {
   std::unordered_set<std::string> failed_, changed_;
   std::vector<Pending> activations_;
   size_t declaredRecords_ = 0;  // records that matched a declared resource
+  bool indexed_ = false;
+  std::unordered_set<std::string> declaredIds_;
+  std::unordered_map<std::string, std::string> declaredPaths_;  // path → id
   CycleReport report_;
   int64_t generation_ = 0;
   bool usesSupervisor_ = false;

@@ -28,6 +28,12 @@ const char* planVerb(Verdict v) {
 
 std::string outcomeLine(const apply::ResourceResult& r, bool plan) {
   const auto& o = r.outcome;
+  if (plan && !o.movedFrom.empty() && o.verdict() == Verdict::Updated) {
+    std::string line =
+        fmt::format("would move {} ({}) {} -> {}", r.id, r.module, o.movedFrom, o.movedTo);
+    if (!o.detail().empty()) line += ": " + o.detail();
+    return line;
+  }
   std::string line = fmt::format(
       "{} {} ({})", plan ? planVerb(o.verdict()) : verdictName(o.verdict()), r.id, r.module);
   if (!o.detail().empty()) line += ": " + o.detail();
@@ -54,6 +60,7 @@ nlohmann::json reportJson(const apply::CycleReport& r, const std::string& node, 
                         {"detail", o.detail()}, {"restarted", o.restarted}};
     if (!o.warning.empty()) j["warning"] = o.warning;
     if (plan) j["diff"] = o.diff;
+    if (!o.movedFrom.empty()) j["moved_from"] = o.movedFrom;
     outcomes.push_back(std::move(j));
   }
   nlohmann::json out = {{"node", node},

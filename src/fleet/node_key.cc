@@ -4,6 +4,7 @@
 
 #include <cstring>
 
+#include "fleet/key_file.hh"
 #include "util/digest.hh"
 #include "util/error.hh"
 #include "util/fs.hh"
@@ -56,7 +57,13 @@ NodeKey NodeKey::ephemeral() {
 
 std::optional<NodeKey> NodeKey::load(const std::string& stateDir) {
   const auto path = stateDir + "/node.key";
-  auto text = readFile(path);
+  std::optional<std::string> text;
+  try {
+    text = readKeyFile(path, KeyFileKind::Private);
+  } catch (const InputError& e) {
+    // The node's own file, not the operator's input: a failure, not exit 2.
+    throw Error(std::string(e.what()));
+  }
   if (!text) return std::nullopt;
   NodeKey k;
   size_t binLen = 0;

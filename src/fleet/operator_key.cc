@@ -1,5 +1,6 @@
 #include "fleet/operator_key.hh"
 
+#include "fleet/key_file.hh"
 #include "fleet/signing.hh"
 #include "util/error.hh"
 #include "util/fs.hh"
@@ -41,7 +42,7 @@ OperatorKey OperatorKey::generate() {
 OperatorKey OperatorKey::load(const std::string& path) {
   std::optional<std::string> text;
   try {
-    text = readFile(path);
+    text = readKeyFile(path, KeyFileKind::Private);
   } catch (const SysError& e) {
     throw InputError("cannot read operator key {}: {}", path, e.what());
   }

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "fleet/key_file.hh"
 #include "util/error.hh"
 #include "util/fs.hh"
 
@@ -17,6 +18,15 @@ std::optional<std::string> readOrInputError(const std::string& path, std::string
     return readFile(path);
   } catch (const SysError& e) {
     throw InputError("cannot read {} {}: {}", what, path, e.what());
+  }
+}
+
+// A trusted public key file, checked like ssh checks its keys (fleet/key_file.hh).
+std::optional<std::string> readTrustedKeyFile(const std::string& path) {
+  try {
+    return readKeyFile(path, KeyFileKind::Public);
+  } catch (const SysError& e) {
+    throw InputError("cannot read trusted key file {}: {}", path, e.what());
   }
 }
 }  // namespace
@@ -84,7 +94,7 @@ std::vector<OperatorPublicKey> loadTrustedKeys(const std::vector<std::string>& t
       add(OperatorPublicKey::parse(value, "--trust " + value));
       continue;
     }
-    auto text = readOrInputError(value, "trusted key file");
+    auto text = readTrustedKeyFile(value);
     if (!text)
       throw InputError("--trust {}: neither a key (mesh-op:<base64>) nor an existing file", value);
     add(OperatorPublicKey::parse(*text, "--trust " + value));
@@ -98,7 +108,7 @@ std::vector<OperatorPublicKey> loadTrustedKeys(const std::vector<std::string>& t
   if (ec) throw InputError("cannot list {}: {}", dir, ec.message());
   std::sort(files.begin(), files.end());
   for (const auto& file : files) {
-    auto text = readOrInputError(file, "trusted key file");
+    auto text = readTrustedKeyFile(file);
     if (text) add(OperatorPublicKey::parse(*text, file));
   }
   return keys;

@@ -53,8 +53,12 @@ Digest Digest::ofBytes(std::string_view bytes) {
 Digest Digest::ofFile(const std::string& path) {
   Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
   if (!fd) throwSys(fmt::format("cannot read {}", path));
+  return ofFd(fd.get(), path);
+}
+
+Digest Digest::ofFd(int fd, const std::string& shown) {
   Hasher h;
-  readChunks(fd.get(), path, [&](std::string_view chunk) { h.update(chunk); });
+  readChunks(fd, shown, [&](std::string_view chunk) { h.update(chunk); });
   return h.finish();
 }
 

@@ -21,6 +21,8 @@ class Digest {
   static Digest ofBytes(std::string_view bytes);
   // Hashes a file's content; throws SysError when it cannot be read.
   static Digest ofFile(const std::string& path);
+  // Of an open file, read from its current offset to the end; `shown` names it in errors.
+  static Digest ofFd(int fd, const std::string& shown);
   static Digest fromRaw(const std::array<uint8_t, 32>& raw);
 
   bool empty() const { return hex_.empty(); }

@@ -9,6 +9,8 @@ inline constexpr int kCrashExitCode = 86;
 
 // Named points, in the order a cycle reaches them.
 namespace crash {
+// A file's new content is written and synced under its temp name, not yet renamed.
+inline constexpr const char* kBeforeRename = "before-rename";
 inline constexpr const char* kAfterChangeRecorded = "after-change-recorded";
 inline constexpr const char* kAfterUnitInstalled = "after-unit-installed";
 inline constexpr const char* kBeforeRestart = "before-restart";

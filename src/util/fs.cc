@@ -9,7 +9,9 @@
 #include <charconv>
 #include <ctime>
 
+#include "util/digest.hh"
 #include "util/error.hh"
+#include "util/faults.hh"
 #include "util/fd.hh"
 
 namespace mesh {
@@ -75,63 +77,147 @@ void syncDir(const std::string& dir) {
   if (::fsync(fd.get()) != 0) throwSys(fmt::format("cannot sync directory {}", dir));
 }
 
-static std::string tempNameBeside(const std::string& path) {
-  uint32_t r = randombytes_random();
-  return fmt::format("{}/.{}.mesh-tmp.{:08x}", parentOf(path), baseName(path), r);
+namespace {
+
+// Creates the temp file `tmp` in `dir`. A deterministic name already taken is a
+// leftover of a write that was cut short (or planted): it goes, once.
+Fd createTemp(int dir, const std::string& tmp, bool deterministic, const std::string& shown) {
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    Fd fd(::openat(dir, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600));
+    if (fd) return fd;
+    if (errno != EEXIST || !deterministic) break;
+    removeTreeAt(dir, tmp, shown + " (leftover)");
+  }
+  throwSys(fmt::format("cannot create a temp file beside {}", shown));
+}
+
+void writeAll(int fd, std::string_view content, const std::string& shown) {
+  const char* p = content.data();
+  size_t left = content.size();
+  while (left > 0) {
+    ssize_t n = ::write(fd, p, left);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      throwSys(fmt::format("cannot write {}", shown));
+    }
+    p += n;
+    left -= static_cast<size_t>(n);
+  }
+}
+
+// Writes `content` to the new file `tmp` and renames it over `name`, then syncs
+// the directory; the temp file is removed on any error.
+void writeAndRename(int dir, const std::string& tmp, bool deterministic, const std::string& name,
+                    std::string_view content, mode_t mode, Ownership owner,
+                    const std::string& shown) {
+  Fd fd = createTemp(dir, tmp, deterministic, shown);
+  Finally cleanup([&] { ::unlinkat(dir, tmp.c_str(), 0); });
+  writeAll(fd.get(), content, shown);
+  if (owner.uid != static_cast<uid_t>(-1) || owner.gid != static_cast<gid_t>(-1)) {
+    if (::fchown(fd.get(), owner.uid, owner.gid) != 0)
+      throwSys(fmt::format("cannot set the owner of {}", shown));
+  }
+  // After fchown: chown clears setuid/setgid bits.
+  if (::fchmod(fd.get(), mode) != 0) throwSys(fmt::format("cannot set the mode of {}", shown));
+  if (::fsync(fd.get()) != 0) throwSys(fmt::format("cannot sync {}", shown));
+  crashPoint(crash::kBeforeRename);
+  if (::renameat(dir, tmp.c_str(), dir, name.c_str()) != 0)
+    throwSys(fmt::format("cannot move {} into place", shown));
+  cleanup.dismiss();
+  syncFd(dir, shown);
+}
+
+std::string randomTempName() {
+  return fmt::format(".mesh-tmp.{:08x}{:08x}", randombytes_random(), randombytes_random());
+}
+
+}  // namespace
+
+std::string tempNameFor(std::string_view name, std::string_view tag) {
+  return fmt::format(".mesh-{}.{}", tag, Digest::ofBytes(name).hex().substr(0, 16));
 }
 
 void atomicWrite(const std::string& path, std::string_view content, mode_t mode, Ownership owner) {
   const std::string dir = parentOf(path);
   makeDirs(dir);
-  std::string tmp;
-  Fd fd;
-  for (int attempt = 0; attempt < 16 && !fd; ++attempt) {
-    tmp = tempNameBeside(path);
-    fd = Fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600));
-    if (!fd && errno != EEXIST) throwSys(fmt::format("cannot create a temp file in {}", dir));
-  }
-  if (!fd) throwSys(fmt::format("cannot create a temp file in {}", dir));
-  Finally cleanup([&] { ::unlink(tmp.c_str()); });
+  Fd d(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!d) throwSys(fmt::format("cannot open directory {}", dir));
+  writeAndRename(d.get(), randomTempName(), false, baseName(path), content, mode, owner, path);
+}
 
-  const char* p = content.data();
-  size_t left = content.size();
-  while (left > 0) {
-    ssize_t n = ::write(fd.get(), p, left);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      throwSys(fmt::format("cannot write {}", tmp));
-    }
-    p += n;
-    left -= static_cast<size_t>(n);
-  }
-  if (owner.uid != static_cast<uid_t>(-1) || owner.gid != static_cast<gid_t>(-1)) {
-    if (::fchown(fd.get(), owner.uid, owner.gid) != 0)
-      throwSys(fmt::format("cannot set the owner of {}", path));
-  }
-  // After fchown: chown clears setuid/setgid bits.
-  if (::fchmod(fd.get(), mode) != 0) throwSys(fmt::format("cannot set the mode of {}", path));
-  if (::fsync(fd.get()) != 0) throwSys(fmt::format("cannot sync {}", tmp));
-  fd.reset();
-  if (::rename(tmp.c_str(), path.c_str()) != 0)
-    throwSys(fmt::format("cannot move {} into place", path));
-  cleanup.dismiss();
-  syncDir(dir);
+void atomicWriteAt(int dir, const std::string& name, std::string_view content, mode_t mode,
+                   Ownership owner, const std::string& shown) {
+  writeAndRename(dir, tempNameFor(name, "tmp"), true, name, content, mode, owner, shown);
 }
 
 void atomicSymlink(const std::string& path, const std::string& target) {
   const std::string dir = parentOf(path);
   makeDirs(dir);
-  std::string tmp;
+  Fd d(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!d) throwSys(fmt::format("cannot open directory {}", dir));
+  atomicSymlinkAt(d.get(), baseName(path), target, path);
+}
+
+void atomicSymlinkAt(int dir, const std::string& name, const std::string& target,
+                     const std::string& shown) {
+  const std::string tmp = tempNameFor(name, "tmp");
   for (int attempt = 0;; ++attempt) {
-    tmp = tempNameBeside(path);
-    if (::symlink(target.c_str(), tmp.c_str()) == 0) break;
-    if (errno != EEXIST || attempt > 15) throwSys(fmt::format("cannot create a link in {}", dir));
+    if (::symlinkat(target.c_str(), dir, tmp.c_str()) == 0) break;
+    if (errno != EEXIST || attempt > 2)
+      throwSys(fmt::format("cannot create a link beside {}", shown));
+    removeTreeAt(dir, tmp, shown + " (leftover)");
   }
-  Finally cleanup([&] { ::unlink(tmp.c_str()); });
-  if (::rename(tmp.c_str(), path.c_str()) != 0)
-    throwSys(fmt::format("cannot move link {} into place", path));
+  Finally cleanup([&] { ::unlinkat(dir, tmp.c_str(), 0); });
+  if (::renameat(dir, tmp.c_str(), dir, name.c_str()) != 0)
+    throwSys(fmt::format("cannot move link {} into place", shown));
   cleanup.dismiss();
-  syncDir(dir);
+  syncFd(dir, shown);
+}
+
+bool removeLeftoversAt(int dir, const std::string& name, const std::string& shown) {
+  bool any = false;
+  for (const char* tag : {"tmp", "new"}) {
+    const std::string leftover = tempNameFor(name, tag);
+    if (!statAt(dir, leftover, shown)) continue;
+    removeTreeAt(dir, leftover, shown + " (leftover)");
+    any = true;
+  }
+  if (any) syncFd(dir, shown);
+  return any;
+}
+
+std::optional<struct stat> statAt(int dir, const std::string& name, const std::string& shown) {
+  struct stat st {};
+  if (::fstatat(dir, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) return st;
+  if (errno == ENOENT) return std::nullopt;
+  throwSys(fmt::format("cannot inspect {}", shown));
+}
+
+std::optional<Fd> openFileAt(int dir, const std::string& name, const std::string& shown) {
+  Fd fd(::openat(dir, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY));
+  if (!fd) {
+    if (errno == ENOENT || errno == ELOOP) return std::nullopt;
+    throwSys(fmt::format("cannot read {}", shown));
+  }
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) throwSys(fmt::format("cannot inspect {}", shown));
+  if (!S_ISREG(st.st_mode)) return std::nullopt;
+  return fd;
+}
+
+std::optional<std::string> readLinkAt(int dir, const std::string& name, const std::string& shown) {
+  std::string buf(4096, '\0');
+  ssize_t n = ::readlinkat(dir, name.c_str(), buf.data(), buf.size());
+  if (n < 0) {
+    if (errno == ENOENT || errno == EINVAL) return std::nullopt;
+    throwSys(fmt::format("cannot read link {}", shown));
+  }
+  buf.resize(static_cast<size_t>(n));
+  return buf;
+}
+
+void syncFd(int fd, const std::string& shown) {
+  if (::fsync(fd) != 0) throwSys(fmt::format("cannot sync {}", shown));
 }
 
 std::optional<std::string> readFile(const std::string& path) {
@@ -142,6 +228,13 @@ std::optional<std::string> readFile(const std::string& path) {
   }
   std::string out;
   readChunks(fd.get(), path, [&](std::string_view chunk) { out.append(chunk); });
+  return out;
+}
+
+std::string readAll(int fd, const std::string& shown) {
+  if (::lseek(fd, 0, SEEK_SET) != 0) throwSys(fmt::format("cannot read {}", shown));
+  std::string out;
+  readChunks(fd, shown, [&](std::string_view chunk) { out.append(chunk); });
   return out;
 }
 
@@ -159,7 +252,9 @@ void readChunks(int fd, const std::string& shown,
   }
 }
 
-static void removeAt(int dirfd, const char* name, const std::string& shown) {
+namespace {
+
+void removeAt(int dirfd, const char* name, const std::string& shown) {
   struct stat st {};
   if (::fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
     if (errno == ENOENT) return;
@@ -182,6 +277,12 @@ static void removeAt(int dirfd, const char* name, const std::string& shown) {
   } else if (::unlinkat(dirfd, name, 0) != 0 && errno != ENOENT) {
     throwSys(fmt::format("cannot remove {}", shown));
   }
+}
+
+}  // namespace
+
+void removeTreeAt(int dir, const std::string& name, const std::string& shown) {
+  removeAt(dir, name.c_str(), shown);
 }
 
 void removeTree(const std::string& path) {

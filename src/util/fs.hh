@@ -12,6 +12,8 @@
 #include <string_view>
 #include <vector>
 
+#include "util/fd.hh"
+
 namespace mesh {
 
 // What a stat says of one path, with no link followed. nullopt: nothing there.
@@ -33,8 +35,40 @@ void atomicWrite(const std::string& path, std::string_view content, mode_t mode,
 // Replaces whatever is at `path` with a symlink to `target`, atomically.
 void atomicSymlink(const std::string& path, const std::string& target);
 
+// The same acts relative to an open directory (util/beneath.hh): `name` is one
+// component, `shown` names the path in errors. Nothing here follows a link.
+//
+// The temp entry of a write in progress is named after a hash of `name`, not
+// `name` plus a suffix: fixed length whatever the name's (NAME_MAX names work),
+// and found again by name, so a write a kill cut short leaves nothing a later
+// cycle cannot sweep (removeLeftoversAt). Deterministic names need one writer
+// per directory: the cycle, under the state lock.
+std::string tempNameFor(std::string_view name, std::string_view tag);  // ".mesh-<tag>.<16 hex>"
+void atomicWriteAt(int dir, const std::string& name, std::string_view content, mode_t mode,
+                   Ownership owner, const std::string& shown);
+void atomicSymlinkAt(int dir, const std::string& name, const std::string& target,
+                     const std::string& shown);
+// Removes `name`'s leftovers ("tmp" files, "new" trees); true when there were any.
+bool removeLeftoversAt(int dir, const std::string& name, const std::string& shown);
+
+// lstat of `name` in `dir`; nullopt when nothing is there.
+std::optional<struct stat> statAt(int dir, const std::string& name, const std::string& shown);
+// Opens the regular file `name` for reading, never a link, FIFO or device
+// (opened non-blocking, checked with fstat); nullopt when missing or not a file.
+std::optional<Fd> openFileAt(int dir, const std::string& name, const std::string& shown);
+// The target of the link `name`; nullopt when missing or not a link.
+std::optional<std::string> readLinkAt(int dir, const std::string& name, const std::string& shown);
+// Removes `name` in `dir`: a tree without following links (like rm -rf).
+void removeTreeAt(int dir, const std::string& name, const std::string& shown);
+// fsync of an open descriptor (a directory after a rename in it).
+void syncFd(int fd, const std::string& shown);
+
 // Reads an open file to its end in chunks; `shown` names it in errors.
-void readChunks(int fd, const std::string& shown, const std::function<void(std::string_view)>& chunk);
+void readChunks(int fd, const std::string& shown,
+                const std::function<void(std::string_view)>& chunk);
+
+// Reads an open file from its start to its end.
+std::string readAll(int fd, const std::string& shown);
 
 // Reads a whole file; throws SysError. nullopt when it does not exist.
 std::optional<std::string> readFile(const std::string& path);

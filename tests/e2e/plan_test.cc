@@ -61,5 +61,36 @@ TEST_F(Plan, NeverPrintsTheCredential) {
   EXPECT_EQ(dump.out.find(kSecret), std::string::npos);
 }
 
+TEST_F(Plan, ShowsNoContentOfAFileOnlyItsOwnerMayRead) {
+  const auto d = [&](const std::string& content) {
+    return declare(fmt::format("[module.p.file.private]\npath = \"/etc/p/private\"\n"
+                               "content = \"{}\"\nmode = \"0600\"\n",
+                               content),
+                   "private.toml");
+  };
+  ASSERT_EQ(apply(d("token = old-private-bytes\\n")).code, 0);
+  for (bool json : {false, true}) {
+    Result r = plan(d("token = new-private-bytes\\n"), json);
+    EXPECT_EQ(r.code, 3) << r.out << r.err;
+    EXPECT_EQ(r.out.find("old-private-bytes"), std::string::npos) << r.out;
+    EXPECT_EQ(r.out.find("new-private-bytes"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("content of a 0600 file changed; diff not shown"), std::string::npos)
+        << r.out;
+  }
+}
+
+TEST_F(Plan, ShowsNoContentOfAPathThatHeldACredential) {
+  ASSERT_EQ(apply(declPath).code, 0);  // m.key: a credential at /etc/m/key
+  // The credential goes; a world-readable file takes its path.
+  const auto d =
+      declare("[module.m.file.notsecret]\npath = \"/etc/m/key\"\ncontent = \"public\\n\"\n",
+              "replaced.toml");
+  Result r = plan(d);
+  EXPECT_EQ(r.code, 3) << r.out << r.err;
+  EXPECT_EQ(r.out.find(kSecret), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("+public"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("diff not shown"), std::string::npos) << r.out;
+}
+
 }  // namespace
 }  // namespace mesh::e2e

@@ -67,13 +67,12 @@ std::optional<std::string> attributeDrift(const struct stat& st, const Attribute
   return std::nullopt;
 }
 
-void setAttributes(const std::string& path, const Attributes& a, const Ownership& ids) {
+void setAttributes(int fd, const Attributes& a, const Ownership& ids, const std::string& shown) {
   if (a.owner || a.group) {
-    if (::lchown(path.c_str(), ids.uid, ids.gid) != 0)
-      throwSys(fmt::format("cannot set the owner of {}", path));
+    if (::fchown(fd, ids.uid, ids.gid) != 0)
+      throwSys(fmt::format("cannot set the owner of {}", shown));
   }
-  if (::chmod(path.c_str(), a.mode & 07777) != 0)
-    throwSys(fmt::format("cannot set the mode of {}", path));
+  if (::fchmod(fd, a.mode & 07777) != 0) throwSys(fmt::format("cannot set the mode of {}", shown));
 }
 
 std::string ContentObserved::str() const {

@@ -28,8 +28,9 @@ void addAttributes(WantBuilder& w, const Attributes& a);
 std::optional<std::string> attributeDrift(const struct stat& st, const Attributes& a,
                                           const Ownership& ids);
 
-// Sets ownership, then mode (chown clears setuid bits), without following links.
-void setAttributes(const std::string& path, const Attributes& a, const Ownership& ids);
+// Sets ownership, then mode (chown clears setuid bits), on an open descriptor:
+// never on a path, which a link swapped in could redirect.
+void setAttributes(int fd, const Attributes& a, const Ownership& ids, const std::string& shown);
 
 std::string modeString(mode_t m);  // "0644"
 

@@ -1,5 +1,6 @@
 #include "apply/kinds/content_file.hh"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include "apply/applier.hh"
@@ -8,15 +9,37 @@
 
 namespace mesh::apply {
 
+namespace {
+
+// A plan shows no old or new bytes of a secret: a credential now or before, or
+// a file nobody but its owner may read.
+bool mayShowContent(Context& ctx, const std::string& path, const std::optional<struct stat>& st,
+                    const Attributes& attrs, const WantedContent& content) {
+  if (content.secret || ctx.wasSecret(path)) return false;
+  if (st && S_ISREG(st->st_mode) && (st->st_mode & S_IROTH) == 0) return false;
+  return (attrs.mode & S_IROTH) != 0;
+}
+
+std::string hiddenDiff(const std::optional<struct stat>& st, const Attributes& attrs,
+                       const WantedContent& content) {
+  if (content.secret) return "(secret changed)\n";
+  const mode_t shownMode =
+      st && S_ISREG(st->st_mode) && (st->st_mode & S_IROTH) == 0 ? st->st_mode : attrs.mode;
+  return fmt::format("(content of a {} file changed; diff not shown)\n", modeString(shownMode));
+}
+
+}  // namespace
+
 Outcome reconcileContentFile(Context& ctx, const std::string& declaredPath, const Attributes& attrs,
                              const Digest& want, const state::Record* rec,
                              const WantedContent& content) {
-  const std::string host = ctx.hostPath(declaredPath);
   const Ownership ids = resolveOwnership(attrs);
-  const auto st = ctx.lstatDeclared(declaredPath);
+  const auto place = ctx.place(declaredPath);
+  const auto st = ctx.look(place);
   const auto prev = rec ? ContentObserved::parse(rec->observed) : ContentObserved{};
 
   std::string drift;
+  std::optional<Fd> old;  // the file there now, opened without following a link
   if (st && S_ISREG(st->st_mode)) {
     // Fast path: nothing has written the file since we recorded it.
     if (rec && rec->wrote == want.str() && prev.fingerprint &&
@@ -25,7 +48,8 @@ Outcome reconcileContentFile(Context& ctx, const std::string& declaredPath, cons
       o.observed = rec->observed;
       return o;
     }
-    const std::string held = content.digestOfFile(host);
+    old = openFileAt(place.dir, place.name, declaredPath);
+    const std::string held = old ? content.digestOfFile(old->get(), declaredPath) : std::string();
     if (held != content.digest)
       drift = "content changed";
     else if (auto d = attributeDrift(*st, attrs, ids))
@@ -36,8 +60,8 @@ Outcome reconcileContentFile(Context& ctx, const std::string& declaredPath, cons
       return o;
     }
   } else if (st && !S_ISLNK(st->st_mode)) {
-    throw Error("{} is in the way at {}; remove it or declare another path",
-                S_ISDIR(st->st_mode) ? "a directory" : "a special file", declaredPath);
+    throw InTheWay("{} is in the way at {}; remove it or declare another path",
+                   S_ISDIR(st->st_mode) ? "a directory" : "a special file", declaredPath);
   } else if (st) {
     drift = "a symbolic link replaced it";
   } else {
@@ -48,42 +72,58 @@ Outcome reconcileContentFile(Context& ctx, const std::string& declaredPath, cons
   const std::string reason = reasonToAct(rec, want, there, drift);
   std::string diff;
   std::string detail;
+  std::optional<struct stat> now;
   content.withBytes([&](std::string_view bytes) {
     detail = content.secret
                  ? fmt::format("secret, mode {}", modeString(attrs.mode))
                  : fmt::format("{} bytes, mode {}", bytes.size(), modeString(attrs.mode));
-    if (ctx.planning())
-      diff = content.secret ? "(secret changed)\n"
-                            : unifiedDiff(there && S_ISREG(st->st_mode) ? host : std::string(),
-                                          bytes, declaredPath);
-    ctx.change([&] { atomicWrite(host, bytes, attrs.mode & 07777, ids); });
+    if (ctx.planning()) {
+      if (!mayShowContent(ctx, declaredPath, st, attrs, content))
+        diff = hiddenDiff(st, attrs, content);
+      else if (old)
+        diff = unifiedDiff(readAll(old->get(), declaredPath), bytes, declaredPath);
+      else
+        diff = unifiedDiff(std::nullopt, bytes, declaredPath);
+    }
+    ctx.change([&] {
+      std::vector<std::string> created;
+      const auto to = ctx.makePlace(declaredPath, &created);
+      try {
+        atomicWriteAt(to.dir, to.name, bytes, attrs.mode & 07777, ids, declaredPath);
+      } catch (...) {
+        ctx.removeCreated(created);
+        throw;
+      }
+      now = statAt(to.dir, to.name, declaredPath);
+    });
   });
 
   Outcome o =
       there ? Outcome::updated(want, reason, detail) : Outcome::created(want, reason, detail);
-  if (ctx.applying()) {
-    if (auto now = lstatPath(host)) o.observed = ContentObserved::of(*now, content.digest).str();
-  }
+  if (now) o.observed = ContentObserved::of(*now, content.digest).str();
   o.diff = std::move(diff);
   return o;
 }
 
 Outcome removeContentFile(Context& ctx, const state::Record& rec,
-                          const std::function<std::string(const std::string&)>& digestOfFile) {
-  const std::string host = ctx.hostPath(rec.path);
-  const auto st = lstatPath(host);
+                          const std::function<std::string(int, const std::string&)>& digestOfFile) {
+  const auto place = ctx.place(rec.path);
+  const auto st = ctx.look(place);
   if (!st) return Outcome::removed(reasons::kNoLongerDeclared, "already gone");
   if (!S_ISREG(st->st_mode))
     return Outcome::removed(reasons::kNoLongerDeclared, "released; left in place: not a file now");
   const auto prev = ContentObserved::parse(rec.observed);
   const bool untouched = prev.fingerprint && *prev.fingerprint == Fingerprint::of(*st);
-  if (!untouched && (prev.content.empty() || digestOfFile(host) != prev.content))
-    return Outcome::removed(reasons::kNoLongerDeclared,
-                            "released; left in place: modified since mesh-host wrote it");
+  if (!untouched) {
+    auto fd = openFileAt(place.dir, place.name, rec.path);
+    if (prev.content.empty() || !fd || digestOfFile(fd->get(), rec.path) != prev.content)
+      return Outcome::removed(reasons::kNoLongerDeclared,
+                              "released; left in place: modified since mesh-host wrote it");
+  }
   ctx.change([&] {
-    if (::unlink(host.c_str()) != 0 && errno != ENOENT)
+    if (::unlinkat(place.dir, place.name.c_str(), 0) != 0 && errno != ENOENT)
       throwSys(fmt::format("cannot remove {}", rec.path));
-    syncDir(parentOf(host));
+    syncFd(place.dir, rec.path);
   });
   return Outcome::removed(reasons::kNoLongerDeclared, "deleted");
 }

@@ -16,8 +16,8 @@ namespace mesh::apply {
 
 struct WantedContent {
   std::string digest;  // what the wanted content hashes to, in the kind's scheme
-  // The same scheme's digest of a file on disk.
-  std::function<std::string(const std::string& hostPath)> digestOfFile;
+  // The same scheme's digest of an open file on disk.
+  std::function<std::string(int fd, const std::string& shown)> digestOfFile;
   // Calls `use` with the wanted bytes (read lazily: only when writing or diffing).
   std::function<void(const std::function<void(std::string_view)>& use)> withBytes;
   bool secret = false;  // never shown: diff is "(secret changed)"
@@ -29,6 +29,6 @@ Outcome reconcileContentFile(Context& ctx, const std::string& declaredPath, cons
 
 // Removes the file `rec` describes when it still holds what was written.
 Outcome removeContentFile(Context& ctx, const state::Record& rec,
-                          const std::function<std::string(const std::string&)>& digestOfFile);
+                          const std::function<std::string(int, const std::string&)>& digestOfFile);
 
 }  // namespace mesh::apply

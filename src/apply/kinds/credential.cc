@@ -60,7 +60,9 @@ class CredentialApplier : public Applier {
     const Secret secret = readSecret(ctx, s);
     WantedContent c;
     c.digest = key.keyedDigest(secret);
-    c.digestOfFile = [&](const std::string& path) { return keyedDigestOfFile(key, path); };
+    c.digestOfFile = [&](int fd, const std::string& shown) {
+      return keyedDigestOfFile(key, fd, shown);
+    };
     c.withBytes = [&](const std::function<void(std::string_view)>& use) {
       use(secret.exposeForWrite());
     };
@@ -70,14 +72,15 @@ class CredentialApplier : public Applier {
 
   Outcome remove(Context& ctx, const state::Record& rec) const override {
     const auto& key = ctx.nodeKey();
-    return removeContentFile(ctx, rec,
-                             [&](const std::string& path) { return keyedDigestOfFile(key, path); });
+    return removeContentFile(ctx, rec, [&](int fd, const std::string& shown) {
+      return keyedDigestOfFile(key, fd, shown);
+    });
   }
 
  private:
-  static std::string keyedDigestOfFile(const fleet::NodeKey& key, const std::string& path) {
-    auto bytes = readFile(path);
-    return key.keyedDigest(Secret(bytes.value_or("")));
+  static std::string keyedDigestOfFile(const fleet::NodeKey& key, int fd,
+                                       const std::string& shown) {
+    return key.keyedDigest(Secret(readAll(fd, shown)));
   }
 };
 

@@ -12,9 +12,8 @@ Attributes attributesOf(const decl::FileSpec& s) {
   return {s.mode, s.owner, s.group};
 }
 
-
-std::string sha256OfFile(const std::string& path) {
-  return Digest::ofFile(path).str();
+std::string sha256OfFile(int fd, const std::string& shown) {
+  return Digest::ofFd(fd, shown).str();
 }
 
 class FileApplier : public Applier {

@@ -9,17 +9,6 @@ namespace mesh::apply {
 
 namespace {
 
-std::optional<std::string> readLink(const std::string& path) {
-  std::string buf(4096, '\0');
-  ssize_t n = ::readlink(path.c_str(), buf.data(), buf.size());
-  if (n < 0) {
-    if (errno == ENOENT || errno == EINVAL) return std::nullopt;
-    throwSys(fmt::format("cannot read link {}", path));
-  }
-  buf.resize(static_cast<size_t>(n));
-  return buf;
-}
-
 class LinkApplier : public Applier {
  public:
   Digest want(Context&, const decl::Resource& r) const override {
@@ -29,12 +18,12 @@ class LinkApplier : public Applier {
   Outcome reconcile(Context& ctx, const decl::Resource& r, const Digest& want,
                     const state::Record* rec) const override {
     const auto& s = std::get<decl::LinkSpec>(r.spec);
-    const std::string host = ctx.hostPath(s.path);
-    const auto st = lstatPath(host);
+    const auto place = ctx.place(s.path);
+    const auto st = ctx.look(place);
 
     std::string drift = "deleted";
     if (st && S_ISLNK(st->st_mode)) {
-      auto target = readLink(host).value_or("");
+      auto target = readLinkAt(place.dir, place.name, s.path).value_or("");
       if (target == s.target) {
         Outcome o = Outcome::unchanged(want, reasonUnchanged(rec));
         o.observed = s.target;
@@ -42,12 +31,21 @@ class LinkApplier : public Applier {
       }
       drift = fmt::format("points to {}", target);
     } else if (st) {
-      throw Error("a {} is in the way at {}; remove it or declare another path",
-                  S_ISDIR(st->st_mode) ? "directory" : "file", s.path);
+      throw InTheWay("a {} is in the way at {}; remove it or declare another path",
+                     S_ISDIR(st->st_mode) ? "directory" : "file", s.path);
     }
 
     const std::string reason = reasonToAct(rec, want, st.has_value(), drift);
-    ctx.change([&] { atomicSymlink(host, s.target); });
+    ctx.change([&] {
+      std::vector<std::string> created;
+      const auto at = ctx.makePlace(s.path, &created);
+      try {
+        atomicSymlinkAt(at.dir, at.name, s.target, s.path);
+      } catch (...) {
+        ctx.removeCreated(created);
+        throw;
+      }
+    });
     const std::string detail = fmt::format("-> {}", s.target);
     Outcome o =
         st ? Outcome::updated(want, reason, detail) : Outcome::created(want, reason, detail);
@@ -56,15 +54,17 @@ class LinkApplier : public Applier {
   }
 
   Outcome remove(Context& ctx, const state::Record& rec) const override {
-    const std::string host = ctx.hostPath(rec.path);
-    const auto st = lstatPath(host);
+    const auto place = ctx.place(rec.path);
+    const auto st = ctx.look(place);
     if (!st) return Outcome::removed(reasons::kNoLongerDeclared, "already gone");
-    if (!S_ISLNK(st->st_mode) || readLink(host).value_or("") != rec.observed)
+    if (!S_ISLNK(st->st_mode) ||
+        readLinkAt(place.dir, place.name, rec.path).value_or("") != rec.observed)
       return Outcome::removed(reasons::kNoLongerDeclared,
                               "released; left in place: changed since mesh-host wrote it");
     ctx.change([&] {
-      if (::unlink(host.c_str()) != 0 && errno != ENOENT)
+      if (::unlinkat(place.dir, place.name.c_str(), 0) != 0 && errno != ENOENT)
         throwSys(fmt::format("cannot remove link {}", rec.path));
+      syncFd(place.dir, rec.path);
     });
     return Outcome::removed(reasons::kNoLongerDeclared, "deleted");
   }

@@ -25,9 +25,11 @@ class Signing : public ::testing::Test {
     dir = ::mkdtemp(tmpl);
   }
   void TearDown() override { fs::remove_all(dir); }
-  std::string write(const std::string& name, const std::string& text) {
+  // Writes `text` with exactly `mode` (key files are checked: fleet/key_file.hh).
+  std::string write(const std::string& name, const std::string& text, mode_t mode = 0644) {
     const auto path = dir + "/" + name;
     std::ofstream(path, std::ios::binary) << text;
+    EXPECT_EQ(::chmod(path.c_str(), mode), 0) << path;
     return path;
   }
   std::string errorOf(const std::function<void()>& f) {
@@ -151,7 +153,7 @@ TEST_F(Signing, MalformedOperatorKeyFilesAreRefused) {
   for (const char* bad :
        {"", "mesh-host operator key v1\n", "mesh-host operator key v1\nAAAA\n",
         "mesh-host node key v1\nAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=\n"}) {
-    const auto path = write("bad.key", bad);
+    const auto path = write("bad.key", bad, 0600);
     auto msg = errorOf([&] { OperatorKey::load(path); });
     EXPECT_NE(msg.find("is not a mesh-host operator key"), std::string::npos) << msg;
   }
@@ -165,8 +167,8 @@ TEST_F(Signing, TrustedKeysFromOptionsFilesAndStateDir) {
   auto c = OperatorKey::generate();
   const auto bFile = write("b.pub", b.publicKey().text() + "\n");
   fs::create_directories(dir + "/state/trusted");
-  std::ofstream(dir + "/state/trusted/c.pub") << c.publicKey().text() << "\n";
-  std::ofstream(dir + "/state/trusted/ignored.txt") << "not a key\n";
+  write("state/trusted/c.pub", c.publicKey().text() + "\n");
+  write("state/trusted/ignored.txt", "not a key\n", 0666);  // not a .pub: not read at all
   auto keys = loadTrustedKeys({a.publicKey().text(), bFile, a.publicKey().text()}, dir + "/state");
   ASSERT_EQ(keys.size(), 3u);
   EXPECT_EQ(keys[0], a.publicKey());
@@ -176,7 +178,7 @@ TEST_F(Signing, TrustedKeysFromOptionsFilesAndStateDir) {
 
   auto msg = errorOf([&] { loadTrustedKeys({dir + "/missing.pub"}, dir + "/nowhere"); });
   EXPECT_NE(msg.find("neither a key"), std::string::npos) << msg;
-  std::ofstream(dir + "/state/trusted/bad.pub") << "mesh-op:nope\n";
+  write("state/trusted/bad.pub", "mesh-op:nope\n");
   msg = errorOf([&] { loadTrustedKeys({}, dir + "/state"); });
   EXPECT_NE(msg.find("bad.pub: not an operator public key"), std::string::npos) << msg;
 }
