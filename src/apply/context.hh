@@ -22,6 +22,7 @@
 #include "supervise/counting.hh"
 #include "supervise/supervisor.hh"
 #include "util/beneath.hh"
+#include "util/faults.hh"
 
 namespace mesh::apply {
 
@@ -55,10 +56,22 @@ class Context {
   const Settings& settings() const { return settings_; }
 
   // The gate: runs `act` only when applying. Every write goes through here.
+  // Before the first act of a resource, the hook the cycle set for it runs
+  // (it makes what the change owes durable: intent first, then the act).
   template <typename F>
   void change(F&& act) {
-    if (applying()) act();
+    if (!applying()) return;
+    if (beforeFirstChange_) {
+      auto hook = std::move(beforeFirstChange_);
+      beforeFirstChange_ = nullptr;
+      hook();
+      crashPoint(crash::kAfterIntent);
+    }
+    act();
   }
+  // Set by the cycle for the resource in hand; cleared once run or when the
+  // resource is done.
+  void setBeforeFirstChange(std::function<void()> hook) { beforeFirstChange_ = std::move(hook); }
 
   // Where a declared path lives: the directory holding it, opened beneath the
   // root without following a link (util/beneath.hh), and its last component.
@@ -115,10 +128,11 @@ class Context {
   void setRestartCauses(RestartCauses c) { causes_ = std::move(c); }
   const RestartCauses& restartCauses() const { return causes_; }
 
-  // Persists a restart owed to `process` because of `cause`, before the change
-  // that owes it is made (set by the cycle; a no-op when planning).
-  std::function<void(const std::string& process, const std::string& cause)> oweRestart =
-      [](const std::string&, const std::string&) {};
+  // Persists, synced, a restart owed to `process` because its own unit or
+  // bundle is about to become `intent` (its want), before that change is made
+  // (set by the cycle; a no-op when planning).
+  std::function<void(const std::string& process, const Digest& intent)> oweOwnRestart =
+      [](const std::string&, const Digest&) {};
 
   // Fleet mode (rolling restarts): called before each restart, not a first start,
   // with the service's name; returns what frees the slot it took, called once the
@@ -146,6 +160,7 @@ class Context {
   RestartCauses causes_;
   int64_t cycle_ = 0;
   const std::atomic<bool>* stop_ = nullptr;
+  std::function<void()> beforeFirstChange_;
   std::unique_ptr<Beneath> root_;
   std::unique_ptr<Beneath> stateDir_;
   std::unordered_map<std::string, Fd> dirs_;  // parent (relative to the root) → open dir

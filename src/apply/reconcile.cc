@@ -89,8 +89,8 @@ class Cycle {
       report_.cycle = store_->beginCycle(started, generation_);
       ctx_.setCycle(report_.cycle);
       txn.commit();
-      ctx_.oweRestart = [this](const std::string& process, const std::string& cause) {
-        store_->oweRestart({process, cause, report_.cycle, nowMs()});
+      ctx_.oweOwnRestart = [this](const std::string& process, const Digest& intent) {
+        store_->oweRestartsDurably({{process, process, report_.cycle, nowMs(), intent.str()}});
       };
     }
     prepareProcesses();
@@ -144,19 +144,63 @@ class Cycle {
   }
 
   // Restarts owed from earlier cycles that the service has not paid yet (it has
-  // not started since they were recorded).
-  RestartCauses causesFor(const decl::Resource& r) {
+  // not started since they were recorded). An intent is paid only when its
+  // change happened: the cause holds, this cycle, what it was about to hold (or
+  // changed again); an intent whose change never happened is cancelled.
+  RestartCauses causesFor(const decl::Resource& r, const Digest& want) {
     RestartCauses c;
     for (const auto& cause : r.restartOn)
       if (changed_.count(cause)) c.changed.push_back(cause);
     auto it = owed_.find(r.id);
     if (it != owed_.end()) {
       const auto& svc = ctx_.service(std::get<decl::ProcessSpec>(r.spec).service);
-      for (const auto& o : it->second)
-        if (!(svc.active && svc.sinceUs / 1000 > o.at)) c.owed.emplace_back(o.cause, o.cycle);
-      if (c.owed.empty() && ctx_.applying()) store_->clearOwedRestarts(r.id);  // already paid
+      bool unpaid = false;
+      for (const auto& o : it->second) {
+        if (svc.active && svc.sinceUs / 1000 > o.at) continue;  // started since: paid
+        switch (o.intent.empty() ? IntentFate::Happened : intentFate(r, want, o)) {
+          case IntentFate::Happened:
+            c.owed.emplace_back(o.cause, o.cycle);
+            break;
+          case IntentFate::Unknown:  // the cause failed: decided in a later cycle
+            unpaid = true;
+            break;
+          case IntentFate::NeverHappened:
+            if (ctx_.applying()) store_->cancelOwedRestart(r.id, o.cause);
+            break;
+        }
+      }
+      if (c.owed.empty() && !unpaid && ctx_.applying()) store_->clearOwedRestarts(r.id);
     }
     return c;
+  }
+
+  enum class IntentFate { Happened, NeverHappened, Unknown };
+  IntentFate intentFate(const decl::Resource& r, const Digest& want,
+                        const state::OwedRestart& o) const {
+    // Its own unit or bundle: if the process still wants what the intent named,
+    // the change may have been made (the cycle then finds it in place, or makes
+    // it and restarts anyway); wanting something else now, drift decides.
+    if (o.cause == r.id)
+      return o.intent == want.str() ? IntentFate::Happened : IntentFate::NeverHappened;
+    if (changed_.count(o.cause)) return IntentFate::Happened;
+    auto held = heldNow_.find(o.cause);
+    if (held == heldNow_.end()) return IntentFate::Unknown;
+    return held->second == o.intent ? IntentFate::Happened : IntentFate::NeverHappened;
+  }
+
+  // Before the first change of a resource that processes restart on, the
+  // restarts it will owe are written as intents and synced.
+  void oweBeforeChange(const decl::Resource& r, const Digest& want) {
+    if (!ctx_.applying()) return;
+    auto owes = dependents_.find(r.id);
+    if (owes == dependents_.end()) return;
+    ctx_.setBeforeFirstChange([this, &r, want, processes = &owes->second] {
+      std::vector<state::OwedRestart> intents;
+      const int64_t now = nowMs();
+      for (const auto& process : *processes)
+        intents.push_back({process, r.id, report_.cycle, now, want.str()});
+      store_->oweRestartsDurably(intents);
+    });
   }
 
   void converge(const decl::Resource& r) {
@@ -173,9 +217,11 @@ class Cycle {
                                 fmt::format("skipped: requires {}, which failed", dep));
     } else {
       try {
-        ctx_.setRestartCauses(r.kind == decl::Kind::Process ? causesFor(r) : RestartCauses{});
         const Applier& applier = applierFor(r.kind);
         want = applier.want(ctx_, r);
+        ctx_.setRestartCauses(r.kind == decl::Kind::Process ? causesFor(r, want) : RestartCauses{});
+        oweBeforeChange(r, want);
+        Finally noHook([this] { ctx_.setBeforeFirstChange(nullptr); });
         const state::Record* hint = movedFrom ? nullptr : rec;
         std::string roomMade;
         try {
@@ -193,7 +239,10 @@ class Cycle {
         outcome = Outcome::failed(recordedHeld(rec), e.what());
       }
     }
-    if (outcome->verdict() == Verdict::Failed) failed_.insert(r.id);
+    if (outcome->verdict() == Verdict::Failed)
+      failed_.insert(r.id);
+    else
+      heldNow_[r.id] = outcome->held().str();
     if (outcome->changed()) changed_.insert(r.id);
     Pending p{r.id, r.module, kind, r.path(), want, recordOf(r.id, kind), report_.results.size()};
     report_.results.push_back({r.id, r.module, kind, std::move(*outcome)});
@@ -378,6 +427,7 @@ class Cycle {
     if (!recordChanged && !owesRestarts && !paysRestarts && outcome.verdict() == Verdict::Unchanged)
       return;  // the no-op path: no write at all
 
+    if (owesRestarts) crashPoint(crash::kBeforeRecord);
     // One transaction: the record, the restarts it owes or pays, its history.
     state::Store::Txn txn(*store_);
     if (!next)
@@ -386,7 +436,7 @@ class Cycle {
       store_->putRecord(*next);
     if (owesRestarts)
       for (const auto& process : owes->second)
-        store_->oweRestart({process, p.id, report_.cycle, now});
+        store_->oweRestart({process, p.id, report_.cycle, now, ""});
     if (paysRestarts) store_->clearOwedRestarts(p.id);
     if (outcome.verdict() != Verdict::Unchanged)
       store_->addHistory({report_.cycle, p.id, verdictName(outcome.verdict()), outcome.reason(),
@@ -427,6 +477,7 @@ class Cycle {
   std::map<std::string, std::vector<state::OwedRestart>> owed_;
   std::unordered_map<std::string, std::vector<std::string>> dependents_;  // cause → processes
   std::unordered_set<std::string> failed_, changed_;
+  std::unordered_map<std::string, std::string> heldNow_;  // id → digest held after this cycle
   std::vector<Pending> activations_;
   size_t declaredRecords_ = 0;  // records that matched a declared resource
   bool indexed_ = false;

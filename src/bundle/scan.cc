@@ -41,6 +41,12 @@ class Scanner {
   void addHardLink(const std::string& path, const char* rawTarget, archive_entry* e);
   void chargeBytes(uint64_t n);
   bool staysInside(const std::string& linkPath, const std::string& target) const;
+  // The archive's permission bits as unpacked: `allowed` of them (no setuid or
+  // setgid), without group and world write unless limits.keepModes.
+  mode_t modeOf(archive_entry* e, mode_t allowed) const {
+    const mode_t mode = archive_entry_perm(e) & allowed;
+    return limits_.keepModes ? mode : mode & ~mode_t{S_IWGRP | S_IWOTH};
+  }
 
   const std::string& archivePath_;
   const Limits limits_;
@@ -122,7 +128,7 @@ void Scanner::addEntry(archive_entry* e) {
   if (hardlink) return addHardLink(path, hardlink, e);
   switch (type) {
     case AE_IFDIR: {
-      const mode_t mode = archive_entry_perm(e) & 07777 & ~mode_t{S_ISUID | S_ISGID};
+      const mode_t mode = modeOf(e, 07777 & ~mode_t{S_ISUID | S_ISGID});  // sticky kept
       if (prepare(path, true)) {
         tree_[path].mode = mode;  // a repeated directory entry only restates its mode
         return;
@@ -213,7 +219,7 @@ void Scanner::addFile(const std::string& path, archive_entry* e) {
     hashZeros(declared - pos);
     pos = declared;
   }
-  const mode_t mode = archive_entry_perm(e) & 0777;  // no setuid, setgid or sticky
+  const mode_t mode = modeOf(e, 0777);  // no setuid, setgid or sticky
   std::optional<timespec> mtime;
   if (archive_entry_mtime_is_set(e))
     mtime = timespec{archive_entry_mtime(e), archive_entry_mtime_nsec(e)};

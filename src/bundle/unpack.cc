@@ -139,22 +139,25 @@ class DiskSink : public Sink {
 
 }  // namespace
 
-Manifest unpack(const std::string& archivePath, const std::string& destDir, const Limits& limits) {
-  if (destDir.empty()) throw Error("archive {}: no destination directory given", archivePath);
-  makeDirs(parentOf(destDir));
-  if (::mkdir(destDir.c_str(), 0700) != 0) {
+Manifest unpack(const std::string& archivePath, int dir, const std::string& name,
+                const Limits& limits, const std::string& shown) {
+  const std::string& dest = shown.empty() ? name : shown;
+  if (name.empty() || name.find('/') != std::string::npos || name == "." || name == "..")
+    throw Error("archive {}: cannot unpack into '{}': not one path component", archivePath, name);
+  if (::mkdirat(dir, name.c_str(), 0700) != 0) {
     if (errno == EEXIST)
-      throw Error("archive {}: cannot unpack into {}: it already exists", archivePath, destDir);
-    throwSys(fmt::format("archive {}: cannot create {}", archivePath, destDir));
+      throw Error("archive {}: cannot unpack into {}: it already exists", archivePath, dest);
+    throwSys(fmt::format("archive {}: cannot create {}", archivePath, dest));
   }
   Finally cleanup([&] {
     try {
-      removeTree(destDir);
+      removeTreeAt(dir, name, dest);
     } catch (const Error&) {  // the original error matters more
     }
   });
-  Fd root(::open(destDir.c_str(), kDirFlags));
-  if (!root) throwSys(fmt::format("archive {}: cannot open {}", archivePath, destDir));
+  // O_NOFOLLOW: what was just made, not a link swapped in since.
+  Fd root(::openat(dir, name.c_str(), kDirFlags));
+  if (!root) throwSys(fmt::format("archive {}: cannot open {}", archivePath, dest));
   Manifest m;
   {
     DiskSink sink(std::move(root));

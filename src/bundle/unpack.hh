@@ -1,7 +1,8 @@
 // Bundles: archives (tar, tar.gz, tar.zst, zip) named by their content digest.
 // unpack() extracts one into a fresh directory, refusing anything that could
 // write outside it; the Manifest it returns describes the tree exactly, so a later
-// verify() can tell whether the tree on disk is still what was unpacked.
+// verify() can tell whether the tree on disk is still what was unpacked. Both work
+// through descriptors (util/beneath.hh): no path string reaches the kernel.
 #pragma once
 
 #include <sys/types.h>
@@ -18,13 +19,17 @@ namespace mesh::bundle {
 struct Limits {
   uint64_t maxEntries = 100000;
   uint64_t maxBytes = uint64_t{4} << 30;  // unpacked file bytes in total
+  // Group- and world-write bits (022) of files and directories are kept (the
+  // archive kind's `keep-modes`); otherwise dropped, on disk and in the manifest
+  // alike, so verify() compares like with like.
+  bool keepModes = false;
 };
 
 struct Entry {
   enum class Type { File, Directory, Symlink };
   std::string path;  // relative to the root, '/'-separated, no leading "./"
   Type type = Type::File;
-  mode_t mode = 0;     // permission bits as unpacked (setuid/setgid dropped)
+  mode_t mode = 0;     // permission bits as unpacked (setuid/setgid, maybe 022, dropped)
   uint64_t size = 0;   // files
   Digest content;      // files: sha256 of the content
   std::string target;  // symlinks
@@ -40,21 +45,27 @@ struct Manifest {
   static std::optional<Manifest> parse(const std::string& text);
 };
 
-// Unpacks `archivePath` into `destDir`, which must not exist yet and is created
-// 0755. Throws mesh::Error naming the offending entry and why when the archive is
-// malformed or hostile: absolute paths, ".." components, symlinks whose target
-// leaves destDir, hard links to anything outside or not yet unpacked, device
-// nodes, FIFOs, sockets, more than limits.maxEntries entries or limits.maxBytes
-// bytes. Nothing is ever written outside destDir (every path is opened relative to
-// it, component by component, without following links). On error destDir is
-// removed. Regular files get their mode from the archive minus setuid/setgid.
-Manifest unpack(const std::string& archivePath, const std::string& destDir, const Limits& limits);
+// Unpacks `archivePath` into the new directory `name` in the open directory
+// `dir`; `name` must not exist yet and is created 0755 (0700 while unpacking).
+// `shown` names the destination in messages (default: `name`). Throws mesh::Error
+// naming the offending entry and why when the archive is malformed or hostile:
+// absolute paths, ".." components, symlinks whose target leaves the tree, hard
+// links to anything outside or not yet unpacked, device nodes, FIFOs, sockets,
+// more than limits.maxEntries entries or limits.maxBytes bytes. Nothing is ever
+// written outside the new directory (every path is opened relative to it,
+// component by component, without following links). On error it is removed.
+// Modes come from the archive minus setuid/setgid, and minus 022 unless
+// limits.keepModes.
+Manifest unpack(const std::string& archivePath, int dir, const std::string& name,
+                const Limits& limits, const std::string& shown = {});
 
 // Reads the archive without writing anything: the manifest unpack() would produce.
 Manifest readManifest(const std::string& archivePath, const Limits& limits);
 
-// Compares the tree at `dir` with `m`. Returns nullopt when identical, else a short
-// human reason: "changed: bin/x", "missing: etc/y", "unexpected: tmp/z", "mode of …".
+// Compares the tree open at `tree` (a directory descriptor, opened by the caller
+// O_DIRECTORY|O_NOFOLLOW; only borrowed) with `m`. Returns nullopt when identical,
+// else a short human reason: "changed: bin/x", "missing: etc/y", "unexpected:
+// tmp/z", "mode of …". `shown` names the tree in errors.
 // `trusted` may carry per-path stat fingerprints (util/fs.hh Fingerprint::str(),
 // keyed by Entry::path) recorded when the tree was last verified; a file whose
 // fingerprint matches is not re-hashed. `fresh` receives the fingerprints seen now.
@@ -63,8 +74,17 @@ Manifest readManifest(const std::string& archivePath, const Limits& limits);
 struct VerifyCache {
   std::vector<std::pair<std::string, std::string>> fingerprints;  // sorted by path
 };
-std::optional<std::string> verify(const std::string& dir, const Manifest& m,
-                                  const VerifyCache* trusted = nullptr,
-                                  VerifyCache* fresh = nullptr);
+std::optional<std::string> verify(int tree, const Manifest& m, const VerifyCache* trusted = nullptr,
+                                  VerifyCache* fresh = nullptr, const std::string& shown = {});
+
+// What the tree open at `tree` holds that `m` does not name: what replacing the
+// tree with m's would delete. Directories are walked (never through a link); a
+// directory m does not name counts only when empty ("logs/"), else its content
+// counts. `count` is the total; `first` the first `keep` paths in path order.
+struct Unlisted {
+  uint64_t count = 0;
+  std::vector<std::string> first;
+};
+Unlisted unlisted(int tree, const Manifest& m, size_t keep, const std::string& shown = {});
 
 }  // namespace mesh::bundle

@@ -1,6 +1,7 @@
-// verify(): is the tree on disk still exactly what unpack() made? Walks it
-// without following links; hashes only files whose stat fingerprint is not
-// trusted, so a no-op cycle over a large bundle costs little more than the stats.
+// verify(): is the tree on disk still exactly what unpack() made? Walks it from
+// the caller's descriptor without following links; hashes only files whose stat
+// fingerprint is not trusted, so a no-op cycle over a large bundle costs little
+// more than the stats. unlisted(): what the tree holds beyond a manifest.
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -40,19 +41,48 @@ bool sameType(Entry::Type t, mode_t mode) {
 
 using Reason = std::optional<std::string>;
 
+// A descriptor of its own for the tree open at `tree`: a new open file
+// description, so listing it moves no offset the caller's descriptor shares.
+Fd reopen(int tree, const std::string& shown) {
+  Fd fd(::openat(tree, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!fd) throwSys(fmt::format("cannot open {}", shown));
+  return fd;
+}
+
+// The names in the directory `d`, sorted: the same first difference every time.
+std::vector<std::string> listSorted(DIR* d, const std::string& shown) {
+  std::vector<std::string> names;
+  errno = 0;
+  while (auto* e = ::readdir(d)) {
+    std::string_view n = e->d_name;
+    if (n != "." && n != "..") names.emplace_back(n);
+  }
+  if (errno != 0) throwSys(fmt::format("cannot list {}", shown));
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+DIR* openList(Fd& fd, const std::string& shown) {
+  DIR* d = ::fdopendir(fd.get());
+  if (!d) throwSys(fmt::format("cannot list {}", shown));
+  fd.release();
+  return d;
+}
+
+const Entry* lookup(const Manifest& m, const std::string& path) {
+  auto it = std::lower_bound(m.entries.begin(), m.entries.end(), path,
+                             [](const Entry& e, const std::string& p) { return e.path < p; });
+  return it == m.entries.end() || it->path != path ? nullptr : &*it;
+}
+
 class Verifier {
  public:
-  Verifier(const std::string& root, const Manifest& m, const VerifyCache* trusted,
+  Verifier(const std::string& shown, const Manifest& m, const VerifyCache* trusted,
            VerifyCache* fresh)
-      : root_(root), m_(m), trusted_(trusted), fresh_(fresh), seen_(m.entries.size(), false) {}
+      : root_(shown), m_(m), trusted_(trusted), fresh_(fresh), seen_(m.entries.size(), false) {}
 
-  Reason run() {
-    Fd dir(::open(root_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    if (!dir) {
-      if (errno == ENOENT) return fmt::format("missing: {}", root_);
-      throwSys(fmt::format("cannot open {}", root_));
-    }
-    if (auto r = walk(std::move(dir), "")) return r;
+  Reason run(int tree) {
+    if (auto r = walk(reopen(tree, root_), "")) return r;
     for (size_t i = 0; i < seen_.size(); ++i)
       if (!seen_[i]) return fmt::format("missing: {}", m_.entries[i].path);
     return std::nullopt;
@@ -60,19 +90,9 @@ class Verifier {
 
  private:
   Reason walk(Fd fd, const std::string& prefix) {
-    DIR* d = ::fdopendir(fd.get());
-    if (!d) throwSys(fmt::format("cannot list {}/{}", root_, prefix));
-    fd.release();
+    DIR* d = openList(fd, root_ + "/" + prefix);
     Finally closeDir([&] { ::closedir(d); });
-    std::vector<std::string> names;
-    errno = 0;
-    while (auto* e = ::readdir(d)) {
-      std::string_view n = e->d_name;
-      if (n != "." && n != "..") names.emplace_back(n);
-    }
-    if (errno != 0) throwSys(fmt::format("cannot list {}/{}", root_, prefix));
-    std::sort(names.begin(), names.end());  // the same first difference every time
-    for (const auto& name : names)
+    for (const auto& name : listSorted(d, root_ + "/" + prefix))
       if (auto r = check(::dirfd(d), name, prefix + name)) return r;
     return std::nullopt;
   }
@@ -83,11 +103,10 @@ class Verifier {
       if (errno == ENOENT) return std::nullopt;  // gone meanwhile: reported as missing
       throwSys(fmt::format("cannot inspect {}/{}", root_, path));
     }
-    auto it = std::lower_bound(m_.entries.begin(), m_.entries.end(), path,
-                               [](const Entry& e, const std::string& p) { return e.path < p; });
-    if (it == m_.entries.end() || it->path != path) return fmt::format("unexpected: {}", path);
-    const Entry& want = *it;
-    seen_[static_cast<size_t>(it - m_.entries.begin())] = true;
+    const Entry* found = lookup(m_, path);
+    if (!found) return fmt::format("unexpected: {}", path);
+    const Entry& want = *found;
+    seen_[static_cast<size_t>(found - m_.entries.data())] = true;
     if (!sameType(want.type, st.st_mode))
       return fmt::format("changed: {} is now a {}", path, typeName(st.st_mode));
     if (want.type != Entry::Type::Symlink && (st.st_mode & 07777) != want.mode)
@@ -164,19 +183,72 @@ class Verifier {
     return h.finish();
   }
 
-  const std::string& root_;
+  const std::string root_;
   const Manifest& m_;
   const VerifyCache* trusted_;
   VerifyCache* fresh_;
   std::vector<bool> seen_;
 };
 
+class Lister {
+ public:
+  Lister(const std::string& shown, const Manifest& m, size_t keep)
+      : root_(shown), m_(m), keep_(keep) {}
+
+  Unlisted run(int tree) {
+    walk(reopen(tree, root_), "");
+    return std::move(out_);
+  }
+
+ private:
+  // True when the directory holds anything at all.
+  bool walk(Fd fd, const std::string& prefix) {
+    DIR* d = openList(fd, root_ + "/" + prefix);
+    Finally closeDir([&] { ::closedir(d); });
+    const auto names = listSorted(d, root_ + "/" + prefix);
+    for (const auto& name : names) {
+      const std::string path = prefix + name;
+      struct stat st {};
+      if (::fstatat(::dirfd(d), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+        if (errno == ENOENT) continue;  // gone meanwhile
+        throwSys(fmt::format("cannot inspect {}/{}", root_, path));
+      }
+      const bool named = lookup(m_, path) != nullptr;
+      if (S_ISDIR(st.st_mode)) {
+        Fd sub(::openat(::dirfd(d), name.c_str(), kDirFlags));
+        if (!sub) {
+          if (errno == ENOENT) continue;
+          if (errno != ELOOP && errno != ENOTDIR)
+            throwSys(fmt::format("cannot open {}/{}", root_, path));
+          if (!named) add(path);  // swapped for a link meanwhile: it is what goes
+          continue;
+        }
+        // An unnamed directory counts itself only when nothing in it counts.
+        if (!walk(std::move(sub), path + "/") && !named) add(path + "/");
+      } else if (!named) {
+        add(path);
+      }
+    }
+    return !names.empty();
+  }
+
+  void add(std::string path) {
+    ++out_.count;
+    if (out_.first.size() < keep_) out_.first.push_back(std::move(path));
+  }
+
+  const std::string root_;
+  const Manifest& m_;
+  size_t keep_;
+  Unlisted out_;
+};
+
 }  // namespace
 
-std::optional<std::string> verify(const std::string& dir, const Manifest& m,
-                                  const VerifyCache* trusted, VerifyCache* fresh) {
+std::optional<std::string> verify(int tree, const Manifest& m, const VerifyCache* trusted,
+                                  VerifyCache* fresh, const std::string& shown) {
   if (fresh) fresh->fingerprints.clear();
-  auto reason = Verifier(dir, m, trusted, fresh).run();
+  auto reason = Verifier(shown.empty() ? "." : shown, m, trusted, fresh).run(tree);
   if (fresh) {
     if (reason)
       fresh->fingerprints.clear();  // only a tree that verified may vouch for its files
@@ -184,6 +256,10 @@ std::optional<std::string> verify(const std::string& dir, const Manifest& m,
       std::sort(fresh->fingerprints.begin(), fresh->fingerprints.end());
   }
   return reason;
+}
+
+Unlisted unlisted(int tree, const Manifest& m, size_t keep, const std::string& shown) {
+  return Lister(shown.empty() ? "." : shown, m, keep).run(tree);
 }
 
 }  // namespace mesh::bundle

@@ -26,9 +26,7 @@ decl::Declaration parseGeneration(state::Store& store, int64_t n, const CommonOp
                                   bool checkPrincipals) {
   auto g = store.generationDeclaration(n);
   if (!g) throw InputError("there is no generation {}; `mesh-host generations` lists them", n);
-  decl::ParseOptions po;
-  po.node = o.node;
-  po.baseDir = g->baseDir.empty() ? "/" : g->baseDir;
+  auto po = o.parseOptions(g->baseDir.empty() ? "/" : g->baseDir);
   if (checkPrincipals) {
     // getpwnam/getgrnam: a CLI runs single-threaded here.
     po.userExists = [](const std::string& name) { return ::getpwnam(name.c_str()) != nullptr; };

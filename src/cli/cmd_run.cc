@@ -103,10 +103,7 @@ int runFleetNode(CommonOptions& o, const RunOptions& r, agent::AgentOptions& a) 
         o.stateDir);
   const std::string baseDir = (o.root == "/" ? "" : o.root) + "/etc/mesh-host";
   f.parse = [&o, baseDir](const std::string& text, const std::string& source) {
-    decl::ParseOptions po;
-    po.node = o.node;
-    po.baseDir = baseDir;
-    return decl::parseOnThisNode(text, source, po);
+    return decl::parseOnThisNode(text, source, o.parseOptions(baseDir));
   };
   a.fleet = std::move(f);
   return runAgentLocked(o, r, a);

@@ -78,6 +78,17 @@ apply::Settings CommonOptions::settings(bool plan) const {
   return s;
 }
 
+decl::ParseOptions CommonOptions::parseOptions(std::string baseDir) const {
+  decl::ParseOptions po;
+  po.node = node;
+  po.baseDir = std::move(baseDir);
+  if (root == "/")
+    po.stateDir = stateDir;
+  else if (stateDir.starts_with(root + "/"))
+    po.stateDir = stateDir.substr(root.size());
+  return po;
+}
+
 namespace {
 
 // Replay: a signed declaration older than one this node applied is refused;
@@ -103,9 +114,7 @@ void checkSerial(const decl::Declaration& d, const std::string& path, const Comm
 }  // namespace
 
 decl::Declaration loadDeclarationFor(const std::string& path, const CommonOptions& o) {
-  decl::ParseOptions po;
-  po.node = o.node;
-  po.baseDir = std::filesystem::absolute(parentOf(path)).lexically_normal().string();
+  auto po = o.parseOptions(std::filesystem::absolute(parentOf(path)).lexically_normal().string());
   const auto trusted = fleet::loadTrustedKeys(o.trust, o.stateDir);
   po.checkText = [&trusted](const std::string& file, std::string_view text) {
     fleet::verifyDeclaration(file, text, trusted);

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "apply/context.hh"
+#include "decl/parse.hh"
 #include "decl/model.hh"
 
 namespace mesh::cli {
@@ -38,6 +39,9 @@ struct CommonOptions {
   // Fills the defaults that depend on other options; validates --root.
   void resolve();
   apply::Settings settings(bool plan) const;
+  // What every parse on this node starts from: --node, and the state dir as a
+  // declared path when it lies under --root (nothing may be declared in it).
+  decl::ParseOptions parseOptions(std::string baseDir) const;
 };
 
 // Reads and validates the declaration; throws InputError. When this node trusts

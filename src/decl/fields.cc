@@ -32,6 +32,26 @@ bool validPrincipalName(std::string_view s) {
   });
 }
 
+// Bytes that must never reach a terminal raw: C0 controls and DEL.
+bool isControl(char c) {
+  auto u = static_cast<unsigned char>(c);
+  return u < 0x20 || u == 0x7f;
+}
+
+// A control character as it is written in messages: \n, \t, \r or \xHH.
+std::string escaped(char c) {
+  switch (c) {
+    case '\n':
+      return "\\n";
+    case '\t':
+      return "\\t";
+    case '\r':
+      return "\\r";
+    default:
+      return fmt::format("\\x{:02x}", static_cast<unsigned char>(c));
+  }
+}
+
 bool validUnitKey(std::string_view s) {
   if (s.empty() || !isAlpha(s[0])) return false;
   return std::all_of(s.begin(), s.end(), [](char c) { return isAlpha(c) || isDigit(c); });
@@ -71,20 +91,26 @@ Position positionOf(const Diagnostics& diags, const toml::source_region& source)
 
 std::string shown(std::string_view value) {
   constexpr size_t kMax = 200;
+  size_t cut = std::min(value.size(), kMax);
+  // Cut before a UTF-8 continuation byte, never inside a character.
+  while (cut > 0 && cut < value.size() && (static_cast<unsigned char>(value[cut]) & 0xc0) == 0x80)
+    --cut;
   std::string out;
-  for (char c : value.substr(0, kMax)) {
-    auto u = static_cast<unsigned char>(c);
-    if (c == '\n')
-      out += "\\n";
-    else if (c == '\t')
-      out += "\\t";
-    else if (u < 0x20 || u == 0x7f)
-      out += fmt::format("\\u{:04x}", u);
+  for (char c : value.substr(0, cut)) {
+    if (isControl(c))
+      out += escaped(c);
     else
       out += c;
   }
-  if (value.size() > kMax) out += "…";
+  if (cut < value.size()) out += "…";
   return out;
+}
+
+std::optional<std::string> controlProblem(std::string_view value) {
+  auto it = std::find_if(value.begin(), value.end(), isControl);
+  if (it == value.end()) return std::nullopt;
+  return fmt::format("contains a control character ({} at byte {}); remove it", escaped(*it),
+                     it - value.begin() + 1);
 }
 
 bool validName(std::string_view name) {
@@ -95,7 +121,7 @@ bool validName(std::string_view name) {
 
 std::optional<std::string> pathProblem(std::string_view path) {
   if (path.empty()) return "is empty; write an absolute path like \"/etc/app.conf\"";
-  if (path.find('\0') != std::string_view::npos) return "contains a NUL character; remove it";
+  if (auto problem = controlProblem(path)) return problem;
   if (path[0] != '/') return "is not absolute; write the full path, starting with '/'";
   if (path == "/") return "is the root directory; manage a path below '/'";
   if (path.back() == '/') return "ends with '/'; remove the trailing slash";
@@ -158,6 +184,12 @@ std::optional<std::string> Fields::string(std::string_view key, Text text) {
                               subject_));
     return std::nullopt;
   }
+  if (text == Text::Plain) {
+    if (auto problem = controlProblem(v)) {
+      error(at(*n), fmt::format("{} '{}' in {} {}", key, shown(v), subject_, *problem));
+      return std::nullopt;
+    }
+  }
   return v;
 }
 
@@ -171,6 +203,17 @@ std::optional<std::string> Fields::path(std::string_view key) {
     return std::nullopt;
   }
   return v;
+}
+
+std::optional<bool> Fields::boolean(std::string_view key) {
+  const toml::node* n = find(key);
+  if (!n) return std::nullopt;
+  const auto* b = n->as_boolean();
+  if (!b) {
+    wrongType(key, *n, "a boolean (true or false)");
+    return std::nullopt;
+  }
+  return b->get();
 }
 
 std::optional<mode_t> Fields::mode(std::string_view key) {

@@ -19,8 +19,9 @@ namespace mesh::decl {
 
 enum class PrincipalKind { User, Group };
 
-// What a string value may hold: anything; not empty; one non-empty line, no NUL.
-enum class Text { Any, NonEmpty, Line };
+// What a string value may hold: anything; not empty; one non-empty line, no NUL;
+// not empty and no control character at all (bytes below 0x20, and 0x7f).
+enum class Text { Any, NonEmpty, Line, Plain };
 
 class Fields {
  public:
@@ -43,7 +44,9 @@ class Fields {
   void error(const Position& pos, std::string message) { diags_.error(pos, std::move(message)); }
 
   std::optional<std::string> string(std::string_view key, Text text = Text::Any);
+  // An absolute, normal path without control characters (pathProblem).
   std::optional<std::string> path(std::string_view key);
+  std::optional<bool> boolean(std::string_view key);
   std::optional<mode_t> mode(std::string_view key);
   std::optional<Principal> principal(std::string_view key, PrincipalKind kind,
                                      const ParseOptions& options);
@@ -67,11 +70,15 @@ std::string_view typeName(toml::node_type type);
 Position positionOf(const Diagnostics& diags, const toml::source_region& source);
 
 // A value from the declaration as it may be echoed in a one-line message:
-// control characters escaped, very long values cut.
+// control characters (bytes below 0x20, and 0x7f) escaped as \n, \t, \r or
+// \xHH, very long values cut (never inside a UTF-8 character).
 std::string shown(std::string_view value);
 
 // Pure checks, shared with the walk over modules and testable on their own.
 bool validName(std::string_view name);  // module and resource names: [A-Za-z0-9_-]+
+// "contains a control character (\x1b at byte 6); remove it" for the first
+// byte below 0x20 or 0x7f in `value` (bytes counted from 1); nullopt when none.
+std::optional<std::string> controlProblem(std::string_view value);
 // Why `path` is not an acceptable managed path; nullopt when it is.
 std::optional<std::string> pathProblem(std::string_view path);
 

@@ -86,18 +86,22 @@ LinkSpec readLink(Fields& f, Draft& d) {
   LinkSpec s;
   readPath(f, d, s.path);
   if (!f.find("target")) f.missing("target", "target = \"/opt/app/current\"");
-  if (auto target = f.string("target", Text::Line)) s.target = *target;
+  if (auto target = f.string("target", Text::Plain)) s.target = *target;
   return s;
 }
 
 ArchiveSpec readArchive(Fields& f, Draft& d) {
-  f.rejectUnknown({"path", "bundle", "max-entries", "max-bytes", "requires"}, "restart-on");
+  f.rejectUnknown(
+      {"path", "bundle", "max-entries", "max-bytes", "replace", "keep-modes", "requires"},
+      "restart-on");
   ArchiveSpec s;
   readPath(f, d, s.path);
   if (!f.find("bundle")) f.missing("bundle", "bundle = \"sha256:…\"");
   if (auto bundle = f.digest("bundle")) s.bundle = *bundle;
   if (auto n = f.positive("max-entries")) s.maxEntries = *n;
   if (auto n = f.positive("max-bytes")) s.maxBytes = *n;
+  if (auto b = f.boolean("replace")) s.replace = *b;
+  if (auto b = f.boolean("keep-modes")) s.keepModes = *b;
   return s;
 }
 
@@ -106,7 +110,7 @@ CredentialSpec readCredential(Fields& f, Draft& d, const ParseOptions& options) 
   CredentialSpec s;
   readPath(f, d, s.path);
   exactlyOne(f, "from", "sealed", "sealed = \"…\" (from mesh-host seal)");
-  if (auto from = f.string("from", Text::Line)) s.from = resolveFrom(*from, options.baseDir);
+  if (auto from = f.string("from", Text::Plain)) s.from = resolveFrom(*from, options.baseDir);
   s.sealed = f.string("sealed", Text::NonEmpty);
   if (auto mode = f.mode("mode")) s.mode = *mode;
   s.owner = f.principal("owner", PrincipalKind::User, options);

@@ -59,6 +59,12 @@ struct ArchiveSpec {
   Digest bundle;
   uint64_t maxEntries = 100000;
   uint64_t maxBytes = uint64_t{4} << 30;  // 4 GiB unpacked
+  // `replace`: adopting a path that holds files mesh-host did not write deletes
+  // them; otherwise the resource fails and leaves them.
+  bool replace = false;
+  // `keep-modes`: unpacked entries keep their group- and world-write bits;
+  // otherwise those bits are dropped.
+  bool keepModes = false;
 };
 
 struct CredentialSpec {

@@ -199,7 +199,7 @@ Declaration parseDeclaration(std::string_view text, const std::string& source,
     return std::tie(a.resource.pos.line, a.resource.pos.column) <
            std::tie(b.resource.pos.line, b.resource.pos.column);
   });
-  checkAcross(drafts, diags);
+  checkAcross(drafts, diags, options.stateDir);
   decl.resources = applyOrder(std::move(drafts), diags);
   diags.throwIfAny();
   return decl;

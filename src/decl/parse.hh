@@ -18,6 +18,11 @@ struct ParseOptions {
   // Directory that a relative credential `from` is resolved against (the
   // declaration file's directory).
   std::string baseDir = ".";
+  // mesh-host's state directory as a declared path (relative to --root, e.g.
+  // "/var/lib/mesh-host"), when it lies under the root: a declared path at or
+  // under it, or an archive above it, is refused — it holds the state store,
+  // the node key and the process bundles. Empty: not checked.
+  std::string stateDir;
   // Do these users/groups exist on this node? Names that do not are errors.
   // Unset: every name is accepted (pure unit tests).
   std::function<bool(const std::string&)> userExists;

@@ -50,7 +50,8 @@ void createSchema(Db& db) {
   rollback.dismiss();
 }
 
-// Parts that came within schema version 1 (generations.serial, fleet_declaration):
+// Parts that came within schema version 1 (generations.serial, fleet_declaration,
+// owed_restarts.intent):
 // a store made before them gains them on its first read-write open. Idempotent.
 void addLateSchema(Db& db) {
   if (db.queryInt("SELECT count(*) FROM pragma_table_info('generations') WHERE name = 'serial'",
@@ -60,6 +61,10 @@ void addLateSchema(Db& db) {
       "CREATE TABLE IF NOT EXISTS fleet_declaration (key TEXT PRIMARY KEY NOT NULL, revision "
       "INTEGER NOT NULL, envelope TEXT NOT NULL, received_at INTEGER NOT NULL)",
       "adding the fleet_declaration table");
+  if (db.queryInt("SELECT count(*) FROM pragma_table_info('owed_restarts') WHERE name = 'intent'",
+                  "looking for owed_restarts.intent") == 0)
+    db.exec("ALTER TABLE owed_restarts ADD COLUMN intent TEXT NOT NULL DEFAULT ''",
+            "adding owed_restarts.intent");
 }
 
 // Decides whether this file is ours and of a version we understand; creates the

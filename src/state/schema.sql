@@ -69,16 +69,19 @@ CREATE INDEX history_by_id ON history (id, cycle);
 -- Trimming deletes by cycle, and the unfiltered history reads newest cycles first.
 CREATE INDEX history_by_cycle ON history (cycle);
 
--- Restarts owed to processes: written in the same transaction as the record of
--- the change that causes them (a restart-on resource created/updated/removed, or
--- the process's own unit replaced while it ran), deleted in the same transaction
--- as the record of the process once it was (re)started. A crash in between
--- leaves the row, so the next cycle restarts: an owed restart is never lost.
+-- Restarts owed to processes. Intent first: before a cause (a restart-on resource,
+-- or the process's own unit or bundle) is changed, a row with `intent` = the digest
+-- it is about to hold is written and synced; the transaction that records the
+-- change confirms it (intent = ''); the one that records the process (re)started
+-- deletes it. A crash anywhere in between leaves the row: the next cycle pays a
+-- confirmed row, and an intent when the cause holds `intent` by then (the change
+-- happened); an intent whose change never happened is cancelled, not paid.
 CREATE TABLE owed_restarts (
   process TEXT NOT NULL,      -- the process resource's id
   cause   TEXT NOT NULL,      -- the id whose change owes it
   cycle   INTEGER NOT NULL,   -- cycle that recorded it
   at      INTEGER NOT NULL,   -- unix ms; a service started after this has paid it
+  intent  TEXT NOT NULL DEFAULT '',  -- '' confirmed; else the digest the cause was to hold
   PRIMARY KEY (process, cause)
 );
 

@@ -1,6 +1,7 @@
 #include "state/store.hh"
 
 #include "state/store_impl.hh"
+#include "util/fd.hh"
 
 namespace mesh::state {
 
@@ -110,18 +111,37 @@ void Store::deleteRecord(const std::string& id) {
 
 void Store::oweRestart(const OwedRestart& o) {
   Stmt s(impl_->db,
-         "INSERT INTO owed_restarts (process, cause, cycle, at) VALUES (?, ?, ?, ?) "
-         "ON CONFLICT (process, cause) DO UPDATE SET cycle = excluded.cycle, at = excluded.at",
+         "INSERT INTO owed_restarts (process, cause, cycle, at, intent) VALUES (?, ?, ?, ?, ?) "
+         "ON CONFLICT (process, cause) DO UPDATE SET cycle = excluded.cycle, at = excluded.at, "
+         "intent = excluded.intent WHERE excluded.intent = '' OR owed_restarts.intent != ''",
          "recording an owed restart");
-  s.start().bind(o.process).bind(o.cause).bind(o.cycle).bind(o.at).run();
+  s.start().bind(o.process).bind(o.cause).bind(o.cycle).bind(o.at).bind(o.intent).run();
+}
+
+void Store::oweRestartsDurably(const std::vector<OwedRestart>& intents) {
+  if (intents.empty()) return;
+  auto& db = impl_->db;
+  db.exec("PRAGMA synchronous = FULL", "syncing owed restarts");
+  Finally normal(
+      [&] { sqlite3_exec(db.get(), "PRAGMA synchronous = NORMAL", nullptr, nullptr, nullptr); });
+  Txn txn(*this);
+  for (const auto& o : intents) oweRestart(o);
+  txn.commit();
+}
+
+void Store::cancelOwedRestart(const std::string& process, const std::string& cause) {
+  Stmt s(impl_->db, "DELETE FROM owed_restarts WHERE process = ? AND cause = ? AND intent != ''",
+         "cancelling an owed restart");
+  s.start().bind(process).bind(cause).run();
 }
 
 std::vector<OwedRestart> Store::owedRestarts() {
-  Stmt s(impl_->db, "SELECT process, cause, cycle, at FROM owed_restarts ORDER BY process, cause",
+  Stmt s(impl_->db,
+         "SELECT process, cause, cycle, at, intent FROM owed_restarts ORDER BY process, cause",
          "reading owed restarts");
   std::vector<OwedRestart> out;
   auto q = s.start();
-  while (q.next()) out.push_back({q.text(0), q.text(1), q.integer(2), q.integer(3)});
+  while (q.next()) out.push_back({q.text(0), q.text(1), q.integer(2), q.integer(3), q.text(4)});
   return out;
 }
 

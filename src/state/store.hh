@@ -55,6 +55,10 @@ struct OwedRestart {
   std::string cause;
   int64_t cycle = 0;
   int64_t at = 0;  // unix ms
+  // Empty: the change that owes it is recorded (confirmed). Otherwise an intent:
+  // the digest the cause was about to hold when the row was written, before the
+  // change was made; the next cycle pays it only if the cause holds it by then.
+  std::string intent;
 };
 
 struct Generation {
@@ -97,9 +101,16 @@ class Store {
 
   // Restarts owed to processes (see schema.sql). Write them in the transaction
   // that records their cause; clear them in the one that records the restart.
+  // A confirmed row replaces an intent; an intent never replaces a confirmed row.
   void oweRestart(const OwedRestart& o);
+  // Writes intents in their own transaction, synced to disk before it returns
+  // (synchronous = FULL for it): what a change owes is durable before the change
+  // is made, across an OS crash too. Must be called outside a transaction.
+  void oweRestartsDurably(const std::vector<OwedRestart>& intents);
   std::vector<OwedRestart> owedRestarts();
   void clearOwedRestarts(const std::string& process);
+  // Drops one intent whose change never happened.
+  void cancelOwedRestart(const std::string& process, const std::string& cause);
 
   int64_t beginCycle(int64_t startedAt, int64_t generation);  // returns the new number
   void finishCycle(const Cycle& c);

@@ -9,8 +9,14 @@ inline constexpr int kCrashExitCode = 86;
 
 // Named points, in the order a cycle reaches them.
 namespace crash {
+// What a resource's change owes is durable; the change is not made yet.
+inline constexpr const char* kAfterIntent = "after-intent";
 // A file's new content is written and synced under its temp name, not yet renamed.
 inline constexpr const char* kBeforeRename = "before-rename";
+// A new tree is switched in; the old one, beside it, is not removed yet.
+inline constexpr const char* kAfterSwitch = "after-switch";
+// The change is made; its record (and the restarts it owes) not yet written.
+inline constexpr const char* kBeforeRecord = "before-record";
 inline constexpr const char* kAfterChangeRecorded = "after-change-recorded";
 inline constexpr const char* kAfterUnitInstalled = "after-unit-installed";
 inline constexpr const char* kBeforeRestart = "before-restart";

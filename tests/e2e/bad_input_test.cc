@@ -35,6 +35,7 @@ TEST_P(BadInput, ExitsTwoAndTouchesNothing) {
 }
 
 const std::string kValid = "[module.m.file.ok]\npath = \"/etc/m/config\"\ncontent = \"changed\"\n";
+const std::string kBundle = "sha256:" + std::string(64, 'a');
 
 INSTANTIATE_TEST_SUITE_P(
     Cases, BadInput,
@@ -75,8 +76,61 @@ INSTANTIATE_TEST_SUITE_P(
                 kValid + "[module.m.archive.x]\npath = \"/x\"\nbundle = \"sha256:1234\"\n",
                 "6:", "sha256"},
         BadCase{"NodeMismatch", "node = \"other\"\n" + kValid, "1:", "other"},
+        // The root holds EveryKind's archive /opt/m/app and link /opt/m/current.
+        BadCase{"FileInsideArchive",
+                kValid + "[module.m.archive.app]\npath = \"/opt/m/app\"\nbundle = \"" + kBundle +
+                    "\"\n[module.m.file.x]\npath = \"/opt/m/app/etc/conf\"\ncontent = \"a\"\n",
+                "8:8", "bad.toml:5:8); mesh-host replaces an archive's tree whole"},
+        BadCase{"FileBeneathLink",
+                kValid + "[module.m.link.current]\npath = \"/opt/m/current\"\ntarget = "
+                         "\"/opt/m/app\"\n[module.m.file.x]\npath = \"/opt/m/current/x\"\n"
+                         "content = \"a\"\n",
+                "8:8", "bad.toml:5:8); mesh-host never follows links"},
+        BadCase{"ControlCharacterInPath",
+                kValid + "[module.m.file.x]\npath = \"/etc/m/\\u001b]0;owned\\u0007\"\n"
+                         "content = \"a\"\n",
+                "5:8", "contains a control character (\\x1b at byte 8)"},
+        BadCase{"FileInsideTheStateDirectory",
+                kValid + "[module.m.file.x]\npath = \"/var/lib/mesh-host/node.key\"\n"
+                         "content = \"a\"\n",
+                "5:8", "inside mesh-host's state directory /var/lib/mesh-host"},
         BadCase{"TomlSyntax", kValid + "[module.m.file.x\n", "4:", "error"}),
     [](const auto& info) { return info.param.name; });
+
+// A path with control characters (here an OSC sequence that retitles a
+// terminal) is refused, and no byte of it reaches the output raw.
+TEST_F(BadInput, ControlCharactersAreNeverEchoedRaw) {
+  ASSERT_EQ(apply(declPath).code, 0);
+  auto before = snapshotTree(root);
+  auto path = declare(
+      "[module.m.file.x]\npath = \"/etc/m/\\u001b]0;owned\\u0007\\r\\u007f\"\ncontent = "
+      "\"a\"\n[module.m.link.l]\npath = \"/etc/m/l\"\ntarget = \"\\u001b[2J\"\n",
+      "bad.toml");
+  for (const char* cmd : {"apply", "plan"}) {
+    for (bool json : {false, true}) {
+      std::vector<std::string> args{cmd, path};
+      if (json) args.push_back("--json");
+      Result r = mesh(args);
+      EXPECT_EQ(r.code, 2) << cmd << ": " << r.out << r.err;
+      EXPECT_NE(r.err.find("bad.toml:2:8: error: path '/etc/m/\\x1b]0;owned\\x07\\r\\x7f' in "
+                           "file m.x contains a control character (\\x1b at byte 8)"),
+                std::string::npos)
+          << r.err;
+      EXPECT_NE(r.err.find("bad.toml:6:10: error: target '\\x1b[2J' in link m.l contains a "
+                           "control character (\\x1b at byte 1)"),
+                std::string::npos)
+          << r.err;
+      for (const std::string* text : {&r.out, &r.err})
+        for (char c : *text) {
+          auto u = static_cast<unsigned char>(c);
+          EXPECT_TRUE(c == '\n' || (u >= 0x20 && u != 0x7f))
+              << cmd << ": raw byte 0x" << std::hex << int(u) << " in:\n"
+              << *text;
+        }
+    }
+  }
+  EXPECT_EQ(snapshotTree(root), before);
+}
 
 TEST_F(BadInput, MissingDeclarationFile) {
   Result r = mesh({"apply", work + "/nope.toml"});

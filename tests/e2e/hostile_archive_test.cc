@@ -337,3 +337,70 @@ TEST_F(HostileArchive, RefusedBundleLeavesNoParentDirectories) {
 
 }  // namespace
 }  // namespace mesh::e2e
+
+namespace mesh::e2e {
+namespace {
+
+// A local user swapped a directory on the way to the archive's path for a link to
+// another directory: the walk refuses it, naming the link, in a plan as in an
+// apply; nothing is written through it — neither the tree nor a parent the path
+// lacks — and the link stays.
+TEST_F(HostileArchive, ParentPlantedAsALinkIsRefused) {
+  fs::create_directories(at("/srv"));
+  fs::create_directory_symlink(outside, at("/srv/site"));
+  const Snapshot outsideBefore = snapshotTree(outside);
+  for (const char* path : {"/srv/site/app", "/srv/site/not/yet/app"}) {
+    SCOPED_TRACE(path);
+    const std::string decl = declare(fmt::format(R"(
+[module.m.file.ok]
+path = "/etc/m/ok"
+content = "converges anyway\n"
+
+[module.m.archive.app]
+path = "{}"
+bundle = "{}"
+)",
+                                                 path, good),
+                                     "planted-" + std::to_string(++decls) + ".toml");
+    for (bool planning : {true, false}) {
+      Result r = planning ? plan(decl, true) : apply(decl);
+      EXPECT_EQ(r.code, 1) << r.out << r.err;
+      auto app = outcomeOf(r.json(), "m.app");
+      EXPECT_EQ(app["outcome"], "failed") << app.dump();
+      const std::string reason = app.value("reason", "");
+      EXPECT_NE(reason.find("/srv/site is a symbolic link"), std::string::npos) << reason;
+      EXPECT_NE(reason.find("mesh-host does not follow links"), std::string::npos) << reason;
+    }
+    EXPECT_EQ(read("/etc/m/ok"), "converges anyway\n");
+    EXPECT_EQ(snapshotTree(outside), outsideBefore) << "written through the link";
+    EXPECT_TRUE(fs::is_symlink(at("/srv/site")));
+  }
+}
+
+// Process bundles live under <state-dir>/bundles, reached beneath the state dir:
+// a link planted there is refused, not followed.
+TEST_F(HostileArchive, LinkPlantedAtTheBundlesDirIsRefused) {
+  fs::create_directories(stateDir());
+  fs::create_directory_symlink(outside, stateDir() + "/bundles");
+  const Snapshot outsideBefore = snapshotTree(outside);
+  const std::string decl = declare(fmt::format(R"(
+[module.m.process.svc]
+bundle = "{}"
+unit = {{ ExecStart = "{{bundle}}/bin/tool" }}
+)",
+                                               good),
+                                   "process.toml");
+  for (bool planning : {true, false}) {
+    Result r = mesh({planning ? "plan" : "apply", decl, "--json", "--supervisor", "builtin"});
+    EXPECT_EQ(r.code, 1) << r.out << r.err;
+    auto svc = outcomeOf(r.json(), "m.svc");
+    EXPECT_EQ(svc["outcome"], "failed") << svc.dump();
+    const std::string reason = svc.value("reason", "");
+    EXPECT_NE(reason.find(stateDir() + "/bundles is a symbolic link"), std::string::npos) << reason;
+  }
+  EXPECT_EQ(snapshotTree(outside), outsideBefore) << "unpacked through the link";
+  EXPECT_TRUE(fs::is_symlink(stateDir() + "/bundles"));
+}
+
+}  // namespace
+}  // namespace mesh::e2e

@@ -204,6 +204,128 @@ TEST_P(CrashPoints, BeforeRestart) {
 TEST_P(CrashPoints, AfterRestart) {
   crashAndRecover(crash::kAfterRestart, text("two"), true);
 }
+// Before the change is made, its restart is owed already (intent first) …
+TEST_P(CrashPoints, AfterIntent) {
+  crashAndRecover(crash::kAfterIntent, text("two"), false);
+}
+// … so a crash after the change, before its record, cannot lose it: the next
+// cycle finds the config as wanted (`unchanged`) and still restarts once.
+TEST_P(CrashPoints, BeforeRecord) {
+  crashAndRecover(crash::kBeforeRecord, text("two"), false);
+}
+TEST_P(CrashPoints, BeforeRecordOfACredential) {
+  crashAndRecover(crash::kBeforeRecord, text(), true);
+}
+
+// A process restarting on an archive: a crash after the new tree is switched in,
+// while the old one is still being removed, neither loses the restart nor
+// leaves the old tree behind.
+TEST_P(CrashPoints, AfterAnArchiveSwitch) {
+  auto site = [&](const std::string& v) {
+    return publish(makeArchive({{"index", v}}, "tar -cf out index"));
+  };
+  auto text = [&](const std::string& siteBundle) {
+    return fmt::format(R"(
+[module.{0}.archive.site]
+path = "/srv/{0}/site"
+bundle = "{1}"
+
+[module.{0}.process.runtime]
+bundle = "{2}"
+restart-on = ["{0}.site"]
+unit = {{ ExecStart = "{{bundle}}/bin/svc", Restart = "always", Environment = ["MESH_CONFIG={{root}}/srv/{0}/site/index"] }}
+)",
+                       module, siteBundle, bundle);
+  };
+  ASSERT_EQ(apply(declare(text(site("v1")))).code, 0);
+  const int pidBefore = serviceStatus()["pid"];
+  const auto changed = declare(text(site("v2")), "changed.toml");
+  Result crashed = mesh({"apply", changed}, {{"MESH_HOST_CRASH_AT", crash::kAfterSwitch}});
+  ASSERT_EQ(crashed.code, kCrashExitCode) << crashed.out << crashed.err;
+  EXPECT_EQ(read(fmt::format("/srv/{}/site/index", module)), "v2");
+
+  Result next = apply(changed);
+  ASSERT_EQ(next.code, 0) << next.out << next.err;
+  EXPECT_EQ(outcomeOf(next.json(), id())["restarted"], true) << next.out;
+  EXPECT_NE(serviceStatus()["pid"], pidBefore) << "the owed restart was lost";
+  for (const auto& e : std::filesystem::directory_iterator(at("/srv/" + module)))
+    EXPECT_FALSE(e.path().filename().string().starts_with(".mesh-")) << e.path();
+  Result noop = apply(changed);
+  EXPECT_EQ(outcomeOf(noop.json(), id())["outcome"], "unchanged") << noop.out;
+}
+
+// An intent whose change never happened is cancelled, not paid: the crash came
+// before the config was written, and the operator went back to the old one.
+TEST_P(CrashPoints, AnIntentWhoseChangeNeverHappenedIsCancelled) {
+  const auto original = declare(text());
+  ASSERT_EQ(apply(original).code, 0);
+  const int pidBefore = serviceStatus()["pid"];
+  Result crashed = mesh({"apply", declare(text("two"), "changed.toml"), "--json"},
+                        {{"MESH_HOST_CRASH_AT", crash::kAfterIntent}});
+  ASSERT_EQ(crashed.code, kCrashExitCode) << crashed.out << crashed.err;
+  for (int i = 0; i < 2; ++i) {
+    Result r = apply(original);
+    ASSERT_EQ(r.code, 0) << r.out << r.err;
+    EXPECT_EQ(outcomeOf(r.json(), id())["outcome"], "unchanged") << r.out;
+    EXPECT_EQ(outcomeOf(r.json(), id())["restarted"], false) << r.out;
+    EXPECT_EQ(serviceStatus()["pid"], pidBefore) << "apply " << i;
+  }
+}
+
+// A process update that fails before installing anything (its bundle is not in
+// the blob store) owes nothing: going back to the old declaration restarts
+// nothing, since neither its unit nor its bundle ever changed.
+TEST_P(Process, AFailedUpdateOwesNoRestartOnceReverted) {
+  const auto original = declare(text());
+  ASSERT_EQ(apply(original).code, 0);
+  const int pidBefore = serviceStatus()["pid"];
+  std::string broken = text();
+  broken.replace(broken.find(bundle), bundle.size(), "sha256:" + std::string(64, 'a'));
+  Result failed = apply(declare(broken, "broken.toml"));
+  ASSERT_EQ(failed.code, 1) << failed.out << failed.err;
+  EXPECT_EQ(outcomeOf(failed.json(), id())["outcome"], "failed") << failed.out;
+  Result back = apply(original);
+  ASSERT_EQ(back.code, 0) << back.out << back.err;
+  EXPECT_EQ(outcomeOf(back.json(), id())["outcome"], "unchanged") << back.out;
+  EXPECT_EQ(outcomeOf(back.json(), id())["restarted"], false) << back.out;
+  EXPECT_EQ(serviceStatus()["pid"], pidBefore);
+}
+
+// A real SIGKILL (strace) at the Nth fsync, then at the Nth fdatasync, of an
+// apply that changes the config a running service restarts on, for every N
+// until the apply runs through: the next apply leaves the service restarted
+// (running the new config), and the one after restarts nothing. Only the
+// mesh-host process is traced, not the supervisors it starts.
+TEST_P(CrashPoints, AKillAtEveryFsyncNeverLosesTheOwedRestart) {
+  if (GetParam() != "builtin") GTEST_SKIP() << "one backend is enough for the syscall sweep";
+  if (runCommand({"strace", "-V"}).code != 0) GTEST_SKIP() << "strace is not installed";
+  ASSERT_EQ(apply(declare(text("c0"))).code, 0);
+  int round = 0;
+  for (const std::string syscall : {"fsync", "fdatasync"}) {
+    bool ranThrough = false;
+    for (int n = 1; n <= 40 && !ranThrough; ++n) {
+      const int pidBefore = serviceStatus()["pid"];
+      const auto changed = declare(text(fmt::format("c{}", ++round)), "changed.toml");
+      std::vector<std::string> argv = {
+          "strace",      "-qq",    "-o",
+          "/dev/null",   "-e",     fmt::format("inject={}:signal=KILL:when={}", syscall, n),
+          MESH_HOST_BIN, "apply",  changed,
+          "--root",      root,     "--blobs",
+          blobs,         "--node", "test"};
+      argv.insert(argv.end(), extraArgs.begin(), extraArgs.end());
+      ranThrough = runCommand(argv, extraEnv).code == 0;
+      Result next = apply(changed);
+      ASSERT_EQ(next.code, 0) << syscall << " " << n << ": " << next.out << next.err;
+      const auto after = serviceStatus();
+      EXPECT_NE(after["pid"], pidBefore) << syscall << " " << n << ": the owed restart was lost";
+      EXPECT_TRUE(after["active"].get<bool>()) << syscall << " " << n;
+      Result noop = apply(changed);
+      EXPECT_EQ(outcomeOf(noop.json(), id())["outcome"], "unchanged") << syscall << " " << n;
+      EXPECT_EQ(serviceStatus()["pid"], after["pid"]) << syscall << " " << n << ": restarted twice";
+    }
+    EXPECT_TRUE(ranThrough) << "no apply ran through within 40 calls of " << syscall;
+  }
+}
 
 TEST_P(Process, StoppedByHandIsStartedAgain) {
   auto decl = declare(text());

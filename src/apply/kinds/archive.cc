@@ -2,7 +2,15 @@
 // bundle's: unchanged while the unpacked tree is exactly as the bundle says
 // (files edited, deleted or added inside it are drift). A new version is unpacked
 // beside the old one and switched in with one atomic rename, so the tree is never
-// seen half-unpacked.
+// seen half-unpacked. Everything goes through the descriptor of the directory
+// holding `path` (Context::place): a link planted on the way is refused.
+//
+// Adopting: a tree at `path` that this resource has no record of writing may hold
+// files that are not the bundle's. Replacing the tree would delete them, so the
+// resource fails naming them unless the declaration says `replace = true`.
+#include <fcntl.h>
+#include <unistd.h>
+
 #include "apply/applier.hh"
 #include "apply/kinds/tree.hh"
 #include "util/error.hh"
@@ -13,68 +21,128 @@ namespace mesh::apply {
 namespace {
 
 bundle::Limits limitsOf(const decl::ArchiveSpec& s) {
-  return {s.maxEntries, s.maxBytes};
+  return {s.maxEntries, s.maxBytes, s.keepModes};
+}
+
+constexpr size_t kNamedInText = 5;    // foreign files named in a reason or detail
+constexpr size_t kNamedInDiff = 100;  // … and listed in a plan's diff
+
+// The record says this resource wrote the tree at `path`: it remembers a manifest
+// of what it unpacked there.
+bool wroteTree(const state::Record* rec, const std::string& path) {
+  return rec && !rec->wrote.empty() && rec->path == path &&
+         TreeObserved::parse(rec->observed).manifest.has_value();
+}
+
+// "a.conf, b/c, …"
+std::string firstNames(const bundle::Unlisted& u) {
+  std::string out;
+  for (size_t i = 0; i < u.first.size() && i < kNamedInText; ++i)
+    out += (out.empty() ? "" : ", ") + u.first[i];
+  if (u.count > std::min(u.first.size(), kNamedInText)) out += ", …";
+  return out;
+}
+
+// What a plan shows of the files replace = true would delete.
+std::string deletionDiff(const bundle::Unlisted& u, const std::string& path) {
+  std::string out =
+      fmt::format("{} file(s) mesh-host did not write, deleted by replace = true:\n", u.count);
+  for (const auto& f : u.first) out += fmt::format("- {}/{}\n", path, f);
+  if (u.count > u.first.size()) out += fmt::format("  … and {} more\n", u.count - u.first.size());
+  return out;
 }
 
 class ArchiveApplier : public Applier {
  public:
   Digest want(Context&, const decl::Resource& r) const override {
     const auto& s = std::get<decl::ArchiveSpec>(r.spec);
-    return WantBuilder("archive/1").add("bundle", s.bundle.str()).add("path", s.path).finish();
+    WantBuilder w("archive/1");
+    w.add("bundle", s.bundle.str()).add("path", s.path);
+    // Only when set: every want made before keep-modes existed stays as it was.
+    if (s.keepModes) w.add("keep-modes", "true");
+    return w.finish();
   }
 
   Outcome reconcile(Context& ctx, const decl::Resource& r, const Digest& want,
                     const state::Record* rec) const override {
     const auto& s = std::get<decl::ArchiveSpec>(r.spec);
-    const std::string host = ctx.hostPath(s.path);
-    const auto st = lstatPath(host);
+    const auto place = ctx.place(s.path);
+    const auto st = ctx.look(place);
     const auto limits = limitsOf(s);
 
     std::string drift = "deleted";
+    bundle::Unlisted foreign;  // what replacing a tree mesh-host did not write deletes
     if (st && S_ISDIR(st->st_mode)) {
       TreeObserved prev, now;
       if (rec && rec->wrote == want.str()) prev = TreeObserved::parse(rec->observed);
-      auto difference = checkTree(ctx, host, s.bundle, limits, prev, now);
+      auto difference = checkTree(ctx, place, s.bundle, limits, prev, now);
       if (!difference) {
         Outcome o = Outcome::unchanged(want, reasonUnchanged(rec));
         o.observed = now.str();
         return o;
       }
       drift = *difference;
+      if (!wroteTree(rec, s.path)) {
+        if (!now.manifest) now.manifest = bundle::readManifest(ctx.blobs().fetch(s.bundle), limits);
+        if (const auto tree = openTree(place))
+          foreign = bundle::unlisted(tree->get(), *now.manifest, kNamedInDiff, s.path);
+        if (foreign.count > 0 && !s.replace)
+          throw Error(
+              "{} holds {} file(s) mesh-host did not write: {}; declare replace = true to let "
+              "mesh-host delete them, or move them away",
+              s.path, foreign.count, firstNames(foreign));
+      }
     } else if (st) {
-      throw Error("a {} is in the way at {}; remove it or declare another path",
-                  S_ISLNK(st->st_mode) ? "symbolic link" : "file", s.path);
+      throw InTheWay("a {} is in the way at {}; remove it or declare another path",
+                     S_ISLNK(st->st_mode) ? "symbolic link" : "file", s.path);
     }
 
     const std::string reason = reasonToAct(rec, want, st.has_value(), drift);
     const std::string blob = ctx.blobs().fetch(s.bundle);
     TreeObserved now;
-    if (ctx.applying())
-      now.manifest = unpackAndSwitch(blob, host, limits, st.has_value());
-    else
-      now.manifest = bundle::readManifest(blob, limits);
-    const std::string detail =
+    ctx.change([&] {
+      // Parents made here go again when the unpack fails: a refused bundle leaves
+      // no trace outside its path.
+      std::vector<std::string> created;
+      const auto at = ctx.makePlace(s.path, &created);
+      try {
+        now.manifest = unpackAndSwitch(ctx, blob, at, limits);
+      } catch (...) {
+        ctx.removeCreated(created);
+        throw;
+      }
+    });
+    if (!now.manifest) now.manifest = bundle::readManifest(blob, limits);  // a plan
+    std::string detail =
         fmt::format("{} file(s) from {}", now.manifest->files(), s.bundle.shortStr());
+    if (foreign.count > 0)
+      detail += fmt::format("; {} {} file(s) mesh-host did not write (replace = true): {}",
+                            ctx.planning() ? "would delete" : "deleted", foreign.count,
+                            firstNames(foreign));
     Outcome o =
         st ? Outcome::updated(want, reason, detail) : Outcome::created(want, reason, detail);
     o.observed = now.str();
+    if (ctx.planning() && foreign.count > 0) o.diff = deletionDiff(foreign, s.path);
     return o;
   }
 
   Outcome remove(Context& ctx, const state::Record& rec) const override {
-    const std::string host = ctx.hostPath(rec.path);
-    const auto st = lstatPath(host);
+    const auto place = ctx.place(rec.path);
+    const auto st = ctx.look(place);
     if (!st) return Outcome::removed(reasons::kNoLongerDeclared, "already gone");
     auto prev = TreeObserved::parse(rec.observed);
-    if (!S_ISDIR(st->st_mode) || !prev.manifest)
+    const auto tree = S_ISDIR(st->st_mode) ? openTree(place) : std::nullopt;
+    if (!tree || !prev.manifest)
       return Outcome::removed(reasons::kNoLongerDeclared,
                               "released; left in place: not the tree mesh-host wrote");
-    if (auto difference = bundle::verify(host, *prev.manifest, &prev.cache, nullptr))
+    if (auto difference =
+            bundle::verify(tree->get(), *prev.manifest, &prev.cache, nullptr, rec.path))
       return Outcome::removed(reasons::kNoLongerDeclared,
                               fmt::format("released; left in place: {}", *difference));
     ctx.change([&] {
-      removeTree(host);
-      syncDir(parentOf(host));
+      removeTreeAt(place.dir, place.name, rec.path);
+      syncFd(place.dir, rec.path);
+      ctx.forgetDirs();  // last: `place.dir` is one the context holds
     });
     return Outcome::removed(reasons::kNoLongerDeclared, "deleted");
   }

@@ -56,6 +56,14 @@ bool faultRecreateThisCycle(const Context& ctx) {
   return enabled && ctx.cycle() > 0 && ctx.cycle() % 2 == 0;
 }
 
+// <state-dir>/bundles, opened beneath the state dir without following a link: a
+// link planted there (or the state dir's own path aside) is refused, not followed.
+// nullopt when missing; a plan on a node never applied to has no state dir yet.
+std::optional<Fd> openBundles(Context& ctx) {
+  if (ctx.planning() && !lstatPath(ctx.settings().stateDir)) return std::nullopt;
+  return ctx.stateDirBeneath().openDir("bundles");
+}
+
 // "restart-on a.key, a.config" and/or "owed from cycle 3: a.key".
 std::string causeText(const std::string& self, const RestartCauses& c) {
   std::string out;
@@ -83,12 +91,15 @@ class ProcessApplier : public Applier {
     const auto unit = renderUnit(r.id, s, bundleDir, ctx.settings().root);
     const auto& svc = ctx.service(s.service);
     const auto prev = rec ? ProcessObserved::parse(rec->observed) : ProcessObserved{};
-    const bundle::Limits limits;
+    const bundle::Limits limits;  // no keep-modes: group and world write always dropped
+    auto bundles = openBundles(ctx);
+    const std::string hex = s.bundle.hex();
 
     // Observe: the bundle tree, the installed unit, the running service.
     ProcessObserved now{{}, s.service, prev.restarts};
     const TreeObserved trusted = rec && rec->wrote == want.str() ? prev.tree : TreeObserved{};
-    const auto bundleDrift = checkTree(ctx, bundleDir, s.bundle, limits, trusted, now.tree);
+    const auto bundleDrift = checkTree(ctx, {bundles ? bundles->get() : -1, hex, bundleDir},
+                                       s.bundle, limits, trusted, now.tree);
     std::optional<std::string> unitDrift;
     if (!svc.installed)
       unitDrift = "not installed";
@@ -137,15 +148,22 @@ class ProcessApplier : public Applier {
     // Act: the bundle and the unit now; the start or restart at the end of the cycle.
     // A running service whose unit or bundle is replaced is owed a restart,
     // persisted before anything changes so that a crash cannot lose it.
-    if ((unitDrift || bundleDrift) && svc.active) ctx.oweRestart(r.id, r.id);
+    if ((unitDrift || bundleDrift) && svc.active) ctx.oweOwnRestart(r.id, want);
     if (bundleDrift) {
       const std::string blob = ctx.blobs().fetch(s.bundle);
       now.tree = {};
-      if (ctx.applying())
-        now.tree.manifest =
-            unpackAndSwitch(blob, bundleDir, limits, lstatPath(bundleDir).has_value());
-      else
-        now.tree.manifest = bundle::readManifest(blob, limits);
+      ctx.change([&] {
+        auto& state = ctx.stateDirBeneath();
+        std::vector<std::string> created;
+        Fd dir = bundles ? std::move(*bundles) : state.makeDirs("bundles", &created);
+        try {
+          now.tree.manifest = unpackAndSwitch(ctx, blob, {dir.get(), hex, bundleDir}, limits);
+        } catch (...) {
+          state.removeCreated(created);
+          throw;
+        }
+      });
+      if (!now.tree.manifest) now.tree.manifest = bundle::readManifest(blob, limits);  // a plan
     }
     if (unitDrift) {
       ctx.change([&] {

@@ -2,13 +2,15 @@
 
 #include <dirent.h>
 #include <fcntl.h>
-#include <sodium.h>
+#include <stdio.h>
 
-#include <cstdio>
+#include <cerrno>
+#include <climits>
 #include <nlohmann/json.hpp>
 #include <vector>
 
 #include "util/error.hh"
+#include "util/faults.hh"
 #include "util/fs.hh"
 
 namespace mesh::apply {
@@ -36,12 +38,22 @@ TreeObserved TreeObserved::parse(const std::string& text) {
   return o;
 }
 
-std::optional<std::string> checkTree(Context& ctx, const std::string& hostDir, const Digest& bundle,
+std::optional<Fd> openTree(const Context::Place& at) {
+  if (at.dir < 0) return std::nullopt;
+  Fd tree(::openat(at.dir, at.name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (tree) return tree;
+  if (errno == ENOENT || errno == ELOOP || errno == ENOTDIR) return std::nullopt;
+  throwSys(fmt::format("cannot open {}", at.shown));
+}
+
+std::optional<std::string> checkTree(Context& ctx, const Context::Place& at, const Digest& bundle,
                                      const bundle::Limits& limits, const TreeObserved& prev,
                                      TreeObserved& now) {
-  const auto st = lstatPath(hostDir);
+  const auto st = at.dir >= 0 ? statAt(at.dir, at.name, at.shown) : std::nullopt;
   if (!st) return "missing";
   if (!S_ISDIR(st->st_mode)) return "not a directory";
+  const auto tree = openTree(at);
+  if (!tree) return "not a directory";  // replaced since the look above
   now = {};
   now.manifest = prev.manifest;
   const bundle::VerifyCache* trusted = &prev.cache;
@@ -49,58 +61,74 @@ std::optional<std::string> checkTree(Context& ctx, const std::string& hostDir, c
     now.manifest = bundle::readManifest(ctx.blobs().fetch(bundle), limits);
     trusted = nullptr;
   }
-  return bundle::verify(hostDir, *now.manifest, trusted, &now.cache);
+  return bundle::verify(tree->get(), *now.manifest, trusted, &now.cache, at.shown);
 }
 
 namespace {
 
-// Leftovers of an unpack that a crash interrupted: ".<name>.mesh-*" beside it.
-void removeLeftovers(const std::string& host) {
-  const std::string dir = parentOf(host);
-  const std::string prefix = "." + baseName(host) + ".mesh-";
-  DIR* d = ::opendir(dir.c_str());
-  if (!d) return;
+// Trees an unpack cut short left under the naming of earlier versions,
+// ".<name>.mesh-new.<8 hex>": removed before the next unpack beside them, as
+// those versions did. (Today's ".mesh-new.<hash>" is found by name.)
+void removeLegacyLeftovers(const Context::Place& at) {
+  const std::string prefix = "." + at.name + ".mesh-new.";
+  if (prefix.size() + 8 > NAME_MAX) return;  // such a name cannot exist
+  Fd fd(::openat(at.dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!fd) throwSys(fmt::format("cannot list the directory holding {}", at.shown));
+  DIR* d = ::fdopendir(fd.get());
+  if (!d) throwSys(fmt::format("cannot list the directory holding {}", at.shown));
+  fd.release();
+  Finally closeDir([&] { ::closedir(d); });
   std::vector<std::string> stale;
-  while (auto* e = ::readdir(d))
-    if (std::string_view(e->d_name).substr(0, prefix.size()) == prefix)
-      stale.push_back(dir + "/" + e->d_name);
-  ::closedir(d);
-  for (const auto& p : stale) removeTree(p);
+  while (auto* e = ::readdir(d)) {
+    const std::string_view n = e->d_name;
+    if (n.size() == prefix.size() + 8 && n.substr(0, prefix.size()) == prefix &&
+        n.find_first_not_of("0123456789abcdef", prefix.size()) == std::string_view::npos)
+      stale.emplace_back(n);
+  }
+  for (const auto& name : stale) removeTreeAt(at.dir, name, at.shown + " (leftover)");
 }
 
 }  // namespace
 
-bundle::Manifest unpackAndSwitch(const std::string& blob, const std::string& hostDir,
-                                 const bundle::Limits& limits, bool replacing) {
-  // Parents created here go again when the unpack fails: a refused bundle
-  // leaves no trace outside its path.
-  const auto createdParents = makeDirsTracked(parentOf(hostDir));
-  removeLeftovers(hostDir);
-  const std::string fresh = fmt::format("{}/.{}.mesh-new.{:08x}", parentOf(hostDir),
-                                        baseName(hostDir), randombytes_random());
-  bundle::Manifest manifest;
-  try {
-    manifest = bundle::unpack(blob, fresh, limits);
-  } catch (...) {
-    removeCreatedDirs(createdParents);
-    throw;
-  }
-  if (replacing) {
-    // Atomic swap of two directories: no moment without a complete tree in place.
-    if (::renameat2(AT_FDCWD, fresh.c_str(), AT_FDCWD, hostDir.c_str(), RENAME_EXCHANGE) != 0) {
-      int err = errno;
-      removeTree(fresh);
-      throw SysError(err, fmt::format("cannot switch {} to the new tree", hostDir));
+bundle::Manifest unpackAndSwitch(Context& ctx, const std::string& blob, const Context::Place& at,
+                                 const bundle::Limits& limits) {
+  // Fixed length whatever the name's, and found again by name: a tree a kill cut
+  // short is ours to remove (one writer per directory: the cycle, under the lock).
+  const std::string fresh = tempNameFor(at.name, "new");
+  if (statAt(at.dir, fresh, at.shown)) removeTreeAt(at.dir, fresh, at.shown + " (leftover)");
+  removeLegacyLeftovers(at);
+  bundle::Manifest manifest = bundle::unpack(blob, at.dir, fresh, limits, at.shown);
+  crashPoint(crash::kBeforeRename);
+  auto discardFresh = [&](int err, std::string what) {
+    try {
+      removeTreeAt(at.dir, fresh, at.shown);
+    } catch (const Error&) {  // the original error matters more
     }
-    syncDir(parentOf(hostDir));
-    removeTree(fresh);  // now the old tree
+    throw SysError(err, std::move(what));
+  };
+  if (statAt(at.dir, at.name, at.shown)) {
+    // Atomic swap of two entries: no moment without a complete tree in place. The
+    // last component is never followed: a link there is swapped out, not into.
+    if (::renameat2(at.dir, fresh.c_str(), at.dir, at.name.c_str(), RENAME_EXCHANGE) != 0) {
+      const int err = errno;
+      discardFresh(err, fmt::format("cannot switch {} to the new tree", at.shown));
+    }
+    // Descriptors of directories inside the old tree now name the wrong ones; last,
+    // for `at.dir` may be one the context holds.
+    Finally forget([&] { ctx.forgetDirs(); });
+    syncFd(at.dir, at.shown);
+    crashPoint(crash::kAfterSwitch);                        // the old tree still beside the new one
+    removeTreeAt(at.dir, fresh, at.shown + " (old tree)");  // now the old tree
   } else {
-    if (::rename(fresh.c_str(), hostDir.c_str()) != 0) {
-      int err = errno;
-      removeTree(fresh);
-      throw SysError(err, fmt::format("cannot move the new tree to {}", hostDir));
+    // NOREPLACE: whatever appeared meanwhile is not silently replaced (plain
+    // renameat where the file system takes no flags).
+    int rc = ::renameat2(at.dir, fresh.c_str(), at.dir, at.name.c_str(), RENAME_NOREPLACE);
+    if (rc != 0 && errno == EINVAL) rc = ::renameat(at.dir, fresh.c_str(), at.dir, at.name.c_str());
+    if (rc != 0) {
+      const int err = errno;
+      discardFresh(err, fmt::format("cannot move the new tree to {}", at.shown));
     }
-    syncDir(parentOf(hostDir));
+    syncFd(at.dir, at.shown);
   }
   return manifest;
 }

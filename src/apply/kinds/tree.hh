@@ -1,6 +1,8 @@
 // An unpacked bundle tree, shared by `archive` (a bundle at a declared path) and
 // `process` (a bundle under <state-dir>/bundles/<hex>): what the record
-// remembers of it, how it is checked, and how a new one is switched in.
+// remembers of it, how it is checked, and how a new one is switched in. All of it
+// through the descriptor of the directory holding the tree (a Context::Place):
+// no path string is handed to the kernel.
 #pragma once
 
 #include <optional>
@@ -8,6 +10,7 @@
 
 #include "apply/context.hh"
 #include "bundle/unpack.hh"
+#include "util/fd.hh"
 
 namespace mesh::apply {
 
@@ -21,17 +24,26 @@ struct TreeObserved {
   static TreeObserved parse(const std::string& text);  // empty when malformed
 };
 
-// Checks the tree at `hostDir` against the bundle. `prev` (from the record) gives
+// The tree at `at`, opened O_DIRECTORY|O_NOFOLLOW: nullopt when nothing is there
+// or what is there is not a directory (a link to one included).
+std::optional<Fd> openTree(const Context::Place& at);
+
+// Checks the tree at `at` against the bundle. `prev` (from the record) gives
 // the manifest and fingerprints when trusted; otherwise the manifest is read from
 // the bundle itself. Returns nullopt when intact (then `now` holds fresh data),
-// else the first difference ("missing: bin/x", "changed: etc/y", …).
-std::optional<std::string> checkTree(Context& ctx, const std::string& hostDir, const Digest& bundle,
+// else the first difference ("missing", "not a directory", "missing: bin/x",
+// "changed: etc/y", …).
+std::optional<std::string> checkTree(Context& ctx, const Context::Place& at, const Digest& bundle,
                                      const bundle::Limits& limits, const TreeObserved& prev,
                                      TreeObserved& now);
 
-// Unpacks the bundle beside `hostDir` and switches it in with one atomic rename
-// (an exchange when a tree is there already); returns its manifest.
-bundle::Manifest unpackAndSwitch(const std::string& blob, const std::string& hostDir,
-                                 const bundle::Limits& limits, bool replacing);
+// Unpacks the bundle at tempNameFor(at.name, "new") in the same directory and
+// switches it in with one atomic rename — an exchange when something is there
+// already, whose old content is then removed; then the context's open
+// directories are forgotten, so `at.dir` is not to be used after an exchange.
+// Returns its manifest. `at.dir` must be open: the caller makes missing parents
+// (and removes them when this throws).
+bundle::Manifest unpackAndSwitch(Context& ctx, const std::string& blob, const Context::Place& at,
+                                 const bundle::Limits& limits);
 
 }  // namespace mesh::apply

@@ -26,7 +26,7 @@ class Hostile : public ::testing::Test {
     for (bool write : {true, false}) {
       try {
         if (write)
-          unpack(archive, dest, limits);
+          test::unpackTo(archive, dest, limits);
         else
           readManifest(archive, limits);
         ADD_FAILURE() << (write ? "unpack" : "readManifest") << " accepted it";

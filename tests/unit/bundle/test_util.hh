@@ -4,6 +4,7 @@
 
 #include <archive.h>
 #include <archive_entry.h>
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -11,8 +12,13 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <string>
 #include <vector>
+
+#include "bundle/unpack.hh"
+#include "util/error.hh"
+#include "util/fd.hh"
 
 namespace mesh::bundle::test {
 
@@ -60,6 +66,33 @@ inline bool exists(const std::string& path) {
 
 inline bool isEmptyDir(const std::string& path) {
   return std::filesystem::is_directory(path) && std::filesystem::is_empty(path);
+}
+
+// A directory opened as mesh-host opens one: O_DIRECTORY|O_NOFOLLOW.
+inline Fd openDir(const std::string& path) {
+  Fd fd(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!fd) throwSys("cannot open " + path);
+  return fd;
+}
+
+inline std::string parentOf(const std::string& path) {
+  return std::filesystem::path(path).parent_path().string();
+}
+inline std::string nameOf(const std::string& path) {
+  return std::filesystem::path(path).filename().string();
+}
+
+// unpack() into the path `dest`, through the descriptor of its (existing) parent.
+inline Manifest unpackTo(const std::string& archive, const std::string& dest,
+                         const Limits& limits) {
+  return unpack(archive, openDir(parentOf(dest)).get(), nameOf(dest), limits, dest);
+}
+
+// verify() of the tree at the path `dir`, through a descriptor of it.
+inline std::optional<std::string> verifyAt(const std::string& dir, const Manifest& m,
+                                           const VerifyCache* trusted = nullptr,
+                                           VerifyCache* fresh = nullptr) {
+  return verify(openDir(dir).get(), m, trusted, fresh, dir);
 }
 
 struct Crafted {

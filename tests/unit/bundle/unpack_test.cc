@@ -61,7 +61,8 @@ class GoodArchive : public ::testing::TestWithParam<Format> {
 
 TEST_P(GoodArchive, UnpacksExactly) {
   const std::string dest = tmp.path + "/out/dest";
-  Manifest m = unpack(archive, dest, {});
+  std::filesystem::create_directories(tmp.path + "/out");
+  Manifest m = test::unpackTo(archive, dest, {});
 
   EXPECT_EQ(modeOf(dest), 0755u);
   EXPECT_EQ(test::readText(dest + "/bin/tool"), "#!/bin/sh\necho tool\n");
@@ -108,7 +109,7 @@ TEST_P(GoodArchive, UnpacksExactly) {
   }
 
   EXPECT_EQ(readManifest(archive, {}).entries, m.entries);
-  EXPECT_EQ(verify(dest, m), std::nullopt);
+  EXPECT_EQ(test::verifyAt(dest, m), std::nullopt);
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -128,12 +129,17 @@ TEST(Unpack, DropsSetuidAndSetgid) {
   sh("chmod 2711 " + src + "/sgid");
   sh("mkdir " + src + "/shared && chmod 3775 " + src + "/shared");
   sh("tar -C " + src + " -cf " + tmp.path + "/b.tar .");
-  Manifest m = unpack(tmp.path + "/b.tar", tmp.path + "/dest", {});
+  Manifest m = test::unpackTo(tmp.path + "/b.tar", tmp.path + "/dest", {});
   EXPECT_EQ(modeOf(tmp.path + "/dest/suid"), 0755u);
   EXPECT_EQ(modeOf(tmp.path + "/dest/sgid"), 0711u);
-  EXPECT_EQ(modeOf(tmp.path + "/dest/shared"), 01775u);  // sticky kept, setgid dropped
+  // Sticky kept; setgid dropped, and group write (no keep-modes).
+  EXPECT_EQ(modeOf(tmp.path + "/dest/shared"), 01755u);
   EXPECT_EQ(find(m, "suid")->mode, 0755u);
-  EXPECT_EQ(find(m, "shared")->mode, 01775u);
+  EXPECT_EQ(find(m, "shared")->mode, 01755u);
+  Manifest kept = test::unpackTo(tmp.path + "/b.tar", tmp.path + "/kept", {.keepModes = true});
+  EXPECT_EQ(modeOf(tmp.path + "/kept/shared"), 01775u);
+  EXPECT_EQ(modeOf(tmp.path + "/kept/suid"), 0755u);  // setuid goes whatever keep-modes says
+  EXPECT_EQ(find(kept, "shared")->mode, 01775u);
 }
 
 TEST(Unpack, ReadOnlyDirectoriesStillGetTheirChildren) {
@@ -143,11 +149,11 @@ TEST(Unpack, ReadOnlyDirectoriesStillGetTheirChildren) {
                            {test::Crafted::File, "ro/f", "data", 0444},
                            {test::Crafted::Dir, "ro/sub", "", 0500},
                            {test::Crafted::File, "ro/sub/g", "more", 0400}});
-  Manifest m = unpack(archive, tmp.path + "/dest", {});
+  Manifest m = test::unpackTo(archive, tmp.path + "/dest", {});
   EXPECT_EQ(modeOf(tmp.path + "/dest/ro"), 0555u);
   EXPECT_EQ(modeOf(tmp.path + "/dest/ro/sub"), 0500u);
   EXPECT_EQ(test::readText(tmp.path + "/dest/ro/sub/g"), "more");
-  EXPECT_EQ(verify(tmp.path + "/dest", m), std::nullopt);
+  EXPECT_EQ(test::verifyAt(tmp.path + "/dest", m), std::nullopt);
 }
 
 TEST(Unpack, MakesMissingParentsAndRepeatedDirectoriesRestateTheirMode) {
@@ -156,7 +162,7 @@ TEST(Unpack, MakesMissingParentsAndRepeatedDirectoriesRestateTheirMode) {
   test::craftTar(archive, {{test::Crafted::File, "a/b/c", "deep", 0644},
                            {test::Crafted::Dir, "a/", "", 0700},
                            {test::Crafted::Dir, "./a", "", 0750}});
-  Manifest m = unpack(archive, tmp.path + "/dest", {});
+  Manifest m = test::unpackTo(archive, tmp.path + "/dest", {});
   ASSERT_EQ(m.entries.size(), 3u);
   EXPECT_EQ(m.entries[0].path, "a");
   EXPECT_EQ(m.entries[0].mode, 0750u);
@@ -174,7 +180,7 @@ TEST(Unpack, LinksThroughLinksThatStayInsideAreFine) {
                            {test::Crafted::Symlink, "a/b/up", "..", 0777},
                            {test::Crafted::Symlink, "a/b/top", "up/..", 0777},
                            {test::Crafted::Symlink, "dangling", "not/there", 0777}});
-  Manifest m = unpack(archive, tmp.path + "/dest", {});
+  Manifest m = test::unpackTo(archive, tmp.path + "/dest", {});
   EXPECT_EQ(m.entries.size(), 5u);
 }
 
@@ -183,7 +189,7 @@ TEST(Unpack, RefusesAnExistingDestinationAndLeavesItAlone) {
   test::craftTar(tmp.path + "/b.tar", {{test::Crafted::File, "f", "x", 0644}});
   test::writeText(tmp.path + "/dest/keep", "mine");
   try {
-    unpack(tmp.path + "/b.tar", tmp.path + "/dest", {});
+    test::unpackTo(tmp.path + "/b.tar", tmp.path + "/dest", {});
     FAIL() << "expected an error";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("already exists"), std::string::npos) << e.what();
@@ -194,9 +200,9 @@ TEST(Unpack, RefusesAnExistingDestinationAndLeavesItAlone) {
 TEST(Unpack, RefusesGarbageAndMissingArchives) {
   TempDir tmp;
   test::writeText(tmp.path + "/junk.tar", std::string(4096, 'z'));
-  EXPECT_THROW(unpack(tmp.path + "/junk.tar", tmp.path + "/dest", {}), Error);
+  EXPECT_THROW(test::unpackTo(tmp.path + "/junk.tar", tmp.path + "/dest", {}), Error);
   EXPECT_FALSE(test::exists(tmp.path + "/dest"));
-  EXPECT_THROW(unpack(tmp.path + "/nope.tar", tmp.path + "/dest", {}), Error);
+  EXPECT_THROW(test::unpackTo(tmp.path + "/nope.tar", tmp.path + "/dest", {}), Error);
   EXPECT_FALSE(test::exists(tmp.path + "/dest"));
   EXPECT_THROW(readManifest(tmp.path + "/junk.tar", {}), Error);
 }
@@ -206,7 +212,7 @@ TEST(Unpack, TruncatedArchiveIsRefused) {
   test::writeText(tmp.path + "/src/big", std::string(100000, 'q'));
   sh("tar -C " + tmp.path + "/src -cf " + tmp.path + "/b.tar big");
   sh("truncate -s 20000 " + tmp.path + "/b.tar");
-  EXPECT_THROW(unpack(tmp.path + "/b.tar", tmp.path + "/dest", {}), Error);
+  EXPECT_THROW(test::unpackTo(tmp.path + "/b.tar", tmp.path + "/dest", {}), Error);
   EXPECT_FALSE(test::exists(tmp.path + "/dest"));
 }
 
@@ -215,11 +221,96 @@ TEST(Unpack, SparseFileHashesItsHoles) {
   const std::string src = tmp.path + "/src";
   sh("mkdir -p " + src + " && truncate -s 1M " + src + "/sparse && printf x >> " + src + "/sparse");
   sh("tar -C " + src + " --sparse -cf " + tmp.path + "/b.tar sparse");
-  Manifest m = unpack(tmp.path + "/b.tar", tmp.path + "/dest", {});
+  Manifest m = test::unpackTo(tmp.path + "/b.tar", tmp.path + "/dest", {});
   ASSERT_EQ(m.entries.size(), 1u);
   EXPECT_EQ(m.entries[0].size, (1u << 20) + 1);
   EXPECT_EQ(m.entries[0].content, Digest::ofFile(src + "/sparse"));
   EXPECT_EQ(Digest::ofFile(tmp.path + "/dest/sparse"), m.entries[0].content);
+}
+
+// Modes from a real tar: group and world write go unless keep-modes says so, in
+// the tree and the manifest alike (so verify() does not see them differ).
+TEST(Unpack, DropsGroupAndWorldWriteUnlessKeepModes) {
+  TempDir tmp;
+  const std::string src = tmp.path + "/src";
+  test::writeText(src + "/open/all", "x", 0644);
+  test::writeText(src + "/gw", "y", 0644);
+  sh("chmod 0777 " + src + "/open " + src + "/open/all && chmod 0664 " + src + "/gw");
+  sh("tar -C " + src + " -cf " + tmp.path + "/b.tar open gw");
+  for (bool keep : {false, true}) {
+    SCOPED_TRACE(keep ? "keep-modes" : "default");
+    const std::string dest = tmp.path + (keep ? "/kept" : "/dropped");
+    const Limits limits{.keepModes = keep};
+    Manifest m = test::unpackTo(tmp.path + "/b.tar", dest, limits);
+    EXPECT_EQ(modeOf(dest + "/open"), keep ? 0777u : 0755u);
+    EXPECT_EQ(modeOf(dest + "/open/all"), keep ? 0777u : 0755u);
+    EXPECT_EQ(modeOf(dest + "/gw"), keep ? 0664u : 0644u);
+    EXPECT_EQ(find(m, "open")->mode, keep ? 0777u : 0755u);
+    EXPECT_EQ(find(m, "open/all")->mode, keep ? 0777u : 0755u);
+    EXPECT_EQ(readManifest(tmp.path + "/b.tar", limits).entries, m.entries);
+    EXPECT_EQ(test::verifyAt(dest, m), std::nullopt);
+  }
+}
+
+// The destination is (directory descriptor, name): what the descriptor names,
+// not what the path names now.
+TEST(UnpackAt, WritesThroughTheDescriptorNotThePath) {
+  TempDir tmp;
+  test::craftTar(tmp.path + "/b.tar", {{test::Crafted::File, "f", "data", 0644}});
+  std::filesystem::create_directories(tmp.path + "/parent");
+  std::filesystem::create_directories(tmp.path + "/elsewhere");
+  Fd parent = test::openDir(tmp.path + "/parent");
+  // The parent's path is swapped for a link after it was opened.
+  std::filesystem::rename(tmp.path + "/parent", tmp.path + "/moved");
+  std::filesystem::create_directory_symlink("elsewhere", tmp.path + "/parent");
+  Manifest m = unpack(tmp.path + "/b.tar", parent.get(), "tree", {});
+  EXPECT_EQ(test::readText(tmp.path + "/moved/tree/f"), "data");
+  EXPECT_TRUE(std::filesystem::is_empty(tmp.path + "/elsewhere"));
+  EXPECT_EQ(verify(test::openDir(tmp.path + "/moved/tree").get(), m), std::nullopt);
+}
+
+TEST(UnpackAt, RefusesALinkPlantedAtTheNameAndWritesNothingThrough) {
+  TempDir tmp;
+  test::craftTar(tmp.path + "/b.tar", {{test::Crafted::File, "f", "data", 0644}});
+  std::filesystem::create_directories(tmp.path + "/outside");
+  std::filesystem::create_directory_symlink(tmp.path + "/outside", tmp.path + "/tree");
+  try {
+    test::unpackTo(tmp.path + "/b.tar", tmp.path + "/tree", {});
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("already exists"), std::string::npos) << e.what();
+  }
+  EXPECT_TRUE(std::filesystem::is_empty(tmp.path + "/outside"));
+  EXPECT_TRUE(std::filesystem::is_symlink(tmp.path + "/tree"));  // not removed by the cleanup
+}
+
+TEST(UnpackAt, NameIsOneComponentAndMayBeNameMaxLong) {
+  TempDir tmp;
+  test::craftTar(tmp.path + "/b.tar", {{test::Crafted::File, "f", "data", 0644}});
+  Fd dir = test::openDir(tmp.path);
+  for (const char* bad : {"a/b", "", ".", ".."})
+    EXPECT_THROW(unpack(tmp.path + "/b.tar", dir.get(), bad, {}), Error) << bad;
+  const std::string longName(255, 'n');
+  unpack(tmp.path + "/b.tar", dir.get(), longName, {});
+  EXPECT_EQ(test::readText(tmp.path + "/" + longName + "/f"), "data");
+}
+
+TEST(UnpackAt, FailureNamesTheShownPathAndRemovesTheTree) {
+  TempDir tmp;
+  test::craftTar(tmp.path + "/b.tar", {{test::Crafted::File, "ok", "fine", 0644},
+                                       {test::Crafted::Fifo, "pipe", "", 0644}});
+  Fd dir = test::openDir(tmp.path);
+  EXPECT_THROW(unpack(tmp.path + "/b.tar", dir.get(), ".mesh-new.x", {}, "/srv/app"), Error);
+  EXPECT_FALSE(test::exists(tmp.path + "/.mesh-new.x"));
+  std::filesystem::create_directories(tmp.path + "/.mesh-new.x");
+  try {
+    unpack(tmp.path + "/b.tar", dir.get(), ".mesh-new.x", {}, "/srv/app");
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot unpack into /srv/app: it already exists"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 }  // namespace

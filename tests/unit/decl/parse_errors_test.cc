@@ -1,5 +1,6 @@
 // Declarations that must be refused: one test per kind of mistake, each
 // checking that the message names the place (file:line:column) and the fault.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "decl_test.hh"
@@ -95,7 +96,111 @@ path = "/a\u0000b"
   expectError(msg, "decl.toml:4:8", {"trailing slash"});
   expectError(msg, "decl.toml:6:8", {"root directory"});
   expectError(msg, "decl.toml:8:8", {"'.' component"});
-  expectError(msg, "decl.toml:10:8", {"path '/a\\u0000b'", "NUL"});
+  expectError(msg, "decl.toml:10:8",
+              {"path '/a\\x00b' in directory m.e contains a control character (\\x00 at byte "
+               "3); remove it"});
+}
+
+// No byte of `message` but the line breaks between its errors is a control
+// character: nothing from the declaration reaches a terminal raw.
+void expectNoRawControl(const std::string& message) {
+  for (size_t i = 0; i < message.size(); ++i) {
+    auto u = static_cast<unsigned char>(message[i]);
+    EXPECT_TRUE(message[i] == '\n' || (u >= 0x20 && u != 0x7f))
+        << "raw byte 0x" << std::hex << int(u) << " at " << std::dec << i << " in:\n"
+        << message;
+  }
+}
+
+TEST(ParseError, PathWithControlCharacters) {
+  auto msg = errorOf(R"([module.m.file.nl]
+path = "/etc/a\nb"
+content = ""
+[module.m.file.esc]
+path = "/etc/\u001b[31mred"
+content = ""
+[module.m.file.del]
+path = "/etc/x\u007f"
+content = ""
+[module.m.directory.tab]
+path = "/etc/a\tb"
+[module.m.directory.cr]
+path = "relative\r"
+)");
+  EXPECT_EQ(lineCount(msg), 5u) << msg;  // a raw line break would add a line
+  expectError(msg, "decl.toml:2:8",
+              {"path '/etc/a\\nb' in file m.nl contains a control character (\\n at byte 7); "
+               "remove it"});
+  expectError(msg, "decl.toml:5:8",
+              {"path '/etc/\\x1b[31mred' in file m.esc contains a control character (\\x1b at "
+               "byte 6); remove it"});
+  expectError(msg, "decl.toml:8:8",
+              {"path '/etc/x\\x7f' in file m.del contains a control character (\\x7f at byte "
+               "7); remove it"});
+  expectError(msg, "decl.toml:11:8",
+              {"path '/etc/a\\tb' in directory m.tab contains a control character (\\t at byte "
+               "7); remove it"});
+  // Before anything else: the control character is the first thing to fix.
+  expectError(msg, "decl.toml:13:8",
+              {"path 'relative\\r' in directory m.cr contains a control character (\\r at "
+               "byte 9); remove it"});
+  expectNoRawControl(msg);
+}
+
+TEST(ParseError, EveryControlByteIsRefusedAndEscaped) {
+  for (int byte = 1; byte <= 0x7f; byte = byte == 0x1f ? 0x7f : byte + 1) {
+    auto msg = errorOf(fmt::format("[module.m.directory.d]\npath = \"/a\\u{:04x}b\"\n", byte));
+    std::string escaped = byte == '\n'   ? "\\n"
+                          : byte == '\t' ? "\\t"
+                          : byte == '\r' ? "\\r"
+                                         : fmt::format("\\x{:02x}", byte);
+    EXPECT_EQ(msg, fmt::format("decl.toml:2:8: error: path '/a{}b' in directory m.d contains a "
+                               "control character ({} at byte 3); remove it",
+                               escaped, escaped))
+        << byte;
+  }
+}
+
+TEST(ParseError, LinkTargetAndCredentialFromWithControlCharacters) {
+  auto msg = errorOf(R"([module.m.link.l]
+path = "/opt/l"
+target = "/opt/\u001b"
+[module.m.credential.k]
+path = "/etc/k"
+from = "k\u0007.secret"
+[module.m.link.n]
+path = "/opt/n"
+target = "a\nb"
+)");
+  EXPECT_EQ(lineCount(msg), 3u) << msg;
+  expectError(msg, "decl.toml:3:10",
+              {"target '/opt/\\x1b' in link m.l contains a control character (\\x1b at byte "
+               "6); remove it"});
+  expectError(msg, "decl.toml:6:8",
+              {"from 'k\\x07.secret' in credential m.k contains a control character (\\x07 at "
+               "byte 2); remove it"});
+  expectError(msg, "decl.toml:9:10",
+              {"target 'a\\nb' in link m.n contains a control character (\\n at byte 2)"});
+  expectNoRawControl(msg);
+}
+
+TEST(ParseError, RawControlBytesInTomlSyntaxErrorsAreEscaped) {
+  // Not TOML escapes but the raw bytes themselves: TOML forbids them, and the
+  // syntax error must not carry them to the terminal either.
+  for (std::string text : {"[module.m.file.x]\npath = \"/etc/\x1b]0;t\x07\"\n", "# \x1b[2J\n",
+                           "\x1bx = 1\n", "node = \"a\x7f\"\n"}) {
+    auto msg = errorOf(text);
+    EXPECT_NE(msg.find("fix the TOML syntax"), std::string::npos) << msg;
+    expectNoRawControl(msg);
+  }
+}
+
+TEST(ParseError, LongValuesAreCutBetweenCharacters) {
+  // 199 ASCII bytes, then a 2-byte character across the 200-byte cut.
+  std::string path = std::string(199, 'a') + "\u00e9";
+  auto msg = errorOf("[module.m.directory.d]\npath = \"" + path + "\"\n");
+  expectError(msg, "decl.toml:2:8",
+              {"path '" + std::string(199, 'a') + "…' in directory m.d is not absolute"});
 }
 
 TEST(ParseError, MissingPath) {
@@ -285,6 +390,24 @@ TEST(ParseError, ArchiveLimitsMustBePositive) {
                      "\"\nmax-entries = 0\nmax-bytes = \"1G\"\n");
   expectError(msg, "decl.toml:4:15", {"max-entries in archive m.a is 0", "positive integer"});
   expectError(msg, "decl.toml:5:13", {"'max-bytes' in archive m.a must be a positive integer"});
+}
+
+TEST(ParseError, ArchiveReplaceAndKeepModesAreBooleans) {
+  auto msg = errorOf("[module.m.archive.a]\npath = \"/a\"\nbundle = \"" + kDigestA +
+                     "\"\nreplace = \"yes\"\nkeep-modes = 1\n");
+  EXPECT_EQ(lineCount(msg), 2u) << msg;
+  expectError(msg, "decl.toml:4:11",
+              {"'replace' in archive m.a must be a boolean (true or false), not a string"});
+  expectError(msg, "decl.toml:5:14",
+              {"'keep-modes' in archive m.a must be a boolean (true or false), not an integer"});
+}
+
+TEST(ParseError, UnknownArchiveKeyListsTheAllowedOnes) {
+  auto msg = errorOf("[module.m.archive.a]\npath = \"/a\"\nbundle = \"" + kDigestA +
+                     "\"\nkeep-mode = true\n");
+  expectError(msg, "decl.toml:4:1",
+              {"unknown key 'keep-mode' in archive m.a; allowed keys: path, bundle, max-entries, "
+               "max-bytes, replace, keep-modes, requires"});
 }
 
 TEST(ParseError, DuplicateServiceName) {

@@ -101,6 +101,30 @@ TEST(Parse, ArchiveDefaults) {
   const auto& s = std::get<ArchiveSpec>(only(d).spec);
   EXPECT_EQ(s.maxEntries, ArchiveSpec{}.maxEntries);
   EXPECT_EQ(s.maxBytes, ArchiveSpec{}.maxBytes);
+  EXPECT_FALSE(s.replace);
+  EXPECT_FALSE(s.keepModes);
+}
+
+TEST(Parse, ArchiveReplaceAndKeepModes) {
+  auto d = parse("[module.m.archive.a]\npath = \"/opt/m\"\nbundle = \"" + kDigestB +
+                 "\"\nreplace = true\nkeep-modes = true\n"
+                 "[module.m.archive.b]\npath = \"/opt/n\"\nbundle = \"" +
+                 kDigestB + "\"\nreplace = false\nkeep-modes = false\n");
+  ASSERT_EQ(d.resources.size(), 2u);
+  const auto& a = std::get<ArchiveSpec>(d.resources[0].spec);
+  EXPECT_TRUE(a.replace);
+  EXPECT_TRUE(a.keepModes);
+  const auto& b = std::get<ArchiveSpec>(d.resources[1].spec);
+  EXPECT_FALSE(b.replace);
+  EXPECT_FALSE(b.keepModes);
+}
+
+TEST(Parse, ArchiveKeysAreIndependent) {
+  auto d = parse("[module.m.archive.a]\npath = \"/opt/m\"\nbundle = \"" + kDigestB +
+                 "\"\nkeep-modes = true\n");
+  const auto& s = std::get<ArchiveSpec>(only(d).spec);
+  EXPECT_FALSE(s.replace);
+  EXPECT_TRUE(s.keepModes);
 }
 
 TEST(Parse, CredentialSealedDefaultsTo0600) {
