@@ -77,7 +77,8 @@ supervise::Supervisor& Context::supervisor() {
     o.stateDir = settings_.stateDir;
     o.unitDir = settings_.unitDir;
     supervisor_ = std::make_unique<supervise::CountingSupervisor>(
-        supervise::openSupervisor(settings_.supervisor, o));
+        settings_.makeSupervisor ? settings_.makeSupervisor()
+                                 : supervise::openSupervisor(settings_.supervisor, o));
   }
   return *supervisor_;
 }

@@ -34,6 +34,9 @@ struct Settings {
   bool plan = false;
   std::string supervisor = "auto";  // auto | builtin | systemd
   std::string unitDir = "/etc/systemd/system";
+  // TEST-ONLY SEAM (tests/sim): makes the supervisor backend instead of
+  // `supervisor`; empty in every real run.
+  std::function<std::unique_ptr<supervise::Supervisor>()> makeSupervisor = {};
 };
 
 // Why a process must restart in this cycle, besides its own state.

@@ -182,6 +182,10 @@ class Cycle {
     // it and restarts anyway); wanting something else now, drift decides.
     if (o.cause == r.id)
       return o.intent == want.str() ? IntentFate::Happened : IntentFate::NeverHappened;
+    // A cause the process no longer restarts on owes it nothing more (a
+    // confirmed row is still paid: its change is known to have happened).
+    if (std::find(r.restartOn.begin(), r.restartOn.end(), o.cause) == r.restartOn.end())
+      return IntentFate::NeverHappened;
     if (changed_.count(o.cause)) return IntentFate::Happened;
     auto held = heldNow_.find(o.cause);
     if (held == heldNow_.end()) return IntentFate::Unknown;

@@ -7,7 +7,16 @@
 
 namespace mesh {
 
+namespace {
+CrashHook crashHook = nullptr;
+}  // namespace
+
+void setCrashHook(CrashHook hook) {
+  crashHook = hook;
+}
+
 void crashPoint(const char* name) {
+  if (crashHook) crashHook(name);
   static const char* wanted = std::getenv("MESH_HOST_CRASH_AT");
   if (wanted && std::strcmp(wanted, name) == 0) ::_exit(kCrashExitCode);
 }

@@ -25,4 +25,10 @@ inline constexpr const char* kAfterRestart = "after-restart";
 
 void crashPoint(const char* name);
 
+// TEST-ONLY SEAM (tests/sim): called at every crash point reached, before the
+// environment check; the fault simulation throws from it to cut a cycle short
+// in-process. nullptr (the default) in every real run.
+using CrashHook = void (*)(const char* name);
+void setCrashHook(CrashHook hook);
+
 }  // namespace mesh
