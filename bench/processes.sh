@@ -39,7 +39,7 @@ for i in $(seq -w 1 "$n"); do
     "$i" "$hex" >> "$decl"
 done
 empty="$work/empty.toml"
-echo 'node = "bench"' > "$empty"
+printf 'node = "bench"\nempty = true\n' > "$empty"
 
 args() {
   if [ "$1" = systemd ]; then

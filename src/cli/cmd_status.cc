@@ -97,10 +97,18 @@ nlohmann::json lastCycleJson(const std::optional<state::Cycle>& last) {
           {"failed", last->failed}};
 }
 
-}  // namespace
+nlohmann::json cycleErrorJson(const std::optional<state::CycleError>& e) {
+  if (!e) return nullptr;
+  return {{"at", isoTime(e->at)}, {"message", e->message}};
+}
 
-int runStatus(CommonOptions& o, const StatusOptions& so) {
-  o.resolve();
+std::string cycleErrorLine(const state::CycleError& e) {
+  return fmt::format("error: the last cycle could not run ({}): {}", isoTime(e.at), e.message);
+}
+
+// The status the store shows, with the error of a cycle that could not run.
+int showStatus(CommonOptions& o, const StatusOptions& so,
+               const std::optional<state::CycleError>& cycleError) {
   auto store = state::Store::open(o.stateDir, state::Store::Access::ReadOnly);
   const auto last = store.lastCycle();
   const int64_t lastCycle = last ? last->cycle : 0;
@@ -159,9 +167,11 @@ int runStatus(CommonOptions& o, const StatusOptions& so) {
                           {"churn", {{"threshold", policy.threshold}, {"window", policy.window}}},
                           {"failing", failing},
                           {"churning", churning},
+                          {"last_error", cycleErrorJson(cycleError)},
                           {"resources", std::move(resources)}};
     std::puts(out.dump().c_str());
   } else {
+    if (cycleError) std::puts(cycleErrorLine(*cycleError).c_str());
     for (const auto& l : lines) std::puts(l.c_str());
     std::puts(fmt::format("node {}: {} resource(s), last cycle {} at {} ({} ms): {} failing, {} "
                           "churning",
@@ -170,7 +180,32 @@ int runStatus(CommonOptions& o, const StatusOptions& so) {
                           churning)
                   .c_str());
   }
-  return failing + churning > 0 ? kExitFailed : kExitOk;
+  return failing + churning > 0 || cycleError ? kExitFailed : kExitOk;
+}
+
+}  // namespace
+
+int runStatus(CommonOptions& o, const StatusOptions& so) {
+  o.resolve();
+  // A cycle that could not start (its store cannot be opened, or is damaged)
+  // leaves no cycle row; its error waits in <state-dir>/last-error until a cycle
+  // finishes, and makes the node failing.
+  const auto cycleError = state::lastCycleError(o.stateDir);
+  if (!cycleError) return showStatus(o, so, cycleError);
+  try {
+    return showStatus(o, so, cycleError);
+  } catch (const std::exception& e) {
+    // Reading the store may fail for the same reason: still say what the cycle met.
+    if (o.json) {
+      nlohmann::json out = {
+          {"node", o.node}, {"last_error", cycleErrorJson(cycleError)}, {"store_error", e.what()}};
+      std::puts(out.dump().c_str());
+    } else {
+      std::puts(cycleErrorLine(*cycleError).c_str());
+      if (e.what() != cycleError->message) std::fprintf(stderr, "mesh-host: %s\n", e.what());
+    }
+    return kExitFailed;
+  }
 }
 
 }  // namespace mesh::cli

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include "decl/unit_keys.hh"
 
 namespace mesh::decl {
 
@@ -392,6 +393,8 @@ std::optional<std::map<std::string, UnitValue>> Fields::unit(std::string_view ke
       bad(value, fmt::format("unit.{} in {} contains a line break; give several lines as an "
                              "array of strings",
                              name, subject_));
+    else if (auto problem = unitKeyProblem(name, lines, subject_))
+      bad(value, *problem);
     unit[name] = std::move(lines);
   }
   auto exec = unit.find("ExecStart");

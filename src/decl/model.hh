@@ -109,6 +109,10 @@ struct Declaration {
   // When declared (>= 0): a node that trusts operator keys refuses a declaration
   // whose serial is lower than the highest it applied (docs/trust.md).
   std::optional<int64_t> serial;
+  // `empty = true`: it declares no resources on purpose, so applying it removes
+  // everything mesh-host manages on the node. A declaration with no resources
+  // that does not say so is refused: an emptied file is not that request.
+  bool empty = false;
   std::vector<Resource> resources;  // in apply order: requires (and implied parents) first
   Digest digest;                    // of the exact text
   std::string text;                 // the exact text (kept as a generation)

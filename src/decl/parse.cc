@@ -46,9 +46,11 @@ class Walker {
  public:
   Walker(Diagnostics& diags, const ParseOptions& options) : diags_(diags), options_(options) {}
 
-  // Reads the top-level keys (node, serial) into `decl` and walks the modules.
+  // Reads the top-level keys (node, serial, empty) into `decl` and walks the modules.
   void root(const toml::table& root, Declaration& decl);
   std::vector<Draft> takeDrafts() { return std::move(drafts_); }
+  // Where `empty` was written, when it was.
+  const std::optional<Position>& emptyPos() const { return emptyPos_; }
 
  private:
   Position at(const toml::source_region& source) const { return positionOf(diags_, source); }
@@ -59,11 +61,12 @@ class Walker {
   Diagnostics& diags_;
   const ParseOptions& options_;
   std::vector<Draft> drafts_;
+  std::optional<Position> emptyPos_;
 };
 
 void Walker::root(const toml::table& root, Declaration& decl) {
   Fields top(root, diags_.at(1, 1), "the top level", diags_);
-  top.rejectUnknown({"node", "module", "serial"});
+  top.rejectUnknown({"node", "module", "serial", "empty"});
   std::optional<std::string> node = top.string("node", Text::Line);
   if (node && *node != options_.node) {
     std::string here = options_.node.empty() ? "no --node was given"
@@ -87,7 +90,32 @@ void Walker::root(const toml::table& root, Declaration& decl) {
     else
       decl.serial = i->get();
   }
+  if (const toml::node* e = root.get("empty")) {
+    emptyPos_ = top.at(*e);
+    if (auto empty = top.boolean("empty")) decl.empty = *empty;
+  }
   if (const toml::node* m = root.get("module")) modules(*m);
+}
+
+// No resources is "remove everything mesh-host manages here", so it must be
+// asked for: an emptied file (`: > declaration.toml`, a failed template, a
+// truncated copy) would otherwise stop every service and delete every file.
+void checkEmpty(const Declaration& decl, size_t resources, const std::optional<Position>& emptyPos,
+                Diagnostics& diags) {
+  if (decl.empty && resources > 0) {
+    diags.error(*emptyPos, fmt::format("empty = true but {} resource{} declared; remove "
+                                       "`empty = true` to apply {}, or remove {}",
+                                       resources, resources == 1 ? " is" : "s are",
+                                       resources == 1 ? "it" : "them",
+                                       resources == 1 ? "the resource" : "the resources"));
+  } else if (!decl.empty && resources == 0 && diags.empty()) {
+    // (With other errors, those say what went wrong; this would only add noise.)
+    diags.error(Position{diags.file(), 0, 0},
+                fmt::format("declaration {} declares no resources; an empty declaration would "
+                            "remove everything mesh-host manages on this node: write "
+                            "`empty = true` if that is what you want",
+                            diags.file()));
+  }
 }
 
 void Walker::modules(const toml::node& node) {
@@ -195,6 +223,7 @@ Declaration parseDeclaration(std::string_view text, const std::string& source,
   walker.root(root, decl);
 
   std::vector<Draft> drafts = walker.takeDrafts();
+  checkEmpty(decl, drafts.size(), walker.emptyPos(), diags);
   std::stable_sort(drafts.begin(), drafts.end(), [](const Draft& a, const Draft& b) {
     return std::tie(a.resource.pos.line, a.resource.pos.column) <
            std::tie(b.resource.pos.line, b.resource.pos.column);

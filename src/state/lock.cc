@@ -1,7 +1,12 @@
-// StateLock: one writer per state directory, as an flock on <stateDir>/lock.
+// StateLock: one writer per state directory, as an flock on the directory itself.
+// The directory, not a file in it: a lock file can be deleted (by hand, by a
+// cleanup script) while it is held, and the next mesh-host would then create and
+// lock a new file of the same name and run beside the holder. A directory that
+// is in use cannot be swapped from under its users like that.
 // flock (not fcntl locks) because it belongs to the open file, so closing some
-// other descriptor of the same file elsewhere in the process cannot drop it, and
-// the kernel releases it when the holder dies — no stale lock after a crash.
+// other descriptor of the same directory elsewhere in the process cannot drop it,
+// and the kernel releases it when the holder dies — no stale lock after a crash.
+// <stateDir>/lock only names the holder (its pid) to a waiter; it locks nothing.
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/file.h>
@@ -20,25 +25,31 @@ namespace mesh::state {
 
 namespace {
 
-std::string lockPath(const std::string& stateDir) {
+std::string pidPath(const std::string& stateDir) {
   return stateDir + "/lock";
 }
 
-Fd openLockFile(const std::string& stateDir, StateLock::Kind kind) {
+// O_RDONLY is enough to flock, so a group member who may only read the
+// directory still gets a shared lock.
+Fd openDir(const std::string& stateDir) {
   makeDirs(stateDir, 0750);
-  const std::string path = lockPath(stateDir);
+  Fd fd(::open(stateDir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!fd) throwSys(fmt::format("cannot open state directory {}", stateDir));
+  return fd;
+}
+
+// The file an exclusive holder writes its pid to; created 0640 whatever the umask.
+// Failing to open it must not fail the lock: the pid is only there to name the
+// holder to a waiter.
+Fd openPidFile(const std::string& stateDir) {
+  const std::string path = pidPath(stateDir);
   Fd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0640));
   if (fd) {
-    // Whatever the umask: group members (status readers) must be able to take a shared lock.
-    if (::fchmod(fd.get(), 0640) != 0) throwSys(fmt::format("cannot set the mode of {}", path));
+    if (::fchmod(fd.get(), 0640) != 0) {
+    }
     return fd;
   }
   if (errno == EEXIST) fd = Fd(::open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW));
-  // A reader in the directory's group may only read the file; flock works on any
-  // descriptor, so a shared lock needs no write access.
-  if (!fd && errno == EACCES && kind == StateLock::Kind::Shared)
-    fd = Fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
-  if (!fd) throwSys(fmt::format("cannot open lock file {}", path));
   return fd;
 }
 
@@ -55,8 +66,12 @@ std::optional<pid_t> holderPid(int fd) {
   return pid;
 }
 
-// The pid is only there to name the holder to a waiter, so failing to write it
-// must not fail the lock.
+std::optional<pid_t> holderPid(const std::string& stateDir) {
+  Fd fd(::open(pidPath(stateDir).c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+  if (!fd) return std::nullopt;
+  return holderPid(fd.get());
+}
+
 void writePid(int fd) {
   auto text = fmt::format("{}\n", ::getpid());
   if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, text.data(), text.size(), 0) < 0) {
@@ -75,52 +90,59 @@ int lockOp(StateLock::Kind kind) {
   return kind == StateLock::Kind::Exclusive ? LOCK_EX : LOCK_SH;
 }
 
+// Once the directory is locked: an exclusive holder names itself in the pid file.
+int notePid(const std::string& stateDir, StateLock::Kind kind) {
+  if (kind != StateLock::Kind::Exclusive) return -1;
+  Fd pid = openPidFile(stateDir);
+  if (pid) writePid(pid.get());
+  return pid.release();
+}
+
 }  // namespace
 
 StateLock StateLock::acquire(const std::string& stateDir, Kind kind) {
-  Fd fd = openLockFile(stateDir, kind);
+  Fd fd = openDir(stateDir);
   if (::flock(fd.get(), lockOp(kind) | LOCK_NB) != 0) {
-    if (errno != EWOULDBLOCK) throwSys(fmt::format("cannot lock {}", lockPath(stateDir)));
-    auto pid = holderPid(fd.get());
+    if (errno != EWOULDBLOCK) throwSys(fmt::format("cannot lock {}", stateDir));
+    auto pid = holderPid(stateDir);
     // One line, so that a cron job or operator sees why nothing happens yet.
     fmt::print(stderr, "mesh-host: waiting for another mesh-host using {}{}…\n", stateDir,
                pid ? fmt::format(" (pid {})", *pid) : std::string());
     std::fflush(stderr);
     while (::flock(fd.get(), lockOp(kind)) != 0) {
-      if (errno != EINTR) throwSys(fmt::format("cannot lock {}", lockPath(stateDir)));
+      if (errno != EINTR) throwSys(fmt::format("cannot lock {}", stateDir));
     }
   }
-  if (kind == Kind::Exclusive) writePid(fd.get());
-  StateLock lock;
-  lock.fd_ = fd.release();
-  return lock;
+  return StateLock(fd.release(), notePid(stateDir, kind));
 }
 
 std::optional<StateLock> StateLock::tryAcquire(const std::string& stateDir, Kind kind) {
-  Fd fd = openLockFile(stateDir, kind);
+  Fd fd = openDir(stateDir);
   if (::flock(fd.get(), lockOp(kind) | LOCK_NB) != 0) {
     if (errno == EWOULDBLOCK) return std::nullopt;
-    throwSys(fmt::format("cannot lock {}", lockPath(stateDir)));
+    throwSys(fmt::format("cannot lock {}", stateDir));
   }
-  if (kind == Kind::Exclusive) writePid(fd.get());
-  StateLock lock;
-  lock.fd_ = fd.release();
-  return lock;
+  return StateLock(fd.release(), notePid(stateDir, kind));
 }
 
-StateLock::StateLock(StateLock&& o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
+StateLock::StateLock(StateLock&& o) noexcept
+    : fd_(std::exchange(o.fd_, -1)), pidFd_(std::exchange(o.pidFd_, -1)) {}
 
 StateLock& StateLock::operator=(StateLock&& o) noexcept {
   if (this != &o) {
     StateLock old(std::move(*this));
     fd_ = std::exchange(o.fd_, -1);
+    pidFd_ = std::exchange(o.pidFd_, -1);
   }
   return *this;
 }
 
 StateLock::~StateLock() {
+  if (pidFd_ >= 0) {
+    clearPidIfOurs(pidFd_);
+    ::close(pidFd_);
+  }
   if (fd_ < 0) return;
-  clearPidIfOurs(fd_);
   // Unlock explicitly: a child forked but not yet exec'd shares this open file,
   // and closing our descriptor alone would leave the lock held through it.
   ::flock(fd_, LOCK_UN);

@@ -4,6 +4,9 @@
 #include <sys/stat.h>
 
 #include <cerrno>
+#include <cstring>
+#include <optional>
+#include <vector>
 
 #include "state/schema_sql.hh"
 #include "state/store.hh"
@@ -33,6 +36,18 @@ void createDbFile(const std::string& path) {
 
 [[noreturn]] void throwNotOurs(const std::string& path, const std::string& why) {
   throw Error("{} is not a mesh-host state store ({}); move it aside to start afresh", path, why);
+}
+
+// The application id in the file's header, read directly: when SQLite finds the
+// file corrupt it will not answer PRAGMA application_id, yet a damaged store of
+// ours is to be told from someone else's database. nullopt: no SQLite header.
+std::optional<int64_t> headerApplicationId(const std::string& path) {
+  unsigned char h[100];
+  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd || ::pread(fd.get(), h, sizeof h, 0) != static_cast<ssize_t>(sizeof h))
+    return std::nullopt;
+  if (std::memcmp(h, "SQLite format 3", 16) != 0) return std::nullopt;
+  return (int64_t{h[68]} << 24) | (int64_t{h[69]} << 16) | (int64_t{h[70]} << 8) | int64_t{h[71]};
 }
 
 // Creates the schema on an empty database. BEGIN IMMEDIATE takes the write lock
@@ -76,6 +91,9 @@ void prepare(Db& db, Store::Access access) {
     version = db.queryInt("PRAGMA user_version", "reading the schema version");
     tables = db.queryInt("SELECT count(*) FROM sqlite_schema", "counting tables");
   } catch (const SqliteError& e) {
+    if (e.code() == SQLITE_CORRUPT && headerApplicationId(db.path()) == kApplicationId)
+      throw damagedError(db.path(),
+                         fmt::format("reading its schema: {}", sqlite3_errmsg(db.get())));
     if (e.code() == SQLITE_NOTADB || e.code() == SQLITE_CORRUPT)
       throwNotOurs(db.path(), sqlite3_errstr(e.code()));
     if (access == Store::Access::ReadOnly && e.code() == SQLITE_READONLY)
@@ -131,26 +149,78 @@ void prepare(Db& db, Store::Access access) {
 
 }  // namespace
 
-Store Store::open(const std::string& stateDir, Access access) {
-  const std::string path = stateDir + "/state.db";
-  // NOMUTEX: a Store belongs to one thread, so SQLite's own locking is pure cost.
-  int flags = SQLITE_OPEN_NOMUTEX;
-  if (access == Access::ReadWrite) {
-    // 0750/0640: operators in the directory's group may read status; nothing in it
-    // is secret (credentials appear only as keyed digests).
-    makeDirs(stateDir, 0750);
-    createDbFile(path);
-    flags |= SQLITE_OPEN_READWRITE;
-  } else {
-    if (!lstatPath(path)) throw Error("no state store at {} yet (no cycle has run)", path);
-    flags |= SQLITE_OPEN_READONLY;
+Error damagedError(const std::string& path, const std::string& detail) {
+  return Error(
+      "state store {} is damaged ({}); move it aside, with its -wal and -shm files: mesh-host "
+      "rebuilds it from the machine on the next apply, restarting nothing",
+      path, detail);
+}
+
+void Store::Impl::damaged(const std::string& detail) {
+  Error e = damagedError(db.path(), detail);
+  if (writable) noteCycleError(stateDir, e.what());
+  throw e;
+}
+
+void Store::Impl::checkIntegrity() {
+  if (checked) return;
+  std::vector<std::string> problems;
+  try {
+    // The first few lines say enough; a badly damaged file can produce thousands.
+    Stmt s(db, "PRAGMA quick_check(5)", "quick_check");
+    auto q = s.start();
+    while (q.next()) problems.push_back(q.text(0));
+  } catch (const SqliteError& e) {
+    // A page too damaged to walk fails the check itself.
+    if (e.code() != SQLITE_CORRUPT) throw;
+    std::string detail = e.what();
+    const std::string prefix = "state store " + db.path() + ": quick_check failed: ";
+    if (detail.starts_with(prefix)) detail.erase(0, prefix.size());
+    problems = {detail};
   }
-  auto impl = std::make_unique<Impl>(path, flags);
-  // Another mesh-host (or `status`) may hold the write lock for a moment.
-  sqlite3_busy_timeout(impl->db.get(), 10000);
-  prepare(impl->db, access);
-  impl->st.emplace(impl->db);
-  return Store(std::move(impl));
+  if (!(problems.size() == 1 && problems[0] == "ok")) {
+    std::string detail;
+    for (const auto& p : problems) detail += (detail.empty() ? "" : "; ") + p;
+    damaged("quick_check: " + detail);
+  }
+  checked = true;
+}
+
+void Store::checkIntegrity() {
+  impl_->checkIntegrity();
+}
+
+Store Store::open(const std::string& stateDir, Access access) {
+  auto open = [&] {
+    const std::string path = stateDir + "/state.db";
+    // NOMUTEX: a Store belongs to one thread, so SQLite's own locking is pure cost.
+    int flags = SQLITE_OPEN_NOMUTEX;
+    if (access == Access::ReadWrite) {
+      // 0750/0640: operators in the directory's group may read status; nothing in it
+      // is secret (credentials appear only as keyed digests).
+      makeDirs(stateDir, 0750);
+      createDbFile(path);
+      flags |= SQLITE_OPEN_READWRITE;
+    } else {
+      if (!lstatPath(path)) throw Error("no state store at {} yet (no cycle has run)", path);
+      flags |= SQLITE_OPEN_READONLY;
+    }
+    auto impl = std::make_unique<Impl>(path, flags, stateDir, access == Access::ReadWrite);
+    // Another mesh-host (or `status`) may hold the write lock for a moment.
+    sqlite3_busy_timeout(impl->db.get(), 10000);
+    prepare(impl->db, access);
+    impl->st.emplace(impl->db);
+    return Store(std::move(impl));
+  };
+  if (access == Access::ReadOnly) return open();
+  try {
+    return open();
+  } catch (const std::exception& e) {
+    // A cycle that cannot open its store never starts and leaves no cycle row;
+    // this is how `status` learns of it.
+    noteCycleError(stateDir, e.what());
+    throw;
+  }
 }
 
 }  // namespace mesh::state

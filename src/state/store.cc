@@ -1,7 +1,15 @@
 #include "state/store.hh"
 
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <chrono>
+
 #include "state/store_impl.hh"
 #include "util/fd.hh"
+#include "util/fs.hh"
 
 namespace mesh::state {
 
@@ -79,16 +87,19 @@ Store& Store::operator=(Store&&) noexcept = default;
 Store::~Store() = default;
 
 std::unordered_map<std::string, Record> Store::loadRecords() {
-  std::unordered_map<std::string, Record> out;
-  // Sized up front: rehashing 10,000 nodes costs as much as reading them.
-  if (auto c = impl_->st->countRecords.start(); c.next()) out.reserve(c.integer(0));
-  auto q = impl_->st->loadRecords.start();
-  while (q.next()) {
-    Record r = readRecord(q);
-    std::string id = r.id;
-    out.emplace(std::move(id), std::move(r));
-  }
-  return out;
+  // Every page of the records is read here, every cycle: a damaged one says so.
+  return impl_->guard([&] {
+    std::unordered_map<std::string, Record> out;
+    // Sized up front: rehashing 10,000 nodes costs as much as reading them.
+    if (auto c = impl_->st->countRecords.start(); c.next()) out.reserve(c.integer(0));
+    auto q = impl_->st->loadRecords.start();
+    while (q.next()) {
+      Record r = readRecord(q);
+      std::string id = r.id;
+      out.emplace(std::move(id), std::move(r));
+    }
+    return out;
+  });
 }
 
 std::optional<Record> Store::record(const std::string& id) {
@@ -99,6 +110,7 @@ std::optional<Record> Store::record(const std::string& id) {
 }
 
 void Store::putRecord(const Record& r) {
+  impl_->checkIntegrity();
   auto q = impl_->st->putRecord.start();
   q.bind(r.id).bind(r.module).bind(r.kind).bind(r.path).bind(r.want).bind(r.wrote);
   q.bind(r.outcome).bind(r.reason).bind(r.detail).bind(r.changedAt).bind(r.changedCycle);
@@ -106,10 +118,12 @@ void Store::putRecord(const Record& r) {
 }
 
 void Store::deleteRecord(const std::string& id) {
+  impl_->checkIntegrity();
   impl_->st->deleteRecord.start().bind(id).run();
 }
 
 void Store::oweRestart(const OwedRestart& o) {
+  impl_->checkIntegrity();
   Stmt s(impl_->db,
          "INSERT INTO owed_restarts (process, cause, cycle, at, intent) VALUES (?, ?, ?, ?, ?) "
          "ON CONFLICT (process, cause) DO UPDATE SET cycle = excluded.cycle, at = excluded.at, "
@@ -120,6 +134,7 @@ void Store::oweRestart(const OwedRestart& o) {
 
 void Store::oweRestartsDurably(const std::vector<OwedRestart>& intents) {
   if (intents.empty()) return;
+  impl_->checkIntegrity();
   auto& db = impl_->db;
   db.exec("PRAGMA synchronous = FULL", "syncing owed restarts");
   Finally normal(
@@ -130,6 +145,7 @@ void Store::oweRestartsDurably(const std::vector<OwedRestart>& intents) {
 }
 
 void Store::cancelOwedRestart(const std::string& process, const std::string& cause) {
+  impl_->checkIntegrity();
   Stmt s(impl_->db, "DELETE FROM owed_restarts WHERE process = ? AND cause = ? AND intent != ''",
          "cancelling an owed restart");
   s.start().bind(process).bind(cause).run();
@@ -146,6 +162,7 @@ std::vector<OwedRestart> Store::owedRestarts() {
 }
 
 void Store::clearOwedRestarts(const std::string& process) {
+  impl_->checkIntegrity();
   Stmt s(impl_->db, "DELETE FROM owed_restarts WHERE process = ?", "clearing owed restarts");
   s.start().bind(process).run();
 }
@@ -181,9 +198,11 @@ void Store::finishCycle(const Cycle& c) {
   if (sqlite3_changes(impl_->db.get()) == 0)
     throw Error("state store {}: cannot finish cycle {}: it was never begun", impl_->db.path(),
                 c.cycle);
+  clearCycleError(impl_->stateDir);  // a cycle ran: an earlier failure to start is over
 }
 
 void Store::addHistory(const HistoryEntry& h) {
+  impl_->checkIntegrity();
   if (h.cycle != impl_->trimmedForCycle) {
     impl_->st->trimHistory.start().bind(h.cycle - kHistoryCycles).run();
     impl_->trimmedForCycle = h.cycle;
@@ -263,6 +282,7 @@ std::optional<std::string> Store::generationText(int64_t generation) {
 }
 
 void Store::putFleetDeclaration(const FleetDeclaration& f) {
+  impl_->checkIntegrity();
   Stmt s(impl_->db,
          "INSERT INTO fleet_declaration (key, revision, envelope, received_at) VALUES (?, ?, ?, ?) "
          "ON CONFLICT (key) DO UPDATE SET revision = excluded.revision, "
@@ -354,6 +374,51 @@ void Store::Txn::commit() {
   impl.db.exec("COMMIT", "committing a transaction");
   done_ = true;
   impl.inTxn = false;
+}
+
+namespace {
+
+std::string cycleErrorPath(const std::string& stateDir) {
+  return stateDir + "/last-error";
+}
+
+}  // namespace
+
+// The file: the unix ms of the failure on the first line, the message after it.
+void noteCycleError(const std::string& stateDir, const std::string& message) noexcept {
+  try {
+    // Into an existing state directory only: a missing one is the error itself,
+    // and creating it here would do it with the wrong mode.
+    if (!lstatPath(stateDir)) return;
+    const int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                            std::chrono::system_clock::now().time_since_epoch())
+                            .count();
+    atomicWrite(cycleErrorPath(stateDir), fmt::format("{}\n{}\n", now, message), 0640);
+  } catch (...) {
+  }
+}
+
+std::optional<CycleError> lastCycleError(const std::string& stateDir) {
+  std::optional<std::string> text;
+  try {
+    text = readFile(cycleErrorPath(stateDir));
+  } catch (const SysError&) {
+    return std::nullopt;  // unreadable to this user: as for the store, status says what it can
+  }
+  if (!text) return std::nullopt;
+  CycleError e;
+  const auto eol = text->find('\n');
+  auto [end, ec] = std::from_chars(text->data(), text->data() + std::min(eol, text->size()), e.at);
+  if (ec != std::errc()) e.at = 0;
+  e.message = eol == std::string::npos ? *text : text->substr(eol + 1);
+  while (!e.message.empty() && e.message.back() == '\n') e.message.pop_back();
+  return e;
+}
+
+void clearCycleError(const std::string& stateDir) {
+  if (::unlink(cycleErrorPath(stateDir).c_str()) != 0 && errno != ENOENT) {
+    // Best effort: the cycle itself went well, and a stale note is only a note.
+  }
 }
 
 }  // namespace mesh::state

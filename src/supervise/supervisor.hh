@@ -35,6 +35,9 @@ struct ServiceState {
   // Starts at boot. systemd: every link its [Install] section asks for
   // (multi-user.target.wants/<name>) is in place; builtin: always true.
   bool enabled = true;
+  // What happened to its supervision, when something did (builtin: "supervisor
+  // was gone; adopted pid 42"); also shown in activeState, in parentheses.
+  std::string note;
 };
 
 class Supervisor {
@@ -77,11 +80,17 @@ class Supervisor {
 };
 
 struct Options {
-  std::string stateDir;  // builtin: services live under <stateDir>/services/<name>/
+  std::string stateDir;  // builtin: units live under <stateDir>/services/<name>/
   // builtin: the mesh-host-supervise executable; "" → beside /proc/self/exe.
   std::string supervisorExe;
   std::string unitDir = "/etc/systemd/system";  // systemd
   std::string busAddress;  // systemd: "" → sd_bus_open_system (DBUS_SYSTEM_BUS_ADDRESS)
+  // builtin: where supervisors keep their runtime records (status, lock, control
+  // socket), per service <runtimeDir>/<name>/; "" → builtin::defaultRuntimeDir
+  // (MESH_HOST_RUNTIME_DIR, /run/mesh-host for /var/lib/mesh-host, …). Last, so that
+  // positional brace-initialisers of the fields above stay valid (and, with its
+  // default initialiser, free of -Wmissing-field-initializers).
+  std::string runtimeDir = {};
 };
 
 std::unique_ptr<Supervisor> openBuiltin(const Options& o);

@@ -128,6 +128,37 @@ TEST_F(Agent, ABrokenEditIsReportedAndTheLastGoodDeclarationStaysInForce) {
   EXPECT_EQ(read("/etc/m/a"), "fixed");
 }
 
+// `: > declaration.toml` under a running agent: an emptied file is bad input, not
+// "remove everything" — the last good declaration stays in force and nothing is
+// removed, until the file says `empty = true`.
+TEST_F(Agent, AnEmptiedDeclarationIsRefusedAndTheLastGoodOneStaysInForce) {
+  const auto decl = declare(fileDecl("one"));
+  auto agent = start(decl, "1s");
+  ASSERT_TRUE(agent->nextSummary(10s)) << agent->log();
+
+  std::ofstream(decl, std::ios::binary | std::ios::trunc).close();  // : > declaration.toml
+  auto error = agent->waitFor([](const Json& j) { return j["level"] == "error"; }, 3s);
+  ASSERT_TRUE(error) << agent->log();
+  const std::string msg = (*error)["msg"];
+  EXPECT_NE(msg.find("declaration " + decl + " declares no resources"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("write `empty = true` if that is what you want"), std::string::npos) << msg;
+  EXPECT_EQ((*error)["kept_last_good"], true);
+
+  // The next periodic cycles still converge to the last good declaration.
+  write("/etc/m/a", "drifted");
+  auto next = agent->nextSummary(5s, "interval");
+  ASSERT_TRUE(next) << agent->log();
+  EXPECT_EQ((*next)["removed"], 0) << next->dump();
+  EXPECT_EQ(read("/etc/m/a"), "one");
+
+  // Said explicitly, it is applied: everything mesh-host manages here goes.
+  replace(decl, "node = \"test\"\nempty = true\n");
+  auto emptied = agent->nextSummary(3s, "declaration changed");
+  ASSERT_TRUE(emptied) << agent->log();
+  EXPECT_EQ((*emptied)["removed"], 1) << emptied->dump();
+  EXPECT_FALSE(fs::exists(at("/etc/m/a")));
+}
+
 TEST_F(Agent, ASecondAgentOnTheSameStateDirIsRefused) {
   const auto decl = declare(fileDecl("one"));
   auto agent = start(decl, "1h");

@@ -1,5 +1,7 @@
 // A broken declaration applies nothing: exit 2, a message that names the place,
 // and the root byte-for-byte as it was.
+#include <filesystem>
+
 #include "every_kind.hh"
 
 namespace mesh::e2e {
@@ -94,7 +96,19 @@ INSTANTIATE_TEST_SUITE_P(
                 kValid + "[module.m.file.x]\npath = \"/var/lib/mesh-host/node.key\"\n"
                          "content = \"a\"\n",
                 "5:8", "inside mesh-host's state directory /var/lib/mesh-host"},
-        BadCase{"TomlSyntax", kValid + "[module.m.file.x\n", "4:", "error"}),
+        BadCase{"MisspeltUnitKey",
+                kValid + "[module.m.process.p]\nbundle = \"" + kBundle +
+                    "\"\nunit = { ExecStart = \"x\", Restrat = \"always\" }\n",
+                "6:", "unknown unit key 'Restrat' in process m.p; did you mean 'Restart'?"},
+        BadCase{"TomlSyntax", kValid + "[module.m.file.x\n", "4:", "error"},
+        // No resources is "remove everything mesh-host manages here": only when said.
+        BadCase{"EmptyFile", "", " error: declaration ", "declares no resources"},
+        BadCase{"CommentsOnly", "# [module.m.file.ok]\n# path = \"/etc/m/config\"\n",
+                " error: declaration ", "write `empty = true` if that is what you want"},
+        BadCase{"NodeAndSerialOnly", "node = \"test\"\nserial = 2\n", " error: declaration ",
+                "would remove everything mesh-host manages on this node"},
+        BadCase{"EmptyTrueWithResources", "empty = true\n" + kValid, "1:9",
+                "empty = true but 1 resource is declared"}),
     [](const auto& info) { return info.param.name; });
 
 // A path with control characters (here an OSC sequence that retitles a
@@ -130,6 +144,16 @@ TEST_F(BadInput, ControlCharactersAreNeverEchoedRaw) {
     }
   }
   EXPECT_EQ(snapshotTree(root), before);
+}
+
+// Saying it is what makes an empty declaration remove everything.
+TEST_F(BadInput, EmptyTrueRemovesEverything) {
+  ASSERT_EQ(apply(declPath).code, 0);
+  Result r = apply(declare("node = \"test\"\nempty = true\n", "empty.toml"));
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  for (const char* id : kIds) EXPECT_EQ(outcomeOf(r.json(), id)["outcome"], "removed") << id;
+  EXPECT_FALSE(std::filesystem::exists(at("/etc/m/config")));
+  EXPECT_FALSE(std::filesystem::exists(at("/opt/m/app")));
 }
 
 TEST_F(BadInput, MissingDeclarationFile) {

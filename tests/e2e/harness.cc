@@ -5,14 +5,20 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
+#include "../leftovers/processes.hh"
+
 namespace mesh::e2e {
 
 namespace fs = std::filesystem;
+
+// Everything this binary starts carries the run's tag (tests/leftovers/processes.hh).
+[[maybe_unused]] static const bool kTagged = test::tagTestRun(MESH_HOST_BIN);
 
 static std::string slurp(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -103,6 +109,19 @@ void Node::SetUp() {
 }
 
 void Node::TearDown() {
+  // Whatever the test left running in its root — services and their supervisors,
+  // agents, a cycle blocked mid-way — ends here, also after a failed assertion.
+  // A fixture that starts services stops them properly first (process_fixture.hh);
+  // this is what remains when that could not work.
+  if (!work.empty()) {
+    const auto killed = test::killProcessesUsing(work);
+    if (!killed.empty()) {
+      std::string list;
+      for (const auto& k : killed) list += "\n  " + k;
+      std::fprintf(stderr, "[harness] killed %zu process(es) left in %s:%s\n", killed.size(),
+                   work.c_str(), list.c_str());
+    }
+  }
   if (!HasFailure() || !std::getenv("MESH_KEEP_TEST_DIRS")) fs::remove_all(work);
 }
 

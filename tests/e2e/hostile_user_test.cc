@@ -631,7 +631,7 @@ content = "plain = true\n"
   Result r = apply(decl);
   // Whatever happened, nothing may keep running: prune it all (stops a service
   // that a missing check let start).
-  const Finally prune{[this] { apply(declare("node = \"test\"\n", "empty.toml")); }};
+  const Finally prune{[this] { apply(declare("node = \"test\"\nempty = true\n", "empty.toml")); }};
 
   EXPECT_EQ(r.code, 1) << r.out << r.err;
   const auto j = r.json();

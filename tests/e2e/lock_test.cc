@@ -2,12 +2,16 @@
 // second apply says it is waiting and applies nothing; once the lock is released it
 // goes on and converges.
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <poll.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 
 #include "harness.hh"
 
@@ -15,6 +19,13 @@ namespace mesh::e2e {
 namespace {
 
 namespace fs = std::filesystem;
+
+std::string slurpFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
 
 // A mesh-host started in the background, its stderr readable as it writes it.
 class Background {
@@ -58,6 +69,8 @@ class Background {
     }
     return true;
   }
+
+  pid_t pid() const { return pid_; }
 
   bool running() {
     int status = 0;
@@ -103,8 +116,8 @@ content = "a\n"
   const std::string lockPath = stateDir() + "/lock";
   ASSERT_TRUE(fs::exists(lockPath)) << "the first apply made no lock file";
 
-  // Hold the lock as another mesh-host would.
-  int held = ::open(lockPath.c_str(), O_RDWR | O_CLOEXEC);
+  // Hold the lock as another mesh-host would: on the state directory itself.
+  int held = ::open(stateDir().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   ASSERT_GE(held, 0);
   ASSERT_EQ(::flock(held, LOCK_EX | LOCK_NB), 0);
 
@@ -135,6 +148,61 @@ content = "b\n"
   Result status = mesh({"status", "--json"});
   EXPECT_EQ(status.code, 0) << status.out << status.err;
   EXPECT_EQ(status.json()["cycles"], 2) << status.out;
+}
+
+// An apply blocked inside its cycle (reading a credential from a FIFO nobody
+// writes yet) holds the lock. Deleting <state-dir>/lock meanwhile must not let a
+// second apply run beside it: the lock is on the directory, not on that file.
+TEST_F(Lock, DeletingTheLockFileLetsNoSecondApplyIn) {
+  const std::string fifo = work + "/secret.fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const std::string first = declare(fmt::format(R"(
+[module.m.credential.key]
+path = "/etc/m/key"
+from = "{}"
+)",
+                                                fifo));
+  Background one(
+      {MESH_HOST_BIN, "apply", first, "--root", root, "--blobs", blobs, "--node", "test"});
+  // It holds the lock once it has written its pid into the lock file.
+  const std::string lockPath = stateDir() + "/lock";
+  const std::string pidLine = std::to_string(one.pid()) + "\n";
+  for (int i = 0; i < 2000 && slurpFile(lockPath) != pidLine; ++i) {
+    ASSERT_TRUE(one.running()) << "the first apply ended: " << one.drainStderr();
+    ::usleep(10000);
+  }
+  ASSERT_EQ(slurpFile(lockPath), pidLine) << "the first apply never took the lock";
+  ASSERT_TRUE(one.running());
+
+  fs::remove(lockPath);
+  const std::string second = declare(R"(
+[module.m.file.b]
+path = "/etc/m/b"
+content = "b\n"
+)",
+                                     "second.toml");
+  Background two(
+      {MESH_HOST_BIN, "apply", second, "--root", root, "--blobs", blobs, "--node", "test"});
+  ASSERT_TRUE(two.waitFor("waiting for another mesh-host"))
+      << "the second apply did not wait; stderr: " << two.stderrSoFar();
+  EXPECT_TRUE(two.running()) << two.stderrSoFar();
+  EXPECT_FALSE(fs::exists(at("/etc/m/b"))) << "applied beside the first apply";
+
+  // Let the first one read its secret (as often as it opens the FIFO) and finish;
+  // then the second goes on.
+  for (int i = 0; i < 2000 && one.running(); ++i) {
+    int w = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);  // ENXIO: no reader yet
+    if (w >= 0) {
+      EXPECT_EQ(::write(w, "s3cret", 6), 6);
+      ::close(w);
+    }
+    ::usleep(10000);
+  }
+  EXPECT_EQ(one.wait(), 0) << one.drainStderr();
+  EXPECT_EQ(two.wait(), 0) << two.drainStderr();
+  EXPECT_EQ(read("/etc/m/b"), "b\n");
+  EXPECT_FALSE(fs::exists(at("/etc/m/key")))
+      << "the second apply, run after the first, prunes the key it does not declare";
 }
 
 }  // namespace

@@ -272,6 +272,15 @@ TEST_P(CrashPoints, AnIntentWhoseChangeNeverHappenedIsCancelled) {
   }
 }
 
+// plan shows the unit file as it would become, as a unified diff.
+TEST_P(Process, PlanShowsAUnifiedDiffOfTheRenderedUnit) {
+  ASSERT_EQ(apply(declare(text())).code, 0);
+  Result r = plan(declare(text("one", ", \"EXTRA=1\""), "changed.toml"));
+  EXPECT_EQ(r.code, 3) << r.out << r.err;
+  EXPECT_NE(r.out.find(fmt::format("--- a{}", service())), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("+Environment=EXTRA=1"), std::string::npos) << r.out;
+}
+
 // A process update that fails before installing anything (its bundle is not in
 // the blob store) owes nothing: going back to the old declaration restarts
 // nothing, since neither its unit nor its bundle ever changed.
@@ -367,7 +376,7 @@ TEST_P(Process, RebuiltBinaryRestartsNothing) {
 TEST_P(Process, RemovedProcessIsStopped) {
   ASSERT_EQ(apply(declare(text())).code, 0);
   const int pid = running().pid;
-  Result r = apply(declare("node = \"test\"\n", "empty.toml"));
+  Result r = apply(declare("node = \"test\"\nempty = true\n", "empty.toml"));
   ASSERT_EQ(r.code, 0) << r.out << r.err;
   auto o = outcomeOf(r.json(), id());
   EXPECT_EQ(o["outcome"], "removed");

@@ -49,7 +49,7 @@ TEST_F(Prune, NeverDeletesWhatItDidNotWrite) {
   EXPECT_EQ(adopted["outcome"], "unchanged");
   EXPECT_EQ(adopted["reason"], "adopted");
   // Declared, then dropped, but mesh-host never wrote it: released, not deleted.
-  Result r = apply(declare("node = \"test\"\n"));
+  Result r = apply(declare("node = \"test\"\nempty = true\n"));
   ASSERT_EQ(r.code, 0) << r.err;
   auto o = outcomeOf(r.json(), "m.x");
   EXPECT_EQ(o["outcome"], "removed");
@@ -60,7 +60,7 @@ TEST_F(Prune, NeverDeletesWhatItDidNotWrite) {
 TEST_F(Prune, ModifiedFileIsReleasedNotDeleted) {
   ASSERT_EQ(apply(declPath).code, 0);
   write("/etc/m/config", "hand edit\n");
-  Result r = apply(declare("node = \"test\"\n"));
+  Result r = apply(declare("node = \"test\"\nempty = true\n"));
   auto o = outcomeOf(r.json(), "m.config");
   EXPECT_EQ(o["outcome"], "removed");
   EXPECT_NE(o["detail"].get<std::string>().find("modified since"), std::string::npos) << o.dump();

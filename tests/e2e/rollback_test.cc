@@ -98,7 +98,7 @@ TEST_P(Rollback, ResolvesRelativePathsLikeTheOriginalApply) {
   const std::string rel = fmt::format(
       "[module.{0}.credential.rel]\npath = \"/etc/{0}/rel\"\nfrom = \"secrets/k\"\n", module);
   ASSERT_EQ(apply(declare(rel, "decls/g1.toml")).code, 0);
-  ASSERT_EQ(apply(declare("node = \"test\"\n", "decls/g2.toml")).code, 0);
+  ASSERT_EQ(apply(declare("node = \"test\"\nempty = true\n", "decls/g2.toml")).code, 0);
   ASSERT_FALSE(fs::exists(at("/etc/" + module + "/rel")));
   Result r = mesh({"rollback", "1"});
   ASSERT_EQ(r.code, 0) << r.out << r.err;

@@ -29,7 +29,7 @@ class Sealed : public Node {
   // This node's public key: the first apply makes the state dir, the key is read
   // (created when missing) with the fleet library.
   std::string nodePublicKey() {
-    EXPECT_EQ(apply(declare("node = \"test\"\n", "empty.toml")).code, 0);
+    EXPECT_EQ(apply(declare("node = \"test\"\nempty = true\n", "empty.toml")).code, 0);
     return fleet::NodeKey::loadOrCreate(stateDir()).publicKeyText();
   }
 

@@ -14,6 +14,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "../leftovers/processes.hh"
 #include "test_etcd.hh"
 
 #ifndef MESH_HOST_BIN
@@ -23,6 +24,9 @@
 namespace mesh::fleet::test {
 
 namespace fs = std::filesystem;
+
+// Everything this binary starts carries the run's tag (tests/leftovers/processes.hh).
+[[maybe_unused]] static const bool kTagged = ::mesh::test::tagTestRun(MESH_HOST_BIN);
 
 namespace {
 
@@ -103,6 +107,17 @@ void FleetTest::SetUp() {
 
 void FleetTest::TearDown() {
   if (client && lease) client->revoke(lease);
+  // Whatever the test left running in its directory (nodes, their supervisors and
+  // services) ends here, also after a failed assertion.
+  if (!work.empty()) {
+    const auto killed = ::mesh::test::killProcessesUsing(work);
+    if (!killed.empty()) {
+      std::string list;
+      for (const auto& k : killed) list += "\n  " + k;
+      std::fprintf(stderr, "[fleet fixture] killed %zu process(es) left in %s:%s\n", killed.size(),
+                   work.c_str(), list.c_str());
+    }
+  }
   if (!work.empty() && (!HasFailure() || !std::getenv("MESH_KEEP_TEST_DIRS"))) fs::remove_all(work);
 }
 

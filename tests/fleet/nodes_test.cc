@@ -58,8 +58,9 @@ class Nodes : public FleetTest {
 
   void TearDown() override {
     for (auto& [name, n] : nodes) stopNode(name, SIGTERM);
-    // Services and their supervisors outlive their agents on purpose; end them.
-    if (!work.empty()) runCommand({"pkill", "-9", "-f", work + "/"});
+    // Services and their supervisors outlive their agents on purpose:
+    // FleetTest::TearDown ends them (a service through the session its
+    // supervisor leads, so that none is left orphaned).
     FleetTest::TearDown();
   }
 

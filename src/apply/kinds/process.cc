@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "apply/applier.hh"
+#include "apply/diff.hh"
 #include "apply/kinds/tree.hh"
 #include "apply/kinds/unit_text.hh"
 #include "apply/process_info.hh"
@@ -183,6 +184,11 @@ class ProcessApplier : public Applier {
                               : Outcome::created(want, reason, detail);
     o.observed = now.str();
     o.warning = warning;
+    // A plan shows what the unit file becomes.
+    if (ctx.planning() && unitDrift)
+      o.diff = unifiedDiff(
+          svc.installed ? std::optional<std::string_view>(svc.installedText) : std::nullopt,
+          unit.text, s.service);
     o.activation = restart ? Outcome::Activation::Restart : Outcome::Activation::Start;
     o.service = s.service;
     return o;

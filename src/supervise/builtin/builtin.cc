@@ -1,10 +1,15 @@
 // The builtin backend: mesh-host's side of the runit/s6-style supervisors. It
 // writes units, reads what the supervisors record, and talks to them over their
-// control sockets — spawning one (detached) when a service has none.
+// control sockets — spawning one (detached) when a service has none, and one
+// that adopts a service whose supervisor is gone.
 #include <poll.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <climits>
+#include <set>
+#include <utility>
 
 #include "supervise/builtin/control.hh"
 #include "supervise/builtin/service_files.hh"
@@ -25,6 +30,9 @@ constexpr int kSpawnTimeoutMs = 30'000;
 // Beyond TimeoutStopSec= (and for Type=notify TimeoutStartSec=), for the new
 // process to exec.
 constexpr int kGraceMs = 30'000;
+// How long observe() waits for a supervisor to answer "observe" (it asks only
+// one whose status file is behind).
+constexpr int kObserveMs = 5'000;
 
 std::string defaultSupervisorExe() {
   char buf[PATH_MAX];
@@ -55,8 +63,10 @@ class BuiltinSupervisor : public Supervisor {
  public:
   explicit BuiltinSupervisor(const Options& o)
       : stateDir_(o.stateDir),
+        runtimeDir_(o.runtimeDir),
         exe_(o.supervisorExe.empty() ? defaultSupervisorExe() : o.supervisorExe) {
     if (stateDir_.empty()) throw Error("the builtin supervisor needs a state directory");
+    if (runtimeDir_.empty()) runtimeDir_ = builtin::defaultRuntimeDir(stateDir_);
   }
 
   std::string name() const override { return "builtin"; }
@@ -73,17 +83,43 @@ class BuiltinSupervisor : public Supervisor {
     auto p = paths(unit.name);
     makeDirs(p.dir, 0755);
     atomicWrite(p.unit, unit.text, 0644);
+    builtin::linkStatusIntoServiceDir(p);
   }
 
   void uninstall(const std::string& name) override {
     builtin::validateServiceName(name);
     stop(name);
-    removeTree(paths(name).dir);  // the log stays, for a post-mortem
+    auto p = paths(name);
+    removeTree(p.dir);  // the log stays, for a post-mortem
+    removeTree(p.runDir);
+    ::rmdir(runtimeDir_.c_str());  // once it holds no service; fails (harmlessly) before
   }
 
   void start(const std::string& name) override { act(name, "start"); }
   void restart(const std::string& name) override { act(name, "restart"); }
   void stop(const std::string& name) override { act(name, "stop"); }
+
+  // The end of an applying cycle: a service this cycle found running without
+  // its supervisor (killed?) and did not start, restart or stop gets a new
+  // supervisor that adopts it — no restart, the same pid — so that Restart= and
+  // stops work again. Not done by observe() itself, which `plan` and `status`
+  // also call and which must change nothing. A failure leaves it unsupervised,
+  // as observe() keeps saying; the next cycle tries again.
+  void flush() override {
+    std::set<std::string> names;
+    names.swap(orphans_);
+    for (const auto& name : names) {
+      try {
+        auto [p, lock] = locate(name);
+        if (lock.held || !orphanAlive(p)) continue;
+        auto fresh = paths(name);
+        prepareRuntimeDir();
+        (void)builtin::spawnSupervisor(exe_, fresh, /*adoptOnly=*/true, waits(fresh).spawnMs);
+      } catch (const std::exception&) {
+        // Still unsupervised: observe() reports it so, and a later cycle retries.
+      }
+    }
+  }
 
   std::vector<std::string> unsupportedKeys(const Unit& unit) const override {
     if (!unit.service.empty()) return builtin::unsupportedServiceKeys(unit.service);
@@ -91,38 +127,100 @@ class BuiltinSupervisor : public Supervisor {
   }
 
  private:
-  ServicePaths paths(const std::string& name) const { return ServicePaths::of(stateDir_, name); }
+  // Where a new supervisor of the service keeps its records: the runtime directory.
+  ServicePaths paths(const std::string& name) const {
+    return ServicePaths::of(stateDir_, runtimeDir_, name);
+  }
 
-  ServiceState observeOne(const std::string& name) const {
+  // Where the service's records are now: in the runtime directory, or — for a
+  // supervisor an older mesh-host started — in the state directory (legacy
+  // layout). A live supervisor decides; else the one with a status file.
+  std::pair<ServicePaths, builtin::LockState> locate(const std::string& name) const {
+    auto p = paths(name);
+    auto lock = builtin::supervisorLockState(p.lock);
+    if (lock.held) return {p, lock};
+    auto legacy = p.legacy();
+    auto legacyLock = builtin::supervisorLockState(legacy.lock);
+    if (legacyLock.held) return {legacy, legacyLock};
+    // (Its status is a regular file; ours there is a link to the runtime one.)
+    if (!lstatPath(p.status) && builtin::isRegularFile(legacy.status)) return {legacy, legacyLock};
+    return {p, lock};
+  }
+
+  // Creates the runtime directory; refuses one that is not ours (a link, or
+  // made by another user in a shared /tmp). It is as open as the state
+  // directory: 0750, in the state directory's group, so that the operators who
+  // may read the state directory (`mesh-host status`) may read it too.
+  void prepareRuntimeDir() const {
+    makeDirs(parentOf(runtimeDir_), 0755);
+    makeDirs(runtimeDir_, 0750);
+    auto st = lstatPath(runtimeDir_);
+    if (!st || !S_ISDIR(st->st_mode) || (st->st_uid != ::geteuid() && st->st_uid != 0))
+      throw Error(
+          "{} is not a directory of this user's; the builtin supervisor keeps its "
+          "runtime records there (set MESH_HOST_RUNTIME_DIR to use another)",
+          runtimeDir_);
+    if (auto state = lstatPath(stateDir_); state && state->st_gid != st->st_gid)
+      (void)::chown(runtimeDir_.c_str(), static_cast<uid_t>(-1), state->st_gid);
+  }
+
+  // The status a supervisor holds in memory: asked only when its status file is
+  // behind (it could not write it). nullopt when it does not answer.
+  static std::optional<builtin::Status> askStatus(const ServicePaths& p) {
+    try {
+      auto line = builtin::exchange(p.socket, "observe", kObserveMs);
+      if (!line) return std::nullopt;
+      Reply r = Reply::parse(*line);
+      if (r.kind != Reply::Kind::Ok) return std::nullopt;  // an older one: no "observe"
+      return builtin::Status::parse(r.detail);
+    } catch (const std::exception&) {
+      return std::nullopt;  // not allowed to connect (an operator), or no answer in time
+    }
+  }
+
+  ServiceState observeOne(const std::string& name) {
     ServiceState s;
     s.activeState = "inactive";
     if (name.empty() || name.find('/') != std::string::npos) return s;
-    auto p = paths(name);
-    auto text = readFile(p.unit);
-    if (!text) return s;
-    s.installed = true;
-    s.installedText = std::move(*text);
-    auto st = builtin::readStatus(p.status);
-    bool supervised = builtin::supervisorHoldsLock(p.lock);
+    auto [p, lock] = locate(name);
+    if (auto text = readFile(p.unit)) {
+      s.installed = true;
+      s.installedText = std::move(*text);
+    }
+    std::optional<builtin::Status> st;
+    if (lock.stale) st = askStatus(p);
+    if (!st) st = builtin::readStatus(p.status);
     if (!st) {
-      if (supervised) s.activeState = "activating";  // a supervisor that has not written yet
+      // A supervisor that has not written yet.
+      if (lock.held) s.activeState = "activating";
       return s;
     }
+    // A service can run with no unit installed (its state directory was lost):
+    // it is reported as it runs, so that it is restarted or stopped, never
+    // started a second time.
     s.crashRestarts = st->crashRestarts;
-    if (supervised) {
+    if (lock.held) {
       describe(st->state, s);
     } else if (st->pid > 0 && builtin::processIsAlive(st->pid, st->startTicks)) {
-      // Its supervisor died (killed -9?) but the service runs on; start() adopts it.
+      // Its supervisor died (killed -9?) but the service runs on: start/restart/
+      // stop adopt it, and so does the end of an applying cycle (flush()).
       // A Type=notify one may have died before READY=1.
       s.active = true;
       s.activeState =
           st->state == "starting" ? "activating (unsupervised)" : "active (unsupervised)";
+      orphans_.insert(name);
+    } else if (!s.installed) {
+      return s;
     } else {
       s.activeState = st->state == "inactive" ? "inactive" : "failed";
     }
     if (s.active) {
       s.pid = st->pid;
       s.sinceUs = st->sinceUs;
+      if (lock.held && !st->note.empty()) {
+        s.note = st->note;
+        s.activeState += " (" + st->note + ")";
+      }
     }
     return s;
   }
@@ -168,9 +266,17 @@ class BuiltinSupervisor : public Supervisor {
     };
     if (verb != "stop" && !lstatPath(p.unit)) throw failed("the unit is not installed");
     for (int pass = 0; pass < 100; ++pass) {
-      if (!builtin::supervisorHoldsLock(p.lock)) {
+      // The records of a live supervisor, or of its orphaned service — wherever
+      // they are — so that a service is never started a second time.
+      auto [where, lock] = locate(name);
+      p = where;
+      if (!lock.held) {
         bool adoptOnly = verb == "stop";
         if (adoptOnly && !orphanAlive(p)) return;  // nothing runs: stopped already
+        // A new supervisor keeps its records in the runtime directory; it finds
+        // (and adopts) an orphan recorded in either place.
+        p = paths(name);
+        prepareRuntimeDir();
         Reply r = builtin::spawnSupervisor(exe_, p, adoptOnly, waits(p).spawnMs);
         if (r.kind == Reply::Kind::Busy) continue;  // another one won the race: ask it
         if (r.kind == Reply::Kind::Fail) throw failed(r.detail);
@@ -196,7 +302,10 @@ class BuiltinSupervisor : public Supervisor {
   }
 
   std::string stateDir_;
+  std::string runtimeDir_;
   std::string exe_;
+  // Services observe() found running without a supervisor; flush() adopts them.
+  std::set<std::string> orphans_;
 };
 
 }  // namespace

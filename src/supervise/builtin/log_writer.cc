@@ -5,6 +5,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <ctime>
 
 #include "util/fs.hh"
 
@@ -12,7 +13,15 @@ namespace mesh::supervise::builtin {
 
 namespace {
 constexpr size_t kLongestPartialLine = size_t{64} * 1024;
+// How often writing checks that the log is still at its path.
+constexpr int64_t kRecheckUs = 1'000'000;
+
+int64_t nowUs() {
+  struct timespec ts {};
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1'000'000 + ts.tv_nsec / 1000;
 }
+}  // namespace
 
 LogWriter::LogWriter(std::string path, uint64_t maxBytes, int keep)
     : path_(std::move(path)), maxBytes_(maxBytes), keep_(keep) {
@@ -28,6 +37,22 @@ void LogWriter::open() {
   fd_ = Fd(::open(path_.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640));
   struct stat st {};
   size_ = fd_ && ::fstat(fd_.get(), &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0;
+  checkedUs_ = nowUs();
+}
+
+// A log deleted or moved away under us (the state directory was lost) would
+// swallow every later line: it is opened again at its path.
+void LogWriter::reopenIfGone() {
+  if (!fd_ || nowUs() - checkedUs_ < kRecheckUs) return;
+  checkedUs_ = nowUs();
+  struct stat atPath {
+  }, held{};
+  if (::fstat(fd_.get(), &held) != 0) return;
+  if (::stat(path_.c_str(), &atPath) == 0 && atPath.st_dev == held.st_dev &&
+      atPath.st_ino == held.st_ino)
+    return;
+  fd_.reset();
+  open();
 }
 
 void LogWriter::rotate() {
@@ -42,6 +67,7 @@ void LogWriter::rotate() {
 
 void LogWriter::writeOut(std::string_view bytes) {
   if (bytes.empty()) return;
+  reopenIfGone();
   if (size_ > 0 && size_ + bytes.size() > maxBytes_) rotate();
   if (!fd_) open();
   while (fd_ && !bytes.empty()) {

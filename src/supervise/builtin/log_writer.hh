@@ -31,12 +31,14 @@ class LogWriter {
   void writeOut(std::string_view bytes);
   void rotate();
   void open();
+  void reopenIfGone();
 
   std::string path_;
   uint64_t maxBytes_;
   int keep_;
   Fd fd_;
   uint64_t size_ = 0;
+  int64_t checkedUs_ = 0;  // monotonic µs of the last reopenIfGone() check
   std::string partial_;
   std::string lastLine_;
 };

@@ -1,26 +1,76 @@
 #include "supervise/builtin/service_files.hh"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <ctime>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "util/digest.hh"
 #include "util/error.hh"
 #include "util/fd.hh"
 #include "util/fs.hh"
 
 namespace mesh::supervise::builtin {
 
-ServicePaths ServicePaths::of(const std::string& stateDir, const std::string& name) {
-  return inDir(stateDir + "/services/" + name, stateDir + "/log/" + name + ".log");
+ServicePaths ServicePaths::of(const std::string& stateDir, const std::string& runtimeDir,
+                              const std::string& name) {
+  return inDirs(stateDir + "/services/" + name, runtimeDir + "/" + name,
+                stateDir + "/log/" + name + ".log");
 }
 
-ServicePaths ServicePaths::inDir(const std::string& dir, const std::string& log) {
-  return {
-      dir, dir + "/unit", dir + "/status", dir + "/lock", dir + "/control.sock", dir + "/output",
-      log};
+ServicePaths ServicePaths::inDirs(const std::string& dir, const std::string& runDir,
+                                  const std::string& log) {
+  return {dir,
+          dir + "/unit",
+          runDir,
+          runDir + "/status",
+          runDir + "/lock",
+          runDir + "/control.sock",
+          runDir + "/output",
+          log};
+}
+
+std::string defaultRuntimeDir(const std::string& stateDir) {
+  if (const char* env = std::getenv("MESH_HOST_RUNTIME_DIR"); env && env[0] == '/') return env;
+  std::string normal = std::filesystem::path(stateDir).lexically_normal().string();
+  while (normal.size() > 1 && normal.back() == '/') normal.pop_back();
+  // The default state directory, under any --root: its sibling <root>/run.
+  constexpr std::string_view kDefaultStateDir = "/var/lib/mesh-host";
+  if (normal.ends_with(kDefaultStateDir))
+    return normal.substr(0, normal.size() - kDefaultStateDir.size()) + "/run/mesh-host";
+  const std::string hex = Digest::ofBytes(normal).hex().substr(0, 32);
+  if (::geteuid() == 0) return "/run/mesh-host/" + hex;
+  if (const char* xdg = std::getenv("XDG_RUNTIME_DIR"); xdg && xdg[0] == '/')
+    return std::string(xdg) + "/mesh-host/" + hex;
+  return fmt::format("/tmp/mesh-host-{}/{}", ::geteuid(), hex);
+}
+
+bool isRegularFile(const std::string& path) {
+  struct stat st {};
+  return ::lstat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+void linkStatusIntoServiceDir(const ServicePaths& p) {
+  if (p.isLegacy()) return;
+  const std::string link = p.dir + "/status";
+  struct stat st {};
+  if (::lstat(p.dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return;
+  if (::lstat(link.c_str(), &st) == 0) {
+    if (!S_ISLNK(st.st_mode)) return;
+    char target[4096];
+    ssize_t n = ::readlink(link.c_str(), target, sizeof target);
+    if (n > 0 && std::string_view(target, static_cast<size_t>(n)) == p.status) return;
+  }
+  try {
+    atomicSymlink(link, p.status);
+  } catch (const std::exception&) {
+    // A convenience only: the runtime directory holds the record.
+  }
 }
 
 void validateServiceName(const std::string& name) {
@@ -40,6 +90,7 @@ std::string Status::render() const {
                       {"last_exit", lastExit},
                       {"unit_digest", unitDigest}};
   if (!statusText.empty()) j["status_text"] = statusText;
+  if (!note.empty()) j["note"] = note;
   return j.dump() + "\n";
 }
 
@@ -56,6 +107,7 @@ std::optional<Status> Status::parse(std::string_view text) {
     s.lastExit = j.value("last_exit", "");
     s.unitDigest = j.value("unit_digest", "");
     s.statusText = j.value("status_text", "");
+    s.note = j.value("note", "");
     return s;
   } catch (const nlohmann::json::exception&) {
     return std::nullopt;
@@ -100,17 +152,38 @@ bool processIsAlive(pid_t pid, uint64_t startTicks) {
   return ticks && *ticks == startTicks;
 }
 
-bool supervisorHoldsLock(const std::string& lockPath) {
-  Fd fd(::open(lockPath.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd) {
-    if (errno == ENOENT) return false;
-    throwSys(fmt::format("cannot open {}", lockPath));
-  }
+namespace {
+
+// Whether someone holds a lock on [start, start + len) (len 0: to the end).
+bool lockedRange(int fd, off_t start, off_t len, const std::string& lockPath) {
   struct flock fl {};
   fl.l_type = F_WRLCK;
   fl.l_whence = SEEK_SET;
-  if (::fcntl(fd.get(), F_OFD_GETLK, &fl) != 0) throwSys(fmt::format("cannot test {}", lockPath));
+  fl.l_start = start;
+  fl.l_len = len;
+  if (::fcntl(fd, F_OFD_GETLK, &fl) != 0) throwSys(fmt::format("cannot test {}", lockPath));
   return fl.l_type != F_UNLCK;
+}
+
+}  // namespace
+
+LockState supervisorLockState(const std::string& lockPath) {
+  Fd fd(::open(lockPath.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) {
+    if (errno == ENOENT || errno == ENOTDIR) return {};
+    throwSys(fmt::format("cannot open {}", lockPath));
+  }
+  LockState s;
+  s.held = lockedRange(fd.get(), 0, 0, lockPath);
+  // A whole-file lock (an older supervisor's) covers the byte after it too:
+  // that is no sign of a stale status.
+  s.stale = s.held && lockedRange(fd.get(), kStaleByte, 1, lockPath) &&
+            !lockedRange(fd.get(), kStaleByte + 1, 1, lockPath);
+  return s;
+}
+
+bool supervisorHoldsLock(const std::string& lockPath) {
+  return supervisorLockState(lockPath).held;
 }
 
 static int64_t clockUs(clockid_t clock) {

@@ -1,7 +1,13 @@
-// What the builtin backend and mesh-host-supervise share on disk: one directory
-// per service holding `unit`, `status`, `lock`, `control.sock`, `output` (the
-// FIFO the service writes to) and, for Type=notify, `notify.sock`, plus the
-// readiness/reply lines they exchange.
+// What the builtin backend and mesh-host-supervise share on disk, plus the
+// readiness/reply lines they exchange. Per service, two directories:
+//  - in the state directory, <stateDir>/services/<name>: `unit`, what mesh-host
+//    installed;
+//  - in the runtime directory, <runtimeDir>/<name>: `status`, `lock`,
+//    `control.sock`, `output` (the FIFO the service writes to) and, for
+//    Type=notify, `notify.sock` — everything that identifies a live service, kept
+//    where losing the state directory cannot lose it (default /run/mesh-host/…).
+// Supervisors of older mesh-hosts kept all of it in the state directory (the
+// "legacy" layout); they are still found and talked to there.
 #pragma once
 
 #include <sys/types.h>
@@ -14,11 +20,36 @@
 namespace mesh::supervise::builtin {
 
 struct ServicePaths {
-  std::string dir, unit, status, lock, socket, output, log;
-  // <stateDir>/services/<name>/…, log at <stateDir>/log/<name>.log.
-  static ServicePaths of(const std::string& stateDir, const std::string& name);
-  static ServicePaths inDir(const std::string& dir, const std::string& log);
+  std::string dir, unit;                             // state: <stateDir>/services/<name>
+  std::string runDir, status, lock, socket, output;  // runtime: <runtimeDir>/<name>
+  std::string log;                                   // <stateDir>/log/<name>.log
+  static ServicePaths of(const std::string& stateDir, const std::string& runtimeDir,
+                         const std::string& name);
+  static ServicePaths inDirs(const std::string& dir, const std::string& runDir,
+                             const std::string& log);
+  // The same service in the layout of older mesh-hosts: everything in `dir`.
+  ServicePaths legacy() const { return inDirs(dir, dir, log); }
+  bool isLegacy() const { return runDir == dir; }
 };
+
+// Where the supervisors of the state directory `stateDir` keep their runtime
+// records, never inside it:
+//  - $MESH_HOST_RUNTIME_DIR when set (tests, unusual setups: it is that state
+//    directory's runtime directory itself);
+//  - <root>/run/mesh-host for a state directory <root>/var/lib/mesh-host (the
+//    default: /run/mesh-host; under a --root, inside that root);
+//  - else, for root, /run/mesh-host/<32 hex of the SHA-256 of the state
+//    directory's path>; for another user $XDG_RUNTIME_DIR/mesh-host/<hex>, or
+//    /tmp/mesh-host-<uid>/<hex>.
+std::string defaultRuntimeDir(const std::string& stateDir);
+
+// <dir>/status as a symbolic link to <runDir>/status, so that the status is
+// still where operators (and older tools) look for it. Never replaces a regular
+// file there (the record of an older supervisor); does nothing when <dir> is
+// missing or on any error.
+void linkStatusIntoServiceDir(const ServicePaths& p);
+// True when `path` is a regular file (not a link).
+bool isRegularFile(const std::string& path);
 
 // Throws mesh::Error unless `name` can be a directory name ("demo.service").
 void validateServiceName(const std::string& name);
@@ -38,6 +69,10 @@ struct Status {
   std::string lastExit;    // "exited with status 3", "killed by signal 9 (KILL)"
   std::string unitDigest;  // of the unit text the child runs with
   std::string statusText;  // the last STATUS= a Type=notify service sent
+  // What happened to the supervision of this process, e.g. "supervisor was gone;
+  // adopted pid 42" after a new supervisor adopted an orphan. "" until then;
+  // cleared when the supervisor starts a new process.
+  std::string note;
 
   std::string render() const;
   static std::optional<Status> parse(std::string_view json);  // nullopt when malformed
@@ -52,15 +87,28 @@ std::optional<uint64_t> processStartTicks(pid_t pid);
 // Alive and the same process (start time matches) — not a reused pid.
 bool processIsAlive(pid_t pid, uint64_t startTicks);
 
-// True when a live supervisor holds the service's lock. Tests the lock without
-// taking it (an open file description lock, F_OFD_GETLK), so it can never make
-// a supervisor starting at that moment believe the lock is taken.
+// The supervisor's lock file holds two byte-range locks (open file description
+// locks, F_OFD_SETLK): byte 0 for the supervisor's whole life, and byte 1 while
+// its `status` file is behind what it knows (it could not write it: a full
+// disk). Older supervisors lock the whole file.
+constexpr off_t kLiveByte = 0;
+constexpr off_t kStaleByte = 1;
+
+struct LockState {
+  bool held = false;   // a live supervisor holds the lock
+  bool stale = false;  // …and its status file is behind: ask it (control "observe")
+};
+// Tests the locks without taking them (F_OFD_GETLK), so it can never make a
+// supervisor starting at that moment believe the lock is taken.
+LockState supervisorLockState(const std::string& lockPath);
+// True when a live supervisor holds the service's lock.
 bool supervisorHoldsLock(const std::string& lockPath);
 
 int64_t realtimeUs();
 int64_t monotonicUs();
 
 // One line a supervisor answers with: "ok <pid> <how>", "fail <reason>" or "busy".
+// To "observe", <how> is the status JSON, from the supervisor's memory.
 struct Reply {
   enum class Kind { Ok, Fail, Busy } kind = Kind::Fail;
   pid_t pid = 0;

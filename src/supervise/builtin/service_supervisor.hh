@@ -1,8 +1,10 @@
 // mesh-host-supervise: keeps one service running. A single-threaded event loop
 // over a signalfd (SIGCHLD, SIGTERM, SIGINT), the control socket, the service's
 // output FIFO, a timerfd (start settling or the wait for READY=1, stop timeout,
-// restart backoff), for Type=notify the notify socket, and for an adopted
-// service that is not its child a pidfd. It never sleeps blindly.
+// restart backoff), a second timerfd (retrying a status file it could not
+// write), for Type=notify the notify socket, and the service's pidfd — its own
+// child or an adopted orphan. It waits for that one process only (waitid on the
+// pidfd), never for "any child". It never sleeps blindly.
 #pragma once
 
 #include <sys/types.h>
@@ -20,7 +22,8 @@
 namespace mesh::supervise::builtin {
 
 struct SupervisorArgs {
-  std::string serviceDir;
+  std::string serviceDir;  // in the state directory: the unit
+  std::string runDir;      // runtime records (status, lock, sockets, FIFO); "" → serviceDir
   std::string logPath;
   int readyFd = -1;        // gets the first reply line, then is closed
   bool adoptOnly = false;  // adopt a live orphan, but never start a new process
@@ -35,6 +38,8 @@ constexpr int64_t kSettleUs = 100'000;
 constexpr int64_t kQuickCrashUs = 10'000'000;
 // …up to this delay.
 constexpr int64_t kMaxBackoffUs = 30'000'000;
+// A status file that could not be written is tried again this often.
+constexpr int64_t kRecordRetryUs = 1'000'000;
 
 class ServiceSupervisor {
  public:
@@ -63,8 +68,14 @@ class ServiceSupervisor {
   void onOutput();
   void onNotify();
   void command(const std::string& cmd, Fd conn);
+  // reply() answers as is (queries); answer() and replyAll() answer a request
+  // that changed the state, and turn "ok" into a failure when that state could
+  // not be recorded (recorded()).
   void reply(Fd conn, const Reply& r);
+  void answer(Fd conn, const Reply& r);
   void replyAll(std::vector<Fd>& waiters, const Reply& r);
+  Reply recorded(const Reply& r) const;
+  void markStale(bool stale);
   void watch(int fd);
   void armTimer(int64_t us);
 
@@ -75,9 +86,14 @@ class ServiceSupervisor {
   void openNotifySocket();
   void becomeReady();
   bool tryAdopt();
+  void retireLegacyRecords();
+  void useOutput(const std::string& fifo);
   void beginStop(AfterStop after);
   void onTimer();
-  void reapChildren();
+  void onTerminate(int signo);
+  // Reaps the service's process if it has exited (waitid on its pidfd, or on its
+  // pid where pidfds are missing) and handles the exit.
+  void checkChild();
   void onChildExit(ChildExit e);
   // startFailure: the reason to give waiters when the process died while
   // starting; timedOut: it was stopped for not sending READY=1 in time.
@@ -85,12 +101,14 @@ class ServiceSupervisor {
                   bool timedOut = false);
   void finish(const std::string& state, const std::string& startFailure = "");
   void setState(const std::string& state);
+  void record();  // writes status_; on failure sets recordError_ and retries
 
   SupervisorArgs args_;
   ServicePaths paths_;
-  Fd lock_, epoll_, signals_, timer_, listen_, output_, pidfd_;
+  Fd lock_, epoll_, signals_, timer_, retry_, listen_, output_, pidfd_;
   LogWriter log_;
-  NotifySocket notify_;                                    // open while the service is Type=notify
+  NotifySocket notify_;    // open while the service is Type=notify
+  std::string notifyDir_;  // where its address derives from (notifySocketAddress)
   std::map<int, std::pair<Fd, std::string>> connections_;  // fd → (conn, bytes read)
 
   std::string unitText_;
@@ -107,6 +125,9 @@ class ServiceSupervisor {
   int quickCrashes_ = 0;
   std::vector<Fd> launchWaiters_, stopWaiters_;
   int exitCode_ = 0;
+  // Why the status file does not hold status_ ("" when it does): "cannot record
+  // the status in <path>: No space left on device (errno 28)".
+  std::string recordError_;
 };
 
 }  // namespace mesh::supervise::builtin

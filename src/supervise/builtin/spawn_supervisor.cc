@@ -69,9 +69,11 @@ Reply spawnSupervisor(const std::string& exe, const ServicePaths& paths, bool ad
     throwSys(
         fmt::format("cannot run the builtin supervisor {} (it belongs beside mesh-host)", exe));
   makeDirs(parentOf(paths.log));
+  makeDirs(paths.runDir, 0755);
 
   std::vector<std::string> args = {exe, fmt::format("--ready-fd={}", kReadyFd)};
   if (adoptOnly) args.push_back("--adopt-only");
+  if (!paths.isLegacy()) args.push_back("--run-dir=" + paths.runDir);
   args.push_back(paths.dir);
   args.push_back(paths.log);
   std::vector<char*> argv;

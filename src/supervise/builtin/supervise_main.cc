@@ -1,8 +1,10 @@
-// mesh-host-supervise [--ready-fd=N] [--adopt-only] SERVICE_DIR LOG_FILE
+// mesh-host-supervise [--ready-fd=N] [--adopt-only] [--run-dir=DIR] SERVICE_DIR LOG_FILE
 //
 // Started by mesh-host's builtin backend, detached, one per service. Reads the
-// unit from SERVICE_DIR/unit, runs its ExecStart and keeps it running; answers
-// start/restart/stop/status on SERVICE_DIR/control.sock. The first reply line
+// unit from SERVICE_DIR/unit, runs its ExecStart and keeps it running; keeps
+// its records (status, lock, FIFO, sockets) in the runtime directory DIR
+// (default: SERVICE_DIR, the layout of older mesh-hosts) and answers
+// start/restart/stop/status/observe on DIR/control.sock. The first reply line
 // (started, adopted, failed, or "busy" when another supervisor holds the
 // service) goes to the --ready-fd descriptor.
 #include <cstdio>
@@ -21,6 +23,8 @@ int main(int argc, char** argv) {
     std::string_view a = argv[i];
     if (a.substr(0, 11) == "--ready-fd=") {
       args.readyFd = std::atoi(argv[i] + 11);
+    } else if (a.substr(0, 10) == "--run-dir=") {
+      args.runDir = std::string(a.substr(10));
     } else if (a == "--adopt-only") {
       args.adoptOnly = true;
     } else if (!a.empty() && a[0] == '-') {
@@ -31,10 +35,12 @@ int main(int argc, char** argv) {
     }
   }
   if (positional.size() != 2 || positional[0].empty() || positional[0][0] != '/' ||
-      positional[1].empty() || positional[1][0] != '/') {
+      positional[1].empty() || positional[1][0] != '/' ||
+      (!args.runDir.empty() && args.runDir[0] != '/')) {
     std::fprintf(stderr,
-                 "usage: mesh-host-supervise [--ready-fd=N] [--adopt-only] SERVICE_DIR LOG_FILE\n"
-                 "(both absolute; started by mesh-host's builtin supervisor backend)\n");
+                 "usage: mesh-host-supervise [--ready-fd=N] [--adopt-only] [--run-dir=DIR] "
+                 "SERVICE_DIR LOG_FILE\n"
+                 "(all absolute; started by mesh-host's builtin supervisor backend)\n");
     return 2;
   }
   args.serviceDir = positional[0];

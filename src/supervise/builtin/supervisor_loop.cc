@@ -10,25 +10,35 @@
 
 #include <cerrno>
 #include <csignal>
+#include <cstring>
 
 #include "supervise/builtin/control.hh"
 #include "supervise/builtin/service_supervisor.hh"
 #include "util/error.hh"
+#include "util/fs.hh"
 
 namespace mesh::supervise::builtin {
 
 ServiceSupervisor::ServiceSupervisor(SupervisorArgs args)
     : args_(std::move(args)),
-      paths_(ServicePaths::inDir(args_.serviceDir, args_.logPath)),
-      log_(args_.logPath, ServiceConfig{}.logMaxBytes) {}
+      paths_(ServicePaths::inDirs(
+          args_.serviceDir, args_.runDir.empty() ? args_.serviceDir : args_.runDir, args_.logPath)),
+      log_(args_.logPath, ServiceConfig{}.logMaxBytes),
+      notifyDir_(paths_.runDir) {}
 
 int ServiceSupervisor::run() {
   Fd ready(args_.readyFd);
   // Inherited without close-on-exec; the service must not inherit it in turn.
   if (ready) ::fcntl(ready.get(), F_SETFD, FD_CLOEXEC);
   try {
-    if (::chdir(paths_.dir.c_str()) != 0) throwSys(fmt::format("cannot enter {}", paths_.dir));
-    if (!acquireLock()) {
+    makeDirs(paths_.runDir, 0755);
+    // The runtime directory, not the state directory: that one may be deleted
+    // under a running supervisor.
+    if (::chdir(paths_.runDir.c_str()) != 0)
+      throwSys(fmt::format("cannot enter {}", paths_.runDir));
+    // A supervisor of an older mesh-host (its lock in the state directory) may
+    // run the service: then it is the one to ask.
+    if (!acquireLock() || (!paths_.isLegacy() && supervisorHoldsLock(paths_.legacy().lock))) {
       reply(std::move(ready), Reply{Reply::Kind::Busy, 0, ""});
       return 0;
     }
@@ -52,9 +62,23 @@ bool ServiceSupervisor::acquireLock() {
   struct flock fl {};
   fl.l_type = F_WRLCK;
   fl.l_whence = SEEK_SET;
+  fl.l_start = kLiveByte;
+  fl.l_len = 1;
   if (::fcntl(lock_.get(), F_OFD_SETLK, &fl) == 0) return true;
   if (errno == EAGAIN || errno == EACCES) return false;
   throwSys(fmt::format("cannot lock {}", paths_.lock));
+}
+
+// Byte kStaleByte of the lock file, held while the status file is behind: an
+// observer that finds it asks over the control socket instead ("observe").
+void ServiceSupervisor::markStale(bool stale) {
+  if (!lock_) return;
+  struct flock fl {};
+  fl.l_type = stale ? F_WRLCK : F_UNLCK;
+  fl.l_whence = SEEK_SET;
+  fl.l_start = kStaleByte;
+  fl.l_len = 1;
+  (void)::fcntl(lock_.get(), F_OFD_SETLK, &fl);
 }
 
 void ServiceSupervisor::setUp() {
@@ -69,7 +93,8 @@ void ServiceSupervisor::setUp() {
   signals_ = Fd(::signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK));
   if (!signals_) throwSys("cannot create a signalfd");
   timer_ = Fd(::timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK));
-  if (!timer_) throwSys("cannot create a timerfd");
+  retry_ = Fd(::timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK));
+  if (!timer_ || !retry_) throwSys("cannot create a timerfd");
 
   // The service writes to a FIFO rather than a pipe: it holds the FIFO open for
   // reading too, so if this supervisor dies its writes never raise SIGPIPE; they
@@ -86,7 +111,8 @@ void ServiceSupervisor::setUp() {
   listen_ = listenUnix(paths_.socket);
   epoll_ = Fd(::epoll_create1(EPOLL_CLOEXEC));
   if (!epoll_) throwSys("cannot create an epoll instance");
-  for (int fd : {signals_.get(), timer_.get(), output_.get(), listen_.get()}) watch(fd);
+  for (int fd : {signals_.get(), timer_.get(), retry_.get(), output_.get(), listen_.get()})
+    watch(fd);
 }
 
 void ServiceSupervisor::watch(int fd) {
@@ -118,6 +144,11 @@ void ServiceSupervisor::loop() {
       } else if (fd == timer_.get()) {
         uint64_t expirations;
         if (::read(timer_.get(), &expirations, sizeof expirations) == sizeof expirations) onTimer();
+      } else if (fd == retry_.get()) {
+        uint64_t expirations;
+        if (::read(retry_.get(), &expirations, sizeof expirations) == sizeof expirations &&
+            !recordError_.empty())
+          record();
       } else if (fd == output_.get()) {
         onOutput();
       } else if (fd == listen_.get()) {
@@ -125,9 +156,7 @@ void ServiceSupervisor::loop() {
       } else if (notify_ && fd == notify_.fd()) {
         onNotify();
       } else if (pidfd_ && fd == pidfd_.get()) {
-        ::kill(-child_, SIGKILL);  // leftovers of its process group
-        pidfd_.reset();
-        onChildExit({});
+        checkChild();
       } else if (connections_.count(fd)) {
         onConnection(fd);
       }
@@ -137,17 +166,37 @@ void ServiceSupervisor::loop() {
 
 void ServiceSupervisor::onSignal() {
   signalfd_siginfo si;
-  while (::read(signals_.get(), &si, sizeof si) == sizeof si) {
-    if (si.ssi_signo == SIGCHLD) {
-      reapChildren();
-    } else if (phase_ == Phase::Stopping) {
-      afterStop_ = AfterStop::Exit;
-    } else if (phase_ == Phase::Backoff) {
-      finish("inactive");
-    } else if (child_ > 0) {
-      log_.note(fmt::format("received signal {}: stopping the service", si.ssi_signo));
-      beginStop(AfterStop::Exit);
+  while (phase_ != Phase::Done && ::read(signals_.get(), &si, sizeof si) == sizeof si) {
+    if (si.ssi_signo == SIGCHLD)
+      checkChild();
+    else
+      onTerminate(static_cast<int>(si.ssi_signo));
+  }
+}
+
+// SIGTERM or SIGINT: stop the service and exit, whatever the supervisor was
+// waiting for. A stop already under way (its SIGTERM sent) is made final and
+// hurried: SIGKILL now, rather than after TimeoutStopSec= (which may be
+// infinite).
+void ServiceSupervisor::onTerminate(int signo) {
+  const char* name = ::sigabbrev_np(signo);
+  if (phase_ == Phase::Stopping) {
+    afterStop_ = AfterStop::Exit;
+    startTimedOut_ = false;
+    log_.note(
+        fmt::format("received SIG{} while stopping pid {}: SIGKILL", name ? name : "?", child_));
+    if (child_ > 0) {
+      ::kill(child_, SIGKILL);
+      ::kill(-child_, SIGKILL);
     }
+    killSent_ = true;
+    checkChild();
+  } else if (child_ > 0) {
+    log_.note(fmt::format("received SIG{}: stopping the service", name ? name : "?"));
+    beginStop(AfterStop::Exit);
+  } else {
+    log_.note(fmt::format("received SIG{}: exiting", name ? name : "?"));
+    finish("inactive");
   }
 }
 
@@ -189,12 +238,18 @@ void ServiceSupervisor::onConnection(int fd) {
 void ServiceSupervisor::command(const std::string& cmd, Fd conn) {
   const bool launchVerb = cmd == "start" || cmd == "restart";
   if (cmd == "status") return reply(std::move(conn), Reply::ok(child_, status_.state));
+  if (cmd == "observe") {
+    // What the status file would say, had it been written: from memory.
+    std::string json = status_.render();
+    while (!json.empty() && json.back() == '\n') json.pop_back();
+    return reply(std::move(conn), Reply::ok(child_, json));
+  }
   if (!launchVerb && cmd != "stop")
     return reply(std::move(conn), Reply::fail(fmt::format("unknown command \"{}\"", cmd)));
   if (phase_ == Phase::Idle || phase_ == Phase::Done)
     return reply(std::move(conn), Reply::fail("the supervisor is shutting down"));
   if (cmd == "start" && phase_ == Phase::Running)
-    return reply(std::move(conn), Reply::ok(child_, "running"));
+    return answer(std::move(conn), Reply::ok(child_, "running"));
 
   // Answered when the launch settles, or when the process is gone.
   (launchVerb ? launchWaiters_ : stopWaiters_).push_back(std::move(conn));
@@ -228,9 +283,22 @@ void ServiceSupervisor::reply(Fd conn, const Reply& r) {
   if (conn) writeAll(conn.get(), r.render());
 }
 
+void ServiceSupervisor::answer(Fd conn, const Reply& r) {
+  reply(std::move(conn), recorded(r));
+}
+
 void ServiceSupervisor::replyAll(std::vector<Fd>& waiters, const Reply& r) {
-  for (auto& w : waiters) reply(std::move(w), r);
+  const Reply said = recorded(r);
+  for (auto& w : waiters) reply(std::move(w), said);
   waiters.clear();
+}
+
+// Every answer comes only after the state is recorded: one that could not be
+// is no success, even though the service did what was asked.
+Reply ServiceSupervisor::recorded(const Reply& r) const {
+  if (r.kind != Reply::Kind::Ok || recordError_.empty()) return r;
+  return Reply::fail(r.pid > 0 ? fmt::format("{} pid {}, but {}", r.detail, r.pid, recordError_)
+                               : fmt::format("{}, but {}", r.detail, recordError_));
 }
 
 }  // namespace mesh::supervise::builtin

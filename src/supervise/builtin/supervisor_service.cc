@@ -2,12 +2,16 @@
 // Type=notify wait for READY=1 — run, exit, restart per Restart= with backoff,
 // stop with SIGTERM then SIGKILL.
 #include <fcntl.h>
+#include <poll.h>
 #include <sys/epoll.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/timerfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <csignal>
 #include <cstring>
 
@@ -17,11 +21,35 @@
 #include "util/error.hh"
 #include "util/fs.hh"
 
+#ifndef P_PIDFD
+#define P_PIDFD 3
+#endif
+
 namespace mesh::supervise::builtin {
 
 namespace {
 
 constexpr const char* kReadyTimeout = "timeout waiting for READY=1";
+
+Fd openPidfd(pid_t pid) {
+  Fd fd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
+  if (fd) ::fcntl(fd.get(), F_SETFD, FD_CLOEXEC);
+  return fd;
+}
+
+// The wait status waitpid() would have given, from what waitid() says.
+int waitStatusOf(const siginfo_t& si) {
+  switch (si.si_code) {
+    case CLD_EXITED:
+      return (si.si_status & 0xff) << 8;
+    case CLD_KILLED:
+      return si.si_status & 0x7f;
+    case CLD_DUMPED:
+      return (si.si_status & 0x7f) | 0x80;
+    default:
+      return 0;
+  }
+}
 
 std::string describeExit(int waitStatus, bool known) {
   if (!known) return "exited (status unknown: adopted, not a child of this supervisor)";
@@ -40,7 +68,11 @@ std::string formatDelay(int64_t us) {
 }  // namespace
 
 void ServiceSupervisor::startUp() {
-  if (tryAdopt()) {
+  const bool adopted = tryAdopt();
+  // Read by tryAdopt(); from now on this supervisor's records are the ones.
+  if (adopted || !args_.adoptOnly) retireLegacyRecords();
+  linkStatusIntoServiceDir(paths_);
+  if (adopted) {
     // One adopted while it was still starting answers once it is ready — but
     // a stop (adoptOnly) need not wait for that.
     if (phase_ == Phase::Running || args_.adoptOnly)
@@ -59,16 +91,29 @@ void ServiceSupervisor::startUp() {
 
 bool ServiceSupervisor::tryAdopt() {
   auto old = readStatus(paths_.status);
+  // No record here, but a supervisor of an older mesh-host may have left one in
+  // the state directory (the legacy layout), and with it the FIFO its process
+  // writes to.
+  const ServicePaths legacy = paths_.legacy();
+  bool fromLegacy = false;
+  if (!old && !paths_.isLegacy() && isRegularFile(legacy.status)) {
+    old = readStatus(legacy.status);
+    fromLegacy = old.has_value();
+  }
   if (!old || old->pid <= 0 || !processIsAlive(old->pid, old->startTicks)) return false;
-  Fd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, old->pid, 0)));
+  Fd pidfd = openPidfd(old->pid);
   // Checked again once the pidfd pins the pid: it must still be that same process.
   if (!pidfd || !processIsAlive(old->pid, old->startTicks)) return false;
-  ::fcntl(pidfd.get(), F_SETFD, FD_CLOEXEC);
   status_ = *old;
+  status_.note = fmt::format("supervisor was gone; adopted pid {}", old->pid);
   child_ = old->pid;
   adopted_ = true;
   pidfd_ = std::move(pidfd);
   watch(pidfd_.get());
+  if (fromLegacy) {
+    useOutput(legacy.output);
+    notifyDir_ = legacy.dir;  // its NOTIFY_SOCKET names the old address
+  }
   childStartMono_ = old->sinceUs > 0
                         ? monotonicUs() - std::max<int64_t>(0, realtimeUs() - old->sinceUs)
                         : monotonicUs();
@@ -96,6 +141,29 @@ bool ServiceSupervisor::tryAdopt() {
   return true;
 }
 
+// The records a dead supervisor of an older mesh-host left in the state
+// directory (its lock is free: checked in run()) would only mislead now.
+void ServiceSupervisor::retireLegacyRecords() {
+  if (paths_.isLegacy()) return;
+  const ServicePaths legacy = paths_.legacy();
+  if (isRegularFile(legacy.status)) ::unlink(legacy.status.c_str());
+  ::unlink(legacy.socket.c_str());
+  ::unlink(legacy.lock.c_str());
+}
+
+// Reads the service's output from `fifo` (an adopted orphan's, in the legacy
+// layout) instead of the FIFO in the runtime directory.
+void ServiceSupervisor::useOutput(const std::string& fifo) {
+  struct stat st {};
+  if (::lstat(fifo.c_str(), &st) != 0 || !S_ISFIFO(st.st_mode)) return;
+  Fd fd(::open(fifo.c_str(), O_RDWR | O_NONBLOCK | O_CLOEXEC));
+  if (!fd) return;
+  ::epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, output_.get(), nullptr);
+  onOutput();  // nothing should be there yet; but never drop it
+  output_ = std::move(fd);
+  watch(output_.get());
+}
+
 bool ServiceSupervisor::loadUnit(bool tellWaiters) {
   try {
     auto text = readFile(paths_.unit);
@@ -121,6 +189,7 @@ void ServiceSupervisor::launch() {
     // A fresh socket for each process: nothing an earlier one sent is left in it.
     if (notify_) ::epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, notify_.fd(), nullptr);
     notify_ = NotifySocket();
+    notifyDir_ = paths_.runDir;
     if (notify) openNotifySocket();
     pid = spawnService(config_, output_.get(), notify ? notify_.address() : "");
   } catch (const std::exception& e) {
@@ -130,6 +199,11 @@ void ServiceSupervisor::launch() {
   }
   child_ = pid;
   adopted_ = false;
+  // Its pidfd: the one process this supervisor waits for. The pid cannot be
+  // reused before we reap it, so opening it after fork() is safe. Without
+  // pidfds (Linux < 5.3), SIGCHLD and waitid(P_PID) do the same.
+  pidfd_ = openPidfd(pid);
+  if (pidfd_) watch(pidfd_.get());
   killSent_ = false;
   startTimedOut_ = false;
   childStartMono_ = monotonicUs();
@@ -137,6 +211,7 @@ void ServiceSupervisor::launch() {
   status_.startTicks = processStartTicks(pid).value_or(0);
   status_.sinceUs = notify ? 0 : realtimeUs();  // notify: set by READY=1
   status_.statusText.clear();
+  status_.note.clear();
   status_.unitDigest = Digest::ofBytes(unitText_).str();
   phase_ = Phase::Starting;
   if (notify) {
@@ -150,7 +225,7 @@ void ServiceSupervisor::launch() {
 }
 
 void ServiceSupervisor::openNotifySocket() {
-  notify_ = NotifySocket::bind(notifySocketAddress(paths_.dir, config_.user.empty()));
+  notify_ = NotifySocket::bind(notifySocketAddress(notifyDir_, config_.user.empty()));
   watch(notify_.fd());
 }
 
@@ -234,24 +309,44 @@ void ServiceSupervisor::onTimer() {
   }
 }
 
-void ServiceSupervisor::reapChildren() {
-  if (child_ > 0 && !adopted_) {
-    siginfo_t si{};
-    if (::waitid(P_PID, static_cast<id_t>(child_), &si, WEXITED | WNOHANG | WNOWAIT) == 0 &&
-        si.si_pid == child_) {
-      // Leftovers of its process group die with it; done before reaping, while
-      // the group id cannot yet be reused.
-      ::kill(-child_, SIGKILL);
-      int ws = 0;
-      ::waitpid(child_, &ws, 0);
-      onChildExit({true, ws});
-    }
+void ServiceSupervisor::checkChild() {
+  if (child_ <= 0) return;
+  if (adopted_) {
+    // Not our child: no status to collect. Its pidfd becomes readable when it
+    // exits.
+    if (!pidfd_) return;
+    pollfd p{pidfd_.get(), POLLIN, 0};
+    if (::poll(&p, 1, 0) != 1) return;
+    ::kill(-child_, SIGKILL);  // leftovers of its process group
+    return onChildExit({});
   }
-  while (::waitpid(-1, nullptr, WNOHANG) > 0) {
+  // Only this process is waited for — never "any child" — so its exit status
+  // cannot be taken by anyone else.
+  siginfo_t si{};
+  idtype_t type = pidfd_ ? static_cast<idtype_t>(P_PIDFD) : P_PID;
+  id_t id = pidfd_ ? static_cast<id_t>(pidfd_.get()) : static_cast<id_t>(child_);
+  int r = ::waitid(type, id, &si, WEXITED | WNOHANG | WNOWAIT);
+  if (r != 0 && errno == EINVAL && type != P_PID) {
+    // Linux 5.3 has pidfd_open() but not waitid(P_PIDFD): its pid, then.
+    type = P_PID;
+    id = static_cast<id_t>(child_);
+    r = ::waitid(type, id, &si, WEXITED | WNOHANG | WNOWAIT);
   }
+  if (r != 0 || si.si_pid != child_) return;
+  // Leftovers of its process group die with it; done before reaping, while
+  // the group id cannot yet be reused.
+  ::kill(-child_, SIGKILL);
+  siginfo_t reaped{};
+  while (::waitid(type, id, &reaped, WEXITED) != 0 && errno == EINTR) {
+  }
+  onChildExit({true, waitStatusOf(si)});
 }
 
 void ServiceSupervisor::onChildExit(ChildExit e) {
+  if (pidfd_) {
+    ::epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, pidfd_.get(), nullptr);
+    pidfd_.reset();
+  }
   onOutput();  // what it wrote before exiting is in the FIFO already
   log_.flushPartial();
   // Likewise what it sent: a READY=1 sent just before exiting still counts.
@@ -360,10 +455,40 @@ void ServiceSupervisor::finish(const std::string& state, const std::string& star
 void ServiceSupervisor::setState(const std::string& state) {
   status_.state = state;
   status_.supervisorPid = ::getpid();
+  record();
+}
+
+// A status that cannot be written (a full disk) is not shrugged off: the
+// answers say so (recorded()), observers are told to ask over the control
+// socket instead (the stale byte of the lock), and the write is tried again
+// every kRecordRetryUs until it succeeds.
+void ServiceSupervisor::record() {
+  std::string error;
   try {
     writeStatus(paths_.status, status_);
+  } catch (const SysError& e) {
+    error = fmt::format("cannot record the status in {}: {} (errno {})", paths_.status,
+                        std::strerror(e.err()), e.err());
   } catch (const std::exception& e) {
-    log_.note(fmt::format("cannot record the status: {}", e.what()));
+    error = fmt::format("cannot record the status in {}: {}", paths_.status, e.what());
+  }
+  itimerspec spec{};
+  if (error.empty()) {
+    if (recordError_.empty()) return;
+    recordError_.clear();
+    markStale(false);
+    if (retry_) ::timerfd_settime(retry_.get(), 0, &spec, nullptr);
+    log_.note(fmt::format("the status is recorded in {} again", paths_.status));
+    return;
+  }
+  if (recordError_.empty()) log_.note(error);
+  recordError_ = error;
+  markStale(true);
+  if (retry_) {
+    spec.it_value.tv_sec = kRecordRetryUs / 1'000'000;
+    spec.it_value.tv_nsec = (kRecordRetryUs % 1'000'000) * 1000;
+    spec.it_interval = spec.it_value;
+    ::timerfd_settime(retry_.get(), 0, &spec, nullptr);
   }
 }
 

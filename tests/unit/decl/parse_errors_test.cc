@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include "decl/unit_keys.hh"
 #include "decl_test.hh"
 
 namespace mesh::decl {
@@ -451,6 +452,42 @@ unit = { ExecStart = "a\nb" }
   expectError(msg, "decl.toml:10:22", {"unit.ExecStart in process m.c contains a line break"});
 }
 
+// Unit keys are checked at parse: a typo, or a value systemd would only warn
+// about in its journal, is bad input with its position (both backends).
+TEST(ParseError, UnknownOrInvalidUnitKeys) {
+  auto msg = errorOf(R"([module.m.process.a]
+bundle = ")" + kDigestA +
+                     R"("
+unit = { ExecStart = "x", Restrat = "always" }
+[module.m.process.b]
+bundle = ")" + kDigestA +
+                     R"("
+service = "b.service"
+unit = { ExecStart = "x", Restart = "sometimes", RestartSec = "5 parsecs" }
+[module.m.process.c]
+bundle = ")" + kDigestA +
+                     R"("
+service = "c.service"
+unit = { ExecStart = "x", PrivateTmp = "maybe", Type = "notify", TimeoutStartSec = "1min 30s" }
+)");
+  expectError(msg, "decl.toml:3:37",
+              {"unknown unit key 'Restrat' in process m.a; did you mean 'Restart'?"});
+  expectError(
+      msg, "decl.toml:7:37",
+      {"unit.Restart = 'sometimes' in process m.b is not one of: no, on-success", "always"});
+  expectError(msg, "decl.toml:7:63", {"unit.RestartSec = '5 parsecs' in process m.b is not a"});
+  expectError(msg, "decl.toml:11:40",
+              {"unit.PrivateTmp = 'maybe' in process m.c is not a boolean"});
+  EXPECT_EQ(lineCount(msg), 4u) << msg;  // Type and TimeoutStartSec are fine
+}
+
+TEST(UnitKeys, TimeSpansAsSystemdWritesThem) {
+  for (const char* ok : {"90", "1min 30s", "500ms", "infinity", "2h", "1.5s", " 5 s ", "1d2h"})
+    EXPECT_TRUE(validTimeSpan(ok)) << ok;
+  for (const char* bad : {"", "soon", "5 parsecs", "-1s", "s", "1 2 x"})
+    EXPECT_FALSE(validTimeSpan(bad)) << bad;
+}
+
 TEST(ParseError, TomlSyntaxError) {
   auto msg = errorOf("[module.m.file.a]\npath = \"/a\ncontent = \"\"\n");
   expectError(msg, "decl.toml:2:11", {"fix the TOML syntax"});
@@ -475,6 +512,48 @@ colour = "red"
   EXPECT_LT(at("decl.toml:5:8"), at("decl.toml:8:13"));
   EXPECT_LT(at("decl.toml:8:13"), at("decl.toml:9:1"));
   EXPECT_NE(at("decl.toml:9:1"), std::string::npos);
+}
+
+// An emptied file is not "remove everything": a declaration without resources
+// is refused unless it says `empty = true`.
+TEST(ParseError, EmptyDeclarationIsRefused) {
+  const std::string expected =
+      "decl.toml: error: declaration decl.toml declares no resources; an empty declaration "
+      "would remove everything mesh-host manages on this node: write `empty = true` if that is "
+      "what you want";
+  for (const char* text : {"", "\n\n", "# all commented out\n# [module.m.file.a]\n",
+                           "node = \"laptop\"\n", "serial = 4\n", "node = \"laptop\"\nserial = 4\n",
+                           "empty = false\n", "[module]\n", "[module.m]\n", "[module.m.file]\n"})
+    EXPECT_EQ(errorOf(text), expected) << "for: " << text;
+}
+
+TEST(ParseError, EmptyTrueWithResourcesIsRefused) {
+  auto msg = errorOf(
+      "node = \"laptop\"\nempty = true\n\n[module.m.file.a]\npath = \"/a\"\n"
+      "content = \"\"\n");
+  EXPECT_EQ(msg,
+            "decl.toml:2:9: error: empty = true but 1 resource is declared; remove `empty = true` "
+            "to apply it, or remove the resource");
+  msg = errorOf(
+      "empty = true\n[module.m.file.a]\npath = \"/a\"\ncontent = \"\"\n"
+      "[module.m.file.b]\npath = \"/b\"\ncontent = \"\"\n");
+  EXPECT_NE(msg.find("decl.toml:1:9: error: empty = true but 2 resources are declared"),
+            std::string::npos)
+      << msg;
+}
+
+TEST(ParseError, EmptyMustBeABoolean) {
+  auto msg = errorOf("empty = \"yes\"\n");
+  EXPECT_NE(msg.find("decl.toml:1:9: error:"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("boolean"), std::string::npos) << msg;
+  EXPECT_EQ(msg.find("declares no resources"), std::string::npos) << "one error is enough: " << msg;
+}
+
+// Other errors say what went wrong; "no resources" would only add noise.
+TEST(ParseError, EmptyIsNotReportedBesideOtherErrors) {
+  auto msg = errorOf("[modules.m.file.a]\npath = \"/a\"\ncontent = \"\"\n");
+  EXPECT_NE(msg.find("unknown key 'modules'"), std::string::npos) << msg;
+  EXPECT_EQ(msg.find("declares no resources"), std::string::npos) << msg;
 }
 
 }  // namespace

@@ -20,16 +20,29 @@ const Resource& only(const Declaration& d) {
   return d.resources.at(0);
 }
 
-TEST(Parse, EmptyDeclaration) {
-  auto d = parse("");
+// No resources at all only when the declaration says so (parse_errors_test.cc:
+// EmptyDeclaration*): applying it removes everything mesh-host manages.
+TEST(Parse, EmptyDeclarationThatSaysSo) {
+  const std::string text = "empty = true\n";
+  auto d = parse(text);
   EXPECT_TRUE(d.resources.empty());
+  EXPECT_TRUE(d.empty);
   EXPECT_FALSE(d.node);
   EXPECT_EQ(d.source, "decl.toml");
-  EXPECT_EQ(d.digest, Digest::ofBytes(""));
+  EXPECT_EQ(d.digest, Digest::ofBytes(text));
+  auto withNode = parse("# retire this node\nnode = \"laptop\"\nserial = 3\nempty = true\n");
+  EXPECT_TRUE(withNode.empty);
+  EXPECT_EQ(withNode.node, "laptop");
+  EXPECT_EQ(withNode.serial, 3);
+}
+
+TEST(Parse, EmptyIsFalseUnlessSaid) {
+  EXPECT_FALSE(parse("[module.m.file.a]\npath = \"/a\"\ncontent = \"\"\n").empty);
+  EXPECT_FALSE(parse("empty = false\n[module.m.file.a]\npath = \"/a\"\ncontent = \"\"\n").empty);
 }
 
 TEST(Parse, NodeMatchingOptionIsKept) {
-  std::string text = "node = \"laptop\"\n";
+  std::string text = "node = \"laptop\"\nempty = true\n";
   auto d = parse(text);
   EXPECT_EQ(d.node, "laptop");
   EXPECT_EQ(d.digest, Digest::ofBytes(text));

@@ -11,13 +11,13 @@ using test::errorOf;
 using test::parse;
 
 TEST(Serial, AbsentIsNullopt) {
-  EXPECT_FALSE(parse("node = \"laptop\"\n").serial.has_value());
+  EXPECT_FALSE(parse("node = \"laptop\"\nempty = true\n").serial.has_value());
 }
 
 TEST(Serial, IntegerIsKept) {
-  EXPECT_EQ(parse("serial = 7\n").serial, 7);
-  EXPECT_EQ(parse("serial = 0\n").serial, 0);
-  EXPECT_EQ(parse("serial = 9007199254740993\n").serial, int64_t{9007199254740993});
+  EXPECT_EQ(parse("serial = 7\nempty = true\n").serial, 7);
+  EXPECT_EQ(parse("serial = 0\nempty = true\n").serial, 0);
+  EXPECT_EQ(parse("serial = 9007199254740993\nempty = true\n").serial, int64_t{9007199254740993});
 }
 
 TEST(Serial, StringIsRefusedWithPlace) {

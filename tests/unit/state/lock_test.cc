@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -42,6 +43,16 @@ struct Pipe {
     char c;
     while (::read(r(), &c, 1) == 1 && c != '\n') out += c;
     return out;
+  }
+  // The first line within `ms`; what came so far when none did.
+  std::string lineWithin(int ms) const {
+    std::string out;
+    char c;
+    for (;;) {
+      pollfd p{r(), POLLIN, 0};
+      if (::poll(&p, 1, ms) != 1 || ::read(r(), &c, 1) != 1 || c == '\n') return out;
+      out += c;
+    }
   }
   int fds[2] = {-1, -1};
 };
@@ -150,6 +161,53 @@ TEST_F(LockTest, LockFileHoldsTheWriterPidWhileHeld) {
   EXPECT_EQ(fileText(path), "") << "released: no pid left to mislead a later waiter";
   auto shared = StateLock::acquire(dir, Kind::Shared);
   EXPECT_EQ(fileText(path), "");
+}
+
+// The lock is on the directory, not on <dir>/lock: deleting that file (or
+// replacing it) while a writer holds the lock lets no second writer in.
+TEST_F(LockTest, DeletingTheLockFileLetsNoSecondWriterIn) {
+  Pipe held, release;
+  pid_t child = spawn([&] {
+    auto lock = StateLock::acquire(dir, Kind::Exclusive);
+    held.send();
+    release.wait();
+    return 0;
+  });
+  ASSERT_TRUE(held.wait());
+  const std::string path = dir + "/lock";
+  std::filesystem::remove(path);
+  EXPECT_FALSE(StateLock::tryAcquire(dir, Kind::Exclusive)) << "a second writer got in";
+  EXPECT_FALSE(StateLock::tryAcquire(dir, Kind::Shared));
+  std::ofstream(path) << "";  // a new file of the same name changes nothing either
+  EXPECT_FALSE(StateLock::tryAcquire(dir, Kind::Exclusive)) << "a second writer got in";
+
+  // A second writer still waits, saying so, until the first one is done.
+  Pipe err, acquired;
+  pid_t second = spawn([&] {
+    ::dup2(err.w(), STDERR_FILENO);
+    auto lock = StateLock::acquire(dir, Kind::Exclusive);
+    acquired.send();
+    return 0;
+  });
+  EXPECT_EQ(err.lineWithin(10000), "mesh-host: waiting for another mesh-host using " + dir + "…")
+      << "the second writer did not wait";
+  EXPECT_FALSE(acquired.ready());
+  release.send();
+  EXPECT_EQ(exitCode(child), 0);
+  EXPECT_TRUE(acquired.wait());
+  EXPECT_EQ(exitCode(second), 0);
+}
+
+// A reader holds a shared lock through a read-only descriptor of the directory,
+// which needs no lock file at all.
+TEST_F(LockTest, SharedLockNeedsNoLockFile) {
+  {
+    auto shared = StateLock::acquire(dir, Kind::Shared);
+    EXPECT_FALSE(std::filesystem::exists(dir + "/lock"));
+    EXPECT_FALSE(StateLock::tryAcquire(dir, Kind::Exclusive)) << "a writer got in beside a reader";
+    EXPECT_TRUE(StateLock::tryAcquire(dir, Kind::Shared));
+  }
+  EXPECT_TRUE(StateLock::tryAcquire(dir, Kind::Exclusive));
 }
 
 TEST_F(LockTest, MovedLockStaysHeldAndReleasesOnce) {

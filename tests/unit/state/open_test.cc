@@ -2,8 +2,14 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
 #include <fstream>
 #include <set>
+#include <vector>
 
 #include "state/store.hh"
 #include "state_test.hh"
@@ -175,6 +181,130 @@ TEST_F(OpenTest, UnopenableStateDirNamesThePath) {
   std::filesystem::create_directory(db);  // a directory where the file should be
   auto msg = errorOf([&] { Store::open(dir); });
   EXPECT_NE(msg.find(db), std::string::npos) << msg;
+}
+
+// A store as 10,000 `file` resources leave it: a record each, and a history
+// entry each from the cycle that created them.
+void fillTenThousand(const std::string& dir) {
+  auto store = Store::open(dir);
+  Store::Txn txn(store);
+  const int64_t cycle = store.beginCycle(1, 0);
+  for (int i = 0; i < 10000; ++i) {
+    Record r = rec(fmt::format("m.f{}", i), "sha256:" + std::string(64, 'a'));
+    r.path = fmt::format("/srv/files/d{}/f{}", i / 100, i);
+    r.wrote = r.want;
+    r.outcome = "created";
+    r.reason = "new";
+    r.detail = "10 bytes, mode 0644";
+    r.observed = "dev 2049 ino 1234567 size 10 mtime 1700000000123456789 ctime …";
+    store.putRecord(r);
+    store.addHistory({cycle, r.id, "created", "new", r.want, r.wrote, 1});
+  }
+  txn.commit();
+}
+
+// Overwrites one leaf page of `table` with garbage, behind SQLite's back (the
+// store is closed, so its WAL is checkpointed into the file).
+void damagePageOf(const std::string& db, const std::string& table) {
+  int64_t page = 0, size = 0;
+  {
+    RawDb raw(db, SQLITE_OPEN_READONLY);
+    size = raw.integer("PRAGMA page_size");
+    page = raw.integer("SELECT pageno FROM dbstat WHERE name = '" + table +
+                       "' AND pagetype = 'leaf' ORDER BY pageno LIMIT 1 OFFSET 3");
+  }
+  std::fstream f(db, std::ios::in | std::ios::out | std::ios::binary);
+  f.seekp((page - 1) * size);
+  std::string garbage(static_cast<size_t>(size), '\0');
+  for (size_t i = 0; i < garbage.size(); ++i) garbage[i] = static_cast<char>((i * 7919 + 13) % 251);
+  f.write(garbage.data(), static_cast<std::streamsize>(garbage.size()));
+  ASSERT_TRUE(f.good());
+}
+
+void expectDamagedMessage(const std::string& msg, const std::string& db) {
+  EXPECT_NE(msg.find("state store " + db + " is damaged ("), std::string::npos) << msg;
+  EXPECT_NE(msg.find("move it aside, with its -wal and -shm files: mesh-host rebuilds it from "
+                     "the machine on the next apply, restarting nothing"),
+            std::string::npos)
+      << msg;
+}
+
+// quick_check's cost decides where it runs (docs/state-store.md): measured here.
+TEST_F(OpenTest, QuickCheckOfTenThousandRecordsIsMeasured) {
+  fillTenThousand(dir);
+  std::vector<double> ms;
+  for (int i = 0; i < 5; ++i) {
+    auto store = Store::open(dir);
+    const auto start = std::chrono::steady_clock::now();
+    store.checkIntegrity();
+    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+                     .count());
+  }
+  std::sort(ms.begin(), ms.end());
+  RecordProperty("quick_check_ms_median", fmt::format("{:.1f}", ms[2]));
+  std::printf("quick_check of 10,000 records (%lld bytes): median %.1f ms, min %.1f ms\n",
+              static_cast<long long>(std::filesystem::file_size(db)), ms[2], ms[0]);
+  EXPECT_LT(ms[0], 500.0) << "far slower than measured (5-10 ms)";
+}
+
+// A damaged page where a no-op cycle never looks (history) is found before the
+// first write of a cycle's outcomes, with what to do; and it is noted for status.
+TEST_F(OpenTest, DamagedPageIsFoundBeforeTheFirstWrite) {
+  fillTenThousand(dir);
+  damagePageOf(db, "history");
+  auto store = Store::open(dir);  // opening stays cheap: no check yet
+  EXPECT_EQ(store.loadRecords().size(), 10000u);
+  auto msg = errorOf([&] { store.putRecord(rec("m.new")); });
+  expectDamagedMessage(msg, db);
+  EXPECT_NE(msg.find("(quick_check: "), std::string::npos) << msg;
+  auto noted = lastCycleError(dir);
+  ASSERT_TRUE(noted) << "not noted in last-error";
+  EXPECT_EQ(noted->message, msg);
+  EXPECT_GT(noted->at, 0);
+  EXPECT_FALSE(Store::open(dir).record("m.new"));
+}
+
+// A damaged page of the records, which every cycle reads, fails the cycle at once.
+TEST_F(OpenTest, DamagedRecordsPageFailsLoadingThem) {
+  fillTenThousand(dir);
+  damagePageOf(db, "records");
+  auto store = Store::open(dir);
+  auto msg = errorOf([&] { store.loadRecords(); });
+  expectDamagedMessage(msg, db);
+  EXPECT_TRUE(lastCycleError(dir));
+}
+
+TEST_F(OpenTest, HealthyStorePassesTheCheck) {
+  fillTenThousand(dir);
+  auto store = Store::open(dir);
+  store.checkIntegrity();
+  store.putRecord(rec("m.new"));
+  EXPECT_FALSE(lastCycleError(dir));
+}
+
+// A writer's failed open is noted (no cycle row can say it); a finished cycle
+// clears the note; a reader notes nothing.
+TEST_F(OpenTest, FailedOpenIsNotedUntilACycleFinishes) {
+  std::filesystem::create_directories(dir);
+  std::ofstream(db) << std::string(4096, 'x');
+  EXPECT_NE(errorOf([&] { Store::open(dir, Store::Access::ReadOnly); }).find("not a mesh-host"),
+            std::string::npos);
+  EXPECT_FALSE(lastCycleError(dir)) << "a reader noted an error";
+  auto msg = errorOf([&] { Store::open(dir); });
+  auto noted = lastCycleError(dir);
+  ASSERT_TRUE(noted);
+  EXPECT_EQ(noted->message, msg);
+  EXPECT_EQ(modeOf(dir + "/last-error"), 0640u);
+
+  std::filesystem::remove(db);  // moved aside
+  auto store = Store::open(dir);
+  EXPECT_TRUE(lastCycleError(dir)) << "cleared before any cycle ran";
+  Cycle c;
+  c.cycle = store.beginCycle(1, 0);
+  c.finishedAt = 2;
+  store.finishCycle(c);
+  EXPECT_FALSE(lastCycleError(dir));
+  EXPECT_FALSE(std::filesystem::exists(dir + "/last-error"));
 }
 
 }  // namespace

@@ -7,7 +7,9 @@ add_executable(mesh_builtin_supervisor_tests
     ${CMAKE_CURRENT_LIST_DIR}/builtin_exec_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/builtin_adopt_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/builtin_notify_socket_test.cc
-    ${CMAKE_CURRENT_LIST_DIR}/builtin_notify_test.cc)
+    ${CMAKE_CURRENT_LIST_DIR}/builtin_notify_test.cc
+    ${CMAKE_CURRENT_LIST_DIR}/builtin_reap_test.cc
+    ${CMAKE_CURRENT_LIST_DIR}/builtin_recovery_test.cc)
 target_link_libraries(mesh_builtin_supervisor_tests PRIVATE mesh_supervise GTest::gtest_main)
 target_compile_definitions(mesh_builtin_supervisor_tests
     PRIVATE MESH_SUPERVISE_EXE="$<TARGET_FILE:mesh-host-supervise>")

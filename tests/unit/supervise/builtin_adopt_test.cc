@@ -52,7 +52,9 @@ TEST_F(AdoptTest, StartAdoptsTheOrphanWithoutRestartingIt) {
   sup->start("demo.service");
   auto s = observe("demo.service");
   EXPECT_TRUE(s.active);
-  EXPECT_EQ(s.activeState, "active");
+  // Said, for `status`, until it is next restarted.
+  EXPECT_EQ(s.activeState, fmt::format("active (supervisor was gone; adopted pid {})", pid));
+  EXPECT_EQ(s.note, fmt::format("supervisor was gone; adopted pid {}", pid));
   EXPECT_EQ(s.pid, pid);
   EXPECT_EQ(s.sinceUs, before.sinceUs);
   EXPECT_TRUE(builtin::supervisorHoldsLock(paths("demo.service").lock));

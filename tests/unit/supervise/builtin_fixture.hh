@@ -1,8 +1,9 @@
-// A temp state dir per test, the builtin backend on it, and waits that watch
-// (inotify, pidfd) instead of sleeping. TearDown stops and kills every process
-// a test left behind.
+// A temp state dir (and runtime dir) per test, the builtin backend on it, and
+// waits that watch (inotify, pidfd) instead of sleeping. TearDown stops and
+// kills every process a test left behind.
 #pragma once
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <signal.h>
@@ -12,6 +13,7 @@
 
 #include <filesystem>
 #include <functional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -76,16 +78,25 @@ class BuiltinTest : public ::testing::Test {
     dir = tmpl;
     ::chmod(dir.c_str(), 0755);
     stateDir = dir + "/state";
+    runtimeDir = dir + "/run";
+    sup = openBuiltin(options());
+  }
+
+  Options options() const {
     Options o;
     o.stateDir = stateDir;
+    o.runtimeDir = runtimeDir;
     o.supervisorExe = MESH_SUPERVISE_EXE;
-    sup = openBuiltin(o);
+    return o;
   }
 
   void TearDown() override {
     std::error_code ec;
-    for (auto& e : std::filesystem::directory_iterator(stateDir + "/services", ec)) {
-      std::string name = e.path().filename();
+    std::set<std::string> names;
+    for (const auto& where : {stateDir + "/services", runtimeDir})
+      for (auto& e : std::filesystem::directory_iterator(where, ec))
+        names.insert(e.path().filename());
+    for (const auto& name : names) {
       try {
         sup->stop(name);
       } catch (const std::exception& ex) {
@@ -100,6 +111,7 @@ class BuiltinTest : public ::testing::Test {
 
   void killLeftovers(const std::string& name) {
     auto st = builtin::readStatus(paths(name).status);
+    if (!st) st = builtin::readStatus(paths(name).legacy().status);
     if (!st) return;
     if (st->pid > 0 && builtin::processIsAlive(st->pid, st->startTicks)) {
       ADD_FAILURE() << name << ": service pid " << st->pid << " outlived stop()";
@@ -107,7 +119,7 @@ class BuiltinTest : public ::testing::Test {
       ::kill(st->pid, SIGKILL);
     }
     auto cmdline = readFile("/proc/" + std::to_string(st->supervisorPid) + "/cmdline");
-    if (st->supervisorPid > 0 && cmdline && cmdline->find(paths(name).dir) != std::string::npos &&
+    if (st->supervisorPid > 0 && cmdline && cmdline->find(dir) != std::string::npos &&
         !awaitGone(st->supervisorPid, 5000)) {
       ADD_FAILURE() << name << ": supervisor " << st->supervisorPid << " outlived stop()";
       ::kill(st->supervisorPid, SIGKILL);
@@ -115,7 +127,7 @@ class BuiltinTest : public ::testing::Test {
   }
 
   builtin::ServicePaths paths(const std::string& name) const {
-    return builtin::ServicePaths::of(stateDir, name);
+    return builtin::ServicePaths::of(stateDir, runtimeDir, name);
   }
   builtin::Status status(const std::string& name) const {
     return builtin::readStatus(paths(name).status).value_or(builtin::Status{});
@@ -133,7 +145,7 @@ class BuiltinTest : public ::testing::Test {
   bool awaitStatus(const std::string& name, const std::function<bool(const builtin::Status&)>& ok,
                    int timeoutMs = 10'000) {
     return awaitInDir(
-        paths(name).dir, [&] { return ok(status(name)); }, timeoutMs);
+        paths(name).runDir, [&] { return ok(status(name)); }, timeoutMs);
   }
   bool awaitLog(const std::string& name, const std::string& text, int timeoutMs = 10'000) {
     return awaitInDir(
@@ -144,7 +156,7 @@ class BuiltinTest : public ::testing::Test {
         parentOf(path), [&] { return lstatPath(path).has_value(); }, timeoutMs);
   }
 
-  std::string dir, stateDir;
+  std::string dir, stateDir, runtimeDir;
   std::unique_ptr<Supervisor> sup;
   std::vector<pid_t> extraPids;
 };

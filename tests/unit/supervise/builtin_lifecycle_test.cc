@@ -180,10 +180,7 @@ TEST_F(BuiltinTest, SupervisorOutlivesTheProcessThatStartedIt) {
   if (parent == 0) {
     int code = 0;
     try {
-      Options o;
-      o.stateDir = stateDir;
-      o.supervisorExe = MESH_SUPERVISE_EXE;
-      openBuiltin(o)->start("demo.service");
+      openBuiltin(options())->start("demo.service");
     } catch (...) {
       code = 1;
     }

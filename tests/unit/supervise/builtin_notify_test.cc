@@ -101,7 +101,7 @@ TEST_F(NotifyTest, StartReturnsOnlyOnceTheServiceSentReady) {
   EXPECT_LE(s.sinceUs, returnedUs);
   EXPECT_EQ(status("demo.service").statusText, "serving");
   EXPECT_TRUE(
-      awaitLog("demo.service", "notify socket: " + paths("demo.service").dir + "/notify.sock\n"))
+      awaitLog("demo.service", "notify socket: " + paths("demo.service").runDir + "/notify.sock\n"))
       << log("demo.service");
 }
 
@@ -249,12 +249,13 @@ TEST_F(NotifyTest, AServiceOfAnotherUserNotifiesOverAnAbstractSocket) {
   EXPECT_GT(s.sinceUs, 0);
   EXPECT_TRUE(awaitLog("demo.service", "notify socket: @mesh-host-supervise/"))
       << log("demo.service");
-  EXPECT_FALSE(lstatPath(paths("demo.service").dir + "/notify.sock"));
+  EXPECT_FALSE(lstatPath(paths("demo.service").runDir + "/notify.sock"));
 }
 
-TEST_F(NotifyTest, AStateDirTooDeepForSunPathUsesAnAbstractSocket) {
+TEST_F(NotifyTest, ARuntimeDirTooDeepForSunPathUsesAnAbstractSocket) {
   Options o;
   o.stateDir = dir + "/" + std::string(100, 'd') + "/state";
+  o.runtimeDir = dir + "/" + std::string(100, 'd') + "/run";
   o.supervisorExe = MESH_SUPERVISE_EXE;
   auto deep = openBuiltin(o);
   deep->install(makeUnit("demo.service", {{"Type", "notify"}, {"ExecStart", waitForGo()}}));
@@ -301,7 +302,7 @@ TEST_F(NotifyTest, StartAdoptsAnOrphanThatIsStillStartingAndWaitsForItsReady) {
   const int64_t readyUs = mtimeUs(dir + "/ready");
   EXPECT_GE(returnedUs, readyUs);
   auto s = observe("demo.service");
-  EXPECT_EQ(s.activeState, "active");
+  EXPECT_EQ(s.activeState, fmt::format("active (supervisor was gone; adopted pid {})", pid));
   EXPECT_EQ(s.pid, pid);  // adopted, not restarted
   EXPECT_GE(s.sinceUs, readyUs);
   EXPECT_NE(log("demo.service").find("adopted pid " + std::to_string(pid)), std::string::npos);
@@ -319,7 +320,7 @@ TEST_F(NotifyTest, ASimpleServiceIsUnaffected) {
   EXPECT_TRUE(alive(pid));
   EXPECT_GT(s.sinceUs, 0);
   EXPECT_TRUE(awaitLog("demo.service", "notify=[]\n")) << log("demo.service");
-  EXPECT_FALSE(lstatPath(paths("demo.service").dir + "/notify.sock"));
+  EXPECT_FALSE(lstatPath(paths("demo.service").runDir + "/notify.sock"));
 }
 
 }  // namespace
