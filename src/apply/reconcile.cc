@@ -245,7 +245,7 @@ class Cycle {
     }
     if (outcome->verdict() == Verdict::Failed)
       failed_.insert(r.id);
-    else
+    else if (dependents_.count(r.id))  // only causes: intents are judged against them
       heldNow_[r.id] = outcome->held().str();
     if (outcome->changed()) changed_.insert(r.id);
     Pending p{r.id, r.module, kind, r.path(), want, recordOf(r.id, kind), report_.results.size()};
