@@ -26,8 +26,8 @@
 #include <fmt/format.h>
 
 #include "fleet/etcd.hh"
-#include "fleet/operator_key.hh"
 #include "fleet/protocol.hh"
+#include "trust/operator_key.hh"
 
 namespace {
 
@@ -83,7 +83,7 @@ std::vector<Round> benchFleet(int n, int rounds, const std::string& base) {
   const std::string url =
       shellOut(fmt::format("ETCD_OWNER_PID={} {} start {}", ::getpid(), MESH_ETCD_SCRIPT, etcdDir));
   if (url.rfind("http://", 0) != 0) throw std::runtime_error("etcd did not start: " + url);
-  auto key = OperatorKey::generate();
+  auto key = mesh::trust::OperatorKey::generate();
   const std::string keyFile = dir + "/ops.key";
   key.saveNew(keyFile);
   const std::string cluster = "bench";

@@ -10,8 +10,8 @@
 #include "apply/reconcile.hh"
 #include "fleet/etcd.hh"
 #include "fleet/restart_slots.hh"
-#include "fleet/signing.hh"
 #include "state/store.hh"
+#include "trust/signing.hh"
 #include "util/error.hh"
 #include "util/fs.hh"
 
@@ -65,7 +65,7 @@ FleetLink::~FleetLink() {
 AcceptedDeclaration FleetLink::check(const std::string& value, int64_t revision) {
   const std::string where = fmt::format("etcd:{}@{}", declarationKey_, revision);
   auto pushed = fleet::decodePushed(value, where);
-  fleet::verifySignedText(where, pushed.text, pushed.signature, where + " (its signature)",
+  trust::verifySignedText(where, pushed.text, pushed.signature, where + " (its signature)",
                           o_.trusted);
   AcceptedDeclaration a{o_.parse(pushed.text, where), value, revision, pushed.maxParallelRestarts};
   const auto& serial = a.declaration.serial;

@@ -29,8 +29,8 @@
 
 #include "agent/log.hh"
 #include "decl/model.hh"
-#include "fleet/operator_key.hh"
 #include "fleet/protocol.hh"
+#include "trust/operator_key.hh"
 
 namespace mesh::fleet {
 class EtcdClient;
@@ -46,7 +46,7 @@ struct FleetOptions {
   std::string version;  // mesh-host's, published in the status
   std::chrono::milliseconds interval{std::chrono::minutes(5)};
   // Whose signatures this node accepts; fleet mode requires at least one key.
-  std::vector<fleet::OperatorPublicKey> trusted;
+  std::vector<trust::OperatorPublicKey> trusted;
   // Parses and validates a pushed declaration's text as `apply` would a file
   // (node name, users, groups); throws InputError to refuse it.
   std::function<decl::Declaration(const std::string& text, const std::string& source)> parse;

@@ -54,19 +54,19 @@ std::optional<struct stat> Context::look(const Place& p) {
   return statAt(p.dir, p.name, p.shown);
 }
 
-fleet::BlobSource& Context::blobs() {
-  if (!blobs_) blobs_ = fleet::openBlobSource(settings_.blobs, settings_.stateDir + "/blobs");
+blob::BlobSource& Context::blobs() {
+  if (!blobs_) blobs_ = blob::openBlobSource(settings_.blobs, settings_.stateDir + "/blobs");
   return *blobs_;
 }
 
-const fleet::NodeKey& Context::nodeKey() {
+const trust::NodeKey& Context::nodeKey() {
   if (!key_) {
     if (applying())
-      key_ = fleet::NodeKey::loadOrCreate(settings_.stateDir);
-    else if (auto k = fleet::NodeKey::load(settings_.stateDir))
+      key_ = trust::NodeKey::loadOrCreate(settings_.stateDir);
+    else if (auto k = trust::NodeKey::load(settings_.stateDir))
       key_ = std::move(*k);
     else
-      key_ = fleet::NodeKey::ephemeral();
+      key_ = trust::NodeKey::ephemeral();
   }
   return *key_;
 }

@@ -17,10 +17,10 @@
 #include <unordered_set>
 #include <vector>
 
-#include "fleet/blob_source.hh"
-#include "fleet/node_key.hh"
+#include "blob/blob_source.hh"
 #include "supervise/counting.hh"
 #include "supervise/supervisor.hh"
+#include "trust/node_key.hh"
 #include "util/beneath.hh"
 #include "util/faults.hh"
 
@@ -111,10 +111,10 @@ class Context {
   void setSecretPaths(std::unordered_set<std::string> paths) { secretPaths_ = std::move(paths); }
   bool wasSecret(const std::string& path) const { return secretPaths_.count(path) != 0; }
 
-  fleet::BlobSource& blobs();
+  blob::BlobSource& blobs();
   // The node key: loaded or created when applying; when planning on a node that
   // has none yet, an in-memory one (nothing is written by a plan).
-  const fleet::NodeKey& nodeKey();
+  const trust::NodeKey& nodeKey();
 
   supervise::Supervisor& supervisor();
   // What this cycle asked of the supervisor (all zero when it was never needed).
@@ -170,8 +170,8 @@ class Context {
   bool sweep_ = false;
   std::unordered_set<std::string> secretPaths_;
   std::unordered_set<std::string> planRemoved_;
-  std::unique_ptr<fleet::BlobSource> blobs_;
-  std::optional<fleet::NodeKey> key_;
+  std::unique_ptr<blob::BlobSource> blobs_;
+  std::optional<trust::NodeKey> key_;
 };
 
 }  // namespace mesh::apply

@@ -10,8 +10,8 @@
 #include <cerrno>
 #include <cstdio>
 
+#include "blob/blob_source.hh"
 #include "cli/commands.hh"
-#include "fleet/blob_source.hh"
 #include "util/digest.hh"
 #include "util/error.hh"
 #include "util/fd.hh"
@@ -72,7 +72,7 @@ Digest publish(const std::string& file, const std::string& store) {
     writeAll(out.get(), buf, static_cast<size_t>(n), tmp);
   }
   const Digest digest = hasher.finish();
-  const std::string target = fleet::blobPathIn(store, digest);
+  const std::string target = blob::blobPathIn(store, digest);
   if (lstatPath(target) && Digest::ofFile(target) == digest) return digest;  // already there
 
   if (::fchmod(out.get(), 0644) != 0) throwSys(fmt::format("cannot chmod {}", tmp));

@@ -18,7 +18,7 @@
 #include "decl/parse.hh"
 #include "fleet/etcd.hh"
 #include "fleet/protocol.hh"
-#include "fleet/signing.hh"
+#include "trust/signing.hh"
 #include "util/error.hh"
 #include "util/fs.hh"
 
@@ -274,7 +274,7 @@ int runFleetPush(const FleetOptions& f, const FleetPushOptions& p) {
     throw InputError("cannot read declaration {}: {}", p.declaration, e.what());
   }
   if (!text) throw InputError("declaration {} does not exist", p.declaration);
-  const auto key = fleet::OperatorKey::load(p.key);
+  const auto key = trust::OperatorKey::load(p.key);
 
   fleet::EtcdClient client(endpointOf(f));
   const auto known = nodesIn(client.getPrefix(keys.nodesPrefix()), keys);
@@ -297,7 +297,7 @@ int runFleetPush(const FleetOptions& f, const FleetPushOptions& p) {
 
   fleet::PushedDeclaration pushed;
   pushed.text = *text;
-  pushed.signature = fleet::signatureText(key, *text);
+  pushed.signature = trust::signatureText(key, *text);
   pushed.serial = serial;
   pushed.maxParallelRestarts = p.maxParallelRestarts;
   pushed.pushedAtMs = nowMs();

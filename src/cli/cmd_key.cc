@@ -5,8 +5,8 @@
 #include <cstdio>
 
 #include "cli/commands.hh"
-#include "fleet/node_key.hh"
-#include "fleet/operator_key.hh"
+#include "trust/node_key.hh"
+#include "trust/operator_key.hh"
 #include "util/error.hh"
 #include "util/fs.hh"
 
@@ -25,7 +25,7 @@ namespace {
 
 int operatorKey(const KeyOptions& k) {
   if (k.action == "init") {
-    auto key = fleet::OperatorKey::generate();
+    auto key = trust::OperatorKey::generate();
     key.saveNew(k.operatorKey);
     std::puts(key.publicKey().text().c_str());
     std::fprintf(stderr,
@@ -33,7 +33,7 @@ int operatorKey(const KeyOptions& k) {
                  ".pub file in <state-dir>/trusted/\n",
                  k.operatorKey.c_str());
   } else {
-    std::puts(fleet::OperatorKey::load(k.operatorKey).publicKey().text().c_str());
+    std::puts(trust::OperatorKey::load(k.operatorKey).publicKey().text().c_str());
   }
   return kExitOk;
 }
@@ -46,14 +46,14 @@ int runKey(CommonOptions& o, const KeyOptions& k) {
   if (k.action == "init") {
     const bool existed = lstatPath(o.stateDir + "/node.key").has_value();
     makeDirs(o.stateDir, 0750);
-    auto key = fleet::NodeKey::loadOrCreate(o.stateDir);
+    auto key = trust::NodeKey::loadOrCreate(o.stateDir);
     std::puts(key.publicKeyText().c_str());
     if (existed)
       std::fprintf(stderr, "mesh-host: %s/node.key already existed; it was kept\n",
                    o.stateDir.c_str());
     return kExitOk;
   }
-  auto key = fleet::NodeKey::load(o.stateDir);
+  auto key = trust::NodeKey::load(o.stateDir);
   if (!key)
     throw InputError("no node key at {}/node.key yet; create it with mesh-host key init",
                      o.stateDir);

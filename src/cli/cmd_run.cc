@@ -13,7 +13,7 @@
 #include "cli/output.hh"
 #include "decl/parse.hh"
 #include "fleet/protocol.hh"
-#include "fleet/signing.hh"
+#include "trust/signing.hh"
 #include "util/error.hh"
 #include "util/fs.hh"
 
@@ -95,7 +95,7 @@ int runFleetNode(CommonOptions& o, const RunOptions& r, agent::AgentOptions& a) 
   f.node = o.node;
   f.version = kVersion;
   f.interval = a.interval;
-  f.trusted = fleet::loadTrustedKeys(o.trust, o.stateDir);
+  f.trusted = trust::loadTrustedKeys(o.trust, o.stateDir);
   if (f.trusted.empty())
     throw InputError(
         "--etcd: fleet mode requires a trusted operator key (--trust KEY, or a .pub file in "

@@ -7,7 +7,7 @@
 #include <cstdio>
 
 #include "cli/commands.hh"
-#include "fleet/node_key.hh"
+#include "trust/node_key.hh"
 #include "util/error.hh"
 #include "util/fs.hh"
 #include "util/secret.hh"
@@ -53,7 +53,7 @@ void SealOptions::addTo(CLI::App& cmd) {
 int runSeal(const SealOptions& s) {
   const Secret secret = readSecretFile(s.file);
   if (secret.size() == 0) throw Error("{} is empty; there is no secret to seal", s.file);
-  const std::string sealed = fleet::NodeKey::seal(secret, s.to);
+  const std::string sealed = trust::NodeKey::seal(secret, s.to);
   std::printf("%s\n", sealed.c_str());
   return kExitOk;
 }

@@ -3,7 +3,7 @@
 #include <cstdio>
 
 #include "cli/commands.hh"
-#include "fleet/signing.hh"
+#include "trust/signing.hh"
 #include "util/error.hh"
 #include "util/fs.hh"
 
@@ -16,7 +16,7 @@ void SignOptions::addTo(CLI::App& cmd) {
 }
 
 int runSign(const std::string& declPath, const SignOptions& s) {
-  const auto key = fleet::OperatorKey::load(s.key);
+  const auto key = trust::OperatorKey::load(s.key);
   std::optional<std::string> text;
   try {
     text = readFile(declPath);
@@ -25,7 +25,7 @@ int runSign(const std::string& declPath, const SignOptions& s) {
   }
   if (!text) throw InputError("declaration {} does not exist", declPath);
   const std::string sigPath = declPath + ".sig";
-  atomicWrite(sigPath, fleet::signatureText(key, *text), 0644);
+  atomicWrite(sigPath, trust::signatureText(key, *text), 0644);
   std::fprintf(stderr, "mesh-host: signed %s by %s\n", declPath.c_str(),
                key.publicKey().text().c_str());
   std::puts(sigPath.c_str());

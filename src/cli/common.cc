@@ -6,8 +6,8 @@
 
 #include "cli/time_text.hh"
 #include "decl/parse.hh"
-#include "fleet/signing.hh"
 #include "state/store.hh"
+#include "trust/signing.hh"
 #include "util/error.hh"
 #include "util/fs.hh"
 
@@ -115,9 +115,9 @@ void checkSerial(const decl::Declaration& d, const std::string& path, const Comm
 
 decl::Declaration loadDeclarationFor(const std::string& path, const CommonOptions& o) {
   auto po = o.parseOptions(std::filesystem::absolute(parentOf(path)).lexically_normal().string());
-  const auto trusted = fleet::loadTrustedKeys(o.trust, o.stateDir);
+  const auto trusted = trust::loadTrustedKeys(o.trust, o.stateDir);
   po.checkText = [&trusted](const std::string& file, std::string_view text) {
-    fleet::verifyDeclaration(file, text, trusted);
+    trust::verifyDeclaration(file, text, trusted);
   };
   auto declaration = decl::loadDeclaration(path, po);
   if (!trusted.empty()) checkSerial(declaration, path, o);

@@ -7,8 +7,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "fleet/node_key.hh"
 #include "harness.hh"
+#include "trust/node_key.hh"
 
 namespace mesh::e2e {
 namespace {
@@ -30,7 +30,7 @@ class Sealed : public Node {
   // (created when missing) with the fleet library.
   std::string nodePublicKey() {
     EXPECT_EQ(apply(declare("node = \"test\"\nempty = true\n", "empty.toml")).code, 0);
-    return fleet::NodeKey::loadOrCreate(stateDir()).publicKeyText();
+    return trust::NodeKey::loadOrCreate(stateDir()).publicKeyText();
   }
 
   std::string seal(const std::string& pub, const std::string& file) {
@@ -98,7 +98,7 @@ TEST_F(Sealed, ValueSealedToAnotherNodeFails) {
   const std::string pub = nodePublicKey();
   const std::string otherDir = work + "/other-node";
   fs::create_directories(otherDir);
-  const std::string otherPub = fleet::NodeKey::loadOrCreate(otherDir).publicKeyText();
+  const std::string otherPub = trust::NodeKey::loadOrCreate(otherDir).publicKeyText();
   ASSERT_NE(otherPub, pub);
 
   Result r = apply(declare(text(seal(otherPub, secretFile))));
@@ -134,7 +134,7 @@ TEST_F(Sealed, TamperedValueFailsAndLeavesTheOldSecret) {
 TEST_F(Sealed, PlanOnANodeWithoutAKeySaysSo) {
   const std::string otherDir = work + "/other-node";
   fs::create_directories(otherDir);
-  const std::string otherPub = fleet::NodeKey::loadOrCreate(otherDir).publicKeyText();
+  const std::string otherPub = trust::NodeKey::loadOrCreate(otherDir).publicKeyText();
   Result r = plan(declare(text(seal(otherPub, secretFile))));
   EXPECT_NE(r.code, 0);
   EXPECT_NE((r.out + r.err).find("this node has no key yet"), std::string::npos) << r.out << r.err;

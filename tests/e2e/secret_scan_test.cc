@@ -10,8 +10,8 @@
 #include <set>
 #include <sstream>
 
-#include "fleet/node_key.hh"
 #include "harness.hh"
+#include "trust/node_key.hh"
 
 namespace mesh::e2e {
 namespace {
@@ -115,7 +115,7 @@ class SecretScan : public Node {
 
 TEST_F(SecretScan, NoSecretInAnyOutputOrFile) {
   ASSERT_EQ(capture({"apply", declare("node = \"test\"\nempty = true\n", "empty.toml")}).code, 0);
-  const std::string pub = fleet::NodeKey::loadOrCreate(stateDir()).publicKeyText();
+  const std::string pub = trust::NodeKey::loadOrCreate(stateDir()).publicKeyText();
   const std::string metrics = work + "/metrics.prom";
 
   // First secrets, applied.

@@ -100,7 +100,7 @@ void FleetTest::SetUp() {
   char tmpl[] = "/tmp/mesh-fleet.XXXXXX";
   work = ::mkdtemp(tmpl);
   keyFile = work + "/ops.key";
-  auto key = OperatorKey::generate();
+  auto key = trust::OperatorKey::generate();
   key.saveNew(keyFile);
   operatorKey = key.publicKey();
 }

@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "fleet/etcd.hh"
-#include "fleet/operator_key.hh"
 #include "fleet/protocol.hh"
+#include "trust/operator_key.hh"
 
 namespace mesh::fleet::test {
 
@@ -65,7 +65,7 @@ class FleetTest : public ::testing::Test {
   FleetKeys keys;
   std::string work;     // a temp dir
   std::string keyFile;  // an operator key in it
-  OperatorPublicKey operatorKey;
+  trust::OperatorPublicKey operatorKey;
   std::unique_ptr<EtcdClient> client;
   int64_t lease = 0;  // for the nodes that are up; revoked at the end
 };

@@ -17,9 +17,9 @@
 
 #include <fmt/format.h>
 
-#include "fleet/signing.hh"
 #include "fleet_fixture.hh"
 #include "test_etcd.hh"
+#include "trust/signing.hh"
 
 namespace mesh::fleet::test {
 namespace {
@@ -483,7 +483,7 @@ TEST_F(Nodes, AReplayedOlderDeclarationIsRefusedThoughValidlySigned) {
   // Serial 1 exactly as the operator signed it, put back by someone with etcd access.
   PushedDeclaration old;
   old.text = fileDecl(1, "one");
-  old.signature = signatureText(OperatorKey::load(keyFile), old.text);
+  old.signature = trust::signatureText(trust::OperatorKey::load(keyFile), old.text);
   old.serial = 1;
   const int64_t rev = client->put(keys.declaration("n1"), encodePushed(old));
   ASSERT_TRUE(awaitStatus(

@@ -2,8 +2,8 @@
 // nothing at all when it refuses).
 #include <fmt/format.h>
 
-#include "fleet/signing.hh"
 #include "fleet_fixture.hh"
+#include "trust/signing.hh"
 
 namespace mesh::fleet::test {
 namespace {
@@ -23,8 +23,8 @@ TEST_F(FleetPush, ToOneNodePutsADeclarationWhoseSignatureVerifies) {
   EXPECT_EQ(pushed->maxParallelRestarts, 2);
   EXPECT_EQ(pushed->pushedBy, operatorKey.text());
   EXPECT_GT(pushed->pushedAtMs, 0);
-  const auto signer =
-      verifySignedText("web1", pushed->text, pushed->signature, "web1 signature", {operatorKey});
+  const auto signer = trust::verifySignedText("web1", pushed->text, pushed->signature,
+                                              "web1 signature", {operatorKey});
   EXPECT_EQ(signer, operatorKey);
 
   const auto revision = declarationRevision("web1");

@@ -3,7 +3,7 @@
 // keyed digest of the plaintext, and never shown.
 #include "apply/applier.hh"
 #include "apply/kinds/content_file.hh"
-#include "fleet/node_key.hh"
+#include "trust/node_key.hh"
 #include "util/error.hh"
 #include "util/fs.hh"
 #include "util/secret.hh"
@@ -22,7 +22,7 @@ Secret openSealed(Context& ctx, const std::string& sealed) {
   const auto& key = ctx.nodeKey();
   if (auto secret = key.openSealed(sealed)) return std::move(*secret);
   const auto& stateDir = ctx.settings().stateDir;
-  if (ctx.planning() && !fleet::NodeKey::load(stateDir))
+  if (ctx.planning() && !trust::NodeKey::load(stateDir))
     throw Error(
         "the sealed value cannot be opened: this node has no key yet ({}/node.key); "
         "`mesh-host apply` creates it — then seal the secret to it with "
@@ -78,7 +78,7 @@ class CredentialApplier : public Applier {
   }
 
  private:
-  static std::string keyedDigestOfFile(const fleet::NodeKey& key, int fd,
+  static std::string keyedDigestOfFile(const trust::NodeKey& key, int fd,
                                        const std::string& shown) {
     return key.keyedDigest(Secret(readAll(fd, shown)));
   }

@@ -10,7 +10,7 @@
 
 #include "util/secret.hh"
 
-namespace mesh::fleet {
+namespace mesh::trust {
 
 class NodeKey {
  public:
@@ -43,4 +43,4 @@ class NodeKey {
   void derive();
 };
 
-}  // namespace mesh::fleet
+}  // namespace mesh::trust

@@ -1,15 +1,15 @@
-#include "fleet/node_key.hh"
+#include "trust/node_key.hh"
 
 #include <sodium.h>
 
 #include <cstring>
 
-#include "fleet/key_file.hh"
+#include "trust/key_file.hh"
 #include "util/digest.hh"
 #include "util/error.hh"
 #include "util/fs.hh"
 
-namespace mesh::fleet {
+namespace mesh::trust {
 
 namespace {
 constexpr std::string_view kHeader = "mesh-host node key v1\n";
@@ -137,4 +137,4 @@ std::string NodeKey::seal(const Secret& secret, const std::string& publicKeyText
          toBase64(reinterpret_cast<const unsigned char*>(box.data()), box.size());
 }
 
-}  // namespace mesh::fleet
+}  // namespace mesh::trust

@@ -10,7 +10,7 @@
 #include <string>
 #include <string_view>
 
-namespace mesh::fleet {
+namespace mesh::trust {
 
 // An operator's public key: what a node trusts and a signature names.
 struct OperatorPublicKey {
@@ -51,4 +51,4 @@ class OperatorKey {
   OperatorPublicKey public_;
 };
 
-}  // namespace mesh::fleet
+}  // namespace mesh::trust

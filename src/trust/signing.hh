@@ -8,9 +8,9 @@
 #include <string_view>
 #include <vector>
 
-#include "fleet/operator_key.hh"
+#include "trust/operator_key.hh"
 
-namespace mesh::fleet {
+namespace mesh::trust {
 
 // The signature file's text: "mesh-sig:<base64 signer public key>:<base64 signature>\n".
 std::string signatureText(const OperatorKey& key, std::string_view bytes);
@@ -48,4 +48,4 @@ std::string base64Encode(const unsigned char* data, size_t size);
 bool base64Decode(std::string_view text, unsigned char* out, size_t size);
 std::string_view trimSpace(std::string_view text);
 
-}  // namespace mesh::fleet
+}  // namespace mesh::trust

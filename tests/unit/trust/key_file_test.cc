@@ -2,7 +2,7 @@
 // file someone else could have written, a private key others can read, one owned
 // by another user, a symbolic link or a non-file is refused with a message that
 // names the file, the fault and the fix — for every kind of key mesh-host reads.
-#include "fleet/key_file.hh"
+#include "trust/key_file.hh"
 
 #include <gtest/gtest.h>
 #include <sodium.h>
@@ -12,12 +12,12 @@
 #include <filesystem>
 #include <fstream>
 
-#include "fleet/node_key.hh"
-#include "fleet/operator_key.hh"
-#include "fleet/signing.hh"
+#include "trust/node_key.hh"
+#include "trust/operator_key.hh"
+#include "trust/signing.hh"
 #include "util/error.hh"
 
-namespace mesh::fleet {
+namespace mesh::trust {
 namespace {
 
 namespace fs = std::filesystem;
@@ -233,4 +233,4 @@ TEST_F(KeyFile, TrustedKeyFilesAreChecked) {
 }
 
 }  // namespace
-}  // namespace mesh::fleet
+}  // namespace mesh::trust

@@ -9,7 +9,7 @@
 
 #include "util/digest.hh"
 
-namespace mesh::fleet {
+namespace mesh::blob {
 
 class BlobSource {
  public:
@@ -27,4 +27,4 @@ std::unique_ptr<BlobSource> openBlobSource(const std::string& spec, const std::s
 // The path of a blob inside a directory store.
 std::string blobPathIn(const std::string& dir, const Digest& d);
 
-}  // namespace mesh::fleet
+}  // namespace mesh::blob

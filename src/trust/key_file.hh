@@ -10,7 +10,7 @@
 #include <optional>
 #include <string>
 
-namespace mesh::fleet {
+namespace mesh::trust {
 
 enum class KeyFileKind {
   Private,  // node.key, an operator key: 0600 (no group/other bits at all)
@@ -31,4 +31,4 @@ std::optional<std::string> keyFileFault(const struct stat& st, const std::string
 // when the file is refused, SysError when it cannot be opened or read.
 std::optional<std::string> readKeyFile(const std::string& path, KeyFileKind kind);
 
-}  // namespace mesh::fleet
+}  // namespace mesh::trust

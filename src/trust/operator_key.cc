@@ -1,11 +1,11 @@
-#include "fleet/operator_key.hh"
+#include "trust/operator_key.hh"
 
-#include "fleet/key_file.hh"
-#include "fleet/signing.hh"
+#include "trust/key_file.hh"
+#include "trust/signing.hh"
 #include "util/error.hh"
 #include "util/fs.hh"
 
-namespace mesh::fleet {
+namespace mesh::trust {
 
 namespace {
 constexpr std::string_view kHeader = "mesh-host operator key v1\n";
@@ -102,4 +102,4 @@ std::array<unsigned char, crypto_sign_BYTES> OperatorKey::sign(std::string_view 
   return sig;
 }
 
-}  // namespace mesh::fleet
+}  // namespace mesh::trust

@@ -1,4 +1,4 @@
-#include "fleet/key_file.hh"
+#include "trust/key_file.hh"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -10,7 +10,7 @@
 #include "util/fd.hh"
 #include "util/fs.hh"
 
-namespace mesh::fleet {
+namespace mesh::trust {
 
 namespace {
 
@@ -112,4 +112,4 @@ std::optional<std::string> readKeyFile(const std::string& path, KeyFileKind kind
   return out;
 }
 
-}  // namespace mesh::fleet
+}  // namespace mesh::trust

@@ -1,6 +1,6 @@
 // Operator keys and detached signatures (docs/trust.md): a round trip, and every
 // way a signature or key file can be wrong.
-#include "fleet/signing.hh"
+#include "trust/signing.hh"
 
 #include <gtest/gtest.h>
 #include <sodium.h>
@@ -12,7 +12,7 @@
 
 #include "util/error.hh"
 
-namespace mesh::fleet {
+namespace mesh::trust {
 namespace {
 
 namespace fs = std::filesystem;
@@ -184,4 +184,4 @@ TEST_F(Signing, TrustedKeysFromOptionsFilesAndStateDir) {
 }
 
 }  // namespace
-}  // namespace mesh::fleet
+}  // namespace mesh::trust

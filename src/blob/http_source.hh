@@ -7,9 +7,9 @@
 #include <memory>
 #include <string>
 
-#include "fleet/blob_source.hh"
+#include "blob/blob_source.hh"
 
-namespace mesh::fleet {
+namespace mesh::blob {
 
 struct HttpOptions {
   long connectTimeoutS = 10;
@@ -29,4 +29,4 @@ struct HttpOptions {
 std::unique_ptr<BlobSource> openHttpSource(const std::string& url, const std::string& cacheDir,
                                            const HttpOptions& options);
 
-}  // namespace mesh::fleet
+}  // namespace mesh::blob

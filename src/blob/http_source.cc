@@ -1,4 +1,4 @@
-#include "fleet/http_source.hh"
+#include "blob/http_source.hh"
 
 #include <curl/curl.h>
 #include <fcntl.h>
@@ -19,7 +19,7 @@
 #include "util/fd.hh"
 #include "util/fs.hh"
 
-namespace mesh::fleet {
+namespace mesh::blob {
 
 namespace {
 
@@ -247,4 +247,4 @@ std::unique_ptr<BlobSource> openHttpSource(const std::string& url, const std::st
   return std::make_unique<HttpSource>(url, cacheDir, options);
 }
 
-}  // namespace mesh::fleet
+}  // namespace mesh::blob

@@ -1,10 +1,10 @@
-#include "fleet/blob_source.hh"
+#include "blob/blob_source.hh"
 
-#include "fleet/http_source.hh"
+#include "blob/http_source.hh"
 #include "util/error.hh"
 #include "util/fs.hh"
 
-namespace mesh::fleet {
+namespace mesh::blob {
 
 std::string blobPathIn(const std::string& dir, const Digest& d) {
   return dir + "/sha256/" + d.hex();
@@ -41,4 +41,4 @@ std::unique_ptr<BlobSource> openBlobSource(const std::string& spec, const std::s
   return std::make_unique<DirectorySource>(spec);
 }
 
-}  // namespace mesh::fleet
+}  // namespace mesh::blob

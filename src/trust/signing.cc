@@ -1,14 +1,14 @@
-#include "fleet/signing.hh"
+#include "trust/signing.hh"
 
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
 
-#include "fleet/key_file.hh"
+#include "trust/key_file.hh"
 #include "util/error.hh"
 #include "util/fs.hh"
 
-namespace mesh::fleet {
+namespace mesh::trust {
 
 namespace {
 constexpr std::string_view kSigPrefix = "mesh-sig:";
@@ -149,4 +149,4 @@ OperatorPublicKey verifySignedText(const std::string& where, std::string_view te
   return sig.signer;
 }
 
-}  // namespace mesh::fleet
+}  // namespace mesh::trust

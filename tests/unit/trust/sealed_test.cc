@@ -5,10 +5,10 @@
 
 #include <string>
 
-#include "fleet/node_key.hh"
+#include "trust/node_key.hh"
 #include "util/error.hh"
 
-namespace mesh::fleet {
+namespace mesh::trust {
 namespace {
 
 class Sealing : public ::testing::Test {
@@ -75,4 +75,4 @@ TEST_F(Sealing, SealRefusesWhatIsNotAPublicKey) {
 }
 
 }  // namespace
-}  // namespace mesh::fleet
+}  // namespace mesh::trust
