@@ -17,6 +17,7 @@
 #include "agent/notify.hh"
 #include "agent/schedule.hh"
 #include "apply/churn.hh"
+#include "state/store.hh"
 #include "util/fd.hh"
 
 namespace mesh::agent {
@@ -103,13 +104,22 @@ class Agent {
       if (w.fleet) takePushed();
       if (w.watchdog) feedWatchdog(now);
       if (w.declarationTouched) debounce_.poke(now);
-      if (debounce_.take(now) && reload("declaration changed")) request("declaration changed");
+      if (debounce_.take(now)) {
+        // A broken edit still gets a cycle (of the last good declaration, so a
+        // no-op): the metrics it writes then say the declaration is not valid.
+        if (reload("declaration changed"))
+          request("declaration changed");
+        else if (declaration_.current())
+          request("declaration not valid: the last good one");
+      }
       if (nextPeriodic_ && now >= *nextPeriodic_) {
         nextPeriodic_.reset();  // set again when the cycle ends
         request("interval");
       }
     }
     if (worker_.joinable()) worker_.join();
+    // No agent keeps anything in force any more: the note would outlive its truth.
+    if (!fleet_) state::clearDeclarationError(o_.settings.stateDir);
     if (fleet_) fleet_->stop();
     notifier_.stopping("stopped");
     log_.info("agent stopped");
@@ -135,6 +145,13 @@ class Agent {
   bool reload(const std::string& why) {
     auto r = declaration_.reload();
     declarationError_ = r.ok ? "" : r.error;
+    // For `status` and the metrics: the file as it is now does not load.
+    if (r.ok)
+      state::clearDeclarationError(o_.settings.stateDir);
+    else
+      state::noteDeclarationError(
+          o_.settings.stateDir,
+          {apply::nowMs(), o_.declarationPath, r.error, declaration_.current() != nullptr});
     if (r.ok) {
       if (r.changed && why != "start")
         log_.info("declaration changed: " + o_.declarationPath,

@@ -12,6 +12,9 @@ namespace mesh::apply {
 struct ProcessInfo {
   std::string service;
   int64_t restarts = 0;  // restarts mesh-host made
+  // Restarts the supervisor made (Restart=) before mesh-host's last start or
+  // restart; add the supervisor's current count for the total.
+  int64_t crashRestartsBefore = 0;
 };
 
 // nullopt for records that are not processes (or name no service).

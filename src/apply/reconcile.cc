@@ -86,7 +86,7 @@ class Cycle {
       state::Store::Txn txn(*store_);  // one commit for the generation and the cycle
       generation_ = store_->recordGeneration(decl_.digest.str(), text, started, decl_.source,
                                              decl_.baseDir, decl_.serial);
-      report_.cycle = store_->beginCycle(started, generation_);
+      report_.cycle = store_->beginCycle(started, generation_, ctx_.settings().node);
       ctx_.setCycle(report_.cycle);
       txn.commit();
       ctx_.oweOwnRestart = [this](const std::string& process, const Digest& intent) {

@@ -19,7 +19,9 @@
 namespace mesh::cli {
 
 void GcOptions::addTo(CLI::App& cmd) {
-  cmd.add_option("--keep", keep, "keep what the K most recently applied generations need")
+  cmd.add_option(
+         "--keep", keep,
+         "keep what the K most recently applied good generations need (and the current one)")
       ->check(CLI::PositiveNumber)
       ->option_text("K")
       ->default_str("5");
@@ -112,8 +114,11 @@ int runGc(CommonOptions& o, const GcOptions& g) {
   auto lock = state::StateLock::acquire(o.stateDir, state::StateLock::Kind::Exclusive);
   auto store = state::Store::open(o.stateDir, state::Store::Access::ReadOnly);
 
-  // The K most recently applied generations, and the current one whatever K is.
+  // The K most recently applied good generations (a failed or never finished
+  // one is not counted, so a run of broken pushes cannot push the last good
+  // ones out), and the current one whatever K is.
   auto all = store.generations();
+  std::erase_if(all, [](const state::Generation& x) { return !x.good(); });
   std::sort(all.begin(), all.end(), [](const auto& a, const auto& b) {
     return std::tie(a.lastAppliedAt, a.generation) > std::tie(b.lastAppliedAt, b.generation);
   });

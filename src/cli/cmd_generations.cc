@@ -46,6 +46,22 @@ void RollbackOptions::addTo(CLI::App& cmd) {
       ->option_text("FILE");
 }
 
+namespace {
+
+// "converged in cycle 12", "3 failed in cycle 12" or "never finished a cycle".
+std::string healthText(const state::Generation& g) {
+  if (g.lastCycle == 0) return "never finished a cycle";
+  if (g.lastFailed == 0) return fmt::format("converged in cycle {}", g.lastCycle);
+  return fmt::format("{} failed in cycle {}", g.lastFailed, g.lastCycle);
+}
+
+const char* healthName(const state::Generation& g) {
+  if (g.lastCycle == 0) return "unfinished";
+  return g.lastFailed == 0 ? "converged" : "failed";
+}
+
+}  // namespace
+
 int runGenerations(CommonOptions& o) {
   o.resolve();
   auto store = state::Store::open(o.stateDir, state::Store::Access::ReadOnly);
@@ -59,6 +75,12 @@ int runGenerations(CommonOptions& o) {
                       {"first_applied_at", isoTime(g.firstAppliedAt)},
                       {"last_applied_at", isoTime(g.lastAppliedAt)},
                       {"source", g.source},
+                      // How its newest finished cycle ended: converged, failed or
+                      // unfinished (none finished); only a converged one is good.
+                      {"health", healthName(g)},
+                      {"good", g.good()},
+                      {"last_cycle", g.lastCycle},
+                      {"last_failed", g.lastFailed},
                       {"current", current == g.generation}});
     nlohmann::json out = {{"node", o.node},
                           {"current", current ? nlohmann::json(*current) : nlohmann::json()},
@@ -68,11 +90,11 @@ int runGenerations(CommonOptions& o) {
   }
   if (all.empty()) std::puts("no generation yet: no declaration has been applied");
   for (const auto& g : all)
-    std::puts(fmt::format("{} {:>4}  {}  first applied {}  last applied {}  {}{}",
+    std::puts(fmt::format("{} {:>4}  {}  first applied {}  last applied {}  {}  {}{}{}",
                           current == g.generation ? "*" : " ", g.generation, g.digest.substr(0, 19),
                           isoTime(g.firstAppliedAt), isoTime(g.lastAppliedAt),
-                          g.source.empty() ? "-" : g.source,
-                          current == g.generation ? "  (current)" : "")
+                          g.source.empty() ? "-" : g.source, g.good() ? "" : "FAILED: ",
+                          healthText(g), current == g.generation ? "  (current)" : "")
                   .c_str());
   return kExitOk;
 }
@@ -88,11 +110,24 @@ int runRollback(CommonOptions& o, const RollbackOptions& r) {
   int64_t target = r.generation;
   if (target == 0) {
     if (!current) throw InputError("no cycle has applied a declaration yet: nothing to roll back");
-    for (const auto& g : store.generations())
-      if (g.generation < *current) target = g.generation;
-    if (target == 0)
+    // The newest good generation before the current: never one whose last cycle
+    // failed or never finished (`generations` marks them; name one to force it).
+    int64_t skipped = 0;
+    for (const auto& g : store.generations()) {
+      if (g.generation >= *current) continue;
+      if (g.good())
+        target = g.generation;
+      else
+        ++skipped;
+    }
+    if (target == 0 && skipped == 0)
       throw InputError("generation {} is the first one: there is none before it to roll back to",
                        *current);
+    if (target == 0)
+      throw InputError(
+          "no generation before {} converged: the {} before it failed or never finished a cycle "
+          "(see `mesh-host generations`); name one to apply it anyway: mesh-host rollback N",
+          *current, skipped);
   }
   const auto declaration = parseGeneration(store, target, o, /*checkPrincipals=*/true);
   if (!o.json)

@@ -34,24 +34,30 @@ namespace {
 // What the supervisor shows of one process record.
 struct ServiceView {
   nlohmann::json json;
-  bool observed = false;  // false: the supervisor could not be asked (say, no permission)
-  bool down() const { return observed && !json["active"].get<bool>(); }
+  bool running = false;
+};
+
+// Every process record's service, and the error when the supervisor could not
+// be asked at all (then no service is known to run, and the node is failing).
+struct Services {
+  std::map<std::string, ServiceView> views;
+  std::string error;
 };
 
 std::string serviceText(const ServiceView& v) {
   const auto& s = v.json;
-  return fmt::format(", {} {} pid {} since {}, restarts: {} by mesh-host, {} by crashes",
-                     s["name"].get<std::string>(), s["state"].get<std::string>(),
-                     s["pid"].get<int>(), s["since"].get<std::string>(),
-                     s["restarts_by_mesh_host"].get<int64_t>(),
-                     s["restarts_by_crash"].get<int64_t>());
+  const int pid = s["pid"].get<int>();
+  const auto since = s["since"].get<std::string>();
+  return fmt::format(
+      ", {} {}{}{}, restarts: {} by mesh-host, {} by crashes", s["name"].get<std::string>(),
+      s["state"].get<std::string>(), pid > 0 ? fmt::format(" pid {}", pid) : std::string(),
+      since.empty() ? std::string() : " since " + since, s["restarts_by_mesh_host"].get<int64_t>(),
+      s["restarts_by_crash"].get<int64_t>());
 }
 
-// For each process record, what its supervisor shows: read in one go. A
-// supervisor that cannot be asked (an operator without access to it) leaves the
-// services "unknown", not down.
-std::map<std::string, ServiceView> servicesOf(
-    const std::map<std::string, const state::Record*>& records, const CommonOptions& o) {
+// For each process record, what its supervisor shows: read in one go.
+Services servicesOf(const std::map<std::string, const state::Record*>& records,
+                    const CommonOptions& o) {
   std::map<std::string, apply::ProcessInfo> infos;
   std::vector<std::string> names;
   for (const auto& [id, r] : records)
@@ -59,26 +65,29 @@ std::map<std::string, ServiceView> servicesOf(
       names.push_back(info->service);
       infos.emplace(id, *info);
     }
-  std::map<std::string, ServiceView> out;
+  Services out;
   if (names.empty()) return out;
   std::map<std::string, supervise::ServiceState> states;
-  std::string error;
   try {
     auto sup = supervise::openSupervisor(o.supervisor, {o.stateDir, "", o.unitDir, ""});
     states = sup->observe(names, /*detailed=*/true);
   } catch (const std::exception& e) {
-    error = e.what();
+    out.error = e.what();
   }
   for (const auto& [id, info] : infos) {
     const auto& st = states[info.service];
+    const bool known = out.error.empty();
     nlohmann::json j = {{"name", info.service},
                         {"active", st.active},
-                        {"state", error.empty() ? st.activeState : "unknown: " + error},
+                        {"running", st.running},
+                        {"state", known ? st.activeState : std::string("unknown")},
                         {"pid", st.pid},
                         {"since", st.sinceUs ? isoTime(st.sinceUs / 1000) : ""},
                         {"restarts_by_mesh_host", info.restarts},
-                        {"restarts_by_crash", st.crashRestarts}};
-    out.emplace(id, ServiceView{std::move(j), error.empty()});
+                        // Counted for ever, as mesh-host's own: what the record kept
+                        // from before mesh-host's last (re)start, and the count since.
+                        {"restarts_by_crash", info.crashRestartsBefore + st.crashRestarts}};
+    out.views.emplace(id, ServiceView{std::move(j), st.running});
   }
   return out;
 }
@@ -106,14 +115,59 @@ std::string cycleErrorLine(const state::CycleError& e) {
   return fmt::format("error: the last cycle could not run ({}): {}", isoTime(e.at), e.message);
 }
 
-// The status the store shows, with the error of a cycle that could not run.
+nlohmann::json declarationErrorJson(const std::optional<state::DeclarationError>& e) {
+  if (!e) return nullptr;
+  return {{"at", isoTime(e->at)},
+          {"path", e->path},
+          {"message", e->message},
+          {"kept_last_good", e->keptLastGood}};
+}
+
+std::string declarationErrorLine(const state::DeclarationError& e) {
+  return fmt::format("error: the declaration {} does not load (since {}); {}: {}", e.path,
+                     isoTime(e.at),
+                     e.keptLastGood ? "the agent keeps the last good one in force"
+                                    : "the agent applies nothing until it is fixed",
+                     e.message);
+}
+
+// The newest cycle row when it has not finished: one running now (another
+// mesh-host holds the state lock) or one cut short (mesh-host died in it).
+struct Unfinished {
+  state::Cycle cycle;
+  bool running = false;
+};
+
+std::optional<Unfinished> unfinishedCycle(state::Store& store, const std::string& stateDir) {
+  // Read under the shared lock when it is free, so that a cycle that ends
+  // meanwhile is not taken for one cut short; released at once.
+  std::optional<state::StateLock> lock;
+  bool lockHeld = false;
+  try {
+    lock = state::StateLock::tryAcquire(stateDir, state::StateLock::Kind::Shared);
+    lockHeld = !lock;
+  } catch (const std::exception&) {
+    lockHeld = true;  // cannot tell: do not call it cut short
+  }
+  auto newest = store.lastCycle();
+  lock.reset();
+  if (!newest || newest->finishedAt != 0) return std::nullopt;
+  return Unfinished{*newest, lockHeld};
+}
+
+// The status the store shows, with the error of a cycle that could not run and
+// the agent's declaration that does not load.
 int showStatus(CommonOptions& o, const StatusOptions& so,
-               const std::optional<state::CycleError>& cycleError) {
+               const std::optional<state::CycleError>& cycleError,
+               const std::optional<state::DeclarationError>& declarationError) {
   auto store = state::Store::open(o.stateDir, state::Store::Access::ReadOnly);
-  const auto last = store.lastCycle();
-  const int64_t lastCycle = last ? last->cycle : 0;
+  // The name the node's cycles ran as (--node), unless one is given here.
+  const std::string node = o.nodeFromHostname ? store.nodeName().value_or(o.node) : o.node;
+  const auto unfinished = unfinishedCycle(store, o.stateDir);
+  const auto last = store.lastFinishedCycle();
+  const int64_t newestCycle = unfinished ? unfinished->cycle.cycle : last ? last->cycle : 0;
   const apply::ChurnPolicy policy{so.churnThreshold, so.churnWindow};
-  const auto churn = apply::computeChurn(store.history("", 0), lastCycle, policy);
+  const auto churn = apply::computeChurn(store.history("", 0), newestCycle, policy);
   const auto records = store.loadRecords();
   std::map<std::string, const state::Record*> sorted;
   for (const auto& [id, r] : records) sorted.emplace(id, &r);
@@ -124,31 +178,38 @@ int showStatus(CommonOptions& o, const StatusOptions& so,
   std::vector<std::string> lines;
   for (const auto& [id, r] : sorted) {
     const auto c = churn.count(id) ? churn.at(id) : apply::Churn{};
-    const auto s = services.find(id);
+    const auto s = services.views.find(id);
     const bool failed = r->outcome == "failed";
-    const bool down = s != services.end() && s->second.down() && !failed;
+    // Not running: stopped, failed, starting, or waiting for Restart=. A
+    // supervisor that cannot be asked fails the node once, below.
+    const bool down =
+        s != services.views.end() && services.error.empty() && !s->second.running && !failed;
     failing += failed || down;
     churning += c.churning;
     nlohmann::json reasons = nlohmann::json::object();
     for (const auto& [reason, n] : c.reasons) reasons[reason] = n;
-    resources.push_back({{"id", id},
-                         {"module", r->module},
-                         {"kind", r->kind},
-                         {"outcome", r->outcome},
-                         {"reason", r->reason},
-                         {"wrote", r->wrote},
-                         {"applied_at", last ? isoTime(last->finishedAt) : ""},
-                         {"changed_at", isoTime(r->changedAt)},
-                         {"changed_cycle", r->changedCycle},
-                         {"changes", r->changes},  // ever
-                         {"churning", c.churning},
-                         // The changes the declaration did not ask for, in the window.
-                         {"churn", {{"changes", c.changes}, {"reasons", std::move(reasons)}}},
-                         {"service", s != services.end() ? s->second.json : nlohmann::json()}});
-    if (down)
-      lines.push_back(fmt::format("down {} ({}): {} is {}", id, r->module,
-                                  s->second.json["name"].get<std::string>(),
-                                  s->second.json["state"].get<std::string>()));
+    resources.push_back(
+        {{"id", id},
+         {"module", r->module},
+         {"kind", r->kind},
+         {"outcome", r->outcome},
+         {"reason", r->reason},
+         {"wrote", r->wrote},
+         {"applied_at", last ? isoTime(last->finishedAt) : ""},
+         {"changed_at", isoTime(r->changedAt)},
+         {"changed_cycle", r->changedCycle},
+         {"changes", r->changes},  // ever
+         {"churning", c.churning},
+         // The changes the declaration did not ask for, in the window.
+         {"churn", {{"changes", c.changes}, {"reasons", std::move(reasons)}}},
+         {"service", s != services.views.end() ? s->second.json : nlohmann::json()}});
+    if (down) {
+      const auto& j = s->second.json;
+      const auto since = j["since"].get<std::string>();
+      lines.push_back(fmt::format("down {} ({}): {} is {}{}", id, r->module,
+                                  j["name"].get<std::string>(), j["state"].get<std::string>(),
+                                  since.empty() ? "" : " since " + since));
+    }
     if (failed) lines.push_back(fmt::format("failed {} ({}): {}", id, r->module, r->reason));
     if (c.churning)
       lines.push_back(fmt::format("churning {} ({}): changed {} times in the last {} cycles ({})",
@@ -157,30 +218,65 @@ int showStatus(CommonOptions& o, const StatusOptions& so,
       lines.push_back(fmt::format("{} {} ({}): {}, changed {}{}", r->outcome, id, r->module,
                                   r->wrote.empty() ? "-" : r->wrote.substr(0, 19),
                                   isoTime(r->changedAt),
-                                  s != services.end() ? serviceText(s->second) : ""));
+                                  s != services.views.end() ? serviceText(s->second) : ""));
   }
+  const bool cutShort = unfinished && !unfinished->running;
+  const std::string supervisorError =
+      services.error.empty() ? ""
+                             : fmt::format("the supervisor cannot be reached: {}", services.error);
 
   if (o.json) {
-    nlohmann::json out = {{"node", o.node},
-                          {"cycles", store.cycleCount()},
-                          {"last_cycle", lastCycleJson(last)},
-                          {"churn", {{"threshold", policy.threshold}, {"window", policy.window}}},
-                          {"failing", failing},
-                          {"churning", churning},
-                          {"last_error", cycleErrorJson(cycleError)},
-                          {"resources", std::move(resources)}};
+    nlohmann::json running, interrupted;
+    if (unfinished) {
+      nlohmann::json c = nlohmann::json::object();
+      c["cycle"] = unfinished->cycle.cycle;
+      c["started_at"] = isoTime(unfinished->cycle.startedAt);
+      c["generation"] = unfinished->cycle.generation;
+      if (unfinished->running)
+        running = std::move(c);
+      else
+        interrupted = std::move(c);
+    }
+    nlohmann::json out = {
+        {"node", node},
+        {"cycles", store.cycleCount()},
+        {"last_cycle", lastCycleJson(last)},
+        {"running_cycle", std::move(running)},
+        {"interrupted_cycle", std::move(interrupted)},
+        {"churn", {{"threshold", policy.threshold}, {"window", policy.window}}},
+        {"failing", failing},
+        {"churning", churning},
+        {"last_error", cycleErrorJson(cycleError)},
+        {"declaration_error", declarationErrorJson(declarationError)},
+        {"supervisor_error",
+         supervisorError.empty() ? nlohmann::json() : nlohmann::json(supervisorError)},
+        {"resources", std::move(resources)}};
     std::puts(out.dump().c_str());
   } else {
     if (cycleError) std::puts(cycleErrorLine(*cycleError).c_str());
+    if (declarationError) std::puts(declarationErrorLine(*declarationError).c_str());
+    if (!supervisorError.empty()) std::puts(("error: " + supervisorError).c_str());
+    if (cutShort)
+      std::puts(fmt::format("error: cycle {} (started {}) never finished: mesh-host was killed or "
+                            "crashed in it; the next cycle completes what it began",
+                            unfinished->cycle.cycle, isoTime(unfinished->cycle.startedAt))
+                    .c_str());
     for (const auto& l : lines) std::puts(l.c_str());
+    std::string running;
+    if (unfinished && unfinished->running)
+      running = fmt::format("; cycle {} running since {}", unfinished->cycle.cycle,
+                            isoTime(unfinished->cycle.startedAt));
     std::puts(fmt::format("node {}: {} resource(s), last cycle {} at {} ({} ms): {} failing, {} "
-                          "churning",
-                          o.node, sorted.size(), lastCycle,
+                          "churning{}",
+                          node, sorted.size(), last ? last->cycle : 0,
                           last ? isoTime(last->finishedAt) : "never", last ? last->ms : 0, failing,
-                          churning)
+                          churning, running)
                   .c_str());
   }
-  return failing + churning > 0 || cycleError ? kExitFailed : kExitOk;
+  return failing + churning > 0 || cycleError || declarationError || !services.error.empty() ||
+                 cutShort
+             ? kExitFailed
+             : kExitOk;
 }
 
 }  // namespace
@@ -191,18 +287,24 @@ int runStatus(CommonOptions& o, const StatusOptions& so) {
   // leaves no cycle row; its error waits in <state-dir>/last-error until a cycle
   // finishes, and makes the node failing.
   const auto cycleError = state::lastCycleError(o.stateDir);
-  if (!cycleError) return showStatus(o, so, cycleError);
+  const auto declarationError = state::declarationError(o.stateDir);
+  if (!cycleError && !declarationError) return showStatus(o, so, cycleError, declarationError);
   try {
-    return showStatus(o, so, cycleError);
+    return showStatus(o, so, cycleError, declarationError);
   } catch (const std::exception& e) {
-    // Reading the store may fail for the same reason: still say what the cycle met.
+    // Reading the store may fail for the same reason: still say what the cycle
+    // met, and what is wrong with the declaration.
     if (o.json) {
-      nlohmann::json out = {
-          {"node", o.node}, {"last_error", cycleErrorJson(cycleError)}, {"store_error", e.what()}};
+      nlohmann::json out = {{"node", o.node},
+                            {"last_error", cycleErrorJson(cycleError)},
+                            {"declaration_error", declarationErrorJson(declarationError)},
+                            {"store_error", e.what()}};
       std::puts(out.dump().c_str());
     } else {
-      std::puts(cycleErrorLine(*cycleError).c_str());
-      if (e.what() != cycleError->message) std::fprintf(stderr, "mesh-host: %s\n", e.what());
+      if (cycleError) std::puts(cycleErrorLine(*cycleError).c_str());
+      if (declarationError) std::puts(declarationErrorLine(*declarationError).c_str());
+      if (!cycleError || e.what() != cycleError->message)
+        std::fprintf(stderr, "mesh-host: %s\n", e.what());
     }
     return kExitFailed;
   }

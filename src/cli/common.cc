@@ -63,6 +63,7 @@ void CommonOptions::resolve() {
     char host[256] = {};
     if (::gethostname(host, sizeof host - 1) != 0) throwSys("cannot read the hostname");
     node = host;
+    nodeFromHostname = true;
   }
 }
 

@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "apply/context.hh"
-#include "decl/parse.hh"
 #include "decl/model.hh"
+#include "decl/parse.hh"
 
 namespace mesh::cli {
 
@@ -28,7 +28,8 @@ struct CommonOptions {
   std::string blobs;     // default <state-dir>/blobs
   std::string supervisor = "auto";
   std::string unitDir = "/etc/systemd/system";
-  std::string node;  // default the hostname
+  std::string node;               // default the hostname
+  bool nodeFromHostname = false;  // no --node: resolve() took the hostname
   bool json = false;
   bool verbose = false;
   // Operator keys whose signatures this node accepts: key texts or files holding

@@ -64,6 +64,9 @@ std::string renderMetrics(const MetricsSnapshot& s) {
   for (const auto& [service, n] : s.restarts)
     out += fmt::format("mesh_host_restarts_total{{service=\"{}\"}} {}\n", escapeLabelValue(service),
                        n);
+  header(out, "mesh_host_declaration_valid", "gauge",
+         "0 while the declaration file does not load and the last good one stays in force.");
+  out += fmt::format("mesh_host_declaration_valid {}\n", s.declarationValid ? 1 : 0);
   header(out, "mesh_host_failures", "gauge", "Resources that failed in the last cycle.");
   out += fmt::format("mesh_host_failures {}\n", s.failed);
   return out;
@@ -88,6 +91,7 @@ MetricsSnapshot metricsSnapshot(const apply::CycleReport& report, state::Store& 
   }
   s.lastCycleTimestampSeconds = static_cast<double>(finishedMs) / 1000.0;
 
+  s.declarationValid = !state::declarationError(store.stateDir());
   for (const auto& [id, c] : apply::computeChurn(store.history("", 0), report.cycle))
     s.churning += c.churning;
   std::map<std::string, int64_t> restarts;

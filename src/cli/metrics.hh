@@ -23,6 +23,9 @@ struct MetricsSnapshot {
   int64_t created = 0, updated = 0, unchanged = 0, removed = 0, failed = 0;
   bool interrupted = false;
   int64_t churning = 0;
+  // False while the agent keeps the last good declaration because its file does
+  // not load (<state-dir>/declaration-error).
+  bool declarationValid = true;
   // Restarts mesh-host made, per service, from the process records; sorted by name.
   std::vector<std::pair<std::string, int64_t>> restarts;
 };

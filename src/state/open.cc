@@ -66,7 +66,7 @@ void createSchema(Db& db) {
 }
 
 // Parts that came within schema version 1 (generations.serial, fleet_declaration,
-// owed_restarts.intent):
+// owed_restarts.intent, cycles.node):
 // a store made before them gains them on its first read-write open. Idempotent.
 void addLateSchema(Db& db) {
   if (db.queryInt("SELECT count(*) FROM pragma_table_info('generations') WHERE name = 'serial'",
@@ -80,6 +80,9 @@ void addLateSchema(Db& db) {
                   "looking for owed_restarts.intent") == 0)
     db.exec("ALTER TABLE owed_restarts ADD COLUMN intent TEXT NOT NULL DEFAULT ''",
             "adding owed_restarts.intent");
+  if (db.queryInt("SELECT count(*) FROM pragma_table_info('cycles') WHERE name = 'node'",
+                  "looking for cycles.node") == 0)
+    db.exec("ALTER TABLE cycles ADD COLUMN node TEXT NOT NULL DEFAULT ''", "adding cycles.node");
 }
 
 // Decides whether this file is ours and of a version we understand; creates the

@@ -50,7 +50,8 @@ CREATE TABLE cycles (
   unchanged   INTEGER NOT NULL DEFAULT 0,
   removed     INTEGER NOT NULL DEFAULT 0,
   failed      INTEGER NOT NULL DEFAULT 0,
-  ms          INTEGER NOT NULL DEFAULT 0
+  ms          INTEGER NOT NULL DEFAULT 0,
+  node        TEXT NOT NULL DEFAULT ''      -- the name the cycle ran as (--node)
 );
 
 -- Outcomes that were not `unchanged`, for the last Store::kHistoryCycles cycles.

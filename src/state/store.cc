@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <charconv>
 #include <chrono>
+#include <nlohmann/json.hpp>
 
 #include "state/store_impl.hh"
 #include "util/fd.hh"
@@ -167,11 +168,12 @@ void Store::clearOwedRestarts(const std::string& process) {
   s.start().bind(process).run();
 }
 
-int64_t Store::beginCycle(int64_t startedAt, int64_t generation) {
-  Stmt s(impl_->db, "INSERT INTO cycles (started_at, generation) VALUES (?, ?) RETURNING cycle",
+int64_t Store::beginCycle(int64_t startedAt, int64_t generation, const std::string& node) {
+  Stmt s(impl_->db,
+         "INSERT INTO cycles (started_at, generation, node) VALUES (?, ?, ?) RETURNING cycle",
          "starting a cycle");
   auto q = s.start();
-  q.bind(startedAt).bind(generation);
+  q.bind(startedAt).bind(generation).bind(node);
   if (!q.next())
     throw Error("state store {}: starting a cycle returned no number", impl_->db.path());
   int64_t cycle = q.integer(0);
@@ -252,14 +254,21 @@ std::optional<Store::AppliedSerial> Store::highestSerial() {
 }
 
 std::vector<Generation> Store::generations() {
+  // One pass over cycles (not a lookup per generation): the newest finished
+  // cycle of each generation, and how it ended.
   Stmt s(impl_->db,
-         "SELECT generation, digest, first_applied_at, last_applied_at, source, base_dir "
-         "FROM generations ORDER BY generation",
+         "WITH last AS (SELECT generation, max(cycle) AS cycle FROM cycles "
+         "WHERE finished_at != 0 GROUP BY generation) "
+         "SELECT g.generation, g.digest, g.first_applied_at, g.last_applied_at, g.source, "
+         "g.base_dir, coalesce(c.cycle, 0), coalesce(c.failed, 0) FROM generations g "
+         "LEFT JOIN last l ON l.generation = g.generation "
+         "LEFT JOIN cycles c ON c.cycle = l.cycle ORDER BY g.generation",
          "listing generations");
   std::vector<Generation> out;
   auto q = s.start();
   while (q.next())
-    out.push_back({q.integer(0), q.text(1), q.integer(2), q.integer(3), q.text(4), q.text(5)});
+    out.push_back({q.integer(0), q.text(1), q.integer(2), q.integer(3), q.text(4), q.text(5),
+                   q.integer(6), q.integer(7)});
   return out;
 }
 
@@ -313,6 +322,33 @@ std::optional<Cycle> Store::lastCycle() {
   auto q = s.start();
   if (!q.next()) return std::nullopt;
   return readCycle(q);
+}
+
+std::optional<Cycle> Store::lastFinishedCycle() {
+  Stmt s(impl_->db,
+         fmt::format("SELECT {} FROM cycles WHERE finished_at != 0 ORDER BY cycle DESC LIMIT 1",
+                     kCycleColumns)
+             .c_str(),
+         "reading the last finished cycle");
+  auto q = s.start();
+  if (!q.next()) return std::nullopt;
+  return readCycle(q);
+}
+
+std::optional<std::string> Store::nodeName() {
+  // A read-only open of a store made before cycles.node existed.
+  if (impl_->db.queryInt("SELECT count(*) FROM pragma_table_info('cycles') WHERE name = 'node'",
+                         "looking for cycles.node") == 0)
+    return std::nullopt;
+  Stmt s(impl_->db, "SELECT node FROM cycles WHERE node != '' ORDER BY cycle DESC LIMIT 1",
+         "reading the node's name");
+  auto q = s.start();
+  if (!q.next()) return std::nullopt;
+  return q.text(0);
+}
+
+const std::string& Store::stateDir() const {
+  return impl_->stateDir;
 }
 
 std::vector<Cycle> Store::cycles(int64_t limit) {
@@ -382,6 +418,10 @@ std::string cycleErrorPath(const std::string& stateDir) {
   return stateDir + "/last-error";
 }
 
+std::string declarationErrorPath(const std::string& stateDir) {
+  return stateDir + "/declaration-error";
+}
+
 }  // namespace
 
 // The file: the unix ms of the failure on the first line, the message after it.
@@ -419,6 +459,42 @@ void clearCycleError(const std::string& stateDir) {
   if (::unlink(cycleErrorPath(stateDir).c_str()) != 0 && errno != ENOENT) {
     // Best effort: the cycle itself went well, and a stale note is only a note.
   }
+}
+
+// The file: a JSON object {at, path, message, kept_last_good}.
+void noteDeclarationError(const std::string& stateDir, const DeclarationError& e) noexcept {
+  try {
+    if (!lstatPath(stateDir)) return;
+    const nlohmann::json j = {
+        {"at", e.at}, {"path", e.path}, {"message", e.message}, {"kept_last_good", e.keptLastGood}};
+    atomicWrite(declarationErrorPath(stateDir), j.dump() + "\n", 0640);
+  } catch (...) {
+  }
+}
+
+std::optional<DeclarationError> declarationError(const std::string& stateDir) {
+  std::optional<std::string> text;
+  try {
+    text = readFile(declarationErrorPath(stateDir));
+  } catch (const SysError&) {
+    return std::nullopt;
+  }
+  if (!text) return std::nullopt;
+  DeclarationError e;
+  auto j = nlohmann::json::parse(*text, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) {
+    e.message = "(" + declarationErrorPath(stateDir) + " is damaged)";
+    return e;
+  }
+  e.at = j.value("at", int64_t{0});
+  e.path = j.value("path", "");
+  e.message = j.value("message", "");
+  e.keptLastGood = j.value("kept_last_good", false);
+  return e;
+}
+
+void clearDeclarationError(const std::string& stateDir) noexcept {
+  (void)::unlink(declarationErrorPath(stateDir).c_str());
 }
 
 }  // namespace mesh::state

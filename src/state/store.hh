@@ -68,6 +68,14 @@ struct Generation {
   int64_t lastAppliedAt = 0;
   std::string source;   // the declaration's file, as given when last applied
   std::string baseDir;  // what a relative credential `from` was resolved against
+  // How the newest finished cycle that applied it ended: lastCycle 0 when none
+  // finished (every one was cut short), else its number and failed resources.
+  int64_t lastCycle = 0;
+  int64_t lastFailed = 0;
+  // Good: its newest finished cycle converged every resource. A failed (or
+  // never finished) generation is marked by `generations`, skipped by a
+  // `rollback` without a number, and not counted by `gc --keep`.
+  bool good() const { return lastCycle != 0 && lastFailed == 0; }
 };
 
 // What it takes to apply a generation again.
@@ -123,7 +131,9 @@ class Store {
   // Drops one intent whose change never happened.
   void cancelOwedRestart(const std::string& process, const std::string& cause);
 
-  int64_t beginCycle(int64_t startedAt, int64_t generation);  // returns the new number
+  // Returns the new number. `node`: the name the cycle runs as (--node), which
+  // `status` shows when not given one.
+  int64_t beginCycle(int64_t startedAt, int64_t generation, const std::string& node = {});
   void finishCycle(const Cycle& c);
   void addHistory(const HistoryEntry& h);  // trims entries older than kHistoryCycles
 
@@ -156,7 +166,13 @@ class Store {
   void putFleetDeclaration(const FleetDeclaration& f);
   std::optional<FleetDeclaration> fleetDeclaration(const std::string& key);
 
+  // The newest cycle row, finished or not (one still running, or cut short).
   std::optional<Cycle> lastCycle();
+  // The newest cycle that finished.
+  std::optional<Cycle> lastFinishedCycle();
+  // The name the newest cycle that recorded one ran as; nullopt when none did.
+  std::optional<std::string> nodeName();
+  const std::string& stateDir() const;
   // The newest `limit` cycles (every cycle when limit <= 0), newest first.
   std::vector<Cycle> cycles(int64_t limit);
   int64_t cycleCount();
@@ -196,6 +212,20 @@ struct CycleError {
 void noteCycleError(const std::string& stateDir, const std::string& message) noexcept;
 std::optional<CycleError> lastCycleError(const std::string& stateDir);
 void clearCycleError(const std::string& stateDir);
+
+// The agent's declaration file as it is now does not load, so the agent keeps
+// converging the node to the last good one: <stateDir>/declaration-error, written
+// by the agent when a reload fails and removed when one succeeds or the agent
+// stops. `status` shows it (and fails), and so do the metrics.
+struct DeclarationError {
+  int64_t at = 0;             // unix ms of the latest failed load
+  std::string path;           // the declaration file
+  std::string message;        // what is wrong with it (file:line:column …)
+  bool keptLastGood = false;  // false: no declaration loaded yet, nothing is applied
+};
+void noteDeclarationError(const std::string& stateDir, const DeclarationError& e) noexcept;
+std::optional<DeclarationError> declarationError(const std::string& stateDir);
+void clearDeclarationError(const std::string& stateDir) noexcept;
 
 // One writer per state dir: an flock on the directory itself (which, unlike a
 // file in it, cannot be deleted from under its holder), held for the object's

@@ -27,11 +27,20 @@ struct Unit {
 struct ServiceState {
   bool installed = false;     // a unit with this name is installed by us
   std::string installedText;  // its text ("" when not installed)
-  bool active = false;        // running (or starting) now
-  std::string activeState;    // "active", "inactive", "failed", "activating", …
-  pid_t pid = 0;              // main pid, 0 when none
-  int64_t sinceUs = 0;        // realtime µs when it (last) became active; 0 when not
-  int64_t crashRestarts = 0;  // restarts done by the supervisor itself (Restart=)
+  bool active = false;        // running, starting, or waiting to be restarted by Restart=
+  // Its main process runs now: active and not starting, stopping or waiting for
+  // Restart=. What `status` calls up; anything else is down.
+  bool running = false;
+  // "active", "inactive", "failed", "activating", "activating (auto-restart)", …
+  std::string activeState;
+  pid_t pid = 0;        // main pid, 0 when none
+  int64_t sinceUs = 0;  // realtime µs when it entered its current state; 0 unknown
+  // Automatic restarts (Restart=) since the service was last started or
+  // restarted on request: both backends start counting again then (systemd's
+  // NRestarts). The process record adds what it counted before each restart
+  // mesh-host makes, so that `status` counts crashes for ever, as it counts
+  // mesh-host's own restarts.
+  int64_t crashRestarts = 0;
   // Starts at boot. systemd: every link its [Install] section asks for
   // (multi-user.target.wants/<name>) is in place; builtin: always true.
   bool enabled = true;

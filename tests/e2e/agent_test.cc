@@ -18,6 +18,11 @@ namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
+std::string slurpFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
 class Agent : public Node {
  protected:
   std::unique_ptr<AgentProcess> start(const std::string& decl, const std::string& interval,
@@ -126,6 +131,45 @@ TEST_F(Agent, ABrokenEditIsReportedAndTheLastGoodDeclarationStaysInForce) {
   replace(decl, fileDecl("fixed"));
   ASSERT_TRUE(agent->nextSummary(3s, "declaration changed")) << agent->log();
   EXPECT_EQ(read("/etc/m/a"), "fixed");
+}
+
+// The declaration the agent keeps back is not a secret kept in its log: `status`
+// says so and fails, `status --json` carries it, and the metrics written after
+// the (no-op) cycle that follows the broken edit say the declaration is not valid.
+// Fixed, all three are clear again.
+TEST_F(Agent, AKeptBackDeclarationShowsInStatusAndMetrics) {
+  const auto decl = declare(fileDecl("one"));
+  const std::string metrics = work + "/metrics.prom";
+  auto agent = start(decl, "1h", {"--metrics", metrics});
+  ASSERT_TRUE(agent->nextSummary(10s)) << agent->log();
+  EXPECT_EQ(mesh({"status"}).code, 0);
+  EXPECT_NE(slurpFile(metrics).find("mesh_host_declaration_valid 1\n"), std::string::npos);
+
+  replace(decl, "[module.m.file.a]\npath = \"/etc/m/a\"\ncontent = \"unterminated\n");
+  auto cycle = agent->nextSummary(5s, "declaration not valid: the last good one");
+  ASSERT_TRUE(cycle) << agent->log();
+  EXPECT_EQ((*cycle)["updated"], 0) << cycle->dump();  // the last good one, as it was
+  Result st = mesh({"status"});
+  EXPECT_EQ(st.code, 1) << st.out << st.err;
+  EXPECT_NE(st.out.find("error: the declaration " + decl + " does not load"), std::string::npos)
+      << st.out;
+  EXPECT_NE(st.out.find("the agent keeps the last good one in force: " + decl + ":3:"),
+            std::string::npos)
+      << st.out;
+  Result js = mesh({"status", "--json"});
+  EXPECT_EQ(js.code, 1);
+  const auto error = js.json()["declaration_error"];
+  EXPECT_EQ(error["path"], decl) << error.dump();
+  EXPECT_EQ(error["kept_last_good"], true) << error.dump();
+  EXPECT_NE(error["message"].get<std::string>().find(decl + ":3:"), std::string::npos);
+  EXPECT_NE(slurpFile(metrics).find("mesh_host_declaration_valid 0\n"), std::string::npos)
+      << slurpFile(metrics);
+
+  replace(decl, fileDecl("fixed"));
+  ASSERT_TRUE(agent->nextSummary(5s, "declaration changed")) << agent->log();
+  EXPECT_EQ(mesh({"status"}).code, 0);
+  EXPECT_TRUE(mesh({"status", "--json"}).json()["declaration_error"].is_null());
+  EXPECT_NE(slurpFile(metrics).find("mesh_host_declaration_valid 1\n"), std::string::npos);
 }
 
 // `: > declaration.toml` under a running agent: an emptied file is bad input, not

@@ -25,14 +25,19 @@ namespace {
 using json = nlohmann::json;
 
 // What the record remembers: the bundle tree, the service name (to stop it once
-// no longer declared) and how often mesh-host restarted it.
+// no longer declared), how often mesh-host restarted it, and how often its
+// supervisor did (Restart=) before the last start or restart mesh-host made —
+// the supervisor's own count starts again then.
 struct ProcessObserved {
   TreeObserved tree;
   std::string service;
   int64_t restarts = 0;
+  int64_t crashRestarts = 0;
 
   std::string str() const {
-    return json{{"tree", tree.str()}, {"service", service}, {"restarts", restarts}}.dump();
+    json j{{"tree", tree.str()}, {"service", service}, {"restarts", restarts}};
+    if (crashRestarts != 0) j["crash_restarts"] = crashRestarts;
+    return j.dump();
   }
   static ProcessObserved parse(const std::string& text) {
     ProcessObserved o;
@@ -41,6 +46,7 @@ struct ProcessObserved {
     o.tree = TreeObserved::parse(j.value("tree", ""));
     o.service = j.value("service", "");
     o.restarts = j.value("restarts", int64_t{0});
+    o.crashRestarts = j.value("crash_restarts", int64_t{0});
     return o;
   }
 };
@@ -97,7 +103,7 @@ class ProcessApplier : public Applier {
     const std::string hex = s.bundle.hex();
 
     // Observe: the bundle tree, the installed unit, the running service.
-    ProcessObserved now{{}, s.service, prev.restarts};
+    ProcessObserved now{{}, s.service, prev.restarts, prev.crashRestarts};
     const TreeObserved trusted = rec && rec->wrote == want.str() ? prev.tree : TreeObserved{};
     const auto bundleDrift = checkTree(ctx, {bundles ? bundles->get() : -1, hex, bundleDir},
                                        s.bundle, limits, trusted, now.tree);
@@ -173,6 +179,15 @@ class ProcessApplier : public Applier {
       });
     }
     if (restart) now.restarts += 1;
+    // The start or restart below begins the supervisor's count of Restart='s
+    // restarts again: keep what it counted so far (one more call, only here).
+    // A supervisor that cannot say loses that count; it never holds the restart up.
+    if (svc.installed && ctx.applying()) {
+      try {
+        now.crashRestarts += ctx.supervisor().observe({s.service}, true)[s.service].crashRestarts;
+      } catch (const Error&) {
+      }
+    }
 
     std::string detail;
     if (!svc.installed)
@@ -214,7 +229,7 @@ std::optional<ProcessInfo> processInfo(const state::Record& rec) {
   if (rec.kind != "process") return std::nullopt;
   auto o = ProcessObserved::parse(rec.observed);
   if (o.service.empty()) return std::nullopt;
-  return ProcessInfo{o.service, o.restarts};
+  return ProcessInfo{o.service, o.restarts, o.crashRestarts};
 }
 
 const Applier& processApplier() {

@@ -48,6 +48,7 @@ void describe(const std::string& state, ServiceState& s) {
     s.activeState = "activating";
   } else if (state == "active") {
     s.active = true;
+    s.running = true;
     s.activeState = "active";
   } else if (state == "stopping") {
     s.active = true;
@@ -206,6 +207,7 @@ class BuiltinSupervisor : public Supervisor {
       // stop adopt it, and so does the end of an applying cycle (flush()).
       // A Type=notify one may have died before READY=1.
       s.active = true;
+      s.running = st->state != "starting";
       s.activeState =
           st->state == "starting" ? "activating (unsupervised)" : "active (unsupervised)";
       orphans_.insert(name);

@@ -250,6 +250,9 @@ void ServiceSupervisor::command(const std::string& cmd, Fd conn) {
     return reply(std::move(conn), Reply::fail("the supervisor is shutting down"));
   if (cmd == "start" && phase_ == Phase::Running)
     return answer(std::move(conn), Reply::ok(child_, "running"));
+  // A start or restart on request begins a new count of Restart='s own, as
+  // systemd's NRestarts does: mesh-host adds the old count to its record first.
+  if (launchVerb) status_.crashRestarts = 0;
 
   // Answered when the launch settles, or when the process is gone.
   (launchVerb ? launchWaiters_ : stopWaiters_).push_back(std::move(conn));

@@ -63,6 +63,10 @@ class SystemdSupervisor final : public Supervisor {
       ServiceState& st = it->second;
       st.activeState = rows[i].activeState;
       st.active = isRunning(st.activeState);
+      st.running = (st.activeState == "active" || st.activeState == "reloading") &&
+                   rows[i].subState != "auto-restart";
+      // Waiting for Restart=: nothing runs, whatever "activating" suggests.
+      if (rows[i].subState == "auto-restart") st.activeState += " (auto-restart)";
       if (detailed && rows[i].loadState != "not-found") readDetails(rows[i].path, st);
     }
     return out;
@@ -180,8 +184,10 @@ class SystemdSupervisor final : public Supervisor {
     try {
       st.pid = static_cast<pid_t>(bus_->getU32(path, "Service", "MainPID"));
       st.crashRestarts = bus_->getU32(path, "Service", "NRestarts");
-      if (st.active)
-        st.sinceUs = static_cast<int64_t>(bus_->getU64(path, "Unit", "ActiveEnterTimestamp"));
+      // When it entered the state it is in: for a running one its start, for one
+      // waiting to be restarted the death of the last process.
+      st.sinceUs = static_cast<int64_t>(
+          bus_->getU64(path, "Unit", st.running ? "ActiveEnterTimestamp" : "StateChangeTimestamp"));
     } catch (const BusError& e) {
       // Collected by systemd between the listing and now: nothing runs.
       if (e.name() != sdbus::kUnknownObject) throw;

@@ -65,6 +65,10 @@ TEST(Metrics, RendersTextfileFormat) {
       "# TYPE mesh_host_restarts_total counter\n"
       "mesh_host_restarts_total{service=\"a.service\"} 4\n"
       "mesh_host_restarts_total{service=\"we\\\"ird.service\"} 1\n"
+      "# HELP mesh_host_declaration_valid 0 while the declaration file does not load and the "
+      "last good one stays in force.\n"
+      "# TYPE mesh_host_declaration_valid gauge\n"
+      "mesh_host_declaration_valid 1\n"
       "# HELP mesh_host_failures Resources that failed in the last cycle.\n"
       "# TYPE mesh_host_failures gauge\n"
       "mesh_host_failures 1\n";
@@ -84,7 +88,7 @@ TEST(Metrics, EveryMetricHasHelpAndType) {
   }
   EXPECT_EQ(helped, typed);
   for (const auto& name : sampled) EXPECT_TRUE(helped.count(name)) << name;
-  EXPECT_EQ(helped.size(), 7u);
+  EXPECT_EQ(helped.size(), 8u);
 }
 
 TEST(Metrics, WritesTheFileFromAStoreAndAReport) {
@@ -118,6 +122,14 @@ TEST(Metrics, WritesTheFileFromAStoreAndAReport) {
       text.str().find("mesh_host_cycle{node=\"n1\",generation=\"1\",interrupted=\"false\"} 1"),
       std::string::npos);
   EXPECT_NE(text.str().find("mesh_host_resources{outcome=\"unchanged\"} 1\n"), std::string::npos);
+  EXPECT_NE(text.str().find("mesh_host_declaration_valid 1\n"), std::string::npos);
+
+  // The agent keeps back a declaration that does not load: the next metrics say so.
+  state::noteDeclarationError(dir + "/state", {1, "/etc/decl.toml", "decl.toml:1:1: bad", true});
+  EXPECT_FALSE(metricsSnapshot(report, store, "n1").declarationValid);
+  EXPECT_NE(
+      renderMetrics(metricsSnapshot(report, store, "n1")).find("mesh_host_declaration_valid 0\n"),
+      std::string::npos);
   // Written atomically: no temp file left beside it.
   int files = 0;
   for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator(dir + "/textfile"))

@@ -1,6 +1,8 @@
 // Cycle numbering and declaration generations.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 #include "state/store.hh"
 #include "state_test.hh"
 #include "util/error.hh"
@@ -136,6 +138,97 @@ TEST_F(CyclesTest, CyclesNewestFirst) {
   EXPECT_EQ(two[0].cycle, 3);
   EXPECT_EQ(two[1].cycle, 2);
   EXPECT_EQ(store.cycles(0).size(), 3u);
+}
+
+// A generation is as good as its newest finished cycle: failed resources there
+// mark it failed, a cycle that never finished does not count, and a later cycle
+// that converges makes it good again.
+TEST_F(CyclesTest, AGenerationIsAsGoodAsItsNewestFinishedCycle) {
+  auto store = Store::open(dir);
+  const int64_t a = store.recordGeneration("sha256:a", "a", 1);
+  const int64_t b = store.recordGeneration("sha256:b", "b", 2);
+  const int64_t c = store.recordGeneration("sha256:c", "c", 3);
+  auto run = [&](int64_t gen, int64_t failed, bool finish) {
+    const int64_t n = store.beginCycle(10, gen);
+    if (finish)
+      store.finishCycle(
+          {.cycle = n, .startedAt = 10, .finishedAt = 11, .generation = gen, .failed = failed});
+    return n;
+  };
+  run(a, 0, true);
+  const int64_t bFailed = run(b, 2, true);
+  run(c, 0, false);  // cut short
+  auto gens = store.generations();
+  ASSERT_EQ(gens.size(), 3u);
+  EXPECT_TRUE(gens[0].good());
+  EXPECT_FALSE(gens[1].good());
+  EXPECT_EQ(gens[1].lastCycle, bFailed);
+  EXPECT_EQ(gens[1].lastFailed, 2);
+  EXPECT_FALSE(gens[2].good());
+  EXPECT_EQ(gens[2].lastCycle, 0) << "no cycle of it finished";
+
+  const int64_t bFixed = run(b, 0, true);
+  run(b, 0, false);  // a later one cut short changes nothing
+  gens = store.generations();
+  EXPECT_TRUE(gens[1].good());
+  EXPECT_EQ(gens[1].lastCycle, bFixed);
+}
+
+TEST_F(CyclesTest, LastFinishedCycleSkipsOneRunningOrCutShort) {
+  auto store = Store::open(dir);
+  EXPECT_FALSE(store.lastFinishedCycle());
+  const int64_t n = store.beginCycle(10, 0);
+  store.finishCycle({.cycle = n, .startedAt = 10, .finishedAt = 12});
+  store.beginCycle(20, 0);
+  ASSERT_TRUE(store.lastFinishedCycle());
+  EXPECT_EQ(store.lastFinishedCycle()->cycle, n);
+  EXPECT_EQ(store.lastCycle()->cycle, n + 1);
+}
+
+TEST_F(CyclesTest, TheNodeNameIsTheOneTheNewestCycleRanAs) {
+  {
+    auto store = Store::open(dir);
+    EXPECT_FALSE(store.nodeName());
+    store.beginCycle(1, 0, "web-1");
+    store.beginCycle(2, 0, "web-2");
+    store.beginCycle(3, 0);  // a cycle that names none (an older caller)
+  }
+  auto ro = Store::open(dir, Store::Access::ReadOnly);
+  EXPECT_EQ(ro.nodeName(), "web-2");
+}
+
+// A store made before cycles.node: a read-only open has no name to give; the
+// first read-write open adds the column.
+TEST_F(CyclesTest, AStoreWithoutCyclesNodeGainsIt) {
+  {
+    auto store = Store::open(dir);
+    store.beginCycle(1, 0, "web-1");
+  }
+  {
+    RawDb raw(dir + "/state.db");
+    raw.exec("ALTER TABLE cycles DROP COLUMN node");
+  }
+  EXPECT_FALSE(Store::open(dir, Store::Access::ReadOnly).nodeName());
+  auto store = Store::open(dir);
+  store.beginCycle(2, 0, "web-3");
+  EXPECT_EQ(store.nodeName(), "web-3");
+}
+
+TEST_F(CyclesTest, ADeclarationErrorIsNotedReadAndCleared) {
+  std::filesystem::create_directories(dir);
+  EXPECT_FALSE(declarationError(dir));
+  noteDeclarationError(dir, {1234, "/etc/mesh/decl.toml", "decl.toml:3:9: unterminated", true});
+  auto e = declarationError(dir);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->at, 1234);
+  EXPECT_EQ(e->path, "/etc/mesh/decl.toml");
+  EXPECT_EQ(e->message, "decl.toml:3:9: unterminated");
+  EXPECT_TRUE(e->keptLastGood);
+  clearDeclarationError(dir);
+  EXPECT_FALSE(declarationError(dir));
+  // Into an existing state directory only.
+  noteDeclarationError(dir + "/missing", {1, "x", "y", false});
+  EXPECT_FALSE(std::filesystem::exists(dir + "/missing"));
 }
 
 }  // namespace
