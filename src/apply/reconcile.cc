@@ -270,6 +270,11 @@ class Cycle {
   // wrote it there (under another id, or this id as another kind) and nobody
   // changed it since, it goes — the same rule as pruning — and the reason for
   // `r` says what it replaced. "" when nothing may go.
+  // A removal that deleted what was there (a plan: would delete it).
+  static bool deletedIt(const Outcome& removal) {
+    return removal.detail() == "deleted" || removal.detail() == "would delete";
+  }
+
   std::string makeRoom(const decl::Resource& r, const std::string& kind) {
     indexDeclaration();
     const state::Record* old = nullptr;
@@ -278,7 +283,7 @@ class Cycle {
         old = &rec;
     if (!old) return {};
     const Outcome removal = applierFor(old->kind).remove(ctx_, *old);
-    if (removal.verdict() != Verdict::Removed || removal.detail() != "deleted") return {};
+    if (removal.verdict() != Verdict::Removed || !deletedIt(removal)) return {};
     const std::string reason = old->id == r.id
                                    ? fmt::format("kind changed: {} -> {}", old->kind, kind)
                                    : fmt::format("replaces the {} of {}", old->kind, old->id);
@@ -303,7 +308,9 @@ class Cycle {
     } else {
       try {
         const Outcome removal = applierFor(old.kind).remove(ctx_, old);
-        left = removal.detail() == "deleted" ? "old path deleted" : "old path " + removal.detail();
+        left = deletedIt(removal)
+                   ? (ctx_.planning() ? "old path would be deleted" : "old path deleted")
+                   : "old path " + removal.detail();
       } catch (const Error& e) {
         left = fmt::format("old path left in place: {}", e.what());
       }

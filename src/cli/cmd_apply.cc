@@ -11,14 +11,22 @@
 
 namespace mesh::cli {
 
+void ExitCodes::addTo(CLI::App& cmd) {
+  cmd.add_flag("--detailed-exitcode", detailed,
+               "exit 0 nothing changed, 2 changes, 4 a resource failed, 6 both; 1 the cycle could "
+               "not run or bad input (nothing applied)");
+}
+
 void ApplyOptions::addTo(CLI::App& cmd) {
   cmd.add_option("--metrics", metrics,
                  "write node_exporter textfile metrics to FILE after the cycle (atomically)")
       ->option_text("FILE");
+  exitCodes.addTo(cmd);
 }
 
 int applyAndReport(const decl::Declaration& declaration, const CommonOptions& o,
-                   state::Store& store, const std::string& metricsPath) {
+                   state::Store& store, const std::string& metricsPath,
+                   const ExitCodes& exitCodes) {
   apply::Context ctx(o.settings(/*plan=*/false));
   const auto report = apply::runCycle(ctx, declaration, declaration.text, &store);
 
@@ -44,6 +52,10 @@ int applyAndReport(const decl::Declaration& declaration, const CommonOptions& o,
       return kExitFailed;
     }
   }
+  if (exitCodes.detailed) {
+    const bool changed = report.created + report.updated + report.removed > 0;
+    return (changed ? kExitDetailedChanges : 0) + (report.anyFailed() ? kExitDetailedFailures : 0);
+  }
   return report.anyFailed() ? kExitFailed : kExitOk;
 }
 
@@ -53,7 +65,7 @@ int runApply(const std::string& declPath, CommonOptions& o, const ApplyOptions& 
   makeDirs(o.stateDir, 0750);
   auto lock = state::StateLock::acquire(o.stateDir, state::StateLock::Kind::Exclusive);
   auto store = state::Store::open(o.stateDir);
-  return applyAndReport(declaration, o, store, a.metrics);
+  return applyAndReport(declaration, o, store, a.metrics, a.exitCodes);
 }
 
 }  // namespace mesh::cli

@@ -13,6 +13,7 @@
 
 #include "cli/commands.hh"
 #include "cli/generations.hh"
+#include "cli/output.hh"
 #include "util/error.hh"
 #include "util/fs.hh"
 
@@ -158,7 +159,8 @@ int runGc(CommonOptions& o, const GcOptions& g) {
   for (auto it = kept.rbegin(); it != kept.rend(); ++it)
     keptText += (keptText.empty() ? "" : ", ") + std::to_string(*it);
   if (o.json) {
-    nlohmann::json out = {{"node", o.node},
+    nlohmann::json out = {{"schema", kJsonSchema},
+                          {"node", o.node},
                           {"dry_run", g.dryRun},
                           {"kept_generations", std::vector<int64_t>(kept.rbegin(), kept.rend())},
                           {"removed", std::move(removed)},

@@ -9,6 +9,7 @@
 
 #include "cli/commands.hh"
 #include "cli/generations.hh"
+#include "cli/output.hh"
 #include "cli/time_text.hh"
 #include "decl/parse.hh"
 #include "util/error.hh"
@@ -44,6 +45,7 @@ void RollbackOptions::addTo(CLI::App& cmd) {
   cmd.add_option("--metrics", metrics,
                  "write node_exporter textfile metrics to FILE after the cycle (atomically)")
       ->option_text("FILE");
+  exitCodes.addTo(cmd);
 }
 
 namespace {
@@ -82,7 +84,8 @@ int runGenerations(CommonOptions& o) {
                       {"last_cycle", g.lastCycle},
                       {"last_failed", g.lastFailed},
                       {"current", current == g.generation}});
-    nlohmann::json out = {{"node", o.node},
+    nlohmann::json out = {{"schema", kJsonSchema},
+                          {"node", o.node},
                           {"current", current ? nlohmann::json(*current) : nlohmann::json()},
                           {"generations", std::move(list)}};
     std::puts(out.dump().c_str());
@@ -134,7 +137,7 @@ int runRollback(CommonOptions& o, const RollbackOptions& r) {
     std::puts(fmt::format("rollback: applying generation {} (current: {})", target,
                           current ? std::to_string(*current) : "none")
                   .c_str());
-  return applyAndReport(declaration, o, store, r.metrics);
+  return applyAndReport(declaration, o, store, r.metrics, r.exitCodes);
 }
 
 }  // namespace mesh::cli

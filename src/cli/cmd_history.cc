@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.hh"
+#include "cli/output.hh"
 #include "cli/time_text.hh"
 #include "state/store.hh"
 
@@ -94,7 +95,7 @@ int runHistory(CommonOptions& o, const HistoryOptions& h) {
                       {"history_kept", c.cycle >= oldestKept},
                       {"outcomes", std::move(outcomes)}});
     }
-    nlohmann::json out = {{"node", o.node}, {"cycles", std::move(list)}};
+    nlohmann::json out = {{"schema", kJsonSchema}, {"node", o.node}, {"cycles", std::move(list)}};
     if (!h.id.empty()) out["id"] = h.id;
     std::puts(out.dump().c_str());
     return kExitOk;

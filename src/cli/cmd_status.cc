@@ -10,6 +10,7 @@
 #include "apply/churn.hh"
 #include "apply/process_info.hh"
 #include "cli/commands.hh"
+#include "cli/output.hh"
 #include "cli/time_text.hh"
 #include "state/store.hh"
 #include "supervise/supervisor.hh"
@@ -238,6 +239,7 @@ int showStatus(CommonOptions& o, const StatusOptions& so,
         interrupted = std::move(c);
     }
     nlohmann::json out = {
+        {"schema", kJsonSchema},
         {"node", node},
         {"cycles", store.cycleCount()},
         {"last_cycle", lastCycleJson(last)},
@@ -295,7 +297,8 @@ int runStatus(CommonOptions& o, const StatusOptions& so) {
     // Reading the store may fail for the same reason: still say what the cycle
     // met, and what is wrong with the declaration.
     if (o.json) {
-      nlohmann::json out = {{"node", o.node},
+      nlohmann::json out = {{"schema", kJsonSchema},
+                            {"node", o.node},
                             {"last_error", cycleErrorJson(cycleError)},
                             {"declaration_error", declarationErrorJson(declarationError)},
                             {"store_error", e.what()}};

@@ -10,8 +10,18 @@
 
 namespace mesh::cli {
 
+// --detailed-exitcode (apply, rollback), as Puppet and Terraform have it: 0 nothing
+// changed, 2 changes, 4 failures, 6 both; 1 the cycle could not run or bad input.
+struct ExitCodes {
+  bool detailed = false;
+  void addTo(CLI::App& cmd);
+};
+inline constexpr int kExitDetailedChanges = 2;
+inline constexpr int kExitDetailedFailures = 4;
+
 struct ApplyOptions {
   std::string metrics;  // node_exporter textfile to write after the cycle; "" none
+  ExitCodes exitCodes;
   void addTo(CLI::App& cmd);
 };
 
@@ -30,6 +40,7 @@ struct HistoryOptions {
 struct RollbackOptions {
   int64_t generation = 0;  // 0: the one before the current
   std::string metrics;
+  ExitCodes exitCodes;
   void addTo(CLI::App& cmd);
 };
 
@@ -42,7 +53,8 @@ struct GcOptions {
 // One cycle of `declaration` with the store open and locked, printed as `apply`
 // prints it; returns apply's exit code. Shared by apply and rollback.
 int applyAndReport(const decl::Declaration& declaration, const CommonOptions& o,
-                   state::Store& store, const std::string& metricsPath);
+                   state::Store& store, const std::string& metricsPath,
+                   const ExitCodes& exitCodes = {});
 
 int runApply(const std::string& declPath, CommonOptions& o, const ApplyOptions& a = {});
 int runPlan(const std::string& declPath, CommonOptions& o);

@@ -6,8 +6,10 @@
 #include <cstdio>
 #include <functional>
 #include <string>
+#include <string_view>
 
 #include "cli/commands.hh"
+#include "cli/output.hh"
 #include "util/error.hh"
 
 namespace {
@@ -15,20 +17,46 @@ namespace {
 using namespace mesh;
 using namespace mesh::cli;
 
+// How the command line asks to be answered, read from argv itself so that an
+// error in parsing it is answered the same way.
+struct Answer {
+  bool json = false;      // --json: errors too go to stdout, as JSON
+  bool detailed = false;  // --detailed-exitcode: bad input is 1, not 2 (2 means "changes")
+  static Answer of(int argc, char** argv) {
+    Answer a;
+    for (int i = 1; i < argc; ++i) {
+      const std::string_view arg = argv[i];
+      if (arg == "--") break;
+      a.json = a.json || arg == "--json";
+      a.detailed = a.detailed || arg == "--detailed-exitcode";
+    }
+    return a;
+  }
+};
+
+// Says what went wrong: "mesh-host: <what>" on stderr, and with --json the
+// error object on stdout. Returns the exit code.
+int fail(const Answer& answer, const std::exception& e, bool badInput,
+         const std::string& nothingDone, const std::string& text) {
+  std::fprintf(stderr, "%s\n", text.c_str());
+  if (badInput && !nothingDone.empty())
+    std::fprintf(stderr, "mesh-host: %s\n", nothingDone.c_str());
+  if (answer.json) std::puts(errorJson(e, badInput, badInput ? nothingDone : "").dump().c_str());
+  if (!badInput) return kExitFailed;
+  return answer.detailed ? kExitFailed : kExitBadInput;
+}
+
 // `nothingDone` is what bad input guarantees ("nothing was applied"); "" says nothing.
-int guarded(const std::function<int()>& run, const std::string& nothingDone) {
+int guarded(const Answer& answer, const std::function<int()>& run, const std::string& nothingDone) {
   try {
     return run();
   } catch (const InputError& e) {
-    std::fprintf(stderr, "%s\n", e.what());
-    if (!nothingDone.empty()) std::fprintf(stderr, "mesh-host: %s\n", nothingDone.c_str());
-    return kExitBadInput;
+    return fail(answer, e, true, nothingDone, e.what());
   } catch (const Error& e) {
-    std::fprintf(stderr, "mesh-host: %s\n", e.what());
-    return kExitFailed;
+    return fail(answer, e, false, nothingDone, std::string("mesh-host: ") + e.what());
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "mesh-host: internal error: %s\n", e.what());
-    return kExitFailed;
+    return fail(answer, e, false, nothingDone,
+                std::string("mesh-host: internal error: ") + e.what());
   }
 }
 
@@ -155,11 +183,14 @@ int main(int argc, char** argv) {
     chosen = [&] { return runFleetStatus(fleetOptions); };
   });
 
+  const Answer answer = Answer::of(argc, argv);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    int code = app.exit(e);
-    return code == 0 ? 0 : kExitBadInput;
+    int code = app.exit(e);  // --help and --version: 0, and their text
+    if (code == 0) return 0;
+    if (answer.json) std::puts(errorJson(InputError(e.what()), true, "").dump().c_str());
+    return answer.detailed ? kExitFailed : kExitBadInput;
   }
-  return guarded(chosen, nothingDone);
+  return guarded(answer, chosen, nothingDone);
 }

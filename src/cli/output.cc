@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "util/error.hh"
+
 namespace mesh::cli {
 
 using apply::Verdict;
@@ -59,11 +61,18 @@ nlohmann::json reportJson(const apply::CycleReport& r, const std::string& node, 
                         {"reason", o.reason()}, {"wrote", o.held().str()},
                         {"detail", o.detail()}, {"restarted", o.restarted}};
     if (!o.warning.empty()) j["warning"] = o.warning;
-    if (plan) j["diff"] = o.diff;
+    if (plan) {
+      j["diff"] = o.diff;
+      // What the apply would do to the service at the end of the cycle.
+      j["would"] = o.activation == apply::Outcome::Activation::Restart ? "restart"
+                   : o.activation == apply::Outcome::Activation::Start ? "start"
+                                                                       : "";
+    }
     if (!o.movedFrom.empty()) j["moved_from"] = o.movedFrom;
     outcomes.push_back(std::move(j));
   }
-  nlohmann::json out = {{"node", node},
+  nlohmann::json out = {{"schema", kJsonSchema},
+                        {"node", node},
                         {"cycle", r.cycle},
                         {"outcomes", std::move(outcomes)},
                         {"summary",
@@ -81,6 +90,27 @@ nlohmann::json reportJson(const apply::CycleReport& r, const std::string& node, 
                             {"reload", r.supervisorCalls.reload},
                             {"install", r.supervisorCalls.install}}}}}};
   if (plan) out["plan"] = true;
+  return out;
+}
+
+nlohmann::json errorJson(const std::exception& e, bool badInput, const std::string& nothingDone) {
+  std::vector<InputProblem> problems;
+  if (const auto* input = dynamic_cast<const InputError*>(&e)) problems = input->problems();
+  if (problems.empty()) problems.push_back({"", 0, 0, e.what(), ""});
+  const char* kind = badInput ? "bad_input" : "failed";
+  auto known = [](const auto& v, bool has) { return has ? nlohmann::json(v) : nlohmann::json(); };
+  nlohmann::json errors = nlohmann::json::array();
+  for (const auto& p : problems)
+    errors.push_back({{"kind", kind},
+                      {"file", known(p.file, !p.file.empty())},
+                      {"line", known(p.line, p.line > 0)},
+                      {"column", known(p.column, p.column > 0)},
+                      {"message", p.message},
+                      {"hint", known(p.hint, !p.hint.empty())}});
+  nlohmann::json out = {{"schema", kJsonSchema},
+                        {"error", errors[0]},
+                        {"errors", errors},
+                        {"nothing_done", known(nothingDone, !nothingDone.empty())}};
   return out;
 }
 

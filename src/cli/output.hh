@@ -8,10 +8,21 @@
 
 namespace mesh::cli {
 
+// The version of every JSON object mesh-host prints (`"schema": 1`): fields may
+// be added within a version; one is renamed, removed or changes meaning only
+// with a new version (docs/json.md).
+inline constexpr int kJsonSchema = 1;
+
 // "created demo.config (demo): 12 bytes, mode 0644" — detail, then the reason
 // (omitted when it is just "new").
 std::string outcomeLine(const apply::ResourceResult& r, bool plan);
 std::string summaryLine(const apply::CycleReport& r, bool plan);
 nlohmann::json reportJson(const apply::CycleReport& r, const std::string& node, bool plan);
+
+// What `--json` prints on stdout when a command ends in an error instead of its
+// answer: {"schema", "error": {kind, file, line, column, message, hint},
+// "errors": [every problem], "nothing_done"}. `kind` is "bad_input" (exit 2) or
+// "failed" (exit 1); file/line/column are null when unknown.
+nlohmann::json errorJson(const std::exception& e, bool badInput, const std::string& nothingDone);
 
 }  // namespace mesh::cli

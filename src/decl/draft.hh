@@ -34,11 +34,13 @@ class Diagnostics {
       return std::tie(a.pos.line, a.pos.column) < std::tie(b.pos.line, b.pos.column);
     });
     std::string text;
+    std::vector<InputProblem> problems;
     for (const auto& e : sorted) {
       if (!text.empty()) text += '\n';
       text += fmt::format("{}: error: {}", e.pos.str(), e.message);
+      problems.push_back(problemOf(e));
     }
-    throw InputError(text);
+    throw InputError(text, std::move(problems));
   }
 
  private:
@@ -46,6 +48,20 @@ class Diagnostics {
     Position pos;
     std::string message;
   };
+
+  // A "…; did you mean 'x'?" (or "…: did you mean …", "…: write `…`") ending is
+  // the hint.
+  static InputProblem problemOf(const Entry& e) {
+    InputProblem p{e.pos.file, e.pos.line, e.pos.column, e.message, ""};
+    for (const char* sep : {"; did you mean", ": did you mean", ": write `"}) {
+      if (auto at = p.message.rfind(sep); at != std::string::npos) {
+        p.hint = p.message.substr(at + 2);
+        p.message.erase(at);
+        break;
+      }
+    }
+    return p;
+  }
   std::string file_;
   std::vector<Entry> entries_;
 };

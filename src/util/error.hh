@@ -7,6 +7,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace mesh {
 
@@ -29,10 +30,29 @@ class SysError : public Error {
   int err_;
 };
 
+// One thing wrong with the input, where it is known: `--json` lists them.
+struct InputProblem {
+  std::string file;  // "" when the input is not a file (an option)
+  int line = 0;      // 0 when unknown
+  int column = 0;
+  std::string message;
+  std::string hint;  // what to do instead ("did you mean 'Restart'?"), "" none
+};
+
 // Bad input from the operator (declaration, command line): exit code 2, nothing applied.
 class InputError : public Error {
  public:
   using Error::Error;
+  // `text` is the whole message as printed; `problems` each thing wrong, in order.
+  InputError(const std::string& text, std::vector<InputProblem> problems)
+      : Error(text), problems_(std::move(problems)) {}
+
+  // Empty when the error was raised with a message only: it is then one problem
+  // whose message is what().
+  const std::vector<InputProblem>& problems() const { return problems_; }
+
+ private:
+  std::vector<InputProblem> problems_;
 };
 
 // Throws SysError for the current errno with "<what>: <strerror>".

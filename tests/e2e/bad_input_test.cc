@@ -1,5 +1,6 @@
 // A broken declaration applies nothing: exit 2, a message that names the place,
 // and the root byte-for-byte as it was.
+#include <cctype>
 #include <filesystem>
 
 #include "every_kind.hh"
@@ -32,6 +33,35 @@ TEST_P(BadInput, ExitsTwoAndTouchesNothing) {
         << c.name << ": " << r.err;
     EXPECT_NE(r.err.find(c.mentions), std::string::npos) << c.name << ": " << r.err;
     EXPECT_EQ(r.err.find("terminate"), std::string::npos) << r.err;
+
+    // --json: the same error, on stdout, as JSON — the place in fields.
+    Result j = mesh({cmd, path, "--json"});
+    EXPECT_EQ(j.code, 2) << cmd << " " << c.name << ": " << j.out << j.err;
+    const auto out = j.json();
+    EXPECT_EQ(out["schema"], 1) << j.out;
+    const auto& e = out["error"];
+    EXPECT_EQ(e["kind"], "bad_input") << j.out;
+    EXPECT_TRUE(e["file"].is_string() && e["file"].get<std::string>().ends_with("bad.toml"))
+        << j.out;
+    if (std::string_view(c.where).empty()) {
+      // Where it is reported is not part of this case.
+    } else if (!std::isdigit(static_cast<unsigned char>(c.where[0]))) {
+      EXPECT_TRUE(e["line"].is_null()) << c.name << ": the whole file, no line: " << j.out;
+    } else if (e["line"].is_number() && e["column"].is_number()) {
+      const std::string place =
+          std::to_string(e["line"].get<int>()) + ":" + std::to_string(e["column"].get<int>());
+      EXPECT_TRUE(place.starts_with(c.where)) << c.name << ": " << place << " vs " << c.where;
+    } else {
+      ADD_FAILURE() << c.name << ": no line and column in " << j.out;
+    }
+    EXPECT_GE(out["errors"].size(), 1u) << j.out;
+    // A suggestion is the hint, apart from the message.
+    if (const std::string m = c.mentions; m.find("did you mean") != std::string::npos) {
+      EXPECT_TRUE(e["hint"].is_string() &&
+                  e["hint"].get<std::string>().starts_with(m.substr(m.find("did you mean"))))
+          << j.out;
+    }
+    EXPECT_EQ(out["nothing_done"], "nothing was applied") << j.out;
   }
   EXPECT_EQ(snapshotTree(root), before) << c.name;
 }

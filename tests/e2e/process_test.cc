@@ -133,6 +133,24 @@ TEST_P(Process, CredentialChangeRestartsOnce) {
   EXPECT_EQ(running(), after);
 }
 
+// A plan of a config change says the apply would restart the service — in the
+// future tense, text and JSON alike — and restarts nothing.
+TEST_P(Process, APlanSaysItWouldRestart) {
+  ASSERT_EQ(apply(declare(text())).code, 0);
+  const Pid before = running();
+  const auto changed = declare(text("two"), "two.toml");
+  Result p = plan(changed);
+  EXPECT_EQ(p.code, 3) << p.out << p.err;
+  EXPECT_NE(p.out.find("would update " + id() + " (" + module + "): would restart " + service()),
+            std::string::npos)
+      << p.out;
+  EXPECT_EQ(p.out.find("restarted"), std::string::npos) << p.out;
+  auto o = outcomeOf(plan(changed, true).json(), id());
+  EXPECT_EQ(o["would"], "restart") << o.dump();
+  EXPECT_EQ(o["restarted"], false) << o.dump();
+  EXPECT_EQ(running(), before);
+}
+
 TEST_P(Process, TwoCausesInOnePushRestartOnce) {
   ASSERT_EQ(apply(declare(text())).code, 0);
   setSecret("rotated");

@@ -113,8 +113,11 @@ TEST_P(StatusTruth, AnUnreachableSupervisorFailsStatus) {
   Result js = mesh({"status", "--json"});
   EXPECT_EQ(js.code, 1);
   EXPECT_FALSE(js.json()["supervisor_error"].is_null()) << js.out;
-  for (const auto& r : js.json()["resources"])
-    if (r["id"] == id()) EXPECT_EQ(r["service"]["state"], "unknown") << r.dump();
+  for (const auto& r : js.json()["resources"]) {
+    if (r["id"] == id()) {
+      EXPECT_EQ(r["service"]["state"], "unknown") << r.dump();
+    }
+  }
   extraArgs = {"--supervisor", "builtin"};
   extraEnv.clear();
 }

@@ -144,7 +144,8 @@ class ArchiveApplier : public Applier {
       syncFd(place.dir, rec.path);
       ctx.forgetDirs();  // last: `place.dir` is one the context holds
     });
-    return Outcome::removed(reasons::kNoLongerDeclared, "deleted");
+    return Outcome::removed(reasons::kNoLongerDeclared,
+                            ctx.planning() ? "would delete" : "deleted");
   }
 };
 

@@ -125,7 +125,7 @@ Outcome removeContentFile(Context& ctx, const state::Record& rec,
       throwSys(fmt::format("cannot remove {}", rec.path));
     syncFd(place.dir, rec.path);
   });
-  return Outcome::removed(reasons::kNoLongerDeclared, "deleted");
+  return Outcome::removed(reasons::kNoLongerDeclared, ctx.planning() ? "would delete" : "deleted");
 }
 
 }  // namespace mesh::apply

@@ -94,7 +94,8 @@ class DirectoryApplier : public Applier {
     if (!removed)
       return Outcome::removed(reasons::kNoLongerDeclared,
                               "released; left in place: holds files mesh-host did not write");
-    return Outcome::removed(reasons::kNoLongerDeclared, "deleted");
+    return Outcome::removed(reasons::kNoLongerDeclared,
+                            ctx.planning() ? "would delete" : "deleted");
   }
 };
 

@@ -66,7 +66,8 @@ class LinkApplier : public Applier {
         throwSys(fmt::format("cannot remove link {}", rec.path));
       syncFd(place.dir, rec.path);
     });
-    return Outcome::removed(reasons::kNoLongerDeclared, "deleted");
+    return Outcome::removed(reasons::kNoLongerDeclared,
+                            ctx.planning() ? "would delete" : "deleted");
   }
 };
 

@@ -128,7 +128,8 @@ class ProcessApplier : public Applier {
         // Disabled by hand: enable it again (so it survives a reboot); the
         // running service has no cause to restart.
         ctx.change([&] { ctx.supervisor().install(unit); });
-        Outcome o = Outcome::updated(want, "drift: not enabled", "enabled " + s.service);
+        Outcome o = Outcome::updated(want, "drift: not enabled",
+                                     (ctx.planning() ? "would enable " : "enabled ") + s.service);
         o.observed = now.str();
         return o;
       }
@@ -194,7 +195,10 @@ class ProcessApplier : public Applier {
       detail = fmt::format("{} file(s), running as {}",
                            now.tree.manifest ? now.tree.manifest->files() : 0, s.service);
     else
-      detail = fmt::format("{} {}", restart ? "restarted" : "started", s.service);
+      detail = fmt::format("{} {}",
+                           ctx.planning() ? (restart ? "would restart" : "would start")
+                                          : (restart ? "restarted" : "started"),
+                           s.service);
     Outcome o = svc.installed ? Outcome::updated(want, reason, detail)
                               : Outcome::created(want, reason, detail);
     o.observed = now.str();
@@ -218,8 +222,10 @@ class ProcessApplier : public Applier {
       if (svc.active) ctx.supervisor().stop(prev.service);
       if (svc.installed) ctx.supervisor().uninstall(prev.service);
     });
-    return Outcome::removed(reasons::kNoLongerDeclared,
-                            fmt::format("stopped and removed {}", prev.service));
+    return Outcome::removed(
+        reasons::kNoLongerDeclared,
+        fmt::format("{} {}", ctx.planning() ? "would stop and remove" : "stopped and removed",
+                    prev.service));
   }
 };
 

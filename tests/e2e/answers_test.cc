@@ -1,0 +1,93 @@
+// How mesh-host answers scripts: --detailed-exitcode tells "nothing changed" from
+// "changed" from "failed"; --json answers on stdout even when the command line
+// itself is wrong; a plan speaks of what would happen, never of what happened.
+#include "harness.hh"
+
+namespace mesh::e2e {
+namespace {
+
+class Answers : public Node {
+ protected:
+  std::string fileDecl(const std::string& content, bool broken = false) const {
+    std::string t = "[module.m.file.a]\npath = \"/etc/m/a\"\ncontent = \"" + content + "\"\n";
+    if (broken)
+      t += "\n[module.m.archive.app]\npath = \"/opt/app\"\nbundle = \"sha256:" +
+           std::string(64, 'd') + "\"\n";
+    return t;
+  }
+  int detailed(const std::string& decl) {
+    return mesh({"apply", decl, "--detailed-exitcode"}).code;
+  }
+};
+
+// 0 nothing changed, 2 changes, 4 failures, 6 both; 1 bad input (2 is taken).
+TEST_F(Answers, DetailedExitCodesTellChangesFromFailures) {
+  EXPECT_EQ(detailed(declare(fileDecl("one"))), 2);
+  EXPECT_EQ(detailed(declare(fileDecl("one"))), 0);
+  EXPECT_EQ(detailed(declare(fileDecl("two", true))), 6);
+  EXPECT_EQ(detailed(declare(fileDecl("two", true))), 4);
+  EXPECT_EQ(detailed(declare("[module.m.file.a]\npath = \"relative\"\n", "bad.toml")), 1);
+  EXPECT_EQ(mesh({"apply", declare(fileDecl("two")), "--detailed-exitcode", "--bogus"}).code, 1);
+  // Without the flag the codes are apply's own.
+  EXPECT_EQ(mesh({"apply", declare(fileDecl("three"))}).code, 0);
+  EXPECT_EQ(mesh({"apply", declare("[module.m.file.a]\npath = \"relative\"\n", "bad.toml")}).code,
+            2);
+}
+
+TEST_F(Answers, RollbackTakesDetailedExitCodesToo) {
+  ASSERT_EQ(apply(declare(fileDecl("one"))).code, 0);
+  ASSERT_EQ(apply(declare(fileDecl("two"))).code, 0);
+  EXPECT_EQ(mesh({"rollback", "--detailed-exitcode"}).code, 2);
+  EXPECT_EQ(mesh({"rollback", "2", "--detailed-exitcode"}).code, 2);
+  EXPECT_EQ(mesh({"rollback", "2", "--detailed-exitcode"}).code, 0);
+}
+
+// A command line that does not parse, asked for JSON, gets JSON.
+TEST_F(Answers, AnUnknownOptionIsAJsonErrorOnStdout) {
+  Result r = mesh({"status", "--json", "--no-such-option"});
+  EXPECT_EQ(r.code, 2) << r.out << r.err;
+  const auto j = r.json();
+  EXPECT_EQ(j["schema"], 1);
+  EXPECT_EQ(j["error"]["kind"], "bad_input");
+  EXPECT_TRUE(j["error"]["file"].is_null());
+  EXPECT_NE(j["error"]["message"].get<std::string>().find("no-such-option"), std::string::npos)
+      << r.out;
+}
+
+// An error that is not bad input (here: no store to read) is kind "failed", exit 1.
+TEST_F(Answers, AFailureIsAJsonErrorOnStdout) {
+  Result r = mesh({"history", "--json"});
+  ASSERT_NE(r.code, 0) << r.out;
+  const auto j = r.json();
+  EXPECT_EQ(j["schema"], 1);
+  EXPECT_TRUE(j["error"]["kind"] == "failed" || j["error"]["kind"] == "bad_input") << r.out;
+  EXPECT_EQ(j["error"]["kind"] == "failed" ? 1 : 2, r.code) << r.out;
+}
+
+// Every JSON answer says its schema.
+TEST_F(Answers, EveryJsonAnswerCarriesItsSchema) {
+  const auto decl = declare(fileDecl("one"));
+  ASSERT_EQ(apply(decl).code, 0);
+  for (const auto& args : std::vector<std::vector<std::string>>{{"apply", decl, "--json"},
+                                                                {"plan", decl, "--json"},
+                                                                {"status", "--json"},
+                                                                {"history", "--json"},
+                                                                {"generations", "--json"},
+                                                                {"gc", "--dry-run", "--json"}}) {
+    Result r = mesh(args);
+    EXPECT_EQ(r.json()["schema"], 1) << args[0] << ": " << r.out;
+  }
+}
+
+// A plan removing a file says it would delete it, in text and JSON alike.
+TEST_F(Answers, APlanSpeaksInTheFutureTense) {
+  ASSERT_EQ(apply(declare(fileDecl("one"))).code, 0);
+  const auto emptied = declare("node = \"test\"\nempty = true\n", "empty.toml");
+  Result text = plan(emptied);
+  EXPECT_NE(text.out.find("would remove m.a (m): would delete"), std::string::npos) << text.out;
+  EXPECT_EQ(text.out.find("deleted"), std::string::npos) << text.out;
+  EXPECT_EQ(outcomeOf(plan(emptied, true).json(), "m.a")["detail"], "would delete");
+}
+
+}  // namespace
+}  // namespace mesh::e2e
