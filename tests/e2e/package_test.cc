@@ -1,16 +1,15 @@
-// Packaging: `cpack -G DEB` makes a .deb that lists every file, depends on the
-// shared libraries the binaries use, installs into a throwaway root (its
-// maintainer scripts leave the host's systemd alone there) and runs; `--help` and
-// the man page name every command.
-#include <fmt/format.h>
+// Packaging: `cpack -G DEB` makes a .deb that lists every file, marks every file
+// under /etc a conffile, depends on the shared libraries the binaries use, passes
+// lintian without an error (and with no warning the operating guide does not
+// explain), installs into a throwaway root (its maintainer scripts leave the host's
+// systemd alone there) and runs; `--help` and the man page name every command.
+// Its life under a real systemd: package_lifecycle_test.cc.
 #include <sys/stat.h>
-#include <unistd.h>
 
-#include <filesystem>
-#include <fstream>
-#include <sstream>
+#include <regex>
+#include <set>
 
-#include "harness.hh"
+#include "package_fixture.hh"
 
 namespace mesh::e2e {
 namespace {
@@ -20,38 +19,15 @@ namespace fs = std::filesystem;
 const char* const kCommands[] = {"apply",       "plan",     "status", "history",
                                  "generations", "rollback", "gc",     "run"};
 
-bool have(const std::string& tool) {
-  return runCommand({"sh", "-c", "command -v " + tool}).code == 0;
-}
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 class Package : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    for (const char* tool : {"cpack", "dpkg-deb", "dpkg"})
-      if (!have(tool)) {
-        skipWhy() = std::string(tool) + " is not installed";
-        return;
-      }
-    char tmpl[] = "/tmp/mesh-package.XXXXXX";
-    dir() = ::mkdtemp(tmpl);
-    // Into a temp dir: the build tree is only read (its install script), never built.
-    Result r = runCommand({"cpack", "-G", "DEB", "--config",
-                           std::string(MESH_BUILD_DIR) + "/CPackConfig.cmake", "-B", dir()});
-    ASSERT_EQ(r.code, 0) << r.out << r.err;
-    const std::string arch = runCommand({"dpkg", "--print-architecture"}).out;
-    deb() =
-        fmt::format("{}/mesh-host_{}_{}.deb", dir(), MESH_VERSION, arch.substr(0, arch.find('\n')));
-    ASSERT_TRUE(fs::exists(deb())) << "no " << deb() << " in " << r.out;
-  }
-  static void TearDownTestSuite() {
-    if (!dir().empty() && !std::getenv("MESH_KEEP_TEST_DIRS")) fs::remove_all(dir());
+    skipWhy() = packagingUnavailable();
+    if (!skipWhy().empty()) return;
+    std::string why;
+    deb() = debOf(MESH_VERSION, &why);
+    ASSERT_FALSE(deb().empty()) << why;
+    dir() = fs::path(deb()).parent_path();
   }
   void SetUp() override {
     if (!skipWhy().empty()) GTEST_SKIP() << skipWhy();
@@ -75,12 +51,63 @@ class Package : public ::testing::Test {
 TEST_F(Package, ListsEveryFile) {
   Result r = runCommand({"dpkg-deb", "--contents", deb()});
   ASSERT_EQ(r.code, 0) << r.err;
-  for (const char* path : {"./usr/bin/mesh-host", "./usr/bin/mesh-host-supervise",
-                           "./usr/lib/systemd/system/mesh-host.service",
-                           "./usr/share/man/man1/mesh-host.1", "./etc/mesh-host/"})
+  for (const char* path :
+       {"./usr/bin/mesh-host", "./usr/bin/mesh-host-supervise",
+        "./usr/lib/systemd/system/mesh-host.service", "./usr/share/man/man1/mesh-host.1.gz",
+        "./usr/share/man/man8/mesh-host-supervise.8.gz", "./usr/share/doc/mesh-host/copyright",
+        "./usr/share/doc/mesh-host/changelog.gz", "./etc/mesh-host/", "./etc/default/mesh-host"})
     EXPECT_NE(r.out.find(std::string(path) + "\n"), std::string::npos) << path << "\n" << r.out;
   EXPECT_EQ(r.out.find("/usr/local/"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("test"), std::string::npos) << "tests packaged: " << r.out;
+}
+
+// dpkg keeps an operator's edits of a conffile across upgrades: every file the
+// package puts under /etc must be one, and /etc/default/mesh-host, which the unit
+// reads, is shipped (commented defaults only: the agent runs the same without it).
+TEST_F(Package, MarksEveryFileUnderEtcAConffile) {
+  Result contents = runCommand({"dpkg-deb", "--contents", deb()});
+  ASSERT_EQ(contents.code, 0) << contents.err;
+  std::set<std::string> underEtc;
+  std::istringstream lines(contents.out);
+  for (std::string line; std::getline(lines, line);) {
+    // -rw-r--r-- root/root  1234 2026-11-30 12:00 ./etc/default/mesh-host
+    const auto at = line.find(" ./etc/");
+    if (at != std::string::npos && line[0] == '-') underEtc.insert(line.substr(at + 2));
+  }
+  EXPECT_EQ(underEtc, std::set<std::string>{"/etc/default/mesh-host"}) << contents.out;
+
+  const std::string control = dir() + "/control-conffiles";
+  ASSERT_EQ(runCommand({"dpkg-deb", "--control", deb(), control}).code, 0);
+  EXPECT_EQ(slurp(control + "/conffiles"), "/etc/default/mesh-host\n");
+
+  const std::string extracted = dir() + "/extracted";
+  ASSERT_EQ(runCommand({"dpkg-deb", "-x", deb(), extracted}).code, 0);
+  const std::string defaults = slurp(extracted + "/etc/default/mesh-host");
+  ASSERT_FALSE(defaults.empty());
+  std::istringstream text(defaults);
+  for (std::string line; std::getline(text, line);)
+    EXPECT_TRUE(line.empty() || line[0] == '#') << "not a comment: " << line;
+  EXPECT_NE(defaults.find("#MESH_HOST_ARGS="), std::string::npos) << defaults;
+}
+
+// lintian, Debian's package checker: no error, and every warning it gives is one
+// docs/operating.md names and explains ("Lintian" in "Installing").
+TEST_F(Package, LintianFindsNoErrorAndOnlyExplainedWarnings) {
+  if (!have("lintian"))
+    GTEST_SKIP() << "lintian is not installed (scripts/install-deps installs it)";
+  Result r = runCommand({"lintian", "--no-cfg", "--fail-on", "error", deb()});
+  EXPECT_EQ(r.code, 0) << "lintian failed:\n" << r.out << r.err;
+  const std::string guide = slurp(MESH_OPERATING_DOC);
+  ASSERT_FALSE(guide.empty()) << MESH_OPERATING_DOC;
+  const std::regex hint(R"(^([EW]): mesh-host[^:]*: (\S+))");
+  std::istringstream lines(r.out);
+  for (std::string line; std::getline(lines, line);) {
+    std::smatch m;
+    if (!std::regex_search(line, m, hint)) continue;
+    EXPECT_NE(m[1], "E") << line;
+    EXPECT_NE(guide.find("`" + m[2].str() + "`"), std::string::npos)
+        << "lintian warns " << m[2] << " and docs/operating.md does not explain it: " << line;
+  }
 }
 
 TEST_F(Package, DependsOnTheLibrariesItLinks) {
@@ -119,9 +146,10 @@ TEST_F(Package, InstallsIntoAThrowawayRootAndRuns) {
       runCommand({"dpkg", "--root=" + root, "--log=" + dir() + "/dpkg.log", "--force-depends",
                   "--force-script-chrootless", "--force-not-root", "-i", deb()});
   ASSERT_EQ(r.code, 0) << r.out << r.err;
-  for (const char* path : {"/usr/bin/mesh-host", "/usr/bin/mesh-host-supervise",
-                           "/usr/lib/systemd/system/mesh-host.service",
-                           "/usr/share/man/man1/mesh-host.1", "/etc/mesh-host"})
+  for (const char* path :
+       {"/usr/bin/mesh-host", "/usr/bin/mesh-host-supervise",
+        "/usr/lib/systemd/system/mesh-host.service", "/usr/share/man/man1/mesh-host.1.gz",
+        "/etc/mesh-host", "/etc/default/mesh-host"})
     EXPECT_TRUE(fs::exists(root + path)) << path;
   Result v = runCommand({root + "/usr/bin/mesh-host", "--version"});
   EXPECT_EQ(v.code, 0) << v.err;

@@ -13,6 +13,10 @@
 #                            (SDNS_KEEP=1 keeps DIR for inspection)
 # Env: SDNS_OWNER_PID=PID    at start: a dead-man switch stops the namespace when PID exits
 #      SDNS_LOG_LEVEL=debug  systemd's log level (DIR/console.log)
+#      SDNS_OVERLAY=1        at start: a machine dpkg can install into for real (package tests):
+#                            /usr, /etc and /var are private overlays of the host's (writes land
+#                            in DIR/overlay, the host's stay untouched) and /usr/lib/systemd/system
+#                            is DIR/base, so a packaged unit lands where this systemd loads it
 # Needs root, util-linux (unshare, nsenter), bsdutils (script), systemd, dbus; a cgroup2 mount.
 #
 # DIR on the host                      inside the namespace
@@ -22,6 +26,7 @@
 #   DIR/base/                          whitelisted vendor units (links into /lib/systemd/system)
 #   DIR/console.log                    systemd's own log (/dev/console is a pty from script(1))
 #   DIR/pid, DIR/cgroup                host PID of systemd; the namespace's host cgroup
+#   DIR/overlay/{usr,etc,var}/         SDNS_OVERLAY=1: the upper layers of /usr, /etc, /var
 #
 # SAFETY: systemd booted with its normal unit search path on a shared rootfs runs
 # systemd-tmpfiles-setup --remove, which WIPES THE HOST'S /tmp, and more (NOTES.md). Hence:
@@ -29,6 +34,8 @@
 #     is not in it, so none of its *.wants/ apply (no tmpfiles, udev, sysctl, getty ...);
 #   * /etc/systemd/system and /run are bind mounts from DIR; /dev is a private tmpfs;
 #   * container=mesh-test: no kmod loading, and no umount/swapoff/detach at shutdown.
+#   * SDNS_OVERLAY=1 keeps that: /usr/lib/systemd/system (in the unit path then) is DIR/base,
+#     the whitelisted units copied, nothing else; /tmp is still the host's.
 set -euo pipefail
 
 die() { echo "sdns: $*" >&2; exit 1; }
@@ -53,6 +60,9 @@ v2root() {   # the host's cgroup2 mount: hybrid -> /sys/fs/cgroup/unified, unifi
 
 write_base() {
   local B=$D/base L=/lib/systemd/system u
+  # Links into the vendor directory; copies when base is mounted over it (SDNS_OVERLAY).
+  local put=(ln -s)
+  [ -z "${SDNS_OVERLAY:-}" ] || put=(cp)
   mkdir -p "$B/sockets.target.wants"
   for u in sysinit.target basic.target sockets.target timers.target paths.target slices.target \
            local-fs.target swap.target network.target network-online.target multi-user.target \
@@ -61,7 +71,7 @@ write_base() {
            exit.target systemd-exit.service \
            dbus.socket dbus.service systemd-journald.socket systemd-journald.service; do
     [ -e "$L/$u" ] || die "missing vendor unit $L/$u"
-    ln -s "$L/$u" "$B/$u"
+    "${put[@]}" "$L/$u" "$B/$u"
   done
   ln -s multi-user.target "$B/default.target"
   ln -s ../dbus.socket "$B/sockets.target.wants/dbus.socket"
@@ -69,6 +79,18 @@ write_base() {
 }
 
 write_scripts() {
+  # SDNS_OVERLAY: mounted by inner.sh before anything else, so the binds below land on top.
+  # shellcheck disable=SC2016  # $D expanded by inner.sh (its own D)
+  local overlay="" unit_path='/etc/systemd/system:/run/systemd/system:$D/base'
+  if [ -n "${SDNS_OVERLAY:-}" ]; then
+    local t
+    for t in usr etc var; do
+      mkdir -p "$D/overlay/$t/upper" "$D/overlay/$t/work"
+      overlay+="mount -t overlay -o lowerdir=/$t,upperdir=$D/overlay/$t/upper,workdir=$D/overlay/$t/work overlay /$t"$'\n'
+    done
+    overlay+="mount --bind $D/base /usr/lib/systemd/system"$'\n'
+    unit_path='/etc/systemd/system:/run/systemd/system:/usr/lib/systemd/system'
+  fi
   # launch.sh runs under script(1), so its terminal is a pty that becomes systemd's
   # /dev/console; it moves itself into the payload cgroup, then creates the namespaces.
   cat > "$D/launch.sh" <<EOS
@@ -83,6 +105,7 @@ D='$D'
 while read -r k v _; do if [ "\$k" = NSpid: ]; then echo "\$v" > "\$D/pid"; fi; done < /proc/self/status
 CONSOLE=\$(tty)
 mount --make-rprivate /
+$overlay
 mount -t proc -o nosuid,nodev,noexec proc /proc
 mount -t tmpfs -o mode=755,nosuid,size=4m tmpfs "\$D/dev"
 for n in null zero full random urandom tty; do : > "\$D/dev/\$n"; mount --bind "/dev/\$n" "\$D/dev/\$n"; done
@@ -98,7 +121,7 @@ mount --bind "\$D/etc" /etc/systemd/system
 umount -l /sys/fs/cgroup
 mount -t cgroup2 -o nosuid,nodev,noexec cgroup2 /sys/fs/cgroup   # rooted at our cgroup namespace
 exec env -i container=mesh-test TERM=vt220 LANG=C.UTF-8 \\
-     SYSTEMD_UNIT_PATH="/etc/systemd/system:/run/systemd/system:\$D/base" \\
+     SYSTEMD_UNIT_PATH="$unit_path" \\
      PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \\
      /lib/systemd/systemd --log-level=\${SDNS_LOG_LEVEL:-info} --show-status=no
 EOS
