@@ -1,4 +1,6 @@
-// Durations on the command line: "500ms", "30s", "5m", "1h", or plain seconds.
+// Durations on the command line (--interval, --splay, --wait): the program's one
+// time-span parser (util/timespan.hh) — "500ms", "30s", "5m", "5min", "1h 30min",
+// plain seconds — as milliseconds, with the option named in the error.
 #pragma once
 
 #include <chrono>

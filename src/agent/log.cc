@@ -58,12 +58,15 @@ std::string formatLogLine(LogFormat format, bool journal, Level level, const std
     // Invalid UTF-8 (a path in an error message) is replaced, never a throw.
     return prefix + j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
   }
+  // Outside journald (which stamps lines itself), every line starts with its
+  // time, RFC 3339 in UTC with milliseconds.
+  const std::string lead = journal ? prefix : isoTimeMs(unixMs) + " ";
   std::string out;
   size_t start = 0;
   do {
     size_t end = msg.find('\n', start);
     if (end == std::string::npos) end = msg.size();
-    out += prefix + msg.substr(start, end - start) + "\n";
+    out += lead + msg.substr(start, end - start) + "\n";
     start = end + 1;
   } while (start < msg.size());
   return out;

@@ -47,7 +47,11 @@ void writeAll(int fd, const char* data, size_t len, const std::string& what) {
 // Copies `file` into the store, hashing the bytes it copies; returns their digest.
 Digest publish(const std::string& file, const std::string& store) {
   Fd in(::open(file.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!in) throwSys(fmt::format("cannot open {}", file));
+  if (!in) {
+    // A file that is not there is bad input; one that cannot be read is a failure.
+    if (errno == ENOENT || errno == ENOTDIR) throw InputError("{}: no such file", file);
+    throwSys(fmt::format("cannot open {}", file));
+  }
   struct stat st {};
   if (::fstat(in.get(), &st) != 0) throwSys(fmt::format("cannot inspect {}", file));
   if (!S_ISREG(st.st_mode)) throw InputError("{}: not a regular file", file);

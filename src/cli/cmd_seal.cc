@@ -37,7 +37,8 @@ Secret readSecretFile(const std::string& path) {
   if (path == "-") return readStdin();
   auto bytes = readFile(path);
   if (!bytes)
-    throw Error("{} does not exist; name the file that holds the secret, or - for stdin", path);
+    throw InputError("{} does not exist; name the file that holds the secret, or - for stdin",
+                     path);
   return Secret(std::move(*bytes));
 }
 
@@ -52,7 +53,7 @@ void SealOptions::addTo(CLI::App& cmd) {
 
 int runSeal(const SealOptions& s) {
   const Secret secret = readSecretFile(s.file);
-  if (secret.size() == 0) throw Error("{} is empty; there is no secret to seal", s.file);
+  if (secret.size() == 0) throw InputError("{} is empty; there is no secret to seal", s.file);
   const std::string sealed = trust::NodeKey::seal(secret, s.to);
   std::printf("%s\n", sealed.c_str());
   return kExitOk;

@@ -1,6 +1,7 @@
 #include "decl/unit_keys.hh"
 
 #include "decl/fields.hh"
+#include "util/timespan.hh"
 
 #include <fmt/format.h>
 
@@ -167,33 +168,7 @@ std::string suggestion(std::string_view key) {
 }  // namespace
 
 bool validTimeSpan(std::string_view text) {
-  auto isSpace = [](char c) { return c == ' ' || c == '\t'; };
-  while (!text.empty() && isSpace(text.front())) text.remove_prefix(1);
-  while (!text.empty() && isSpace(text.back())) text.remove_suffix(1);
-  if (text == "infinity") return true;
-  static constexpr std::array<std::string_view, 30> units = {
-      "usec",   "us",   "µs", "msec",   "ms",    "seconds", "second", "sec",  "s",   "minutes",
-      "minute", "min",  "m",  "hours",  "hour",  "hr",      "h",      "days", "day", "d",
-      "weeks",  "week", "w",  "months", "month", "M",       "years",  "year", "y",   ""};
-  size_t i = 0;
-  bool any = false;
-  while (i < text.size()) {
-    while (i < text.size() && isSpace(text[i])) ++i;
-    if (i == text.size()) break;
-    const size_t digits = i;
-    while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.'))
-      ++i;
-    if (i == digits) return false;
-    while (i < text.size() && isSpace(text[i])) ++i;
-    const size_t unitStart = i;
-    while (i < text.size() && !isSpace(text[i]) &&
-           !std::isdigit(static_cast<unsigned char>(text[i])))
-      ++i;
-    const std::string_view unit = text.substr(unitStart, i - unitStart);
-    if (std::find(units.begin(), units.end(), unit) == units.end()) return false;
-    any = true;
-  }
-  return any;
+  return parseTimeSpanUs(text).has_value();
 }
 
 std::optional<std::string> unitKeyProblem(std::string_view key, const UnitValue& values,

@@ -124,7 +124,7 @@ std::string NodeKey::seal(const Secret& secret, const std::string& publicKeyText
                  ? fromBase64(text.substr(kPublicPrefix.size()))
                  : std::nullopt;
   if (!pub || pub->size() != crypto_box_PUBLICKEYBYTES)
-    throw Error(
+    throw InputError(
         "'{}' is not a node's public key; it looks like mesh-node:<base64> "
         "(mesh-host key show on that node)",
         text);

@@ -143,12 +143,21 @@ TEST_F(Sealed, PlanOnANodeWithoutAKeySaysSo) {
 
 TEST_F(Sealed, SealRefusesABadKeyAndAMissingFile) {
   Result bad = mesh({"seal", "--to", "mesh-node:not-a-key", secretFile});
-  EXPECT_NE(bad.code, 0);
+  EXPECT_EQ(bad.code, 2) << "bad input";
   EXPECT_NE(bad.err.find("is not a node's public key"), std::string::npos) << bad.err;
   EXPECT_EQ(bad.out, "");
   Result missing = mesh({"seal", "--to", "mesh-node:x", work + "/nope"});
-  EXPECT_NE(missing.code, 0);
+  EXPECT_EQ(missing.code, 2) << "bad input";
   EXPECT_NE(missing.err.find("does not exist"), std::string::npos) << missing.err;
+  const std::string empty = work + "/empty";
+  std::ofstream(empty).close();
+  Result nothing = mesh({"seal", "--to", "mesh-node:x", empty});
+  EXPECT_EQ(nothing.code, 2) << "bad input";
+  EXPECT_NE(nothing.err.find("is empty"), std::string::npos) << nothing.err;
+  // blob add of a file that is not there is bad input too.
+  Result blob = runCommand({MESH_HOST_BIN, "blob", "add", work + "/nope", "--to", work + "/store"});
+  EXPECT_EQ(blob.code, 2) << blob.err;
+  EXPECT_NE(blob.err.find("no such file"), std::string::npos) << blob.err;
 }
 
 }  // namespace

@@ -16,6 +16,18 @@ constexpr size_t kLongestPartialLine = size_t{64} * 1024;
 // How often writing checks that the log is still at its path.
 constexpr int64_t kRecheckUs = 1'000'000;
 
+// "2026-11-30T12:00:00.123Z ": what every line of the log starts with.
+std::string stamp() {
+  struct timespec ts {};
+  ::clock_gettime(CLOCK_REALTIME, &ts);
+  std::tm tm{};
+  ::gmtime_r(&ts.tv_sec, &tm);
+  char buf[40];
+  const size_t n = std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
+  std::snprintf(buf + n, sizeof buf - n, ".%03ldZ ", ts.tv_nsec / 1'000'000);
+  return buf;
+}
+
 int64_t nowUs() {
   struct timespec ts {};
   ::clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -92,7 +104,7 @@ void LogWriter::serviceOutput(std::string_view bytes) {
     size_t nl = partial_.find('\n', start);
     std::string_view line(partial_.data() + start, nl - start);
     if (!line.empty()) lastLine_ = line;
-    writeOut(std::string_view(partial_.data() + start, nl - start + 1));
+    writeOut(stamp().append(partial_.data() + start, nl - start + 1));
     start = nl + 1;
   }
   partial_.erase(0, end + 1);
@@ -102,12 +114,12 @@ void LogWriter::flushPartial() {
   if (partial_.empty()) return;
   lastLine_ = partial_;
   partial_.push_back('\n');
-  writeOut(partial_);
+  writeOut(stamp() + partial_);
   partial_.clear();
 }
 
 void LogWriter::note(std::string_view line) {
-  std::string text = "mesh-host-supervise: ";
+  std::string text = stamp() + "mesh-host-supervise: ";
   text.append(line).push_back('\n');
   writeOut(text);
 }

@@ -192,46 +192,6 @@ EnvVars parseEnvironmentFile(std::string_view text) {
   return vars;
 }
 
-std::optional<int64_t> parseTimeSpanUs(std::string_view text) {
-  text = trim(text);
-  if (text == "infinity") return kInfinity;
-  if (text.empty()) return std::nullopt;
-  static const std::pair<const char*, double> kUnits[] = {
-      {"usec", 1},     {"us", 1},         {"msec", 1e3},     {"ms", 1e3},       {"seconds", 1e6},
-      {"second", 1e6}, {"sec", 1e6},      {"s", 1e6},        {"minutes", 60e6}, {"minute", 60e6},
-      {"min", 60e6},   {"m", 60e6},       {"hours", 3600e6}, {"hour", 3600e6},  {"hr", 3600e6},
-      {"h", 3600e6},   {"days", 86400e6}, {"day", 86400e6},  {"d", 86400e6}};
-  double total = 0;
-  std::string s(text);
-  const char* p = s.c_str();
-  while (*p) {
-    while (isSpace(*p)) ++p;
-    if (!*p) break;
-    if (!std::isdigit(static_cast<unsigned char>(*p)) && *p != '.') return std::nullopt;
-    char* end = nullptr;
-    double n = std::strtod(p, &end);
-    if (end == p || n < 0 || !std::isfinite(n)) return std::nullopt;
-    p = end;
-    while (*p == ' ') ++p;
-    double unit = 1e6;  // a bare number is seconds
-    if (std::isalpha(static_cast<unsigned char>(*p))) {
-      const char* w = p;
-      while (std::isalpha(static_cast<unsigned char>(*p))) ++p;
-      std::string_view word(w, static_cast<size_t>(p - w));
-      bool known = false;
-      for (auto& [name, us] : kUnits)
-        if (word == name) {
-          unit = us;
-          known = true;
-        }
-      if (!known) return std::nullopt;
-    }
-    total += n * unit;
-  }
-  if (total > 1e17) return kInfinity;
-  return static_cast<int64_t>(std::llround(total));
-}
-
 std::vector<std::string> substituteEnvironment(const std::vector<std::string>& argv,
                                                const std::map<std::string, std::string>& env) {
   auto lookup = [&](const std::string& name) {

@@ -11,6 +11,8 @@
 #include <utility>
 #include <vector>
 
+#include "util/timespan.hh"
+
 namespace mesh::supervise::builtin {
 
 // [Service] keys with their values in file order; a key may repeat, and an
@@ -35,7 +37,7 @@ enum class ServiceType { Simple, Notify };
 // exec means main here: there are no ExecStartPre=/ExecStartPost= processes.
 enum class NotifyAccess { None, Main, All };
 
-constexpr int64_t kInfinity = INT64_MAX;
+constexpr int64_t kInfinity = kTimeSpanInfinity;
 
 struct ServiceConfig {
   std::vector<std::string> argv;  // ExecStart words, before $VAR substitution
@@ -77,8 +79,8 @@ EnvVars parseEnvironmentValue(std::string_view value);
 EnvVars parseEnvironmentFile(std::string_view text);
 
 // "5", "5s", "500ms", "1min 30s", "1.5h", "infinity" → µs (kInfinity);
-// nullopt when malformed.
-std::optional<int64_t> parseTimeSpanUs(std::string_view text);
+// nullopt when malformed: the program's one parser (util/timespan.hh).
+using ::mesh::parseTimeSpanUs;
 
 // systemd's ExecStart substitution: a word that is exactly `$NAME` becomes the
 // value split at whitespace (no word when unset); `${NAME}` inside a word

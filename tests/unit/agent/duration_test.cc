@@ -16,10 +16,19 @@ TEST(Duration, ParsesEveryUnitAndPlainSeconds) {
   EXPECT_EQ(parseDuration("1h", "--x"), milliseconds(3'600'000));
   EXPECT_EQ(parseDuration("12", "--x"), milliseconds(12'000));
   EXPECT_EQ(parseDuration("0", "--x"), milliseconds(0));
+  // systemd's spellings too: the same parser reads unit keys (RestartSec=).
+  EXPECT_EQ(parseDuration("5min", "--x"), milliseconds(300'000));
+  EXPECT_EQ(parseDuration("1h 30min", "--x"), milliseconds(5'400'000));
+  EXPECT_EQ(parseDuration("1min30s", "--x"), milliseconds(90'000));
+  EXPECT_EQ(parseDuration("1.5s", "--x"), milliseconds(1500));
+  EXPECT_EQ(parseDuration("5 m", "--x"), milliseconds(300'000));
+  EXPECT_EQ(parseDuration("2 days", "--x"), milliseconds(172'800'000));
+  EXPECT_EQ(parseDuration("1500us", "--x"), milliseconds(2));  // rounded up
 }
 
 TEST(Duration, RejectsWhatIsNotADurationNamingTheOption) {
-  for (const char* bad : {"", "s", "5x", "-1s", "1.5s", "5 m", "m5", "99999999999999999h"}) {
+  for (const char* bad :
+       {"", "s", "5x", "-1s", "m5", "5 parsecs", "infinity", "99999999999999999h"}) {
     try {
       parseDuration(bad, "--interval");
       ADD_FAILURE() << "accepted " << bad;

@@ -11,9 +11,11 @@ namespace {
 
 constexpr int64_t kT = 1'764'505'230'042;  // 2025-11-30T12:20:30.042Z
 
-TEST(LogLine, TextIsThePlainMessage) {
+TEST(LogLine, TextIsTheMessageAfterItsRfc3339Time) {
   EXPECT_EQ(formatLogLine(LogFormat::Text, false, Level::Info, "cycle 3: 0 created", nullptr, kT),
-            "cycle 3: 0 created\n");
+            "2025-11-30T12:20:30.042Z cycle 3: 0 created\n");
+  EXPECT_EQ(formatLogLine(LogFormat::Text, false, Level::Error, "a\nb", nullptr, kT),
+            "2025-11-30T12:20:30.042Z a\n2025-11-30T12:20:30.042Z b\n");
 }
 
 TEST(LogLine, UnderJournaldEveryLineCarriesItsPriority) {

@@ -97,6 +97,16 @@ TEST_F(BuiltinTest, TheLogRotatesBySize) {
     EXPECT_EQ(text.back(), '\n') << suffix;  // rotated between lines
   }
   EXPECT_NE(readFile(logPath + ".1").value().find(" of the rotation test"), std::string::npos);
+  // Every line starts with its time, RFC 3339 in UTC: "2026-11-30T12:00:00.123Z line 7 …".
+  const auto text = readFile(logPath + ".1").value();
+  for (size_t at = 0; at < text.size(); at = text.find('\n', at) + 1) {
+    const std::string line = text.substr(at, text.find('\n', at) - at);
+    ASSERT_GE(line.size(), 25u) << line;
+    EXPECT_EQ(line[4], '-') << line;
+    EXPECT_EQ(line[10], 'T') << line;
+    EXPECT_EQ(line[19], '.') << line;
+    EXPECT_EQ(line.substr(23, 2), "Z ") << line;
+  }
 }
 
 TEST_F(BuiltinTest, UnsupportedKeysAreReported) {
