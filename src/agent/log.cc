@@ -1,13 +1,18 @@
 #include "agent/log.hh"
 
+#include <sys/uio.h>
+#include <systemd/sd-journal.h>
+
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -82,7 +87,46 @@ bool stderrIsJournal() {
   return st.st_dev == dev && st.st_ino == ino;
 }
 
+std::vector<std::string> journalFields(Level level, const std::string& msg,
+                                       const nlohmann::json& fields) {
+  std::vector<std::string> out = {"MESSAGE=" + msg,
+                                  fmt::format("PRIORITY={}", static_cast<int>(level)),
+                                  "SYSLOG_IDENTIFIER=mesh-host"};
+  if (!fields.is_object()) return out;
+  static const std::pair<const char*, const char*> kNamed[] = {
+      {"id", "MESH_RESOURCE"},     {"module", "MESH_MODULE"}, {"kind", "MESH_KIND"},
+      {"outcome", "MESH_OUTCOME"}, {"reason", "MESH_REASON"}, {"cycle", "MESH_CYCLE"}};
+  for (const auto& [key, value] : fields.items()) {
+    std::string name;
+    for (const auto& [from, to] : kNamed)
+      if (key == from) name = to;
+    if (name.empty()) {
+      // Any other field: MESH_<KEY>, in the characters journald allows.
+      name = "MESH_";
+      for (char c : key)
+        name += std::isalnum(static_cast<unsigned char>(c))
+                    ? static_cast<char>(std::toupper(static_cast<unsigned char>(c)))
+                    : '_';
+    }
+    if (value.is_null()) continue;
+    out.push_back(name + "=" +
+                  (value.is_string()
+                       ? value.get<std::string>()
+                       : value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)));
+  }
+  return out;
+}
+
 void Logger::log(Level level, const std::string& msg, const nlohmann::json& fields) {
+  if (journal_ && format_ == LogFormat::Text) {
+    // Native journal entries: every field searchable (journalctl MESH_OUTCOME=failed).
+    const auto entries = journalFields(level, msg, fields);
+    std::vector<struct iovec> iov;
+    iov.reserve(entries.size());
+    for (const auto& e : entries) iov.push_back({const_cast<char*>(e.data()), e.size()});
+    if (sd_journal_sendv(iov.data(), static_cast<int>(iov.size())) >= 0) return;
+    // journald not listening on its native socket: the stream below still is.
+  }
   const std::string line = formatLogLine(format_, journal_, level, msg, fields, nowUnixMs());
   std::lock_guard<std::mutex> guard(mutex_);
   size_t done = 0;

@@ -8,6 +8,7 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 namespace mesh::agent {
 
@@ -20,6 +21,13 @@ const char* levelName(Level l);  // "error", "warning", "notice", "info"
 // text message (a declaration with several errors) gets the prefix on every line.
 std::string formatLogLine(LogFormat format, bool journal, Level level, const std::string& msg,
                           const nlohmann::json& fields, int64_t unixMs);
+
+// Under journald, what an event is sent as (sd_journal_sendv): MESSAGE, PRIORITY,
+// SYSLOG_IDENTIFIER=mesh-host, and its fields — id, module, kind, outcome, reason
+// and cycle as MESH_RESOURCE, MESH_MODULE, MESH_KIND, MESH_OUTCOME, MESH_REASON,
+// MESH_CYCLE; any other as MESH_<KEY>.
+std::vector<std::string> journalFields(Level level, const std::string& msg,
+                                       const nlohmann::json& fields);
 
 // Whether stderr is connected to journald: JOURNAL_STREAM names its device and
 // inode (systemd.exec(5)); a stderr redirected elsewhere must not get prefixes.

@@ -154,6 +154,20 @@ TEST_P(AgentUnit, StartsUnderSystemdConvergesAndRestartsNoService) {
                                "mesh-host.service", "-p", "notice", "-o", "cat", "--no-pager"});
   EXPECT_NE(journal.out.find("created " + module + ".runtime"), std::string::npos) << journal.out;
   EXPECT_EQ(journal.out.find("cycle 2:"), std::string::npos) << "info logged as notice";
+
+  // Every outcome line is a native journal entry with fields to search by.
+  Result created =
+      runCommand({"bash", SDNS_SCRIPT, "exec", nsDir, "journalctl", "MESH_OUTCOME=created",
+                  "MESH_RESOURCE=" + module + ".runtime", "-o", "json", "--no-pager"});
+  ASSERT_EQ(created.code, 0) << created.err;
+  const auto entry =
+      nlohmann::json::parse(created.out.substr(0, created.out.find('\n')), nullptr, false);
+  ASSERT_TRUE(entry.is_object()) << created.out;
+  EXPECT_EQ(entry.value("MESH_MODULE", ""), module) << created.out;
+  EXPECT_EQ(entry.value("MESH_KIND", ""), "process") << created.out;
+  EXPECT_EQ(entry.value("MESH_CYCLE", ""), "1") << created.out;
+  EXPECT_EQ(entry.value("_SYSTEMD_UNIT", ""), "mesh-host.service") << created.out;
+  EXPECT_EQ(entry.value("PRIORITY", ""), "5") << created.out;
 }
 
 INSTANTIATE_TEST_SUITE_P(Systemd, AgentUnit, ::testing::Values("systemd"));

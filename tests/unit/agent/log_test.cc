@@ -5,6 +5,9 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <set>
+#include <string>
+#include <vector>
 
 namespace mesh::agent {
 namespace {
@@ -47,6 +50,31 @@ TEST(LogLine, JsonSurvivesInvalidUtf8) {
   const std::string line =
       formatLogLine(LogFormat::Json, false, Level::Error, "bad \xff path", nullptr, kT);
   EXPECT_FALSE(nlohmann::json::parse(line, nullptr, false).is_discarded()) << line;
+}
+
+TEST(JournalFields, OutcomesAreSearchableFields) {
+  const auto f = journalFields(Level::Warning, "failed web.app (web): boom",
+                               {{"cycle", 7},
+                                {"id", "web.app"},
+                                {"module", "web"},
+                                {"kind", "process"},
+                                {"outcome", "failed"},
+                                {"reason", "boom"},
+                                {"restarted", false},
+                                {"trigger", nullptr}});
+  const std::vector<std::string> want = {"MESSAGE=failed web.app (web): boom",
+                                         "PRIORITY=4",
+                                         "SYSLOG_IDENTIFIER=mesh-host",
+                                         "MESH_CYCLE=7",
+                                         "MESH_RESOURCE=web.app",
+                                         "MESH_KIND=process",
+                                         "MESH_MODULE=web",
+                                         "MESH_OUTCOME=failed",
+                                         "MESH_REASON=boom",
+                                         "MESH_RESTARTED=false"};
+  EXPECT_EQ(std::set<std::string>(f.begin(), f.end()),
+            std::set<std::string>(want.begin(), want.end()));
+  EXPECT_EQ(f.size(), want.size());
 }
 
 TEST(JournalStream, OnlyWhenItNamesThisStderr) {
