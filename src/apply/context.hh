@@ -143,6 +143,10 @@ class Context {
   // can be had: that restart then fails and stays owed. Unset: no limit.
   std::function<std::function<void()>(const std::string& service)> holdRestartSlot;
 
+  // Called after each declared resource the cycle went through, with how many of
+  // how many: what a terminal's progress line shows. Unset: nothing.
+  std::function<void(size_t done, size_t total)> progress;
+
   // Set (from a signal handler) to end the cycle after the resource in hand: the
   // cycle records it, skips the rest (reported as not converged) and finishes.
   void setStopFlag(const std::atomic<bool>* flag) { stop_ = flag; }

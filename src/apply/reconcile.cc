@@ -94,9 +94,11 @@ class Cycle {
       };
     }
     prepareProcesses();
+    size_t done = 0;
     for (const auto& r : decl_.resources) {
       if (ctx_.stopRequested()) break;
       converge(r);
+      if (ctx_.progress) ctx_.progress(++done, decl_.resources.size());
     }
     report_.interrupted = ctx_.stopRequested();
     // An interrupted cycle prunes nothing (it has not seen everything) but still

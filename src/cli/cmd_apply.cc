@@ -5,6 +5,7 @@
 #include "cli/commands.hh"
 #include "cli/metrics.hh"
 #include "cli/output.hh"
+#include "cli/progress.hh"
 #include "state/store.hh"
 #include "util/error.hh"
 #include "util/fs.hh"
@@ -28,7 +29,11 @@ int applyAndReport(const decl::Declaration& declaration, const CommonOptions& o,
                    state::Store& store, const std::string& metricsPath,
                    const ExitCodes& exitCodes) {
   apply::Context ctx(o.settings(/*plan=*/false));
+  // On a terminal, long work shows how far it is (stderr; stdout stays the answer).
+  Progress progress(Progress::stderrIsTerminal());
+  ctx.progress = [&progress](size_t done, size_t total) { progress.update(done, total); };
   const auto report = apply::runCycle(ctx, declaration, declaration.text, &store);
+  progress.finish();  // before the report is printed
 
   for (const auto& r : report.results)
     if (!r.outcome.warning.empty())

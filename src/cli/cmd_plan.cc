@@ -6,6 +6,7 @@
 #include "apply/reconcile.hh"
 #include "cli/commands.hh"
 #include "cli/output.hh"
+#include "cli/progress.hh"
 #include "state/store.hh"
 #include "util/fs.hh"
 
@@ -21,8 +22,12 @@ int runPlan(const std::string& declPath, CommonOptions& o) {
     store = state::Store::open(o.stateDir, state::Store::Access::ReadOnly);
   }
   apply::Context ctx(o.settings(/*plan=*/true));
+  // On a terminal, long work shows how far it is (stderr; stdout stays the answer).
+  Progress progress(Progress::stderrIsTerminal());
+  ctx.progress = [&progress](size_t done, size_t total) { progress.update(done, total); };
   const auto report =
       apply::runCycle(ctx, declaration, declaration.text, store ? &*store : nullptr);
+  progress.finish();  // before the report is printed
 
   for (const auto& r : report.results)
     if (!r.outcome.warning.empty())
