@@ -29,7 +29,10 @@ Context::Place Context::place(const std::string& declared) {
     it = dirs_.emplace(key, std::move(*fd)).first;
   }
   p.dir = it->second.get();
-  if (sweep_ && applying()) removeLeftoversAt(p.dir, p.name, declared);
+  if (sweep_ && applying()) {
+    beforeAnyChange();  // sweeping is a change too: not on a damaged store
+    removeLeftoversAt(p.dir, p.name, declared);
+  }
   return p;
 }
 

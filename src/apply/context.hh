@@ -64,6 +64,7 @@ class Context {
   template <typename F>
   void change(F&& act) {
     if (!applying()) return;
+    beforeAnyChange();
     if (beforeFirstChange_) {
       auto hook = std::move(beforeFirstChange_);
       beforeFirstChange_ = nullptr;
@@ -75,6 +76,15 @@ class Context {
   // Set by the cycle for the resource in hand; cleared once run or when the
   // resource is done.
   void setBeforeFirstChange(std::function<void()> hook) { beforeFirstChange_ = std::move(hook); }
+  // Set by the cycle: runs before the first act of the whole cycle (the state
+  // store's integrity check, so that a damaged store fails a cycle before it
+  // changes anything, and a cycle that changes nothing does not pay for it).
+  void setBeforeAnyChange(std::function<void()> hook) { beforeAnyChange_ = std::move(hook); }
+  void beforeAnyChange() {
+    if (!beforeAnyChange_) return;
+    beforeAnyChange_();  // kept until it passes: a failed check fails every act
+    beforeAnyChange_ = nullptr;
+  }
 
   // Where a declared path lives: the directory holding it, opened beneath the
   // root without following a link (util/beneath.hh), and its last component.
@@ -168,6 +178,7 @@ class Context {
   int64_t cycle_ = 0;
   const std::atomic<bool>* stop_ = nullptr;
   std::function<void()> beforeFirstChange_;
+  std::function<void()> beforeAnyChange_;
   std::unique_ptr<Beneath> root_;
   std::unique_ptr<Beneath> stateDir_;
   std::unordered_map<std::string, Fd> dirs_;  // parent (relative to the root) → open dir

@@ -66,6 +66,7 @@ class Cycle {
   CycleReport run(const std::string& text) {
     const int64_t started = nowMs();
     ctx_.forgetDirs();
+    Finally forgetCheck([this] { ctx_.setBeforeAnyChange(nullptr); });  // it names this cycle
     if (store_) {
       records_ = store_->loadRecords();
       for (auto& o : store_->owedRestarts()) owed_[o.process].push_back(o);
@@ -89,6 +90,7 @@ class Cycle {
       report_.cycle = store_->beginCycle(started, generation_, ctx_.settings().node);
       ctx_.setCycle(report_.cycle);
       txn.commit();
+      ctx_.setBeforeAnyChange([this] { store_->checkIntegrity(); });
       ctx_.oweOwnRestart = [this](const std::string& process, const Digest& intent) {
         store_->oweRestartsDurably({{process, process, report_.cycle, nowMs(), intent.str()}});
       };
@@ -120,8 +122,10 @@ class Cycle {
     std::vector<std::string> services;
     for (const auto& r : decl_.resources) {
       for (const auto& cause : r.restartOn) dependents_[cause].push_back(r.id);
-      if (r.kind == decl::Kind::Process)
+      if (r.kind == decl::Kind::Process) {
         services.push_back(std::get<decl::ProcessSpec>(r.spec).service);
+        serviceOf_[r.id] = services.back();
+      }
     }
     bool prunesProcess = false;
     for (const auto& [id, rec] : records_) prunesProcess |= rec.kind == "process";
@@ -171,7 +175,10 @@ class Cycle {
             break;
         }
       }
-      if (c.owed.empty() && !unpaid && ctx_.applying()) store_->clearOwedRestarts(r.id);
+      // Only what was owed when the cycle began: a cause converged before this
+      // process may have recorded a restart since, which its restart pays.
+      if (c.owed.empty() && !unpaid && ctx_.applying())
+        store_->clearOwedRestarts(r.id, report_.cycle);
     }
     return c;
   }
@@ -203,8 +210,13 @@ class Cycle {
     ctx_.setBeforeFirstChange([this, &r, want, processes = &owes->second] {
       std::vector<state::OwedRestart> intents;
       const int64_t now = nowMs();
-      for (const auto& process : *processes)
+      for (const auto& process : *processes) {
+        // A confirmed row this intent may not replace, yet paid already: it goes
+        // first, or its older time would have a start before this change pay
+        // for it too.
+        if (auto paid = paidAtStart(process, r.id)) store_->settleOwedRestart(process, r.id, *paid);
         intents.push_back({process, r.id, report_.cycle, now, want.str()});
+      }
       store_->oweRestartsDurably(intents);
     });
   }
@@ -303,6 +315,7 @@ class Cycle {
   Outcome leaveOldPath(const decl::Resource& r, const state::Record& old, const Outcome& now) {
     indexDeclaration();
     std::string left;
+    bool deleted = false;
     if (auto owner = declaredPaths_.find(old.path); owner != declaredPaths_.end()) {
       left = fmt::format("old path now managed by {}", owner->second);
     } else if (old.changes == 0 || old.wrote.empty()) {
@@ -310,18 +323,55 @@ class Cycle {
     } else {
       try {
         const Outcome removal = applierFor(old.kind).remove(ctx_, old);
-        left = deletedIt(removal)
-                   ? (ctx_.planning() ? "old path would be deleted" : "old path deleted")
-                   : "old path " + removal.detail();
+        deleted = deletedIt(removal);
+        left = deleted ? (ctx_.planning() ? "old path would be deleted" : "old path deleted")
+                       : "old path " + removal.detail();
       } catch (const Error& e) {
         left = fmt::format("old path left in place: {}", e.what());
       }
+    }
+    // Nothing changed at either path, and an intent says a cycle was making
+    // this very change: that cycle made the move, and a crash took its record.
+    // Nothing changes now, so nothing restarts on it now; whether the restart
+    // it owed is paid, its intent says (causesFor). The record learns the path.
+    if (now.verdict() == Verdict::Unchanged && !deleted && intendedBefore(r.id, now.held())) {
+      Outcome done = Outcome::unchanged(now.held(), fmt::format("moved from {}", old.path));
+      done.observed = now.observed;
+      done.warning = now.warning;
+      done.movedFrom = old.path;
+      done.movedTo = r.path();
+      return done;
     }
     const std::string detail = now.detail().empty() ? left : now.detail() + "; " + left;
     Outcome moved = now.replacing(fmt::format("moved from {}", old.path), detail);
     moved.movedFrom = old.path;
     moved.movedTo = r.path();
     return moved;
+  }
+
+  // The time of the restart owed to `process` for `cause` when the cycle began,
+  // if the service has started since (paid); nullopt otherwise.
+  std::optional<int64_t> paidAtStart(const std::string& process, const std::string& cause) {
+    auto rows = owed_.find(process);
+    auto spec = serviceOf_.find(process);
+    if (rows == owed_.end() || spec == serviceOf_.end()) return std::nullopt;
+    for (const auto& o : rows->second) {
+      if (o.cause != cause) continue;
+      const auto& svc = ctx_.service(spec->second);
+      if (svc.active && svc.sinceUs / 1000 > o.at) return o.at;
+    }
+    return std::nullopt;
+  }
+
+  // An earlier cycle wrote an intent for `cause` about to hold `held`.
+  bool intendedBefore(const std::string& cause, const Digest& held) const {
+    auto processes = dependents_.find(cause);
+    if (processes == dependents_.end()) return false;
+    for (const auto& process : processes->second)
+      if (auto rows = owed_.find(process); rows != owed_.end())
+        for (const auto& o : rows->second)
+          if (o.cause == cause && o.intent == held.str()) return true;
+    return false;
   }
 
   void prune() {
@@ -383,6 +433,7 @@ class Cycle {
       Outcome& o = report_.results[p.resultIndex].outcome;
       if (ctx_.applying()) {
         try {
+          store_->checkIntegrity();  // as before any change (a start is one)
           crashPoint(crash::kBeforeRestart);
           if (o.activation == Outcome::Activation::Restart) {
             std::function<void()> freeSlot;
@@ -442,7 +493,15 @@ class Cycle {
 
     if (owesRestarts) crashPoint(crash::kBeforeRecord);
     // One transaction: the record, the restarts it owes or pays, its history.
-    state::Store::Txn txn(*store_);
+    // A change that owes restarts, and a move, is recorded synced (one fsync
+    // per such change, none in a no-op cycle): the restarts may be made before
+    // the next sync, and an OS crash that took back this commit but not the
+    // change would leave a record that makes the change look new again (a move
+    // is `updated` once more), restarting its processes (those that restart on
+    // it by then) a second time.
+    const bool synced = owesRestarts || (outcome.changed() && !outcome.movedFrom.empty());
+    state::Store::Txn txn(*store_,
+                          synced ? state::Store::Txn::Sync::Full : state::Store::Txn::Sync::Normal);
     if (!next)
       store_->deleteRecord(p.id);
     else if (recordChanged)
@@ -489,6 +548,7 @@ class Cycle {
   std::unordered_map<std::string, state::Record> records_;
   std::map<std::string, std::vector<state::OwedRestart>> owed_;
   std::unordered_map<std::string, std::vector<std::string>> dependents_;  // cause → processes
+  std::unordered_map<std::string, std::string> serviceOf_;                // process → service
   std::unordered_set<std::string> failed_, changed_;
   std::unordered_map<std::string, std::string> heldNow_;  // id → digest held after this cycle
   std::vector<Pending> activations_;

@@ -13,6 +13,7 @@
 #include "bundle/path.hh"
 #include "bundle/scan.hh"
 #include "util/error.hh"
+#include "util/faults.hh"
 #include "util/fd.hh"
 #include "util/fs.hh"
 
@@ -43,6 +44,8 @@ class DiskSink : public Sink {
   }
 
   void writeFile(uint64_t offset, std::string_view data) override {
+    if (int err = writeFault(filePath_.c_str()); err != 0)
+      throw SysError(err, fmt::format("cannot write {}", filePath_));
     while (!data.empty()) {
       ssize_t n = ::pwrite(file_.get(), data.data(), data.size(), static_cast<off_t>(offset));
       if (n < 0) {

@@ -36,8 +36,9 @@ Db::~Db() {
 }
 
 void Db::fail(int rc, std::string_view purpose) const {
-  throw SqliteError(
-      rc & 0xff, fmt::format("state store {}: {} failed: {}", path_, purpose, describe(db_, rc)));
+  const std::string why = describe(db_, rc);
+  if ((rc & 0xff) == SQLITE_CORRUPT && onCorrupt_) onCorrupt_(purpose, why);
+  throw SqliteError(rc & 0xff, fmt::format("state store {}: {} failed: {}", path_, purpose, why));
 }
 
 void Db::exec(const char* sql, std::string_view purpose) {

@@ -6,6 +6,7 @@
 #include <sqlite3.h>
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 
@@ -41,12 +42,20 @@ class Db {
   int64_t queryInt(const char* sql, const char* purpose);
   std::string queryText(const char* sql, const char* purpose);
 
-  // Throws the SqliteError for result code rc while `purpose` was being done.
+  // Throws the SqliteError for result code rc while `purpose` was being done,
+  // or, for SQLITE_CORRUPT once onCorrupt is set, whatever that throws.
   [[noreturn]] void fail(int rc, std::string_view purpose) const;
+  // Called with the purpose and sqlite3_errmsg when any statement meets a
+  // damaged page, wherever it is (a cycle's own row, owed restarts, history); it
+  // throws the store's "is damaged; move it aside" error. Set once the file is
+  // known to be ours: before that, a corrupt file may be someone else's.
+  using CorruptHandler = std::function<void(std::string_view purpose, const std::string& why)>;
+  void onCorrupt(CorruptHandler f) { onCorrupt_ = std::move(f); }
 
  private:
   sqlite3* db_ = nullptr;
   std::string path_;
+  CorruptHandler onCorrupt_;
 };
 
 class Query;

@@ -34,6 +34,8 @@ void createDbFile(const std::string& path) {
   if (::fchmod(fd.get(), 0640) != 0) throwSys(fmt::format("cannot set the mode of {}", path));
 }
 
+constexpr const char* kQuickCheck = "quick_check";
+
 [[noreturn]] void throwNotOurs(const std::string& path, const std::string& why) {
   throw Error("{} is not a mesh-host state store ({}); move it aside to start afresh", path, why);
 }
@@ -168,19 +170,11 @@ void Store::Impl::damaged(const std::string& detail) {
 void Store::Impl::checkIntegrity() {
   if (checked) return;
   std::vector<std::string> problems;
-  try {
-    // The first few lines say enough; a badly damaged file can produce thousands.
-    Stmt s(db, "PRAGMA quick_check(5)", "quick_check");
-    auto q = s.start();
-    while (q.next()) problems.push_back(q.text(0));
-  } catch (const SqliteError& e) {
-    // A page too damaged to walk fails the check itself.
-    if (e.code() != SQLITE_CORRUPT) throw;
-    std::string detail = e.what();
-    const std::string prefix = "state store " + db.path() + ": quick_check failed: ";
-    if (detail.starts_with(prefix)) detail.erase(0, prefix.size());
-    problems = {detail};
-  }
+  // The first few lines say enough; a badly damaged file can produce thousands.
+  // A page too damaged to walk fails the check itself: Db::onCorrupt names it.
+  Stmt s(db, "PRAGMA quick_check(5)", kQuickCheck);
+  auto q = s.start();
+  while (q.next()) problems.push_back(q.text(0));
   if (!(problems.size() == 1 && problems[0] == "ok")) {
     std::string detail;
     for (const auto& p : problems) detail += (detail.empty() ? "" : "; ") + p;
@@ -212,6 +206,12 @@ Store Store::open(const std::string& stateDir, Access access) {
     // Another mesh-host (or `status`) may hold the write lock for a moment.
     sqlite3_busy_timeout(impl->db.get(), 10000);
     prepare(impl->db, access);
+    // Ours from here on: a damaged page met by any statement is named as such.
+    impl->db.onCorrupt([raw = impl.get()](std::string_view purpose, const std::string& why) {
+      // quick_check failing to walk a page reads as its findings do.
+      raw->damaged(purpose == kQuickCheck ? fmt::format("{}: {}", purpose, why)
+                                          : fmt::format("{} failed: {}", purpose, why));
+    });
     impl->st.emplace(impl->db);
     return Store(std::move(impl));
   };

@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <charconv>
 #include <chrono>
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "state/store_impl.hh"
@@ -136,11 +137,7 @@ void Store::oweRestart(const OwedRestart& o) {
 void Store::oweRestartsDurably(const std::vector<OwedRestart>& intents) {
   if (intents.empty()) return;
   impl_->checkIntegrity();
-  auto& db = impl_->db;
-  db.exec("PRAGMA synchronous = FULL", "syncing owed restarts");
-  Finally normal(
-      [&] { sqlite3_exec(db.get(), "PRAGMA synchronous = NORMAL", nullptr, nullptr, nullptr); });
-  Txn txn(*this);
+  Txn txn(*this, Txn::Sync::Full);
   for (const auto& o : intents) oweRestart(o);
   txn.commit();
 }
@@ -150,6 +147,13 @@ void Store::cancelOwedRestart(const std::string& process, const std::string& cau
   Stmt s(impl_->db, "DELETE FROM owed_restarts WHERE process = ? AND cause = ? AND intent != ''",
          "cancelling an owed restart");
   s.start().bind(process).bind(cause).run();
+}
+
+void Store::settleOwedRestart(const std::string& process, const std::string& cause, int64_t at) {
+  impl_->checkIntegrity();
+  Stmt s(impl_->db, "DELETE FROM owed_restarts WHERE process = ? AND cause = ? AND at <= ?",
+         "settling a paid restart");
+  s.start().bind(process).bind(cause).bind(at).run();
 }
 
 std::vector<OwedRestart> Store::owedRestarts() {
@@ -162,10 +166,11 @@ std::vector<OwedRestart> Store::owedRestarts() {
   return out;
 }
 
-void Store::clearOwedRestarts(const std::string& process) {
+void Store::clearOwedRestarts(const std::string& process, std::optional<int64_t> beforeCycle) {
   impl_->checkIntegrity();
-  Stmt s(impl_->db, "DELETE FROM owed_restarts WHERE process = ?", "clearing owed restarts");
-  s.start().bind(process).run();
+  Stmt s(impl_->db, "DELETE FROM owed_restarts WHERE process = ? AND cycle < ?",
+         "clearing owed restarts");
+  s.start().bind(process).bind(beforeCycle.value_or(std::numeric_limits<int64_t>::max())).run();
 }
 
 int64_t Store::beginCycle(int64_t startedAt, int64_t generation, const std::string& node) {
@@ -384,14 +389,30 @@ std::vector<HistoryEntry> Store::history(const std::string& id, int64_t limit) {
   return out;
 }
 
-Store::Txn::Txn(Store& s) : store_(&s) {
+Store::Txn::Txn(Store& s, Sync sync) : store_(&s) {
   auto& impl = *s.impl_;
   if (impl.inTxn)
     throw Error("state store {}: a transaction is already open (they do not nest)", impl.db.path());
+  // Set outside the transaction: SQLite refuses to change it inside one.
+  if (sync == Sync::Full) {
+    impl.db.exec("PRAGMA synchronous = FULL", "syncing a transaction");
+    full_ = true;
+  }
   // IMMEDIATE takes the write lock now, so a busy store fails (after the busy
   // timeout) here rather than halfway through a cycle's writes.
-  impl.db.exec("BEGIN IMMEDIATE", "starting a transaction");
+  try {
+    impl.db.exec("BEGIN IMMEDIATE", "starting a transaction");
+  } catch (...) {
+    backToNormal();
+    throw;
+  }
   impl.inTxn = true;
+}
+
+void Store::Txn::backToNormal() {
+  if (full_)
+    sqlite3_exec(store_->impl_->db.get(), "PRAGMA synchronous = NORMAL", nullptr, nullptr, nullptr);
+  full_ = false;
 }
 
 Store::Txn::~Txn() {
@@ -402,6 +423,7 @@ Store::Txn::~Txn() {
     sqlite3_exec(impl.db.get(), "ROLLBACK", nullptr, nullptr, nullptr);
   impl.inTxn = false;
   impl.trimmedForCycle = 0;  // a trim inside the rolled-back transaction was undone too
+  backToNormal();
 }
 
 void Store::Txn::commit() {
@@ -410,6 +432,7 @@ void Store::Txn::commit() {
   impl.db.exec("COMMIT", "committing a transaction");
   done_ = true;
   impl.inTxn = false;
+  backToNormal();
 }
 
 namespace {

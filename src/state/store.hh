@@ -127,9 +127,17 @@ class Store {
   // is made, across an OS crash too. Must be called outside a transaction.
   void oweRestartsDurably(const std::vector<OwedRestart>& intents);
   std::vector<OwedRestart> owedRestarts();
-  void clearOwedRestarts(const std::string& process);
+  // Clears what `process` is owed; with `beforeCycle`, only what earlier cycles
+  // recorded (what a cycle found paid when it started: it may have recorded
+  // more since, for changes of its own that its restart has yet to pay).
+  void clearOwedRestarts(const std::string& process,
+                         std::optional<int64_t> beforeCycle = std::nullopt);
   // Drops one intent whose change never happened.
   void cancelOwedRestart(const std::string& process, const std::string& cause);
+  // Drops the restart owed to `process` for `cause` when it was recorded at
+  // `at` or before: one found paid (the service started since), and not
+  // recorded again since.
+  void settleOwedRestart(const std::string& process, const std::string& cause, int64_t at);
 
   // Returns the new number. `node`: the name the cycle runs as (--node), which
   // `status` shows when not given one.
@@ -179,18 +187,24 @@ class Store {
   // Newest first; an empty id means every resource.
   std::vector<HistoryEntry> history(const std::string& id, int64_t limit);
 
-  // A transaction that rolls back unless committed.
+  // A transaction that rolls back unless committed. Its commit is durable
+  // across a process crash; an OS crash may take back the last commits
+  // (synchronous = NORMAL) unless it is Sync::Full: then the commit is synced
+  // to disk before commit() returns.
   class Txn {
    public:
-    explicit Txn(Store& s);
+    enum class Sync { Normal, Full };
+    explicit Txn(Store& s, Sync sync = Sync::Normal);
     Txn(const Txn&) = delete;
     Txn& operator=(const Txn&) = delete;
     ~Txn();
     void commit();
 
    private:
+    void backToNormal();
     Store* store_;
     bool done_ = false;
+    bool full_ = false;
   };
 
  private:

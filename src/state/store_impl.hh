@@ -33,7 +33,8 @@ struct Store::Impl {
   // Throws damagedError, having noted it (noteCycleError) when the store is writable.
   [[noreturn]] void damaged(const std::string& detail);
 
-  // Runs f; a SQLITE_CORRUPT failure in it becomes the damaged-store error.
+  // Runs f; a SQLITE_CORRUPT failure in it becomes the damaged-store error (as
+  // Db::onCorrupt, set by Store::open, makes every statement's do).
   template <typename F>
   auto guard(F&& f) -> decltype(f()) {
     try {

@@ -9,7 +9,16 @@ namespace mesh {
 
 namespace {
 CrashHook crashHook = nullptr;
+WriteFaultHook writeFaultHook = nullptr;
 }  // namespace
+
+void setWriteFaultHook(WriteFaultHook hook) {
+  writeFaultHook = hook;
+}
+
+int writeFault(const char* shown) {
+  return writeFaultHook ? writeFaultHook(shown) : 0;
+}
 
 void setCrashHook(CrashHook hook) {
   crashHook = hook;

@@ -31,4 +31,12 @@ void crashPoint(const char* name);
 using CrashHook = void (*)(const char* name);
 void setCrashHook(CrashHook hook);
 
+// TEST-ONLY SEAM (tests/sim): asked before each write of file content (the
+// atomic writes of util/fs.hh, bundle unpacking); a nonzero errno it returns
+// fails that write as the kernel would (ENOSPC: the disk is full). nullptr (the
+// default) in every real run, where writeFault() is always 0.
+using WriteFaultHook = int (*)(const char* shown);
+void setWriteFaultHook(WriteFaultHook hook);
+int writeFault(const char* shown);
+
 }  // namespace mesh

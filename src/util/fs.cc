@@ -92,6 +92,8 @@ Fd createTemp(int dir, const std::string& tmp, bool deterministic, const std::st
 }
 
 void writeAll(int fd, std::string_view content, const std::string& shown) {
+  if (int err = writeFault(shown.c_str()); err != 0)
+    throw SysError(err, fmt::format("cannot write {}", shown));
   const char* p = content.data();
   size_t left = content.size();
   while (left > 0) {

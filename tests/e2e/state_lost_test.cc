@@ -149,5 +149,16 @@ TEST_F(DamagedStore, ADamagedHistoryPageFailsTheFirstWrite) {
   expectStatusShows(r.err);
 }
 
+// Regression (found by the fault simulation): quick_check ran before the first
+// write of an outcome, which comes after its change, so the cycle rewrote the
+// changed file and only then failed. It now runs before a cycle's first change.
+TEST_F(DamagedStore, ADamagedHistoryPageFailsTheCycleBeforeItChangesAnything) {
+  damage("history");
+  auto before = snapshotTree(root, {"var"});
+  Result r = apply(declare(text("listen = 2\n"), "changed.toml"));
+  expectDamagedError(r);
+  EXPECT_EQ(snapshotTree(root, {"var"}), before) << "the damaged store's cycle changed the tree";
+}
+
 }  // namespace
 }  // namespace mesh::e2e

@@ -1,21 +1,52 @@
 // The deterministic fault simulation: the oracle every change runs against.
 //
 // One seeded driver runs cycles in-process (the real apply code, a real temp
-// tree, a real SQLite store) with a recording supervisor backend, drawing each
-// step from: declaration edits (content, modes, bundles, unit keys, restart-on
-// edges, resources added, removed, moved, kind-changed), outside drift, a crash
-// at any crash point of a cycle, a lost store, a failing supervisor. After every
-// step it checks, from what it saw alone:
+// tree, a real SQLite store on a simulated disk, disk.hh) with a recording
+// supervisor backend, drawing each step from:
+//   - declaration edits (content, modes, bundles, unit keys, restart-on edges,
+//     resources added, removed, moved, kind-changed) and outside drift;
+//   - a crash at any crash point of a cycle (the process dies; what it
+//     committed stays);
+//   - an OS crash at any crash point or at the end of a cycle: a power cut, so
+//     the store's commits not yet synced are lost, fsynced files survive; a
+//     quarter of them reboot the node (its service manager starts every
+//     installed service anew), the others keep the services running (the
+//     harder case: nothing pays an owed restart but mesh-host);
+//   - a lost store (only when nothing is owed) or a corrupt store page (a page
+//     of state.db overwritten with garbage between cycles);
+//   - a full disk: from a random write of the cycle on, store writes fail with
+//     SQLITE_FULL and file writes with ENOSPC (the test-only setWriteFaultHook);
+//   - a supervisor that fails a start or restart, or hangs on a call (start,
+//     restart, stop, status) and times out as the real backends do, the job
+//     done behind the caller's back half of the time.
+// After every step it checks, from what it saw alone:
 //   - every restart has a cause: since the service's previous start, one of its
-//     restart-on resources changed on disk, or its own unit did;
-//   - every cause is paid: after a cycle that ran through without a failure,
-//     every running service started after the last change of each of its causes
-//     and of its unit (so at most one cycle late after a crash);
-//   - unchanged resources are untouched (inode, mtime, mode);
+//     restart-on resources changed on disk, or its own unit did (a move onto
+//     what is already there changes nothing on disk: it may justify a restart,
+//     as mesh-host reports it `updated`, but owes none);
+//   - every cause is paid exactly once: after a cycle that ran through without
+//     a failure, every running service started after the last change of each
+//     of its causes and of its unit (so at most one cycle late after a crash),
+//     and a second restart for the same change has no cause;
+//   - unchanged resources are untouched (inode, mtime, mode), and a resource
+//     that failed (a full disk, a failed requirement) left what was there;
 //   - every record of a resource that did not fail carries its digest;
 //   - nothing is written outside the root;
-//   - a cycle with nothing to do does nothing (no writes, no supervisor calls).
-// A mismatch prints the seed and step; `mesh_sim --seed S --steps N` replays it.
+//   - a cycle with nothing to do does nothing (no writes, no supervisor calls);
+//   - a cycle may end with an error only on a full disk, or on a damaged store:
+//     then it says "state store … is damaged (…); move it aside …", notes it in
+//     last-error for `status` (unless the disk is full too), and changes
+//     nothing (no path, no supervisor call; leftovers of a crashed write aside).
+// After such a failure the driver moves the damaged store aside, as an operator
+// would. What the oracle expects of a lost store (deleted, or moved aside):
+// nothing is restarted that was not owed, and the next cycles adopt what they
+// find; but a restart owed when the store went (its intent or confirmed row was
+// in it) may be lost with it — the machine keeps no trace of a change already
+// in place — so those causes (and a unit installed but not yet restarted for)
+// are forgiven, counted as "causes forgiven with a lost store". A change made
+// after the loss is owed as any other.
+// A mismatch prints the seed and step; `mesh_sim --seed S --steps N` replays it
+// (MESH_SIM_VERBOSE=1 shows each cycle, MESH_SIM_KEEP=1 keeps the work dir).
 #include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -26,6 +57,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <random>
 #include <set>
 #include <sstream>
@@ -34,10 +66,12 @@
 
 #include "apply/reconcile.hh"
 #include "decl/parse.hh"
+#include "disk.hh"
 #include "state/store.hh"
 #include "util/digest.hh"
 #include "util/error.hh"
 #include "util/faults.hh"
+#include "util/fs.hh"
 
 namespace mesh::sim {
 namespace {
@@ -49,8 +83,17 @@ namespace fs = std::filesystem;
 struct SimulatedCrash {};
 int crashAt = 0;  // the Nth crash point of the running cycle crashes; 0: none
 int crashSeen = 0;
+// An OS crash: at the crash, what the store's files hold on disk for good
+// (disk.hh); written back once the crashed cycle's connection is gone.
+bool osCrash = false;
+std::optional<disk::Images> osImages;
+// A crash that something swallowed (noteCycleError catches everything) is
+// thrown again at every later point: a killed process runs no further.
 void crashHook(const char*) {
-  if (crashAt > 0 && ++crashSeen == crashAt) throw SimulatedCrash{};
+  if (crashAt > 0 && ++crashSeen >= crashAt) {
+    if (osCrash && !osImages) osImages = disk::osCrash();
+    throw SimulatedCrash{};
+  }
 }
 
 int64_t nowUs() {
@@ -79,7 +122,14 @@ struct World {
   uint64_t tick = 0;
   int pids = 100;
   int failNext = 0;  // the next N starts/restarts fail
+  // The Nth start, restart, stop or observe from now hangs: the backend gives
+  // up after its timeout and throws; the job may still run to its end behind
+  // the caller's back (hangDone). 0: none.
+  int hangAt = 0;
+  bool hangDone = false;
   int64_t calls = 0;
+
+  bool hangsNow() { return hangAt > 0 && --hangAt == 0; }
 
   void startNow(Service& s) {
     const int64_t ms = nowUs() / 1000;
@@ -98,6 +148,7 @@ class RecordingSupervisor : public supervise::Supervisor {
   std::string name() const override { return "sim"; }
   std::map<std::string, supervise::ServiceState> observe(const std::vector<std::string>& names,
                                                          bool) override {
+    if (w_.hangsNow()) timedOut("status");
     std::map<std::string, supervise::ServiceState> out;
     for (const auto& n : names) {
       const auto& s = w_.services[n];
@@ -126,23 +177,36 @@ class RecordingSupervisor : public supervise::Supervisor {
   }
   void start(const std::string& name) override {
     ++w_.calls;
+    const bool hung = w_.hangsNow();
+    if (hung && !w_.hangDone) timedOut("start");
     auto& s = running(name);
     if (!s.active) w_.startNow(s);
+    if (hung) timedOut("start");
   }
   void restart(const std::string& name) override {
     ++w_.calls;
+    const bool hung = w_.hangsNow();
+    if (hung && !w_.hangDone) timedOut("restart");
     auto& s = running(name);
     const uint64_t prev = s.active ? s.startTick : 0;
     w_.startNow(s);
     if (prev) w_.restarts.push_back({name, prev, s.startTick});
+    if (hung) timedOut("restart");
   }
   void stop(const std::string& name) override {
     ++w_.calls;
+    const bool hung = w_.hangsNow();
+    if (hung && !w_.hangDone) timedOut("stop");
     w_.services[name].active = false;
+    if (hung) timedOut("stop");
   }
   std::vector<std::string> unsupportedKeys(const supervise::Unit&) const override { return {}; }
 
  private:
+  // What the builtin backend throws when a service's supervisor does not answer in time.
+  [[noreturn]] static void timedOut(const char* verb) {
+    throw Error("the supervisor did not answer \"{}\" within 90 s", verb);
+  }
   World::Service& running(const std::string& name) {
     auto& s = w_.services[name];
     if (!s.installed) throw Error("sim: {} is not installed", name);
@@ -183,19 +247,32 @@ class Sim {
   int run(int steps) {
     setUp();
     setCrashHook(crashHook);
+    setWriteFaultHook(disk::treeWriteFault);
     for (step_ = 1; step_ <= steps && mismatches_ == 0; ++step_) oneStep();
     setCrashHook(nullptr);
+    setWriteFaultHook(nullptr);
+    disk::forget(stateDir() + "/state.db");
+    // One line of "<count> <what>" items: tests/sim/long adds them up by name.
     std::printf(
-        "seed %llu: %d steps, %d cycles (%d clean), %d crashes, %d lost stores, %d supervisor "
-        "faults, %d drifts, %llu restarts (each with a cause), %d causes owed and paid, "
-        "mismatches: %d\n",
+        "seed %llu: %d steps, %d cycles, %d clean cycles, %d crashes, %d os-crashes, %d reboots, "
+        "%d lost stores, %d corrupt pages, %d stores moved aside, %d full-disk steps, "
+        "%d hung supervisors, %d supervisor faults, %d drifts, %llu restarts each with a cause, "
+        "%d causes owed and paid, %d causes forgiven with a lost store, %d mismatches\n",
         static_cast<unsigned long long>(seed_), step_ - 1, cycles_, cleanCycles_, crashes_,
-        lostStores_,
-        supervisorFaults_, drifts_, static_cast<unsigned long long>(restarts_), paid_, mismatches_);
+        osCrashes_, reboots_, lostStores_, corruptPages_, movedAside_, fullDisks_, hangs_,
+        supervisorFaults_, drifts_, static_cast<unsigned long long>(restarts_), paid_,
+        forgivenCauses_, mismatches_);
     return mismatches_ == 0 ? 0 : 1;
   }
 
  private:
+  struct Stat {
+    ino_t ino = 0;
+    int64_t mtimeNs = 0;
+    mode_t mode = 0;
+    bool operator==(const Stat&) const = default;
+  };
+
   int pick(int n) { return std::uniform_int_distribution<int>(0, n - 1)(rng_); }
   bool chance(int percent) { return pick(100) < percent; }
 
@@ -351,33 +428,102 @@ class Sim {
     observeCauses(++world_.tick);  // the outside writer's change is a change of the cause
   }
 
+  // What a step does to the cycle it runs, besides its edits.
+  enum class Fault { None, Crash, OsCrash, FullDisk, Hang };
+
   void oneStep() {
     const int r = pick(100);
-    bool crash = false;
-    if (r < 45) {
+    Fault fault = Fault::None;
+    if (r < 40) {
       edit();
-    } else if (r < 60) {
+    } else if (r < 52) {
       edit();
-      crash = true;
-    } else if (r < 70) {
+      fault = Fault::Crash;
+    } else if (r < 58) {
+      edit();
+      fault = Fault::OsCrash;
+    } else if (r < 66) {
       drift();
-    } else if (r < 75 && lastClean_) {
+    } else if (r < 69 && lastClean_) {
       // Only when nothing is owed: a store lost with an owed restart in it is a
       // loss no node can recover from (the machine shows no trace of it).
       ++lostStores_;
-      for (const char* f : {"/state.db", "/state.db-wal", "/state.db-shm"})
-        fs::remove(stateDir() + f);
-    } else if (r < 80) {
+      removeStore();
+    } else if (r < 72) {
+      edit();
+      fault = Fault::FullDisk;
+    } else if (r < 74) {
+      corruptPage();
+    } else if (r < 77) {
       ++supervisorFaults_;
       world_.failNext = 1;
+    } else if (r < 80) {
+      edit();
+      fault = Fault::Hang;
     }  // else: nothing changed: the no-op check below
     const bool quiet = r >= 80 && lastClean_;
-    cycle(crash, quiet);
+    cycle(fault, quiet);
   }
 
   std::string stateDir() const { return root_ + "/var/lib/mesh-host"; }
 
-  void cycle(bool crash, bool quiet) {
+  void removeStore() {
+    for (const char* f : {"/state.db", "/state.db-wal", "/state.db-shm"})
+      fs::remove(stateDir() + f);
+    disk::forget(stateDir() + "/state.db");
+    damaged_ = false;
+  }
+
+  // A page of the store (not the first: its header says whose file it is)
+  // overwritten with garbage between cycles, as a bad sector or a stray write
+  // would. It is on disk for good.
+  void corruptPage() {
+    const std::string db = stateDir() + "/state.db";
+    std::error_code ec;
+    const auto size = fs::file_size(db, ec);
+    if (ec || size < 100) return;
+    unsigned char h[18];
+    std::ifstream(db, std::ios::binary).read(reinterpret_cast<char*>(h), sizeof h);
+    const uint64_t pageSize = h[16] == 0 && h[17] == 1 ? 65536 : (h[16] << 8 | h[17]);
+    const auto pages = static_cast<int>(size / pageSize);
+    if (pages < 2) return;
+    ++corruptPages_;
+    std::string garbage(pageSize, '\0');
+    for (auto& c : garbage) c = static_cast<char>(pick(256));
+    std::fstream f(db, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(static_cast<std::streamoff>(pageSize) * (1 + pick(pages - 1)));
+    f.write(garbage.data(), static_cast<std::streamsize>(garbage.size()));
+    f.close();
+    disk::forget(db);
+    damaged_ = true;
+  }
+
+  // The operator moves a damaged store aside. What it owed goes with it: the
+  // machine keeps no trace of a restart owed for a change already in place, so
+  // such a restart may be lost, and is no longer expected (it still justifies
+  // a restart, should one come).
+  void moveStoreAside() {
+    ++movedAside_;
+    removeStore();
+    for (const auto& [name, s] : world_.services) {
+      for (const auto& [cause, tick] : owedSince_[name])
+        if (tick > s.startTick && tick > forgiven_[name + cause])
+          forgiven_[name + cause] = tick, ++forgivenCauses_;
+      if (world_.installTick[name] > s.startTick) forgivenUnit_[name] = world_.installTick[name];
+    }
+  }
+
+  // The node comes back from an OS crash: its service manager starts every
+  // installed service afresh (a start, not a restart by mesh-host).
+  void reboot() {
+    ++reboots_;
+    for (auto& [name, s] : world_.services) {
+      s.active = false;
+      if (s.installed) world_.startNow(s);
+    }
+  }
+
+  void cycle(Fault fault, bool quiet) {
     std::ofstream(work_ + "/secret", std::ios::trunc) << "secret v" << model_.secret;
     const std::string declText = text();
     decl::ParseOptions po;
@@ -388,14 +534,38 @@ class Sim {
     const auto declaration = decl::parseDeclaration(declText, "sim.toml", po);
     noteEdges(declaration);
     const auto before = statManaged();
+    if (std::getenv("MESH_SIM_VERBOSE")) {
+      try {
+        auto store = state::Store::open(stateDir(), state::Store::Access::ReadOnly);
+        for (const auto& o : store.owedRestarts())
+          std::fprintf(stderr, "   owed before: %s <- %s (cycle %lld, at %lld) %s\n",
+                       o.process.c_str(), o.cause.c_str(), static_cast<long long>(o.cycle),
+                       static_cast<long long>(o.at), o.intent.substr(0, 15).c_str());
+      } catch (const Error&) {
+      }
+    }
     const int64_t callsBefore = world_.calls;
     cycleStart_ = ++world_.tick;
     world_.restarts.clear();
-    crashAt = crash ? 1 + pick(4) : 0;
+    // An OS crash may also come after the last crash point: at the end of the
+    // cycle, before anything synced what it committed last.
+    crashAt = fault == Fault::Crash ? 1 + pick(4) : fault == Fault::OsCrash ? 1 + pick(6) : 0;
     crashSeen = 0;
+    osCrash = fault == Fault::OsCrash;
+    osImages.reset();
+    if (fault == Fault::FullDisk) {
+      ++fullDisks_;
+      disk::failWritesFrom(1 + pick(8));
+    }
+    if (fault == Fault::Hang) {
+      ++hangs_;
+      world_.hangAt = 1 + pick(3);
+      world_.hangDone = chance(50);
+    }
     ++cycles_;
     apply::CycleReport report;
     bool crashed = false;
+    std::optional<std::string> failure;  // the cycle ended with a mesh::Error
     try {
       fs::create_directories(stateDir());
       auto store = state::Store::open(stateDir());
@@ -407,17 +577,46 @@ class Sim {
       s.makeSupervisor = [this] { return std::make_unique<RecordingSupervisor>(world_); };
       apply::Context ctx(s);
       report = apply::runCycle(ctx, declaration, declText, &store);
+      if (osCrash && !osImages) osImages = disk::osCrash();
     } catch (const SimulatedCrash&) {
       crashed = true;
-      ++crashes_;
+      if (!osCrash) ++crashes_;
     } catch (const Error& e) {
-      return mismatch(fmt::format("the cycle threw: {}", e.what()));
+      failure = e.what();
+    }
+    if (crashAt > 0 && crashSeen >= crashAt && !crashed) {
+      // The crash came inside something that caught it; the cycle ended as a
+      // kill there would have ended it.
+      crashed = true;
+      failure.reset();
+      if (!osCrash) ++crashes_;
     }
     crashAt = 0;
+    osCrash = false;
     world_.failNext = 0;
+    world_.hangAt = 0;
+    const bool diskFull = disk::anyWriteFailed();
+    disk::failWritesFrom(0);
+    const bool osCrashed = osImages.has_value();
+    bool rebooted = false;
+    if (osImages) {
+      // The crashed cycle's connection is closed (its close synced everything):
+      // now the disk goes back to what it held for good when the power went.
+      ++osCrashes_;
+      disk::restoreAfterOsCrash(*osImages);
+      osImages.reset();
+      crashed = true;
+      rebooted = chance(25);
+      if (rebooted) reboot();
+    }
+    const bool damagedStore =
+        failure && damaged_ && failure->find(" is damaged (") != std::string::npos;
+    if (failure && !damagedStore && !diskFull)
+      return mismatch(fmt::format("the cycle threw: {}", *failure));
     if (std::getenv("MESH_SIM_VERBOSE")) {
-      std::fprintf(stderr, "-- step %d: %s%s\n%s", step_, crashed ? "crashed " : "",
-                   quiet ? "quiet" : "", declText.c_str());
+      std::fprintf(stderr, "-- step %d: %s%s%s%s%s\n%s", step_, crashed ? "crashed " : "",
+                   osCrashed ? "(OS) " : "", rebooted ? "rebooted " : "", quiet ? "quiet" : "",
+                   failure ? ("failed: " + *failure + "\n").c_str() : "", declText.c_str());
       for (const auto& res : report.results)
         std::fprintf(stderr, "   %s %s: %s %s\n", apply::verdictName(res.outcome.verdict()),
                      res.id.c_str(), res.outcome.reason().c_str(), res.outcome.detail().c_str());
@@ -433,7 +632,19 @@ class Sim {
     for (auto& [service, owed] : owedSince_)
       for (auto it = owed.begin(); it != owed.end();)
         it = restartOn_[service].count(it->first) ? std::next(it) : owed.erase(it);
-    if (crashed) {
+    if (damagedStore) {
+      // A damaged store fails the cycle before it changes anything, and says
+      // so where `status` looks (unless the disk is full too); then the
+      // operator moves it aside.
+      const auto note = state::lastCycleError(stateDir());
+      if (!diskFull && (!note || note->message.find(" is damaged (") == std::string::npos))
+        mismatch("the damaged store is not named in last-error");
+      if (auto changed = differences(before, statManaged()); !changed.empty())
+        mismatch("a cycle on a damaged store changed the tree: " + changed);
+      if (world_.calls != callsBefore) mismatch("a cycle on a damaged store called the supervisor");
+      moveStoreAside();
+    }
+    if (crashed || failure) {
       lastClean_ = false;
       return;
     }
@@ -452,18 +663,30 @@ class Sim {
     }
   }
 
-  // The state of every restart-on cause as it is on disk now; a difference from
+  // What is on disk for every restart-on cause, at every path it may be
+  // declared at (a file cause: /srv/s/a/fN and /srv/s/b/fN); a difference from
   // the last look is a change, stamped with the tick of the cycle that made it.
   // A change owes a restart to the processes that list the cause in restart-on
-  // at that moment (an edge added later owes nothing for an older change).
+  // at that moment (an edge added later owes nothing for an older change). A
+  // move changes it when mesh-host writes the new path or deletes the old one.
+  // A move onto what is already there, with nothing deleted at the old path,
+  // changes nothing on disk: it owes no restart, yet justifies one (mesh-host
+  // reports such a move `updated`, unless it has no record of the old path).
   void observeCauses(uint64_t tick) {
     for (const char* c : kCauses) {
-      const std::string now = causeState(c);
-      auto& last = causeState_[c];
-      if (now != last)
+      const std::string disk = causeDisk(c), where = causePath(c);
+      auto& [lastDisk, lastWhere] = causeState_[c];
+      const bool changed = disk != lastDisk, moved = where != lastWhere;
+      if ((changed || moved) && std::getenv("MESH_SIM_VERBOSE"))
+        std::fprintf(stderr, "   cause %s%s: %s\n", c, changed ? "" : " moved", disk.c_str());
+      if (changed || moved)
         for (const auto& [service, causes] : restartOn_)
-          if (causes.count(c)) owedSince_[service][c] = tick;
-      last = now;
+          if (causes.count(c)) {
+            changedSince_[service][c] = tick;
+            if (changed) owedSince_[service][c] = tick;
+          }
+      lastDisk = disk;
+      lastWhere = where;
     }
   }
 
@@ -476,26 +699,30 @@ class Sim {
       }
   }
 
-  std::string causeState(const std::string& id) const {
-    std::string path;
-    if (id == "s.cred")
-      path = "/srv/s/secret";
-    else if (id == "s.site")
-      path = "/srv/s/site";
-    else
-      path = filePath(id[3] - '0');
+  std::string causePath(const std::string& id) const {
+    if (id == "s.cred") return "/srv/s/secret";
+    if (id == "s.site") return "/srv/s/site";
+    return filePath(id[3] - '0');
+  }
+
+  std::string causeDisk(const std::string& id) const {
+    if (id[2] != 'f') return pathState(causePath(id));
+    const std::string n(1, id[3]);
+    return pathState("/srv/s/a/f" + n) + " | " + pathState("/srv/s/b/f" + n);
+  }
+
+  std::string pathState(const std::string& path) const {
     std::error_code ec;
     const std::string p = root_ + path;
     struct stat st {};
     if (::lstat(p.c_str(), &st) != 0) return "absent";
-    // Where it lives is part of it: a moved cause is a changed one.
-    std::string out = fmt::format("{} {:o}", path, st.st_mode);
+    std::string out = fmt::format("{:o} ", st.st_mode);
     if (S_ISREG(st.st_mode))
-      out += Digest::ofFile(p).str();
+      out += Digest::ofFile(p).str().substr(7, 12);
     else if (S_ISDIR(st.st_mode))
       for (const auto& e : fs::recursive_directory_iterator(p, ec))
         if (e.is_regular_file())
-          out += e.path().string() + Digest::ofFile(e.path()).str() +
+          out += e.path().string().substr(p.size()) + Digest::ofFile(e.path()).str().substr(7, 12) +
                  fmt::format("{:o}", static_cast<unsigned>(fs::status(e.path()).permissions()));
     return out;
   }
@@ -504,7 +731,7 @@ class Sim {
     for (const auto& r : world_.restarts) {
       ++restarts_;
       bool justified = world_.installTick[r.service] > r.prevStart;
-      for (const auto& [cause, tick] : owedSince_[r.service])
+      for (const auto& [cause, tick] : changedSince_[r.service])
         justified |= tick > r.prevStart && tick < r.tick;
       if (!justified) mismatch(fmt::format("{} was restarted without a cause", r.service));
     }
@@ -519,24 +746,19 @@ class Sim {
         mismatch(fmt::format("{} is not running after a clean cycle", name));
         continue;
       }
-      if (world_.installTick[name] > s.startTick)
+      if (world_.installTick[name] > s.startTick && world_.installTick[name] > forgivenUnit_[name])
         mismatch(fmt::format("{} runs an old unit: its restart was lost", name));
       for (const auto& [cause, tick] : owedSince_[name]) {
-        if (tick > s.startTick)
-          mismatch(fmt::format("{} did not restart after {} changed: the restart was lost", name,
-                               cause));
-        else if (tick > paidUpTo_[name + cause])
+        if (tick > s.startTick) {
+          if (tick > forgiven_[name + cause])
+            mismatch(fmt::format("{} did not restart after {} changed: the restart was lost", name,
+                                 cause));
+        } else if (tick > paidUpTo_[name + cause])
           ++paid_, paidUpTo_[name + cause] = tick;
       }
     }
   }
 
-  struct Stat {
-    ino_t ino = 0;
-    int64_t mtimeNs = 0;
-    mode_t mode = 0;
-    bool operator==(const Stat&) const = default;
-  };
   std::map<std::string, Stat> statManaged() const {
     std::map<std::string, Stat> out;
     std::error_code ec;
@@ -549,24 +771,52 @@ class Sim {
     return out;
   }
 
+  // What a crashed write left (".mesh-tmp.…", ".mesh-new.…") is swept by the
+  // next cycle as it visits each path, before it knows it will change anything.
+  // The paths that differ, leftovers aside.
+  static std::string differences(const std::map<std::string, Stat>& a,
+                                 const std::map<std::string, Stat>& b) {
+    std::string out;
+    auto note = [&](const std::string& path) {
+      if (path.find("/.mesh-") == std::string::npos) out += (out.empty() ? "" : ", ") + path;
+    };
+    for (const auto& [path, st] : a)
+      if (auto it = b.find(path); it == b.end() || !(it->second == st)) note(path);
+    for (const auto& [path, st] : b)
+      if (!a.count(path)) note(path);
+    return out;
+  }
+
   void checkUntouched(const apply::CycleReport& report, const decl::Declaration& d,
                       const std::map<std::string, Stat>& before) {
     const auto after = statManaged();
     std::map<std::string, std::string> paths;
     for (const auto& res : d.resources) paths[res.id] = res.path();
     for (const auto& r : report.results) {
-      if (r.outcome.verdict() != apply::Verdict::Unchanged || paths[r.id].empty()) continue;
+      if (paths[r.id].empty()) continue;
       const auto b = before.find(paths[r.id]), a = after.find(paths[r.id]);
-      if (b == before.end() || a == after.end() || !(b->second == a->second))
+      if (r.outcome.verdict() == apply::Verdict::Unchanged &&
+          (b == before.end() || a == after.end() || !(b->second == a->second)))
         mismatch(fmt::format("{} was reported unchanged but {} was touched", r.id, paths[r.id]));
+      // A resource that failed (a full disk, a failed requirement) leaves what was there.
+      const bool inPlace =
+          b == before.end() ? a == after.end() : a != after.end() && b->second == a->second;
+      if (r.outcome.verdict() == apply::Verdict::Failed && !inPlace)
+        mismatch(
+            fmt::format("{} failed but {} was changed: {}", r.id, paths[r.id], r.outcome.detail()));
     }
   }
 
   void checkRecords() {
-    auto store = state::Store::open(stateDir(), state::Store::Access::ReadOnly);
-    for (const auto& [id, rec] : store.loadRecords())
-      if (rec.outcome != "failed" && rec.wrote.empty())
-        mismatch(fmt::format("the record of {} carries no digest", id));
+    try {
+      auto store = state::Store::open(stateDir(), state::Store::Access::ReadOnly);
+      for (const auto& [id, rec] : store.loadRecords())
+        if (rec.outcome != "failed" && rec.wrote.empty())
+          mismatch(fmt::format("the record of {} carries no digest", id));
+    } catch (const Error& e) {
+      // A damaged page the cycle did not need to read: the next cycle meets it.
+      if (!damaged_) mismatch(fmt::format("the store cannot be read: {}", e.what()));
+    }
   }
 
   std::map<std::string, std::string> snapshot(const std::string& dir) const {
@@ -594,14 +844,23 @@ class Sim {
   int sources_ = 0;
   Model model_;
   World world_;
-  std::map<std::string, std::string> causeState_, outsideBefore_;
+  std::map<std::string, std::pair<std::string, std::string>> causeState_;  // disk, declared path
+  std::map<std::string, std::string> outsideBefore_;
   std::map<std::string, uint64_t> paidUpTo_;
-  std::map<std::string, std::set<std::string>> restartOn_;  // service → its causes, now
+  // Unpaid when their store was moved aside: no longer expected (moveStoreAside).
+  std::map<std::string, uint64_t> forgiven_, forgivenUnit_;  // service+cause / service → tick
+  std::map<std::string, std::set<std::string>> restartOn_;   // service → its causes, now
   std::map<std::string, std::map<std::string, uint64_t>> owedSince_;  // service → cause → tick
+  // The same, kept when the edge is dropped: a change made while the edge was
+  // there still justifies a restart (mesh-host pays a confirmed one), though
+  // no longer requires it.
+  std::map<std::string, std::map<std::string, uint64_t>> changedSince_;
   uint64_t cycleStart_ = 0;
   bool lastClean_ = false;
-  int step_ = 0, cycles_ = 0, cleanCycles_ = 0, crashes_ = 0, lostStores_ = 0, supervisorFaults_ = 0, drifts_ = 0,
-      paid_ = 0, mismatches_ = 0;
+  bool damaged_ = false;  // a page of the store was overwritten; not moved aside yet
+  int step_ = 0, cycles_ = 0, cleanCycles_ = 0, crashes_ = 0, osCrashes_ = 0, reboots_ = 0,
+      lostStores_ = 0, corruptPages_ = 0, movedAside_ = 0, fullDisks_ = 0, hangs_ = 0,
+      supervisorFaults_ = 0, drifts_ = 0, paid_ = 0, forgivenCauses_ = 0, mismatches_ = 0;
   uint64_t restarts_ = 0;
 };
 
@@ -625,15 +884,16 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  mesh::sim::disk::install();
   int failed = 0;
   for (int k = 0; k < seeds; ++k) {
     // A tmpfs by default: the simulation is about order, not disk speed.
     const char* base = std::getenv("MESH_SIM_DIR");
-    std::string tmpl = fmt::format("{}/mesh-sim.XXXXXX",
-                                   base ? base : (fs::is_directory("/dev/shm") ? "/dev/shm" : "/tmp"));
+    std::string tmpl = fmt::format(
+        "{}/mesh-sim.XXXXXX", base ? base : (fs::is_directory("/dev/shm") ? "/dev/shm" : "/tmp"));
     const std::string work = ::mkdtemp(tmpl.data());
     failed |= mesh::sim::Sim(seed + static_cast<uint64_t>(k), work).run(steps);
-    if (!failed) std::filesystem::remove_all(work);
+    if (!failed && !std::getenv("MESH_SIM_KEEP")) std::filesystem::remove_all(work);
   }
   return failed;
 }
