@@ -14,9 +14,11 @@
 #include "agent/cycle.hh"
 #include "agent/duration.hh"
 #include "agent/events.hh"
+#include "agent/fleet_start.hh"
 #include "agent/notify.hh"
 #include "agent/schedule.hh"
 #include "apply/churn.hh"
+#include "fleet/node_signed.hh"
 #include "state/store.hh"
 #include "util/fd.hh"
 
@@ -84,16 +86,19 @@ class Agent {
                         accepted_->revision, accepted_->declaration.serial.value_or(0)));
         request("start");
       }
-      fleet_->start(accepted_ ? accepted_->revision : 0);
+      startFleetLink();
     } else if (reload("start")) {
       request("start");
     }
-    if (!current()) notifier_.ready("waiting for a valid declaration at " + source);
+    // Fleet mode says READY=1 when the link is up (fleetReadiness), never later than
+    // etcd's first failure: not after a first cycle that may wait for restart slots.
+    if (!fleet_ && !current()) notifier_.ready("waiting for a valid declaration at " + source);
 
     while (!(stopping_ && !running_)) {
       if (!running_ && !stopping_ && trigger_ && current()) startCycle(events);
       auto now = Clock::now();
-      const Woken w = events.wait(waitMillis(now, {nextPeriodic_, debounce_.deadline()}));
+      const Woken w =
+          events.wait(waitMillis(now, {nextPeriodic_, debounce_.deadline(), nextBeat_}));
       now = Clock::now();
       if (w.terminate) stop(w.terminate);
       if (w.cycleDone) finishCycle(now);
@@ -101,7 +106,14 @@ class Agent {
         if (!fleet_) reload("SIGHUP");
         request("SIGHUP");
       }
-      if (w.fleet) takePushed();
+      if (w.fleet) {
+        takePushed();
+        fleetReadiness();
+      }
+      if (nextBeat_ && now >= *nextBeat_) {
+        fleet_->beat();
+        nextBeat_ = now + fleet::kHeartbeatPeriod;
+      }
       if (w.watchdog) feedWatchdog(now);
       if (w.declarationTouched) debounce_.poke(now);
       if (debounce_.take(now)) {
@@ -130,6 +142,27 @@ class Agent {
   const decl::Declaration* current() const {
     if (fleet_) return accepted_ ? &accepted_->declaration : nullptr;
     return declaration_.current();
+  }
+
+  // Fleet mode: publishes what the store says is applied (so that a restarted agent
+  // does not show "revision 0" until its first cycle ends), then starts the link and
+  // the heartbeats the event loop asks for.
+  void startFleetLink() {
+    log_.info("node key " + fleet_->publicKeyText() +
+                  " (operators enroll it: mesh-host fleet enroll " + o_.fleet->node + " KEY)",
+              {{"node_key", fleet_->publicKeyText()}});
+    lastStatus_ = statusFromStore(o_.settings.stateDir, accepted_ ? &*accepted_ : nullptr);
+    fleet_->publish(lastStatus_);
+    fleet_->start(accepted_ ? accepted_->revision : 0);
+    nextBeat_ = Clock::now() + fleet::kHeartbeatPeriod;
+  }
+
+  void fleetReadiness() {
+    if (linkReady_) return;
+    if (auto why = fleet_->readiness()) {
+      linkReady_ = true;
+      notifier_.ready(*why);
+    }
   }
 
   // A declaration the fleet link accepted: in force from now, cycled at once.
@@ -186,15 +219,21 @@ class Agent {
     CycleHooks hooks{nullptr, o_.afterCycle, nullptr};
     if (fleet_) fleetHooks(hooks);
     // The thread gets its own copy: a reload while it runs must not change it.
-    worker_ = std::thread([this, &events, decl = *current(), hooks = std::move(hooks)] {
-      result_ = runAgentCycle(
-          o_.settings, decl, stop_,
-          [this](const std::string& msg) {
-            log_.log(Level::Notice, msg, {{"state_dir", o_.settings.stateDir}});
-          },
-          hooks);
-      events.signalCycleDone();
-    });
+    const bool releaseStale = fleet_ && !staleSlotsReleased_;
+    staleSlotsReleased_ = staleSlotsReleased_ || releaseStale;
+    worker_ =
+        std::thread([this, &events, decl = *current(), hooks = std::move(hooks), releaseStale] {
+          result_ = runAgentCycle(
+              o_.settings, decl, stop_,
+              [this](const std::string& msg) {
+                log_.log(Level::Notice, msg, {{"state_dir", o_.settings.stateDir}});
+              },
+              hooks);
+          // The first cycle has brought every service back: slots an earlier agent of this
+          // node held for a restart it did not finish can go.
+          if (releaseStale && result_.report) fleet_->releaseStaleSlots();
+          events.signalCycleDone();
+        });
   }
 
   // Fleet mode: the cycle caches the pushed declaration it runs (so that the node
@@ -205,7 +244,7 @@ class Agent {
     hooks.before = [key = fleet_->declarationKey(), revision = a.revision,
                     envelope = a.envelope](state::Store& store) {
       auto cached = store.fleetDeclaration(key);
-      if (!cached || cached->revision != revision)
+      if (!cached || cached->revision != revision || cached->envelope != envelope)
         store.putFleetDeclaration({key, revision, envelope, apply::nowMs()});
     };
     hooks.after = [this, after = o_.afterCycle, revision = a.revision,
@@ -270,7 +309,10 @@ class Agent {
     }
     if (!declarationError_.empty())
       status += "; the declaration is not valid, the last good one stays in force";
-    notifier_.ready(status);
+    if (fleet_ && !linkReady_)
+      notifier_.status(status);  // READY=1 is the link's to give (fleetReadiness)
+    else
+      notifier_.ready(status);
   }
 
   // Logs the cycle's outcomes (changes, or all with -v) and its summary; returns
@@ -355,6 +397,9 @@ class Agent {
   std::optional<AcceptedDeclaration> accepted_;   // fleet mode: the declaration in force
   std::optional<fleet::NodeStatus> cycleStatus_;  // written by the worker, like result_
   fleet::NodeStatus lastStatus_;                  // the last one published
+  std::optional<Clock::time_point> nextBeat_;     // fleet mode: the next heartbeat
+  bool linkReady_ = false;                        // fleet mode: READY=1 sent for the link
+  bool staleSlotsReleased_ = false;               // fleet mode: done after the first cycle
 };
 
 }  // namespace

@@ -3,15 +3,19 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <utility>
 
 #include <fmt/format.h>
 
 #include "agent/duration.hh"
+#include "agent/fleet_accept.hh"
 #include "apply/reconcile.hh"
 #include "fleet/etcd.hh"
+#include "fleet/node_signed.hh"
 #include "fleet/restart_slots.hh"
 #include "state/store.hh"
 #include "trust/signing.hh"
+#include "util/digest.hh"
 #include "util/error.hh"
 #include "util/fs.hh"
 
@@ -27,10 +31,10 @@ using Clock = std::chrono::steady_clock;
 constexpr auto kWatchRenew = 5min;
 constexpr auto kRequestTimeout = 5s;
 
-std::chrono::seconds ttlFor(std::chrono::milliseconds interval) {
-  const auto three = std::chrono::duration_cast<std::chrono::seconds>(interval * 3);
-  return std::max<std::chrono::seconds>(three, 3s);
-}
+// etcd could not be asked for a declaration's bytes: no verdict on the value.
+struct BodyUnavailable : Error {
+  using Error::Error;
+};
 
 }  // namespace
 
@@ -38,23 +42,28 @@ FleetLink::FleetLink(FleetOptions options, std::string stateDir, Logger& log,
                      std::function<void()> wake)
     : o_(std::move(options)),
       stateDir_(std::move(stateDir)),
+      nodeKey_(trust::NodeKey::loadOrCreate(stateDir_)),
       log_(log),
       wake_(std::move(wake)),
       keys_{o_.cluster},
       declarationKey_(keys_.declaration(o_.node)),
-      ttl_(ttlFor(o_.interval)) {
+      ttl_(fleet::kHeartbeatTtl) {
   // The highest serial applied before this agent started (by an earlier agent or
   // `apply`); from now on every serial this node applies comes through here. Read
   // once: the watcher never opens the store while a cycle may be creating it.
   try {
     if (lstatPath(stateDir_ + "/state.db"))
-      if (auto h = state::Store::open(stateDir_, state::Store::Access::ReadOnly).highestSerial())
+      if (auto store = state::Store::open(stateDir_, state::Store::Access::ReadOnly);
+          auto h = store.highestSerial()) {
         appliedSerial_ = h->serial;
+        if (auto g = store.generationDeclaration(h->generation))
+          appliedDigest_ = Digest::ofBytes(g->text).str();
+      }
   } catch (const std::exception& e) {
     log_.log(Level::Warning,
              std::string("mesh-host: warning: cannot read the serial applied last: ") + e.what());
   }
-  slotsEtcd_ = std::make_unique<fleet::EtcdClient>(o_.endpoint, kRequestTimeout);
+  slotsEtcd_ = std::make_unique<fleet::EtcdClient>(etcdConfig(), kRequestTimeout);
   slots_ = std::make_unique<fleet::RestartSlots>(*slotsEtcd_, keys_, o_.node);
 }
 
@@ -64,22 +73,27 @@ FleetLink::~FleetLink() {
 
 AcceptedDeclaration FleetLink::check(const std::string& value, int64_t revision) {
   const std::string where = fmt::format("etcd:{}@{}", declarationKey_, revision);
-  auto pushed = fleet::decodePushed(value, where);
-  trust::verifySignedText(where, pushed.text, pushed.signature, where + " (its signature)",
-                          o_.trusted);
-  AcceptedDeclaration a{o_.parse(pushed.text, where), value, revision, pushed.maxParallelRestarts};
-  const auto& serial = a.declaration.serial;
-  if (!serial)
-    throw InputError("{}: the declaration has no serial; push it with mesh-host fleet push", where);
-  std::lock_guard<std::mutex> guard(mutex_);
-  std::optional<int64_t> applied = appliedSerial_;
-  if (acceptedSerial_ && (!applied || *acceptedSerial_ > *applied)) applied = acceptedSerial_;
-  if (applied && *serial < *applied)
-    throw InputError(
-        "{}: serial {} is older than serial {} this node already has; a replayed declaration is "
-        "refused (push a higher serial)",
-        where, *serial, *applied);
-  return a;
+  ReplayFloor floor{appliedSerial_, appliedDigest_};
+  std::optional<fleet::Statement> inForce;
+  {
+    std::lock_guard<std::mutex> guard(mutex_);
+    if (inForce_) {
+      inForce = inForce_->statement;
+      if (!floor.serial || inForce->serial >= *floor.serial)
+        floor = {inForce->serial, inForce->declarationDigest};
+    }
+  }
+  // The declaration's bytes, stored once by digest (the loaded cache carries them inline).
+  const BodyFetcher fetch = [this](const std::string& digest) -> std::optional<std::string> {
+    try {
+      if (auto v = slotsEtcd_->get(keys_.body(digest))) return v->value;
+    } catch (const Error& e) {
+      throw BodyUnavailable(
+          std::string(e.what()));  // etcd's fault, not the value's: judged again later
+    }
+    return std::nullopt;
+  };
+  return acceptPushed(value, revision, where, o_, floor, inForce, fetch);
 }
 
 std::optional<AcceptedDeclaration> FleetLink::loadCached() {
@@ -98,10 +112,22 @@ std::optional<AcceptedDeclaration> FleetLink::loadCached() {
   try {
     auto a = check(cached->envelope, cached->revision);
     std::lock_guard<std::mutex> guard(mutex_);
-    acceptedRevision_ = a.revision;
-    acceptedSerial_ = a.declaration.serial;
+    // Named as etcd holds it: the statement and signature, the bytes stored by digest.
+    auto asPut = fleet::decodePushed(cached->envelope, declarationKey_);
+    asPut.text.clear();
+    inForce_ = InForce{a.statement, fleet::valueDigest(fleet::encodePushed(asPut))};
+    lastJudged_ = inForce_->value;
     return a;
   } catch (const Error& e) {
+    if (std::string(e.what()).find("before signed statements") != std::string::npos) {
+      // Decided: an old-format cache is not converted; the node takes what etcd holds.
+      log_.info(fmt::format(
+          "the cached pushed declaration (revision {}) is in the format before signed "
+          "statements; not using it: the node takes its declaration from etcd (push it again "
+          "with this mesh-host if etcd holds the old format too)",
+          cached->revision));
+      return std::nullopt;
+    }
     log_.error(
         fmt::format("mesh-host: the cached pushed declaration (revision {}) no longer "
                     "passes, not using it: {}",
@@ -149,32 +175,48 @@ std::optional<AcceptedDeclaration> FleetLink::takeAccepted() {
   return out;
 }
 
-void FleetLink::refuse(int64_t revision, std::optional<int64_t> serial, const std::string& reason) {
+void FleetLink::refuse(int64_t revision, const std::string& value, const std::string& reason) {
   log_.error("mesh-host: refused the pushed declaration: " + reason +
                  "\nmesh-host: the last accepted declaration stays in force",
              {{"revision", revision}, {"key", declarationKey_}});
+  // What the statement claims, unverified: for the status only.
+  std::optional<int64_t> serial;
+  std::string digest;
+  try {
+    const auto st = fleet::peekStatement(fleet::decodePushed(value, declarationKey_), "");
+    serial = st.serial;
+    digest = st.declarationDigest;
+  } catch (const Error&) {
+  }
   std::lock_guard<std::mutex> guard(mutex_);
-  acceptedRevision_ = std::max(acceptedRevision_, revision);
-  refusal_ = fleet::NodeStatus::Refusal{revision, serial, reason, apply::nowMs()};
+  refusal_ = fleet::NodeStatus::Refusal{
+      revision, serial, reason, apply::nowMs(), fleet::valueDigest(value), digest};
   statusDirty_ = true;
   ++statusVersion_;
   changed_.notify_all();
 }
 
 void FleetLink::consider(const std::string& value, int64_t revision) {
+  const std::string id = fleet::valueDigest(value);
   {
     std::lock_guard<std::mutex> guard(mutex_);
-    if (revision <= acceptedRevision_) return;  // seen already (a re-read after reconnecting)
+    if (id == lastJudged_) return;  // judged already (a re-read after reconnecting)
+    lastJudged_ = id;
   }
   try {
     auto a = check(value, revision);
-    log_.info(fmt::format("pushed declaration accepted: revision {}, serial {}", revision,
-                          *a.declaration.serial),
-              {{"revision", revision}, {"serial", *a.declaration.serial}});
+    const auto& st = a.statement;
+    log_.info(fmt::format("pushed declaration accepted: serial {} ({}), pushed by {} to {} "
+                          "(revision {})",
+                          st.serial, fleet::shortDigest(st.declarationDigest), st.pushedBy,
+                          st.selector.text(), revision),
+              {{"revision", revision},
+               {"serial", st.serial},
+               {"digest", st.declarationDigest},
+               {"pushed_at_ms", st.pushedAtMs}});
     {
       std::lock_guard<std::mutex> guard(mutex_);
-      acceptedRevision_ = revision;
-      acceptedSerial_ = a.declaration.serial;
+      inForce_ = InForce{st, id};
       pending_ = std::move(a);
       if (refusal_) {
         refusal_.reset();
@@ -184,19 +226,37 @@ void FleetLink::consider(const std::string& value, int64_t revision) {
       }
     }
     wake_();
+  } catch (const BodyUnavailable&) {
+    std::lock_guard<std::mutex> guard(mutex_);
+    lastJudged_.clear();
+    throw;  // the watcher backs off and reads the key again
   } catch (const Error& e) {
-    std::optional<int64_t> claimed;
-    try {
-      claimed = fleet::decodePushed(value, declarationKey_).serial;
-    } catch (const Error&) {
-    }
-    refuse(revision, claimed, e.what());
+    refuse(revision, value, e.what());
   }
 }
 
+void FleetLink::etcdChanged(const std::string& why) {
+  log_.log(Level::Warning,
+           "mesh-host: warning: " + why +
+               "; reading the declaration again and publishing the status again (the "
+               "declaration in force stays until a newer signed one arrives)",
+           {{"endpoint", o_.endpoint}});
+  std::lock_guard<std::mutex> guard(mutex_);
+  lastJudged_.clear();
+  republish_ = true;
+  statusDirty_ = true;
+  ++statusVersion_;
+  changed_.notify_all();
+}
+
 void FleetLink::watchLoop(int64_t resumeAfter) {
-  fleet::EtcdClient etcd(o_.endpoint, kRequestTimeout);
-  int64_t from = resumeAfter > 0 ? resumeAfter + 1 : 0;  // 0: read the key first
+  fleet::EtcdClient etcd(etcdConfig(), kRequestTimeout);
+  etcd.guardIdentity();  // a wiped, restored or replaced etcd throws EtcdClusterChanged
+  // Always read first: a revision remembered from before (the cached declaration's)
+  // means nothing to an etcd that was wiped or replaced meanwhile, and a value already
+  // judged is recognised by its content.
+  (void)resumeAfter;
+  int64_t from = 0;
   auto backoff = o_.backoffMin;
   bool down = false;
   while (!cancel_.load()) {
@@ -204,18 +264,22 @@ void FleetLink::watchLoop(int64_t resumeAfter) {
       if (from == 0 || down) {
         // One range read gives the value and the revision to watch after, so no
         // put between the read and the watch is missed. After an outage it also
-        // proves etcd is back; the watch then resumes after the last revision seen
-        // (a revision already considered is skipped).
+        // proves etcd is back; a value already judged is recognised by its content.
         auto range = etcd.getPrefix(declarationKey_);
         for (const auto& kv : range.kvs)
           if (kv.key == declarationKey_) consider(kv.value, kv.modRevision);
-        if (from == 0) from = range.revision + 1;
+        // Watch from just after the read, also after an outage: the read holds everything
+        // up to its revision, and a revision remembered from before the outage may belong
+        // to an etcd that was wiped or replaced meanwhile (puts below it would be missed).
+        from = range.revision + 1;
       }
       if (down) {
         log_.info("etcd at " + o_.endpoint + " reachable again; watching " + declarationKey_ +
                   " from revision " + std::to_string(from));
         down = false;
       }
+      // The watch starts from `from`: nothing put since the read can be missed any more.
+      noteLinked(true, false, "");
       etcd.watch(
           declarationKey_, from,
           [&](const std::vector<fleet::EtcdEvent>& events) {
@@ -238,12 +302,18 @@ void FleetLink::watchLoop(int64_t resumeAfter) {
     } catch (const fleet::EtcdCompacted& e) {
       log_.info("watch of " + declarationKey_ + " from a compacted revision; reading it again");
       from = 0;
+    } catch (const fleet::EtcdClusterChanged& e) {
+      etcdChanged(e.what());
+      from = 0;
+      down = false;
+      backoff = o_.backoffMin;
     } catch (const Error& e) {
       if (!down)
         log_.log(Level::Warning,
                  std::string("mesh-host: warning: ") + e.what() +
                      "; the last accepted declaration stays in force; retrying with backoff",
                  {{"endpoint", o_.endpoint}});
+      noteLinked(false, false, e.what());
       down = true;
       if (!pause(backoff)) break;
       backoff = std::min(backoff * 2, o_.backoffMax);
@@ -252,36 +322,47 @@ void FleetLink::watchLoop(int64_t resumeAfter) {
 }
 
 void FleetLink::heartbeatLoop() {
-  fleet::EtcdClient etcd(o_.endpoint, kRequestTimeout);
+  fleet::EtcdClient etcd(etcdConfig(), kRequestTimeout);
   const std::string statusKey = keys_.status(o_.node), seenKey = keys_.seen(o_.node);
+  const std::string heartbeatKey = fleet::heartbeatKey(keys_, o_.node);
   int64_t lease = 0;
-  auto nextKeepAlive = Clock::now();
   bool failing = false;  // etcd is unreachable: wait for retryAt, not for news
   auto retryAt = Clock::now();
   auto backoff = o_.backoffMin;
   bool down = false;
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
-    const auto until = failing ? retryAt : nextKeepAlive;
-    changed_.wait_until(lock, until, [&] { return stopping_ || (statusDirty_ && !failing); });
+    // Renewals and heartbeats come when the event loop asks (beat()): a loop that hangs
+    // stops them, and the node reads as down once its lease expires.
+    if (failing)
+      changed_.wait_until(lock, retryAt, [&] { return stopping_; });
+    else
+      changed_.wait(lock, [&] { return stopping_ || statusDirty_ || beatWanted_; });
     if (stopping_) break;
-    const auto now = Clock::now();
-    if (failing && now < retryAt) continue;
-    if (!statusDirty_ && now < nextKeepAlive) continue;
+    if (failing && Clock::now() < retryAt) continue;
     fleet::NodeStatus status = status_;
     status.refused = refusal_;
     const uint64_t version = statusVersion_;
     bool mustPut = statusDirty_;
+    // After etcd changed identity the old lease means nothing there: take a new one.
+    if (std::exchange(republish_, false)) lease = 0;
+    const bool beating = beatWanted_ || lease == 0;
+    beatWanted_ = false;
     lock.unlock();
     try {
-      if (lease == 0 || etcd.keepAliveOnce(lease) == 0) {
+      if (lease == 0 || (beating && etcd.keepAliveOnce(lease) == 0)) {
         if (lease != 0) log_.info("the node's lease in etcd had expired; publishing on a new one");
         lease = etcd.grantLease(ttl_.count());
         mustPut = true;
       }
+      if (beating) {
+        const fleet::Heartbeat h{o_.node, o_.cluster, ::getpid(), apply::nowMs()};
+        etcd.put(heartbeatKey, fleet::signNodeJson(fleet::encodeHeartbeat(h), nodeKey_));
+      }
       if (mustPut) {
         status.publishedAtMs = apply::nowMs();
-        const std::string text = fleet::encodeStatus(status);
+        status.etcdClusterId = etcd.identity().clusterId;
+        const std::string text = fleet::signNodeJson(fleet::encodeStatus(status), nodeKey_);
         etcd.put(statusKey, text, lease);
         etcd.put(seenKey, text);
       }
@@ -289,9 +370,11 @@ void FleetLink::heartbeatLoop() {
       down = false;
       failing = false;
       backoff = o_.backoffMin;
-      nextKeepAlive = Clock::now() + ttl_ / 3;
       lock.lock();
-      if (statusVersion_ == version) statusDirty_ = false;
+      if (mustPut && statusVersion_ == version) statusDirty_ = false;
+      lock.unlock();
+      if (mustPut) noteLinked(false, true, "");
+      lock.lock();
       continue;
     } catch (const Error& e) {
       if (!down)
@@ -299,6 +382,7 @@ void FleetLink::heartbeatLoop() {
                  std::string("mesh-host: warning: cannot publish the node's status: ") + e.what() +
                      "; retrying with backoff",
                  {{"endpoint", o_.endpoint}});
+      noteLinked(false, false, e.what());
       down = true;
       failing = true;
       retryAt = Clock::now() + backoff;
@@ -316,6 +400,71 @@ void FleetLink::heartbeatLoop() {
   }
 }
 
+void FleetLink::beat() {
+  std::lock_guard<std::mutex> guard(mutex_);
+  beatWanted_ = true;
+  changed_.notify_all();
+}
+
+fleet::EtcdConfig FleetLink::etcdConfig() const {
+  fleet::EtcdConfig c = o_.connection;
+  c.endpoint = o_.endpoint;
+  return c;
+}
+
+void FleetLink::noteLinked(bool watching, bool published, const std::string& unreachable) {
+  bool news = false;
+  {
+    std::lock_guard<std::mutex> guard(mutex_);
+    watching_ = watching_ || watching;
+    published_ = published_ || published;
+    if (!unreachable.empty() && unreachable_.empty()) unreachable_ = unreachable;
+    if (!readiness_ && watching_ && published_) {
+      readiness_ = fmt::format("watching {} in etcd, status published", declarationKey_);
+      news = true;
+    } else if (!readiness_ && !unreachable_.empty()) {
+      // Not waiting for etcd to come back: the node converges to what it has meanwhile.
+      readiness_ = "etcd unreachable (" + unreachable_.substr(0, unreachable_.find('\n')) +
+                   "); running the last accepted declaration, retrying";
+      news = true;
+    }
+  }
+  if (news) wake_();
+}
+
+std::optional<std::string> FleetLink::readiness() {
+  std::lock_guard<std::mutex> guard(mutex_);
+  return readiness_;
+}
+
+void FleetLink::releaseStaleSlots() {
+  try {
+    for (const auto& key : slots_->releaseStale())
+      log_.info("released restart slot " + key + ", left by an earlier agent of this node",
+                {{"slot", key}});
+  } catch (const Error& e) {
+    log_.log(Level::Warning,
+             std::string("mesh-host: warning: cannot release the restart slots an earlier agent "
+                         "of this node left: ") +
+                 e.what() + " (they free themselves within the slot bound)");
+  }
+}
+
+// Convergence by content: the first cycle that ran the declaration in force (its
+// digest and serial) is the one that applied it; later cycles only keep it so.
+void FleetLink::noteAppliedCycle(fleet::NodeStatus& status) {
+  if (status.cycle <= 0) return;
+  const std::string key =
+      status.declarationDigest + "#" + (status.serial ? std::to_string(*status.serial) : "-");
+  if (key != appliedKey_) {
+    appliedKey_ = key;
+    appliedCycle_ = fleet::NodeStatus::AppliedCycle{
+        status.cycle,     status.lastCycleAtMs, status.created, status.updated,
+        status.unchanged, status.removed,       status.failed};
+  }
+  status.appliedCycle = appliedCycle_;
+}
+
 void FleetLink::publish(fleet::NodeStatus status) {
   std::lock_guard<std::mutex> guard(mutex_);
   status.node = o_.node;
@@ -323,6 +472,7 @@ void FleetLink::publish(fleet::NodeStatus status) {
   status.version = o_.version;
   status.pid = ::getpid();
   status.intervalMs = o_.interval.count();
+  noteAppliedCycle(status);
   status_ = std::move(status);
   statusDirty_ = true;
   ++statusVersion_;

@@ -8,10 +8,12 @@
 //   shown in the node's status. When etcd cannot be reached it retries with
 //   backoff and resumes its watch after the last revision it saw; a compacted
 //   revision makes it read the key again.
-// - the heartbeat keeps the node's lease alive (TTL three intervals, at least 3 s)
-//   and puts the node's status on it after every cycle, and its copy without a
-//   lease at .../seen. A dead node's status disappears with its lease; a node that
-//   stops on SIGTERM revokes its lease at once.
+// - the heartbeat keeps the node's lease alive (TTL kHeartbeatTtl, 15 s, whatever
+//   the interval) when the agent's event loop asks it to (beat(), every 5 s), puts a
+//   signed heartbeat at .../heartbeat each time, and puts the node's status, signed
+//   with the node key, on the lease after every cycle, and its copy without a lease
+//   at .../seen. A dead node's status disappears with its lease; a node that stops
+//   on SIGTERM revokes its lease at once; a hung event loop stops the beats.
 // Nothing here blocks a cycle: while etcd is away the node keeps converging to the
 // last declaration it accepted (cached in the state store).
 #pragma once
@@ -29,11 +31,13 @@
 
 #include "agent/log.hh"
 #include "decl/model.hh"
+#include "fleet/etcd.hh"
 #include "fleet/protocol.hh"
+#include "fleet/statement.hh"
+#include "trust/node_key.hh"
 #include "trust/operator_key.hh"
 
 namespace mesh::fleet {
-class EtcdClient;
 class RestartSlots;
 }  // namespace mesh::fleet
 
@@ -41,6 +45,8 @@ namespace mesh::agent {
 
 struct FleetOptions {
   std::string endpoint;  // http://host:port
+  // TLS files and user for a secured etcd (its endpoint is ignored: `endpoint` is it).
+  fleet::EtcdConfig connection;
   std::string cluster{fleet::kDefaultCluster};
   std::string node;
   std::string version;  // mesh-host's, published in the status
@@ -58,9 +64,10 @@ struct FleetOptions {
 // A pushed declaration this node accepted, and where it came from.
 struct AcceptedDeclaration {
   decl::Declaration declaration;
-  std::string envelope;  // the etcd value, as put
-  int64_t revision = 0;  // its mod revision
-  int64_t maxParallelRestarts = 0;
+  std::string envelope;             // the etcd value, with the declaration's bytes inline
+  int64_t revision = 0;             // its mod revision
+  int64_t maxParallelRestarts = 0;  // the signed statement's
+  fleet::Statement statement;       // what the operator signed (fleet/statement.hh)
 };
 
 class FleetLink {
@@ -89,6 +96,19 @@ class FleetLink {
   // refusal are filled in here); returns at once, the heartbeat puts it.
   void publish(fleet::NodeStatus status);
 
+  // From the agent's event loop, every fleet::kHeartbeatPeriod: renew the lease and
+  // put a heartbeat (on the heartbeat thread; returns at once).
+  void beat();
+  // Once the watch is established and a first status is published — or etcd could
+  // not be reached at all, and the node runs on its cached declaration — what to tell
+  // systemd with READY=1; nullopt before. The agent is woken (`wake`) when it changes.
+  std::optional<std::string> readiness();
+  // Frees restart slots an earlier agent of this node left (after a cycle: whatever it
+  // restarted is back by then); logs what it freed, and errors as warnings.
+  void releaseStaleSlots();
+  // The node's public key, for the operator's `fleet enroll`.
+  std::string publicKeyText() const { return nodeKey_.publicKeyText(); }
+
   // For the cycle's Context::holdRestartSlot: with `limit` > 0, a restart waits
   // for one of `limit` fleet-wide slots of its service (fleet/restart_slots.hh),
   // giving up after `timeout` or when `stop` is set; empty when limit is 0.
@@ -101,12 +121,17 @@ class FleetLink {
   // A value seen at `revision`: accepted (handed to the agent) or refused.
   void consider(const std::string& value, int64_t revision);
   AcceptedDeclaration check(const std::string& value, int64_t revision);
-  void refuse(int64_t revision, std::optional<int64_t> serial, const std::string& reason);
+  void refuse(int64_t revision, const std::string& value, const std::string& reason);
   // Waits up to `d` unless stopping; false when stopping.
   bool pause(std::chrono::milliseconds d);
 
+  fleet::EtcdConfig etcdConfig() const;
+  // The watcher or the heartbeat reached a point readiness() waits for.
+  void noteLinked(bool watching, bool published, const std::string& unreachable);
+
   FleetOptions o_;
   std::string stateDir_;
+  trust::NodeKey nodeKey_;
   Logger& log_;
   std::function<void()> wake_;
   fleet::FleetKeys keys_;
@@ -118,13 +143,33 @@ class FleetLink {
   bool stopping_ = false;
   std::atomic<bool> cancel_{false};  // ends a quiet watch
   std::optional<AcceptedDeclaration> pending_;
-  int64_t acceptedRevision_ = 0;  // the newest revision accepted or refused
-  std::optional<int64_t> acceptedSerial_;
   std::optional<int64_t> appliedSerial_;  // the highest applied when the agent started
   fleet::NodeStatus status_;
   bool statusDirty_ = false;
   uint64_t statusVersion_ = 0;  // bumped by each change to status_
   std::optional<fleet::NodeStatus::Refusal> refusal_;
+
+  // Convergence by content (docs/fleet.md): what is in force and what was judged last
+  // are named by content, never by etcd revision — a wiped or replaced etcd starts its
+  // revisions again.
+  struct InForce {
+    fleet::Statement statement;
+    std::string value;  // fleet::valueDigest() of the etcd value
+  };
+  std::optional<InForce> inForce_;
+  std::string lastJudged_;     // valueDigest() of the last value accepted or refused
+  std::string appliedDigest_;  // of the generation with appliedSerial_, "" unknown
+  bool republish_ = false;     // etcd changed identity: publish on a new lease at once
+  std::string appliedKey_;     // digest and serial of appliedCycle_
+  std::optional<fleet::NodeStatus::AppliedCycle> appliedCycle_;
+  // An etcd that is another cluster now, or went back: read again, publish again.
+  void etcdChanged(const std::string& why);
+  // Fills status.appliedCycle (under mutex_).
+  void noteAppliedCycle(fleet::NodeStatus& status);
+  bool beatWanted_ = false;  // the event loop asked for a heartbeat
+  bool watching_ = false, published_ = false;
+  std::string unreachable_;  // the first etcd error before the link was up
+  std::optional<std::string> readiness_;
 
   std::unique_ptr<fleet::EtcdClient> slotsEtcd_;
   std::unique_ptr<fleet::RestartSlots> slots_;

@@ -50,6 +50,7 @@ void RunOptions::addTo(CLI::App& cmd) {
                  "default)")
       ->option_text("NAME")
       ->default_str("default");
+  etcdConnection.addTo(cmd);
 }
 
 namespace {
@@ -91,6 +92,7 @@ int runFleetNode(CommonOptions& o, const RunOptions& r, agent::AgentOptions& a) 
   while (!f.endpoint.empty() && f.endpoint.back() == '/') f.endpoint.pop_back();
   if (!f.endpoint.starts_with("http://") && !f.endpoint.starts_with("https://"))
     throw InputError("--etcd {}: expected an http:// or https:// URL (etcd's client URL)", r.etcd);
+  f.connection = r.etcdConnection.config(f.endpoint);
   f.cluster = r.cluster;
   f.node = o.node;
   f.version = kVersion;
@@ -118,6 +120,12 @@ int runRun(CommonOptions& o, const RunOptions& r) {
   a.splay = agent::parseDuration(r.splay, "--splay");
   if (a.interval.count() == 0) throw InputError("--interval {}: must be more than 0", r.interval);
   if (!r.etcd.empty()) return runFleetNode(o, r, a);
+  const auto& c = r.etcdConnection;
+  if (!c.cacert.empty() || !c.cert.empty() || !c.key.empty() || !c.user.empty() ||
+      !c.passwordFile.empty())
+    throw InputError(
+        "--etcd-cacert, --etcd-cert, --etcd-key, --etcd-user and "
+        "--etcd-password-file are for fleet mode: give --etcd URL too");
   a.declarationPath = r.declaration.empty()
                           ? (o.root == "/" ? "" : o.root) + "/etc/mesh-host/declaration.toml"
                           : std::filesystem::absolute(r.declaration).lexically_normal().string();

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "cli/common.hh"
+#include "cli/fleet_options.hh"
 #include "state/store.hh"
 
 namespace mesh::cli {
@@ -73,6 +74,7 @@ struct RunOptions {
   std::string metrics;  // node_exporter textfile written after each cycle; "" none
   std::string etcd;     // fleet mode: the etcd endpoint the declaration comes from; "" none
   std::string cluster = "default";
+  EtcdConnectionOptions etcdConnection;  // fleet mode: TLS and auth
   void addTo(CLI::App& cmd);
 };
 int runRun(CommonOptions& o, const RunOptions& r);
@@ -114,15 +116,36 @@ struct FleetOptions {
   std::string etcd;  // the etcd endpoint, "http://host:2379"
   std::string cluster = "default";
   bool json = false;
+  EtcdConnectionOptions connection;  // TLS and auth (cli/fleet_options.hh)
+  // --trust: the operator keys whose node enrollments are accepted; registered by the
+  // commands that read node statuses (fleet status), not by addTo.
+  FleetTrustOptions trust;
   void addTo(CLI::App& cmd);
 };
+
+// `fleet enroll NODE KEY` and `fleet forget NODE...` (cmd_fleet_enroll.cc).
+struct FleetEnrollOptions {
+  std::string key;        // the operator key file that signs the record
+  std::string node;       // the node
+  std::string publicKey;  // its key, "mesh-node:…" as `mesh-host key show` prints it
+  void addTo(CLI::App& cmd);
+};
+int runFleetEnroll(const FleetOptions& f, const FleetEnrollOptions& e);
+
+struct FleetForgetOptions {
+  std::vector<std::string> nodes;
+  bool force = false;  // also a node that is up
+  void addTo(CLI::App& cmd);
+};
+int runFleetForget(const FleetOptions& f, const FleetForgetOptions& g);
 
 struct FleetPushOptions {
   std::string key;                 // the operator key file
   std::vector<std::string> node;   // --node, repeatable
   std::vector<std::string> nodes;  // --nodes: comma-separated names and globs
   int64_t maxParallelRestarts = 0;
-  std::string wait;  // a duration ("30s"); "" does not wait
+  std::string wait;                 // a duration ("30s"); "" does not wait
+  std::string lockTimeout = "30s";  // how long to wait for another push's lock
   std::string declaration;
   void addTo(CLI::App& cmd);
 };

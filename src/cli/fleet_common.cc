@@ -13,6 +13,7 @@ void FleetOptions::addTo(CLI::App& cmd) {
       ->option_text("NAME")
       ->default_str("default");
   cmd.add_flag("--json", json, "machine-readable output on stdout");
+  connection.addTo(cmd);
 }
 
 int64_t nowMs() {
@@ -31,28 +32,13 @@ std::string endpointOf(const FleetOptions& f) {
   return url;
 }
 
+fleet::EtcdConfig etcdConfigOf(const FleetOptions& f) {
+  return f.connection.config(endpointOf(f));
+}
+
 fleet::FleetKeys keysOf(const FleetOptions& f) {
   fleet::checkFleetName(f.cluster, "--cluster");
   return fleet::FleetKeys{f.cluster};
-}
-
-// Every node with a declaration, status or seen key; other keys are ignored.
-std::map<std::string, NodeKeys> nodesIn(const fleet::EtcdRange& range,
-                                        const fleet::FleetKeys& keys) {
-  std::map<std::string, NodeKeys> nodes;
-  for (const auto& kv : range.kvs) {
-    const auto split = keys.splitNodeKey(kv.key);
-    if (!split) continue;
-    const auto& [node, what] = *split;
-    if (what == "declaration") nodes[node].declaration = kv;
-    if (what == "status") nodes[node].status = kv;
-    if (what == "seen") nodes[node].seen = kv;
-  }
-  return nodes;
-}
-
-bool isFailing(const fleet::NodeStatus& s) {
-  return s.failed > 0 || !s.failing.empty() || !s.cycleError.empty();
 }
 
 }  // namespace mesh::cli

@@ -20,20 +20,15 @@ std::string serialText(const std::optional<int64_t>& v);
 
 // --etcd without trailing slashes.
 std::string endpointOf(const FleetOptions& f);
+// How to reach etcd: --etcd and its TLS and auth options (cli/fleet_options.hh).
+fleet::EtcdConfig etcdConfigOf(const FleetOptions& f);
 
 // The cluster's keys; throws InputError when --cluster is not a valid name.
 fleet::FleetKeys keysOf(const FleetOptions& f);
 
-// What etcd holds for one node, from one range read.
-struct NodeKeys {
-  std::optional<fleet::EtcdKeyValue> declaration, status, seen;
-};
-
-// Every node with a declaration, status or seen key; other keys are ignored.
-std::map<std::string, NodeKeys> nodesIn(const fleet::EtcdRange& range,
-                                        const fleet::FleetKeys& keys);
-
-// Whether a node's status shows a failed resource or cycle.
-bool isFailing(const fleet::NodeStatus& s);
+// One range read split into each node's keys, and a failing status: fleet/protocol.hh.
+using fleet::isFailing;
+using fleet::NodeKeys;
+using fleet::nodesIn;
 
 }  // namespace mesh::cli

@@ -147,40 +147,77 @@ int main(int argc, char** argv) {
   FleetPushOptions fleetPushOptions;
   auto* fleetCmd = app.add_subcommand(
       "fleet",
-      "fleet push|status: push a signed declaration to nodes through etcd, and see how far "
-      "each node has converged");
+      "fleet push|status|enroll|forget: push a signed declaration to nodes through etcd, see "
+      "how far each node has converged, enroll a node's key, forget a node that is gone");
   fleetCmd->require_subcommand(1);
   auto* push = fleetCmd->add_subcommand(
       "push",
-      "signs DECL with an operator key and puts it to each node's declaration key in etcd; exit "
-      "0 pushed (with --wait: applied by every node), 1 etcd unreachable, a node's declaration "
+      "signs a statement for DECL (its digest, the cluster, the nodes as given, the serial, the "
+      "push time and key, --max-parallel-restarts) with an operator key and puts it with DECL "
+      "to each node's declaration key in etcd, one push at a time per cluster; exit 0 pushed "
+      "(with --wait: every node's status carries the pushed digest), 1 etcd unreachable, "
+      "another push held the lock past --lock-timeout (nothing pushed), a node's declaration "
       "changed during the push, or (with --wait) a node refused it, failed or timed out, 2 bad "
       "input (nothing pushed)");
   fleetOptions.addTo(*push);
   fleetPushOptions.addTo(*push);
+  // Optional for push: --wait counts a node's status only when it verifies against an
+  // enrollment signed by the pushing key or one of these.
+  fleetOptions.trust.addTo(*push);
   push->footer(
       "Every node named (--node, --nodes; at least one) is checked before anything is put: a "
       "declaration that does not parse or has no serial, a glob that matches no known node, or "
-      "a node holding a higher serial, or the same serial with other text, is bad input (exit 2) "
-      "and nothing is pushed. The same serial with the same text is left unchanged. See "
-      "docs/fleet.md.");
+      "a node holding a statement signed by this key with a higher serial, or the same serial "
+      "with other text, is bad input (exit 2) and nothing is pushed; a value there not signed "
+      "by this key for that node does not count. The same serial with the same text is left "
+      "unchanged. See docs/fleet.md.");
   push->callback([&] {
     nothingDone = "nothing was pushed";
     chosen = [&] { return runFleetPush(fleetOptions, fleetPushOptions); };
   });
   auto* fleetStatus = fleetCmd->add_subcommand(
       "status",
-      "one row per node known in etcd: wanted and applied serial, state, last seen; exit 0 "
+      "one row per node known in etcd: wanted and applied serial, applied digest, state, last "
+      "seen, then how many nodes are on each version; exit 0 "
       "every node converged (or none known), 1 a node down, behind, refused, failing or "
       "churning, or etcd unreachable, 2 bad input");
   fleetOptions.addTo(*fleetStatus);
+  fleetOptions.trust.addTo(*fleetStatus);
   fleetStatus->footer(
-      "STATE, first that applies: down (no status key: the node's lease is gone), refused (it "
-      "refused the pushed revision), failing, behind (it applied an older revision), churning, "
-      "converged. Reads every key in one range, at one etcd revision. See docs/fleet.md.");
+      "STATE, first that applies: forged (a status, heartbeat or enrollment that does not verify "
+      "against the node's enrolled key and --trust), unenrolled (a node that publishes but whose "
+      "key is not enrolled), down (no status key: the node's lease is gone, or no heartbeat for "
+      "30 s), refused (it refused the value pushed now), failing, behind (its status does not "
+      "carry the pushed digest and serial), churning, converged. Reads every key in one range, at "
+      "one etcd revision. See "
+      "docs/fleet.md.");
   fleetStatus->callback([&] {
     nothingDone = "";
     chosen = [&] { return runFleetStatus(fleetOptions); };
+  });
+  FleetEnrollOptions fleetEnrollOptions;
+  auto* enroll = fleetCmd->add_subcommand(
+      "enroll",
+      "records NODE's public key (mesh-host key show on that node), signed with an operator key: "
+      "fleet status then believes only statuses that key signed; exit 0 enrolled, 1 etcd "
+      "unreachable, 2 bad input");
+  fleetOptions.addTo(*enroll);
+  fleetEnrollOptions.addTo(*enroll);
+  enroll->callback([&] {
+    nothingDone = "nothing was enrolled";
+    chosen = [&] { return runFleetEnroll(fleetOptions, fleetEnrollOptions); };
+  });
+  FleetForgetOptions fleetForgetOptions;
+  auto* forget = fleetCmd->add_subcommand(
+      "forget",
+      "removes every key of a node that is gone (decommissioned, or a mistyped name): its "
+      "declaration, status, heartbeat and enrollment; exit 0 forgotten, 1 etcd unreachable, 2 "
+      "bad input (an unknown node, or one that is up without --force: nothing removed)");
+  fleetOptions.addTo(*forget);
+  fleetForgetOptions.addTo(*forget);
+  forget->callback([&] {
+    nothingDone = "nothing was removed";
+    chosen = [&] { return runFleetForget(fleetOptions, fleetForgetOptions); };
   });
 
   const Answer answer = Answer::of(argc, argv);

@@ -82,6 +82,14 @@ std::string str(const json& obj, const char* field) {
   return it != obj.end() && it->is_string() ? it->get<std::string>() : std::string();
 }
 
+// A header's cluster_id: a uint64, sent as a string ("" when left out).
+std::string clusterIdOf(const json& header) {
+  if (!header.is_object()) return {};
+  auto it = header.find("cluster_id");
+  if (it == header.end() || it->is_null()) return {};
+  return it->is_string() ? it->get<std::string>() : it->dump();
+}
+
 EtcdKeyValue parseKv(const json& kv, const std::string& what) {
   EtcdKeyValue out;
   out.key = unb64(str(kv, "key"), what);
@@ -120,6 +128,15 @@ std::int64_t gatewayCode(const json& body) {
 }
 
 constexpr std::int64_t kGrpcNotFound = 5;
+constexpr std::int64_t kGrpcUnauthenticated = 16;
+
+// A token etcd no longer takes (expired, or etcd restarted and forgot it): authenticate
+// again and retry once. "auth store is old": the token predates a change of users or
+// roles. "user name is empty": no token was sent to an etcd with auth enabled.
+bool isAuthExpired(std::int64_t code, const std::string& message) {
+  return code == kGrpcUnauthenticated || message.find("invalid auth token") != std::string::npos ||
+         message.find("revision of auth store is old") != std::string::npos;
+}
 
 // How long a connection to etcd may take before etcd counts as unreachable.
 constexpr std::chrono::milliseconds kConnectBudget{3000};
@@ -129,28 +146,74 @@ size_t appendBody(char* data, size_t size, size_t n, void* user) {
   return size * n;
 }
 
-curl_slist* jsonHeaders() {
-  static curl_slist* headers = curl_slist_append(nullptr, "Content-Type: application/json");
-  return headers;
-}
+// One request's headers: JSON, and the auth token when there is one.
+class Headers {
+ public:
+  explicit Headers(const std::string& token) {
+    list_ = curl_slist_append(nullptr, "Content-Type: application/json");
+    if (!token.empty()) list_ = curl_slist_append(list_, ("Authorization: " + token).c_str());
+  }
+  ~Headers() { curl_slist_free_all(list_); }
+  Headers(const Headers&) = delete;
+  Headers& operator=(const Headers&) = delete;
+  curl_slist* get() const { return list_; }
+
+ private:
+  curl_slist* list_ = nullptr;
+};
 
 // What one request sends and where the answer goes; `what` names it in errors.
-void setCommon(CURL* curl, const std::string& url, const std::string& body, char* errbuf) {
+void setCommon(CURL* curl, const EtcdConfig& config, const std::string& url,
+               const std::string& body, const Headers& headers, char* errbuf) {
   curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
   curl_easy_setopt(curl, CURLOPT_POST, 1L);
   curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body.c_str());
   curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE, static_cast<long>(body.size()));
-  curl_easy_setopt(curl, CURLOPT_HTTPHEADER, jsonHeaders());
+  curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers.get());
   curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, errbuf);
+  if (!config.caCert.empty()) curl_easy_setopt(curl, CURLOPT_CAINFO, config.caCert.c_str());
+  if (!config.clientCert.empty())
+    curl_easy_setopt(curl, CURLOPT_SSLCERT, config.clientCert.c_str());
+  if (!config.clientKey.empty()) curl_easy_setopt(curl, CURLOPT_SSLKEY, config.clientKey.c_str());
   // A loopback etcd is never reached through $http_proxy; others follow curl's usual rules.
-  for (const char* local : {"http://127.", "http://localhost", "http://[::1]"})
+  for (const char* local : {"http://127.", "http://localhost", "http://[::1]", "https://127.",
+                            "https://localhost", "https://[::1]"})
     if (url.rfind(local, 0) == 0) curl_easy_setopt(curl, CURLOPT_PROXY, "");
 }
 
 std::string curlMessage(CURLcode rc, const char* errbuf) {
-  return errbuf[0] ? std::string(errbuf) : std::string(curl_easy_strerror(rc));
+  std::string m = errbuf[0] ? std::string(errbuf) : std::string(curl_easy_strerror(rc));
+  switch (rc) {
+    case CURLE_SSL_CONNECT_ERROR:
+    case CURLE_PEER_FAILED_VERIFICATION:
+    case CURLE_SSL_CERTPROBLEM:
+    case CURLE_SSL_CACERT_BADFILE:
+    case CURLE_SSL_CIPHER:
+    case CURLE_SSL_ISSUER_ERROR:
+    case CURLE_SSL_CRL_BADFILE:
+      return m +
+             " (TLS: check the CA certificate, client certificate and key: --etcd-cacert, "
+             "--etcd-cert, --etcd-key)";
+    default:
+      return m;
+  }
 }
+
+// What to do about an error etcd gives when auth is enabled and no user was given.
+std::string authHint(const std::string& message) {
+  if (message.find("user name is empty") != std::string::npos ||
+      message.find("permission denied") != std::string::npos)
+    return " (etcd has auth enabled: give a user with access to /mesh/ with --etcd-user and "
+           "--etcd-password-file)";
+  return "";
+}
+
+// An answer that says the token is no longer good; carried to the retry.
+class AuthExpired : public Error {
+ public:
+  using Error::Error;
+};
 
 }  // namespace
 
@@ -164,11 +227,76 @@ struct EtcdClient::Handle {
   Handle& operator=(const Handle&) = delete;
 };
 
+// The token of a client with a user: shared by its unary calls and its watches (each
+// on a thread of its own), so guarded by a mutex of its own. Authenticating opens a
+// connection of its own, so that no caller's handle or lock is involved.
+class EtcdAuth {
+ public:
+  explicit EtcdAuth(const EtcdConfig& config) : config_(config) {}
+
+  // The token to send; authenticates first when there is none.
+  std::string token() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (token_.empty()) token_ = authenticate();
+    return token_;
+  }
+  // `used` was refused: forget it (unless another thread has renewed it already).
+  void expire(const std::string& used) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (token_ == used) token_.clear();
+  }
+
+ private:
+  std::string authenticate() const {
+    const std::string url = config_.endpoint + "/v3/auth/authenticate";
+    const std::string body = json{
+        {"name", config_.user},
+        {"password", config_.password
+                         ? std::string(config_.password->exposeForWrite())
+                         : ""}}.dump();
+    EtcdClient::Handle handle;
+    std::string answer;
+    char errbuf[CURL_ERROR_SIZE] = {0};
+    Headers headers("");
+    setCommon(handle.curl, config_, url, body, headers, errbuf);
+    curl_easy_setopt(handle.curl, CURLOPT_TIMEOUT_MS, 5000L);
+    curl_easy_setopt(handle.curl, CURLOPT_CONNECTTIMEOUT_MS,
+                     static_cast<long>(kConnectBudget.count()));
+    curl_easy_setopt(handle.curl, CURLOPT_WRITEFUNCTION, appendBody);
+    curl_easy_setopt(handle.curl, CURLOPT_WRITEDATA, &answer);
+    const CURLcode rc = curl_easy_perform(handle.curl);
+    if (rc != CURLE_OK)
+      throw Error("etcd at {} unreachable: {} (during authentication as {})", config_.endpoint,
+                  curlMessage(rc, errbuf), config_.user);
+    long status = 0;
+    curl_easy_getinfo(handle.curl, CURLINFO_RESPONSE_CODE, &status);
+    const auto parsed = json::parse(answer, nullptr, false);
+    const std::string token = str(parsed, "token");
+    if (status != 200 || token.empty())
+      throw Error(
+          "etcd at {}: authentication as {} failed: {}; check --etcd-user and "
+          "--etcd-password-file",
+          config_.endpoint, config_.user,
+          status == 200 ? "no token in the answer (is auth enabled in etcd?)"
+                        : gatewayMessage(answer));
+    return token;
+  }
+
+  EtcdConfig config_;
+  std::mutex mutex_;
+  std::string token_;
+};
+
 EtcdClient::EtcdClient(std::string endpoint, std::chrono::milliseconds requestTimeout)
-    : endpoint_(std::move(endpoint)), requestTimeout_(requestTimeout) {
-  while (!endpoint_.empty() && endpoint_.back() == '/') endpoint_.pop_back();
+    : EtcdClient(EtcdConfig{std::move(endpoint), {}, {}, {}, {}, {}}, requestTimeout) {}
+
+EtcdClient::EtcdClient(EtcdConfig config, std::chrono::milliseconds requestTimeout)
+    : config_(std::move(config)), requestTimeout_(requestTimeout) {
+  while (!config_.endpoint.empty() && config_.endpoint.back() == '/') config_.endpoint.pop_back();
+  endpoint_ = config_.endpoint;
   if (endpoint_.rfind("http://", 0) != 0 && endpoint_.rfind("https://", 0) != 0)
     throw InputError("etcd endpoint {}: expected http://HOST:PORT or https://HOST:PORT", endpoint_);
+  if (!config_.user.empty()) auth_ = std::make_unique<EtcdAuth>(config_);
   initOnce();
 }
 
@@ -177,21 +305,36 @@ EtcdClient::~EtcdClient() = default;
 namespace {
 
 struct Unary {
-  Unary(CURL* c, const std::string& ep, std::chrono::milliseconds t)
-      : curl(c), endpoint(ep), timeout(t) {}
+  Unary(CURL* c, const EtcdConfig& cfg, EtcdAuth* a, std::chrono::milliseconds t)
+      : curl(c), config(cfg), endpoint(cfg.endpoint), auth(a), timeout(t) {}
 
   CURL* curl;
+  const EtcdConfig& config;
   const std::string& endpoint;
+  EtcdAuth* auth;  // null without a user
   std::chrono::milliseconds timeout;
 
-  // POSTs body to endpoint+path; returns the parsed 200 answer or throws.
+  // POSTs body to endpoint+path; returns the parsed 200 answer or throws. A token etcd
+  // no longer takes is renewed and the request sent once more.
   json post(const std::string& path, const json& body, const std::string& what) {
+    const std::string token = auth ? auth->token() : std::string();
+    try {
+      return postOnce(path, body, what, token);
+    } catch (const AuthExpired&) {
+      auth->expire(token);
+      return postOnce(path, body, what, auth->token());
+    }
+  }
+
+  json postOnce(const std::string& path, const json& body, const std::string& what,
+                const std::string& token) {
     const std::string text = body.dump();
     const std::string url = endpoint + path;
     std::string answer;
     char errbuf[CURL_ERROR_SIZE] = {0};
+    Headers headers(token);
     curl_easy_reset(curl);
-    setCommon(curl, url, text, errbuf);
+    setCommon(curl, config, url, text, headers, errbuf);
     curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, static_cast<long>(timeout.count()));
     curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS,
                      static_cast<long>(std::min(timeout, kConnectBudget).count()));
@@ -206,25 +349,37 @@ struct Unary {
     auto parsed = json::parse(answer, nullptr, false);
     if (status != 200) {
       lastCode = gatewayCode(parsed);
-      throw Error("etcd {} failed: HTTP {} {}", what, status, gatewayMessage(answer));
+      const std::string message = gatewayMessage(answer);
+      if (auth && isAuthExpired(lastCode, message))
+        throw AuthExpired("etcd {} failed: HTTP {} {}", what, status, message);
+      throw Error("etcd {} failed: HTTP {} {}{}", what, status, message, authHint(message));
     }
     if (parsed.is_discarded() || !parsed.is_object())
       throw Error("etcd {} failed: unparsable response: {}", what, answer.substr(0, 200));
     if (parsed.contains("error")) {  // streamed endpoints (keepalive) answer 200 with an error
       lastCode = gatewayCode(parsed);
-      throw Error("etcd {} failed: {}", what, gatewayMessage(parsed));
+      const std::string message = gatewayMessage(parsed);
+      if (auth && isAuthExpired(lastCode, message))
+        throw AuthExpired("etcd {} failed: {}", what, message);
+      throw Error("etcd {} failed: {}{}", what, message, authHint(message));
+    }
+    if (onHeader) {  // keepalive wraps its answer in "result"
+      const json& h = parsed.contains("result") ? parsed["result"] : parsed;
+      if (auto it = h.find("header"); it != h.end()) onHeader(*it);
     }
     return parsed;
   }
   std::int64_t lastCode = -1;
+  std::function<void(const json&)> onHeader;  // sees every answer's header
 };
 
 }  // namespace
 
-#define MESH_ETCD_UNARY                                  \
-  std::lock_guard<std::mutex> lock(mutex_);              \
-  if (!handle_) handle_ = std::make_unique<Handle>();    \
-  Unary call{handle_->curl, endpoint_, requestTimeout_}; \
+#define MESH_ETCD_UNARY                                                                      \
+  std::lock_guard<std::mutex> lock(mutex_);                                                  \
+  if (!handle_) handle_ = std::make_unique<Handle>();                                        \
+  Unary call{handle_->curl, config_, auth_.get(), requestTimeout_};                          \
+  call.onHeader = [this](const json& h) { noteHeader(clusterIdOf(h), i64(h, "revision")); }; \
   (void)call
 
 std::int64_t EtcdClient::put(const std::string& key, const std::string& value,
@@ -262,6 +417,14 @@ bool EtcdClient::del(const std::string& key) {
   MESH_ETCD_UNARY;
   auto r = call.post("/v3/kv/deleterange", {{"key", b64(key)}}, "delete " + shown(key));
   return i64(r, "deleted") > 0;
+}
+
+std::int64_t EtcdClient::delPrefix(const std::string& prefix) {
+  MESH_ETCD_UNARY;
+  auto r =
+      call.post("/v3/kv/deleterange", {{"key", b64(prefix)}, {"range_end", b64(prefixEnd(prefix))}},
+                "delete prefix " + shown(prefix));
+  return i64(r, "deleted");
 }
 
 std::int64_t EtcdClient::grantLease(std::int64_t ttlSeconds) {
@@ -313,7 +476,8 @@ bool EtcdClient::txnPutIfAbsent(const std::string& key, const std::string& value
 
 std::optional<std::int64_t> EtcdClient::txnPutIfUnchanged(const std::string& key,
                                                           const std::string& value,
-                                                          std::int64_t expectedModRevision) {
+                                                          std::int64_t expectedModRevision,
+                                                          std::int64_t leaseId) {
   MESH_ETCD_UNARY;
   json compare = {{"key", b64(key)}, {"result", "EQUAL"}};
   if (expectedModRevision == 0) {
@@ -323,14 +487,30 @@ std::optional<std::int64_t> EtcdClient::txnPutIfUnchanged(const std::string& key
     compare["target"] = "MOD";
     compare["mod_revision"] = std::to_string(expectedModRevision);
   }
+  json put = {{"key", b64(key)}, {"value", b64(value)}};
+  if (leaseId != 0) put["lease"] = std::to_string(leaseId);
   json body = {
       {"compare", json::array({compare})},
-      {"success", json::array({{{"request_put", {{"key", b64(key)}, {"value", b64(value)}}}}})},
+      {"success", json::array({{{"request_put", put}}})},
       {"failure", json::array()},
   };
   auto r = call.post("/v3/kv/txn", body, "put-if-unchanged " + shown(key));
   if (!flag(r, "succeeded")) return std::nullopt;
   return i64(r.value("header", json::object()), "revision");
+}
+
+bool EtcdClient::txnDeleteIfUnchanged(const std::string& key, std::int64_t expectedModRevision) {
+  MESH_ETCD_UNARY;
+  json body = {
+      {"compare", json::array({{{"key", b64(key)},
+                                {"target", "MOD"},
+                                {"result", "EQUAL"},
+                                {"mod_revision", std::to_string(expectedModRevision)}}})},
+      {"success", json::array({{{"request_delete_range", {{"key", b64(key)}}}}})},
+      {"failure", json::array()},
+  };
+  auto r = call.post("/v3/kv/txn", body, "delete-if-unchanged " + shown(key));
+  return flag(r, "succeeded");
 }
 
 void EtcdClient::compact(std::int64_t revision) {
@@ -358,6 +538,8 @@ namespace {
 
 // The watch stream's state: splits the body into JSON lines and hands events on.
 struct WatchStream {
+  std::function<void(const json&)> onHeader;  // sees every stream line's header
+
   WatchStream(CURL* c, const std::string& w, const EtcdClient::WatchCallback& cb, std::int64_t from)
       : curl(c), what(w), callback(cb), fromRevision(from) {}
 
@@ -369,6 +551,7 @@ struct WatchStream {
   std::string errorBody;     // a non-200 answer, kept whole
   bool stopped = false;      // the callback returned false
   std::exception_ptr error;  // thrown inside the write callback, rethrown after
+  bool authed = false;       // a token was sent: an auth error means renew it
 
   void line(const std::string& text) {
     auto j = json::parse(text, nullptr, false);
@@ -376,6 +559,8 @@ struct WatchStream {
       throw Error("etcd {} failed: unparsable stream line: {}", what, text.substr(0, 200));
     if (j.contains("error")) {
       auto message = gatewayMessage(j);
+      if (authed && isAuthExpired(gatewayCode(j), message))
+        throw AuthExpired("etcd {} failed: {}", what, message);
       // A gRPC status (grpc_code, message, details) with no revision in it: 0, unknown.
       if (message.find("compacted") != std::string::npos)
         throw EtcdCompacted(
@@ -383,6 +568,8 @@ struct WatchStream {
       throw Error("etcd {} failed: {}", what, message);
     }
     const json& r = j["result"];
+    if (onHeader && r.is_object())
+      if (auto it = r.find("header"); it != r.end()) onHeader(*it);
     if (auto compacted = i64(r, "compact_revision"); compacted > 0)
       throw EtcdCompacted(fmt::format("etcd {} from revision {} failed: required revision has "
                                       "been compacted (oldest available: {})",
@@ -390,6 +577,11 @@ struct WatchStream {
                           compacted);
     if (flag(r, "canceled")) {
       auto reason = str(r, "cancel_reason");
+      // A watch created with a token etcd no longer takes is canceled at once, saying so
+      // ("rpc error: code = Unauthenticated desc = etcdserver: invalid auth token").
+      if (authed &&
+          (reason.find("Unauthenticated") != std::string::npos || isAuthExpired(-1, reason)))
+        throw AuthExpired("etcd {} canceled by the server: {}", what, reason);
       throw Error("etcd {} canceled by the server: {}", what,
                   reason.empty() ? "no reason" : reason);
     }
@@ -444,6 +636,21 @@ struct WatchStream {
 bool EtcdClient::watch(const std::string& keyOrPrefix, std::int64_t fromRevision,
                        const WatchCallback& callback, std::chrono::milliseconds timeout,
                        WatchScope scope, const std::atomic<bool>* cancel) {
+  const std::string token = auth_ ? auth_->token() : std::string();
+  try {
+    return watchOnce(keyOrPrefix, fromRevision, callback, timeout, scope, cancel, token);
+  } catch (const AuthExpired&) {
+    // Refused before any event was handed on: the stream sends no event before it is
+    // created, and creating it is what checks the token.
+    auth_->expire(token);
+    return watchOnce(keyOrPrefix, fromRevision, callback, timeout, scope, cancel, auth_->token());
+  }
+}
+
+bool EtcdClient::watchOnce(const std::string& keyOrPrefix, std::int64_t fromRevision,
+                           const WatchCallback& callback, std::chrono::milliseconds timeout,
+                           WatchScope scope, const std::atomic<bool>* cancel,
+                           const std::string& token) {
   const std::string what =
       (scope == WatchScope::Prefix ? "watch prefix " : "watch ") + shown(keyOrPrefix);
   json create = {{"key", b64(keyOrPrefix)}};
@@ -455,7 +662,10 @@ bool EtcdClient::watch(const std::string& keyOrPrefix, std::int64_t fromRevision
   Handle handle;  // its own connection: a watch holds it for as long as it runs
   char errbuf[CURL_ERROR_SIZE] = {0};
   WatchStream stream{handle.curl, what, callback, fromRevision};
-  setCommon(handle.curl, url, body, errbuf);
+  stream.onHeader = [this](const json& h) { noteHeader(clusterIdOf(h), i64(h, "revision")); };
+  stream.authed = !token.empty();
+  Headers headers(token);
+  setCommon(handle.curl, config_, url, body, headers, errbuf);
   curl_easy_setopt(handle.curl, CURLOPT_TIMEOUT_MS, static_cast<long>(timeout.count()));
   curl_easy_setopt(handle.curl, CURLOPT_CONNECTTIMEOUT_MS,
                    static_cast<long>(std::min(timeout, kConnectBudget).count()));
@@ -473,8 +683,13 @@ bool EtcdClient::watch(const std::string& keyOrPrefix, std::int64_t fromRevision
   if (stream.stopped || (cancel && cancel->load())) return true;
   long status = 0;
   curl_easy_getinfo(handle.curl, CURLINFO_RESPONSE_CODE, &status);
-  if (status != 0 && status != 200)
-    throw Error("etcd {} failed: HTTP {} {}", what, status, gatewayMessage(stream.errorBody));
+  if (status != 0 && status != 200) {
+    const std::string message = gatewayMessage(stream.errorBody);
+    if (stream.authed &&
+        isAuthExpired(gatewayCode(json::parse(stream.errorBody, nullptr, false)), message))
+      throw AuthExpired("etcd {} failed: HTTP {} {}", what, status, message);
+    throw Error("etcd {} failed: HTTP {} {}{}", what, status, message, authHint(message));
+  }
   if (rc == CURLE_OPERATION_TIMEDOUT) {
     // The timeout may end before etcd's headers (status 0), or on a busy machine even
     // before a loopback connect completes; neither says etcd is away. Only a connection
@@ -499,6 +714,39 @@ bool EtcdClient::watch(const std::string& keyOrPrefix, std::int64_t fromRevision
   if (rc != CURLE_OK)
     throw Error("etcd at {} unreachable: {} (during {})", endpoint_, curlMessage(rc, errbuf), what);
   throw Error("etcd at {} unreachable: the server ended the {} stream", endpoint_, what);
+}
+
+EtcdClient::Identity EtcdClient::identity() const {
+  std::lock_guard<std::mutex> lock(identityMutex_);
+  return identity_;
+}
+
+void EtcdClient::guardIdentity() {
+  std::lock_guard<std::mutex> lock(identityMutex_);
+  guarded_ = true;
+}
+
+void EtcdClient::noteHeader(const std::string& clusterId, std::int64_t revision) {
+  std::lock_guard<std::mutex> lock(identityMutex_);
+  const Identity was = identity_;
+  const bool otherCluster =
+      !clusterId.empty() && !was.clusterId.empty() && clusterId != was.clusterId;
+  const bool wentBack = revision > 0 && revision < was.revision;
+  if (!clusterId.empty()) identity_.clusterId = clusterId;
+  if (otherCluster || wentBack)
+    identity_.revision = revision;  // adopted: the next answer from it passes
+  else
+    identity_.revision = std::max(identity_.revision, revision);
+  if (!guarded_) return;
+  if (otherCluster)
+    throw EtcdClusterChanged(
+        "etcd at {} is another cluster now (cluster ID {}, was {}): it was replaced or restored "
+        "from a backup",
+        endpoint_, clusterId, was.clusterId);
+  if (wentBack)
+    throw EtcdClusterChanged(
+        "etcd at {} went back from revision {} to {}: it was wiped or restored from a backup",
+        endpoint_, was.revision, revision);
 }
 
 }  // namespace mesh::fleet

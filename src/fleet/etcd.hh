@@ -19,8 +19,24 @@
 #include <vector>
 
 #include "util/error.hh"
+#include "util/secret.hh"
 
 namespace mesh::fleet {
+
+// How to reach etcd: the endpoint, and for a secured etcd the TLS files and the user.
+// TLS: `caCert` (PEM) verifies the server (default: the system's CAs); `clientCert`
+// and `clientKey` (PEM) are presented to an etcd that asks for client certificates.
+// Auth: with `user` set, the client authenticates (POST /v3/auth/authenticate) before
+// its first request and sends the token in the Authorization header; a token etcd no
+// longer accepts (it expired, etcd restarted) is renewed once and the call retried.
+struct EtcdConfig {
+  std::string endpoint;  // http://host:2379 or https://host:2379
+  std::string caCert, clientCert, clientKey;
+  std::string user;
+  std::shared_ptr<const Secret> password;  // with `user`; never printed
+};
+
+class EtcdAuth;  // the token of an EtcdClient with a user (etcd.cc)
 
 struct EtcdValue {
   std::string value;
@@ -61,17 +77,30 @@ class EtcdCompacted : public Error {
   std::int64_t compactRevision_;
 };
 
+// Another etcd answers than the one this client was talking to: its cluster ID changed,
+// or its revision went back (wiped and started again, restored from a backup, replaced;
+// etcd's revision never goes back within one cluster). Thrown only by a client that
+// guardIdentity(), once per change: the new identity is adopted as it is thrown.
+class EtcdClusterChanged : public Error {
+ public:
+  using Error::Error;
+};
+
 class EtcdClient {
  public:
   // endpoint: "http://127.0.0.1:2379" (no trailing path). requestTimeout bounds each
   // unary request; watch has its own timeout.
   explicit EtcdClient(std::string endpoint,
                       std::chrono::milliseconds requestTimeout = std::chrono::seconds(5));
+  // A secured etcd (TLS, client certificates, user and password): see EtcdConfig.
+  explicit EtcdClient(EtcdConfig config,
+                      std::chrono::milliseconds requestTimeout = std::chrono::seconds(5));
   ~EtcdClient();
   EtcdClient(const EtcdClient&) = delete;
   EtcdClient& operator=(const EtcdClient&) = delete;
 
   const std::string& endpoint() const { return endpoint_; }
+  const EtcdConfig& config() const { return config_; }
 
   // Returns the revision of the put.
   std::int64_t put(const std::string& key, const std::string& value, std::int64_t leaseId = 0);
@@ -79,6 +108,8 @@ class EtcdClient {
   EtcdRange getPrefix(const std::string& prefix);
   // Returns whether the key existed.
   bool del(const std::string& key);
+  // Deletes every key under prefix; returns how many there were.
+  std::int64_t delPrefix(const std::string& prefix);
 
   std::int64_t grantLease(std::int64_t ttlSeconds);
   // Renews the lease once; returns its remaining TTL in seconds, 0 when it has expired.
@@ -92,7 +123,11 @@ class EtcdClient {
   // Puts key only if its mod revision is still `expectedModRevision` (0: the key
   // must not exist); returns the put's revision, or nullopt when the key changed.
   std::optional<std::int64_t> txnPutIfUnchanged(const std::string& key, const std::string& value,
-                                                std::int64_t expectedModRevision);
+                                                std::int64_t expectedModRevision,
+                                                std::int64_t leaseId = 0);
+  // Deletes key only if its mod revision is still `expectedModRevision`; returns whether
+  // it did.
+  bool txnDeleteIfUnchanged(const std::string& key, std::int64_t expectedModRevision);
 
   // Compacts the history up to revision (watches from before it then throw EtcdCompacted).
   void compact(std::int64_t revision);
@@ -115,8 +150,29 @@ class EtcdClient {
   // The key just past every key starting with prefix ("/a/" -> "/a0"), etcd's range_end.
   static std::string prefixEnd(const std::string& prefix);
 
+  // Which etcd answers: the cluster ID of the newest answer's header ("" before the
+  // first) and the highest revision any header carried.
+  struct Identity {
+    std::string clusterId;
+    std::int64_t revision = 0;
+  };
+  Identity identity() const;
+  // From now on, an answer whose cluster ID differs from the one seen so far, or whose
+  // revision is below the highest seen, throws EtcdClusterChanged.
+  void guardIdentity();
+
  private:
+  void noteHeader(const std::string& clusterId, std::int64_t revision);
+  mutable std::mutex identityMutex_;  // guards identity_ and guarded_
+  Identity identity_;
+  bool guarded_ = false;
+  friend class EtcdAuth;
   struct Handle;
+  bool watchOnce(const std::string& keyOrPrefix, std::int64_t fromRevision,
+                 const WatchCallback& callback, std::chrono::milliseconds timeout, WatchScope scope,
+                 const std::atomic<bool>* cancel, const std::string& token);
+  EtcdConfig config_;
+  std::unique_ptr<EtcdAuth> auth_;  // null without a user
   std::string endpoint_;
   std::chrono::milliseconds requestTimeout_;
   std::mutex mutex_;                // guards handle_: one reused connection for unary calls

@@ -34,6 +34,32 @@ std::string FleetKeys::seen(const std::string& node) const {
 std::string FleetKeys::restartSlots(const std::string& service) const {
   return "/mesh/" + cluster + "/restarts/" + service + "/";
 }
+std::string FleetKeys::pushLock() const {
+  return "/mesh/" + cluster + "/push-lock";
+}
+std::string FleetKeys::bodiesPrefix() const {
+  return "/mesh/" + cluster + "/declarations/";
+}
+std::string FleetKeys::body(const std::string& digest) const {
+  constexpr std::string_view kAlgorithm = "sha256:";
+  return bodiesPrefix() +
+         (digest.starts_with(kAlgorithm) ? digest.substr(kAlgorithm.size()) : digest);
+}
+
+std::map<std::string, NodeKeys> nodesIn(const EtcdRange& range, const FleetKeys& keys) {
+  std::map<std::string, NodeKeys> nodes;
+  for (const auto& kv : range.kvs) {
+    const auto split = keys.splitNodeKey(kv.key);
+    if (!split) continue;
+    const auto& [node, what] = *split;
+    if (what == "declaration") nodes[node].declaration = kv;
+    if (what == "status") nodes[node].status = kv;
+    if (what == "seen") nodes[node].seen = kv;
+    if (what == "enrollment") nodes[node].enrollment = kv;
+    if (what == "heartbeat") nodes[node].heartbeat = kv;
+  }
+  return nodes;
+}
 
 std::optional<std::pair<std::string, std::string>> FleetKeys::splitNodeKey(
     std::string_view key) const {
@@ -95,30 +121,40 @@ json optionalJson(const std::optional<int64_t>& v) {
 
 }  // namespace
 
-std::string encodePushed(const PushedDeclaration& p) {
-  return json{{"declaration", p.text},
-              {"signature", p.signature},
-              {"serial", optionalJson(p.serial)},
-              {"max_parallel_restarts", p.maxParallelRestarts},
-              {"pushed_at_ms", p.pushedAtMs},
-              {"pushed_by", p.pushedBy}}
-      .dump();
+namespace {
+
+// Convergence by content: the cycle that applied the declaration in force.
+json appliedCycleJson(const std::optional<NodeStatus::AppliedCycle>& a) {
+  if (!a) return nullptr;
+  return {{"cycle", a->cycle},
+          {"at_ms", a->atMs},
+          {"summary",
+           {{"created", a->created},
+            {"updated", a->updated},
+            {"unchanged", a->unchanged},
+            {"removed", a->removed},
+            {"failed", a->failed}}}};
 }
 
-PushedDeclaration decodePushed(std::string_view text, const std::string& where) {
-  const json j = parseObject(text, where, "a pushed declaration");
-  PushedDeclaration p;
-  if (!j.contains("declaration") || !j["declaration"].is_string())
-    throw InputError("{}: not a pushed declaration (no \"declaration\" text)", where);
-  p.text = j["declaration"].get<std::string>();
-  p.signature = field<std::string>(j, "signature", "", where);
-  p.serial = optionalInt(j, "serial", where);
-  p.maxParallelRestarts = field<int64_t>(j, "max_parallel_restarts", 0, where);
-  if (p.maxParallelRestarts < 0)
-    throw InputError("{}: max_parallel_restarts {} is negative", where, p.maxParallelRestarts);
-  p.pushedAtMs = field<int64_t>(j, "pushed_at_ms", 0, where);
-  p.pushedBy = field<std::string>(j, "pushed_by", "", where);
-  return p;
+std::optional<NodeStatus::AppliedCycle> appliedCycleOf(const json& j, const std::string& where) {
+  if (!j.contains("applied_cycle") || j["applied_cycle"].is_null()) return std::nullopt;
+  const json a = objectField(j, "applied_cycle", where);
+  const json summary = objectField(a, "summary", where);
+  NodeStatus::AppliedCycle out;
+  out.cycle = field<int64_t>(a, "cycle", 0, where);
+  out.atMs = field<int64_t>(a, "at_ms", 0, where);
+  out.created = field<int64_t>(summary, "created", 0, where);
+  out.updated = field<int64_t>(summary, "updated", 0, where);
+  out.unchanged = field<int64_t>(summary, "unchanged", 0, where);
+  out.removed = field<int64_t>(summary, "removed", 0, where);
+  out.failed = field<int64_t>(summary, "failed", 0, where);
+  return out;
+}
+
+}  // namespace
+
+bool isFailing(const NodeStatus& s) {
+  return s.failed > 0 || !s.failing.empty() || !s.cycleError.empty();
 }
 
 std::string encodeStatus(const NodeStatus& s) {
@@ -129,7 +165,9 @@ std::string encodeStatus(const NodeStatus& s) {
     refused = {{"revision", s.refused->revision},
                {"serial", optionalJson(s.refused->serial)},
                {"reason", s.refused->reason},
-               {"at_ms", s.refused->atMs}};
+               {"at_ms", s.refused->atMs},
+               {"value_digest", s.refused->valueDigest},
+               {"declaration_digest", s.refused->declarationDigest}};
   return json{{"node", s.node},
               {"cluster", s.cluster},
               {"version", s.version},
@@ -153,7 +191,9 @@ std::string encodeStatus(const NodeStatus& s) {
               {"failing", failing},
               {"churning", s.churning},
               {"cycle_error", s.cycleError},
-              {"refused", refused}}
+              {"refused", refused},
+              {"applied_cycle", appliedCycleJson(s.appliedCycle)},
+              {"etcd_cluster_id", s.etcdClusterId}}
       .dump();
 }
 
@@ -193,8 +233,12 @@ NodeStatus decodeStatus(std::string_view text, const std::string& where) {
     r.serial = optionalInt(refused, "serial", where);
     r.reason = field<std::string>(refused, "reason", "", where);
     r.atMs = field<int64_t>(refused, "at_ms", 0, where);
+    r.valueDigest = field<std::string>(refused, "value_digest", "", where);
+    r.declarationDigest = field<std::string>(refused, "declaration_digest", "", where);
     s.refused = r;
   }
+  s.appliedCycle = appliedCycleOf(j, where);
+  s.etcdClusterId = field<std::string>(j, "etcd_cluster_id", "", where);
   return s;
 }
 

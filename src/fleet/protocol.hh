@@ -3,21 +3,27 @@
 // the status a node publishes on its lease. Both are JSON values; docs/etcd.md
 // and docs/fleet.md describe every field.
 //
-//   /mesh/<cluster>/nodes/<node>/declaration   PushedDeclaration (put by `fleet push`)
+//   /mesh/<cluster>/nodes/<node>/declaration   PushedDeclaration (fleet/statement.hh, put
+//                                              by `fleet push`)
 //   /mesh/<cluster>/nodes/<node>/status        NodeStatus on the node's lease (gone when
 //                                              the node is)
 //   /mesh/<cluster>/nodes/<node>/seen          NodeStatus, no lease: the last one seen,
 //                                              so that `fleet status` can say since when
 //                                              a node is down
 //   /mesh/<cluster>/restarts/<service>/<slot>  a rolling-restart slot held by a node
+//   /mesh/<cluster>/push-lock                  held by the `fleet push` writing (fleet/push.hh)
+//   /mesh/<cluster>/declarations/<hex>         a declaration's bytes, stored once by digest
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
+
+#include "fleet/etcd.hh"
 
 namespace mesh::fleet {
 
@@ -35,26 +41,27 @@ struct FleetKeys {
   std::string status(const std::string& node) const;
   std::string seen(const std::string& node) const;
   std::string restartSlots(const std::string& service) const;  // ".../restarts/<service>/"
+  std::string pushLock() const;                                // "/mesh/<cluster>/push-lock"
+  // Declaration bodies, stored once by digest: "/mesh/<cluster>/declarations/".
+  std::string bodiesPrefix() const;
+  // The body of a "sha256:<hex>" digest: bodiesPrefix() + "<hex>".
+  std::string body(const std::string& digest) const;
 
   // For a key under nodesPrefix(): the node and the last component ("status" …);
   // nullopt for anything else.
   std::optional<std::pair<std::string, std::string>> splitNodeKey(std::string_view key) const;
 };
 
-struct PushedDeclaration {
-  std::string text;       // the declaration's exact bytes, as signed
-  std::string signature;  // the detached signature's text ("mesh-sig:…", see signing.hh)
-  // Copied from the declaration at push time for `fleet status`; the node trusts
-  // only the serial inside the signed text.
-  std::optional<int64_t> serial;
-  int64_t maxParallelRestarts = 0;  // 0: no limit
-  int64_t pushedAtMs = 0;           // unix ms
-  std::string pushedBy;             // the signer's "mesh-op:…" key
+// What etcd holds for one node, from one range read.
+struct NodeKeys {
+  std::optional<EtcdKeyValue> declaration, status, seen;
+  // Signed by an operator and by the node (fleet/enroll.hh, fleet/node_signed.hh).
+  std::optional<EtcdKeyValue> enrollment, heartbeat;
 };
 
-std::string encodePushed(const PushedDeclaration& p);
-// Throws InputError naming `where` when `json` is not a pushed declaration.
-PushedDeclaration decodePushed(std::string_view json, const std::string& where);
+// Every node with a declaration, status, seen, enrollment or heartbeat key under
+// keys.nodesPrefix(); other keys are ignored.
+std::map<std::string, NodeKeys> nodesIn(const EtcdRange& range, const FleetKeys& keys);
 
 struct NodeStatus {
   std::string node;
@@ -86,14 +93,33 @@ struct NodeStatus {
     std::optional<int64_t> serial;  // as the envelope claimed
     std::string reason;
     int64_t atMs = 0;
+    // Which value it refused: valueDigest() of the etcd value, so that `fleet status` and
+    // `push --wait` tell a refusal of what is pushed now from an older one without
+    // comparing etcd revisions; and the declaration digest its statement claimed ("").
+    std::string valueDigest;
+    std::string declarationDigest;
     bool operator==(const Refusal&) const = default;
   };
   std::optional<Refusal> refused;
+
+  // Convergence by content (docs/fleet.md). The first cycle of this agent that ran
+  // the declaration in force (declarationDigest and serial): `push --wait` quotes it,
+  // not a later cycle that had nothing left to do. nullopt before any cycle.
+  struct AppliedCycle {
+    int64_t cycle = 0;
+    int64_t atMs = 0;
+    int64_t created = 0, updated = 0, unchanged = 0, removed = 0, failed = 0;
+    bool operator==(const AppliedCycle&) const = default;
+  };
+  std::optional<AppliedCycle> appliedCycle;
+  std::string etcdClusterId;  // the etcd cluster the node reads from ("" not known yet)
 
   bool operator==(const NodeStatus&) const = default;
 };
 
 std::string encodeStatus(const NodeStatus& s);
+// Whether a status shows a failed resource or a cycle that could not run.
+bool isFailing(const NodeStatus& s);
 // Throws InputError naming `where` when `json` is not a node status.
 NodeStatus decodeStatus(std::string_view json, const std::string& where);
 

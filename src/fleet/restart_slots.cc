@@ -64,10 +64,10 @@ std::string shownHolder(const std::string& value) {
   return value.size() > 80 ? out + "..." : out;
 }
 
-// The slots below limit that are taken in `range`, by index, with their holders.
-std::map<std::int64_t, std::string> takenSlots(const EtcdRange& range, const std::string& prefix,
-                                               std::int64_t limit) {
-  std::map<std::int64_t, std::string> taken;
+// The slots below limit that are taken in `range`, by index.
+std::map<std::int64_t, EtcdKeyValue> takenSlots(const EtcdRange& range, const std::string& prefix,
+                                                std::int64_t limit) {
+  std::map<std::int64_t, EtcdKeyValue> taken;
   for (const auto& kv : range.kvs) {
     if (kv.key.size() <= prefix.size() || kv.key.compare(0, prefix.size(), prefix) != 0) continue;
     const std::string index = kv.key.substr(prefix.size());
@@ -75,21 +75,19 @@ std::map<std::int64_t, std::string> takenSlots(const EtcdRange& range, const std
     auto [end, ec] = std::from_chars(index.data(), index.data() + index.size(), n);
     if (ec != std::errc() || end != index.data() + index.size()) continue;
     if (n < 0 || n >= limit || std::to_string(n) != index) continue;  // "01" is not slot 1
-    taken.emplace(n, kv.value);
+    taken.emplace(n, kv);
   }
   return taken;
 }
 
-std::vector<std::int64_t> freeSlots(const std::map<std::int64_t, std::string>& taken,
-                                    std::int64_t limit) {
-  std::vector<std::int64_t> free;
-  for (std::int64_t i = 0; i < limit && free.size() < kTriesPerLook; ++i)
-    if (!taken.contains(i)) free.push_back(i);
-  return free;
-}
+// A slot to try: absent (put if still absent) or ignored (put if still at modRevision).
+struct Candidate {
+  std::int64_t index = 0;
+  std::int64_t modRevision = 0;  // 0: the key is absent
+};
 
-std::string describeHolders(const std::map<std::int64_t, std::string>& taken, std::int64_t limit) {
-  if (limit == 1 && taken.contains(0)) return "slot 0 held by " + shownHolder(taken.at(0));
+std::string describeHolders(const std::map<std::int64_t, EtcdKeyValue>& taken, std::int64_t limit) {
+  if (limit == 1 && taken.contains(0)) return "slot 0 held by " + shownHolder(taken.at(0).value);
   std::string list;
   std::size_t shown = 0;
   for (const auto& [index, holder] : taken) {
@@ -97,7 +95,7 @@ std::string describeHolders(const std::map<std::int64_t, std::string>& taken, st
       list += ", ...";
       break;
     }
-    list += fmt::format("{}{}: {}", list.empty() ? "" : ", ", index, shownHolder(holder));
+    list += fmt::format("{}{}: {}", list.empty() ? "" : ", ", index, shownHolder(holder.value));
   }
   return fmt::format("all {} slots held ({})", limit, list);
 }
@@ -229,6 +227,7 @@ RestartSlots::RestartSlots(EtcdClient& etcd, FleetKeys keys, std::string holder,
                            std::chrono::seconds leaseTtl)
     : etcd_(etcd),
       keys_(std::move(keys)),
+      holder_(holder),
       value_(fmt::format("{} pid {}", holder, getpid())),
       leaseTtl_(leaseTtl) {
   if (leaseTtl_ < std::chrono::seconds(1))
@@ -247,7 +246,7 @@ RestartSlots::Slot RestartSlots::acquire(const std::string& service, std::int64_
   const auto deadline = start + timeout;
 
   // One lease per try, granted before the txns and revoked unless a txn took a slot.
-  auto tryTake = [&](const std::vector<std::int64_t>& free) -> std::optional<Slot> {
+  auto tryTake = [&](const std::vector<Candidate>& candidates) -> std::optional<Slot> {
     const auto grantedAt = Clock::now();
     const auto lease = etcd_.grantLease(leaseTtl_.count());
     Finally revokeUnlessTaken([&] {
@@ -256,9 +255,13 @@ RestartSlots::Slot RestartSlots::acquire(const std::string& service, std::int64_
       } catch (...) {  // unreachable: the lease, holding no key, expires within its TTL
       }
     });
-    for (const auto index : free) {
-      std::string key = prefix + std::to_string(index);
-      if (!etcd_.txnPutIfAbsent(key, value_, lease)) continue;
+    for (const auto& c : candidates) {
+      std::string key = prefix + std::to_string(c.index);
+      const bool took =
+          c.modRevision == 0
+              ? etcd_.txnPutIfAbsent(key, value_, lease)
+              : etcd_.txnPutIfUnchanged(key, value_, c.modRevision, lease).has_value();
+      if (!took) continue;
       auto state =
           std::make_unique<Slot::State>(etcd_, std::move(key), lease, leaseTtl_, grantedAt);
       state->keeper = std::thread([s = state.get()] { s->keepAlive(); });
@@ -272,22 +275,33 @@ RestartSlots::Slot RestartSlots::acquire(const std::string& service, std::int64_
   auto backoff = kFirstBackoff;
   for (bool looked = false;; looked = true) {
     if (stopped(stop))
-      throw Error("no restart slot for {} within {}: asked to stop after {}{}", service,
-                  shownDuration(timeout), shownDuration(Clock::now() - start),
-                  why.empty() ? "" : " (" + why + ")");
+      throw Error(
+          "stopped waiting for a restart slot for {} after {} (of up to {}): asked to "
+          "stop{}",
+          service, shownDuration(Clock::now() - start), shownDuration(timeout),
+          why.empty() ? "" : " (" + why + ")");
     if (looked && Clock::now() >= deadline)
       throw Error("no restart slot for {} within {}: {}", service, shownDuration(timeout), why);
     try {
       const auto range = etcd_.getPrefix(prefix);
       backoff = kFirstBackoff;
       const auto taken = takenSlots(range, prefix, limit);
-      if (const auto free = freeSlots(taken, limit); !free.empty()) {
-        if (auto slot = tryTake(free)) return std::move(*slot);
+      std::vector<Candidate> candidates;
+      for (std::int64_t i = 0; i < limit && candidates.size() < kTriesPerLook; ++i) {
+        const auto it = taken.find(i);
+        if (it == taken.end())
+          candidates.push_back({i, 0});
+        else if (ignorable(it->second))
+          candidates.push_back({i, it->second.modRevision});
+      }
+      if (!candidates.empty()) {
+        if (auto slot = tryTake(candidates)) return std::move(*slot);
         why = "other nodes took every free slot first";
         continue;  // look again at once
       }
       why = describeHolders(taken, limit);
-      waitForChange(etcd_, prefix, range.revision + 1, deadline, stop);
+      // Wake on a change, or when the oldest holder passes the bound.
+      waitForChange(etcd_, prefix, range.revision + 1, std::min(deadline, nextExpiry(taken)), stop);
     } catch (const EtcdCompacted&) {
       // The history after our look is gone: look again.
     } catch (const Error& e) {
@@ -296,6 +310,38 @@ RestartSlots::Slot RestartSlots::acquire(const std::string& service, std::int64_
       backoff = std::min(backoff * 2, kLongestBackoff);
     }
   }
+}
+
+bool RestartSlots::ignorable(const EtcdKeyValue& kv) {
+  if (kv.lease == 0) return true;  // would never go: a writer's, not a node's
+  const auto space = kv.value.find(" pid ");
+  if (space != std::string::npos && kv.value.substr(0, space) == holder_ && kv.value != value_)
+    return true;  // this node's, from an agent that died: a node never waits for itself
+  auto [it, fresh] = seen_.try_emplace(kv.key, kv.createRevision, Clock::now());
+  if (!fresh && it->second.first != kv.createRevision)
+    it->second = {kv.createRevision, Clock::now()};
+  return Clock::now() - it->second.second >= leaseTtl_;
+}
+
+std::chrono::steady_clock::time_point RestartSlots::nextExpiry(
+    const std::map<std::int64_t, EtcdKeyValue>& taken) {
+  auto next = Clock::time_point::max();
+  for (const auto& [index, kv] : taken)
+    if (auto it = seen_.find(kv.key); it != seen_.end() && it->second.first == kv.createRevision)
+      next = std::min(next, it->second.second + leaseTtl_);
+  return next;
+}
+
+std::vector<std::string> RestartSlots::releaseStale() {
+  std::vector<std::string> released;
+  const std::string prefix = "/mesh/" + keys_.cluster + "/restarts/";
+  for (const auto& kv : etcd_.getPrefix(prefix).kvs) {
+    const auto space = kv.value.find(" pid ");
+    if (space == std::string::npos || kv.value.substr(0, space) != holder_ || kv.value == value_)
+      continue;
+    if (etcd_.txnDeleteIfUnchanged(kv.key, kv.modRevision)) released.push_back(kv.key);
+  }
+  return released;
 }
 
 }  // namespace mesh::fleet

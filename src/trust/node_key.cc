@@ -2,6 +2,8 @@
 
 #include <sodium.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cstring>
 
 #include "trust/key_file.hh"
@@ -15,7 +17,9 @@ namespace {
 constexpr std::string_view kHeader = "mesh-host node key v1\n";
 constexpr char kDigestContext[crypto_kdf_CONTEXTBYTES + 1] = "meshdgst";
 constexpr char kBoxContext[crypto_kdf_CONTEXTBYTES + 1] = "meshseal";
+constexpr char kSignContext[crypto_kdf_CONTEXTBYTES + 1] = "meshsign";
 constexpr std::string_view kPublicPrefix = "mesh-node:";
+constexpr std::string_view kSignaturePrefix = "mesh-nsig:";
 constexpr std::string_view kSealedPrefix = "sealed:";
 
 std::string toBase64(const unsigned char* bytes, size_t size) {
@@ -46,6 +50,53 @@ void NodeKey::derive() {
   crypto_kdf_derive_from_key(boxSeed.data(), boxSeed.size(), 2, kBoxContext, seed_.data());
   crypto_box_seed_keypair(boxPublic_.data(), boxSecret_.data(), boxSeed.data());
   sodium_memzero(boxSeed.data(), boxSeed.size());
+  // A third subkey, so that the sealing and digest keys stay what they were.
+  static_assert(crypto_sign_SEEDBYTES == 32);
+  std::array<unsigned char, 32> signSeed{};
+  crypto_kdf_derive_from_key(signSeed.data(), signSeed.size(), 3, kSignContext, seed_.data());
+  crypto_sign_seed_keypair(signPublic_.data(), signSecret_.data(), signSeed.data());
+  sodium_memzero(signSeed.data(), signSeed.size());
+}
+
+std::string NodePublicKey::text() const {
+  std::array<unsigned char, 64> both{};
+  std::copy(box.begin(), box.end(), both.begin());
+  std::copy(sign.begin(), sign.end(), both.begin() + 32);
+  return std::string(kPublicPrefix) + toBase64(both.data(), both.size());
+}
+
+NodePublicKey NodePublicKey::parse(std::string_view text, const std::string& where) {
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back())))
+    text.remove_suffix(1);
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front())))
+    text.remove_prefix(1);
+  auto bytes = text.substr(0, kPublicPrefix.size()) == kPublicPrefix
+                   ? fromBase64(text.substr(kPublicPrefix.size()))
+                   : std::nullopt;
+  if (bytes && bytes->size() == crypto_box_PUBLICKEYBYTES)
+    throw InputError(
+        "{}: '{}' is the sealing half of a node key only, as mesh-host printed it before nodes "
+        "signed their statuses; run mesh-host key show on the node with this version",
+        where, text);
+  if (!bytes || bytes->size() != 64)
+    throw InputError(
+        "{}: '{}' is not a node's public key; it looks like mesh-node:<base64> (mesh-host key "
+        "show on that node)",
+        where, text);
+  NodePublicKey k;
+  std::copy(bytes->begin(), bytes->begin() + 32, k.box.begin());
+  std::copy(bytes->begin() + 32, bytes->end(), k.sign.begin());
+  return k;
+}
+
+bool nodeSignatureMatches(const NodePublicKey& key, std::string_view bytes,
+                          std::string_view signatureText) {
+  if (signatureText.substr(0, kSignaturePrefix.size()) != kSignaturePrefix) return false;
+  auto sig = fromBase64(signatureText.substr(kSignaturePrefix.size()));
+  if (!sig || sig->size() != crypto_sign_BYTES) return false;
+  return crypto_sign_verify_detached(reinterpret_cast<const unsigned char*>(sig->data()),
+                                     reinterpret_cast<const unsigned char*>(bytes.data()),
+                                     bytes.size(), key.sign.data()) == 0;
 }
 
 NodeKey NodeKey::ephemeral() {
@@ -100,8 +151,22 @@ std::string NodeKey::keyedDigest(const Secret& secret) const {
   return "keyed:" + toHex(out, sizeof out);
 }
 
+NodePublicKey NodeKey::publicKey() const {
+  NodePublicKey k;
+  k.box = boxPublic_;
+  k.sign = signPublic_;
+  return k;
+}
+
 std::string NodeKey::publicKeyText() const {
-  return std::string(kPublicPrefix) + toBase64(boxPublic_.data(), boxPublic_.size());
+  return publicKey().text();
+}
+
+std::string NodeKey::sign(std::string_view bytes) const {
+  std::array<unsigned char, crypto_sign_BYTES> sig{};
+  crypto_sign_detached(sig.data(), nullptr, reinterpret_cast<const unsigned char*>(bytes.data()),
+                       bytes.size(), signSecret_.data());
+  return std::string(kSignaturePrefix) + toBase64(sig.data(), sig.size());
 }
 
 std::optional<Secret> NodeKey::openSealed(const std::string& sealed) const {
@@ -123,7 +188,9 @@ std::string NodeKey::seal(const Secret& secret, const std::string& publicKeyText
   auto pub = text.substr(0, kPublicPrefix.size()) == kPublicPrefix
                  ? fromBase64(text.substr(kPublicPrefix.size()))
                  : std::nullopt;
-  if (!pub || pub->size() != crypto_box_PUBLICKEYBYTES)
+  // The full key (sealing and signing halves, 64 bytes) or, as older versions
+  // printed it, the sealing half alone: the first 32 bytes either way.
+  if (!pub || (pub->size() != crypto_box_PUBLICKEYBYTES && pub->size() != 64))
     throw InputError(
         "'{}' is not a node's public key; it looks like mesh-node:<base64> "
         "(mesh-host key show on that node)",

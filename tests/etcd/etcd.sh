@@ -9,6 +9,18 @@
 #   etcd.sh pause DIR   stop it but keep its data and ports (an outage)
 #   etcd.sh resume DIR  start it again on the same ports with the same data
 # Env: ETCD_OWNER_PID=PID  at start: a dead-man switch stops etcd when PID exits
+#      ETCD_CLUSTER_TOKEN=T at start/resume: the initial cluster token (default etcd-cluster);
+#                           resumed on an emptied DIR/data with another token, it is another
+#                           cluster (another cluster ID), as a replaced etcd is
+#      ETCD_TLS=1          at start: serve clients over TLS and require client certificates
+#                          (--client-cert-auth); certificates made with openssl in DIR/tls:
+#                          ca.pem, server.pem/.key (127.0.0.1, localhost), client.pem/.key;
+#                          the URL is https://
+#      ETCD_AUTH=1         at start: enable etcd auth with a user "mesh" (role "mesh": readwrite
+#                          on /mesh/ and /filler) whose password is in DIR/password (0600), and
+#                          "root" (password in DIR/root-password)
+#      ETCD_AUTH_TOKEN_TTL=S at start: how long an auth token lasts (etcd's default 300 s)
+#      (both are kept in DIR/mode, so that resume starts it the same way)
 # Fast raft timings (10 ms heartbeat, 100 ms election) make a single node healthy in ~0.2 s.
 set -euo pipefail
 
@@ -29,16 +41,73 @@ random_port() {
   die "no free port found"
 }
 
+# DIR/mode: "TLS AUTH TOKEN_TTL" as given at start (0 or 1, 0 or 1, seconds or 300).
+mode_tls() { local t=0 a=0 l=300; read -r t a l < "$D/mode" || true; [ "$t" = 1 ]; }
+mode_auth() { local t=0 a=0 l=300; read -r t a l < "$D/mode" || true; [ "$a" = 1 ]; }
+mode_ttl() { local t=0 a=0 l=300; read -r t a l < "$D/mode" || true; echo "${l:-300}"; }
+scheme() { if mode_tls; then echo https; else echo http; fi; }
+
+# A CA, a server certificate for 127.0.0.1 and localhost, and a client certificate, in DIR/tls.
+make_certs() {
+  local T=$D/tls
+  mkdir -p "$T"
+  openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=mesh-test-ca" \
+    -keyout "$T/ca.key" -out "$T/ca.pem" >/dev/null 2>&1 || die "openssl: cannot make the CA"
+  printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth,clientAuth\n' > "$T/server.ext"
+  printf 'extendedKeyUsage=clientAuth\n' > "$T/client.ext"
+  local who
+  for who in server client; do
+    openssl req -newkey rsa:2048 -nodes -subj "/CN=mesh-test-$who" \
+      -keyout "$T/$who.key" -out "$T/$who.csr" >/dev/null 2>&1 || die "openssl: cannot make the $who key"
+    openssl x509 -req -in "$T/$who.csr" -CA "$T/ca.pem" -CAkey "$T/ca.key" -CAcreateserial \
+      -days 2 -extfile "$T/$who.ext" -out "$T/$who.pem" >/dev/null 2>&1 || die "openssl: cannot sign the $who certificate"
+  done
+  chmod 600 "$T"/*.key
+}
+
+# curl's or etcdctl's TLS options for this etcd ("" without TLS).
+curl_tls() { mode_tls && echo "--cacert $D/tls/ca.pem --cert $D/tls/client.pem --key $D/tls/client.key" || true; }
+ctl_tls() { mode_tls && echo "--cacert=$D/tls/ca.pem --cert=$D/tls/client.pem --key=$D/tls/client.key" || true; }
+
+healthy() {
+  # shellcheck disable=SC2046  # word splitting of the TLS options is wanted
+  curl -sf --noproxy '*' --max-time 1 $(curl_tls) "$1/health" 2>/dev/null | grep -q '"health":"true"'
+}
+
+# Users, a role for /mesh/, then auth on (etcdctl against the fresh etcd at $1).
+enable_auth() {
+  local ctl="env -i PATH=/usr/bin:/bin /usr/bin/etcdctl --endpoints=$1 $(ctl_tls)"
+  head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$D/password"
+  head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$D/root-password"
+  chmod 600 "$D/password" "$D/root-password"
+  {
+    $ctl user add "root:$(cat "$D/root-password")" &&
+    $ctl role add mesh &&
+    $ctl role grant-permission mesh --prefix=true readwrite /mesh/ &&
+    $ctl role grant-permission mesh readwrite /filler &&
+    $ctl user add "mesh:$(cat "$D/password")" &&
+    $ctl user grant-role mesh mesh &&
+    $ctl auth enable
+  } >"$D/auth.log" 2>&1 || die "cannot enable auth: $(cat "$D/auth.log")"
+}
+
 # Starts etcd on the given client and peer ports with its data in DIR/data (kept if there).
 launch() {
-  local url=http://127.0.0.1:$1
+  local url tls=()
+  url=$(scheme)://127.0.0.1:$1
   echo "$1 $2" > "$D/ports"
+  if mode_tls; then
+    tls=(--cert-file "$D/tls/server.pem" --key-file "$D/tls/server.key"
+         --client-cert-auth --trusted-ca-file "$D/tls/ca.pem")
+  fi
   # env -i: etcd also reads its flags from ETCD_* variables; ignore any in the environment.
   setsid env -i PATH=/usr/bin:/bin /usr/bin/etcd --name mesh-test --data-dir "$D/data" \
-    --listen-client-urls "$url" --advertise-client-urls "$url" \
+    --listen-client-urls "$url" --advertise-client-urls "$url" "${tls[@]}" \
+    --auth-token-ttl "$(mode_ttl)" \
     --listen-peer-urls "http://127.0.0.1:$2" \
     --initial-advertise-peer-urls "http://127.0.0.1:$2" \
     --initial-cluster "mesh-test=http://127.0.0.1:$2" --initial-cluster-state new \
+    --initial-cluster-token "${ETCD_CLUSTER_TOKEN:-etcd-cluster}" \
     --heartbeat-interval=10 --election-timeout=100 \
     --logger zap --log-outputs "$D/etcd.log" </dev/null >/dev/null 2>&1 &
   echo $! > "$D/pid"
@@ -60,8 +129,8 @@ resume() {
   read -r cport pport < "$D/ports"
   launch "$cport" "$pport"
   for _ in $(seq 1 200); do
-    if curl -sf --noproxy '*' --max-time 1 "http://127.0.0.1:$cport/health" 2>/dev/null | grep -q '"health":"true"'; then
-      echo "http://127.0.0.1:$cport"
+    if healthy "$(scheme)://127.0.0.1:$cport"; then
+      echo "$(scheme)://127.0.0.1:$cport"
       return 0
     fi
     alive "$(cat "$D/pid")" || die "etcd exited on resume; log: $(tail -c 2000 "$D/etcd.log")"
@@ -73,16 +142,19 @@ resume() {
 start() {
   [ -x /usr/bin/etcd ] || die "/usr/bin/etcd is missing: run scripts/install-deps"
   mkdir -p "$D"
+  echo "${ETCD_TLS:-0} ${ETCD_AUTH:-0} ${ETCD_AUTH_TOKEN_TTL:-300}" > "$D/mode"
+  if mode_tls; then make_certs; fi
   local cport pport url pid
   for _ in 1 2 3 4 5; do   # a port taken between the check and the bind: try others
     cport=$(random_port); pport=$(random_port)
     [ "$cport" = "$pport" ] && continue
-    url=http://127.0.0.1:$cport
+    url=$(scheme)://127.0.0.1:$cport
     rm -rf "$D/data"
     launch "$cport" "$pport"
     pid=$(cat "$D/pid")
     for _ in $(seq 1 200); do   # up to ~10 s
-      if curl -sf --noproxy '*' --max-time 1 "$url/health" 2>/dev/null | grep -q '"health":"true"'; then
+      if healthy "$url"; then
+        if mode_auth; then enable_auth "$url"; fi
         echo "$url" > "$D/url"
         if [ -n "${ETCD_OWNER_PID:-}" ]; then   # dead-man switch: the owner died without stop
           # shellcheck disable=SC2016  # expanded by the inner bash

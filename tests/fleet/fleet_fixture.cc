@@ -15,7 +15,11 @@
 #include <sstream>
 
 #include "../leftovers/processes.hh"
+#include "fleet/enroll.hh"
+#include "fleet/node_signed.hh"
 #include "test_etcd.hh"
+#include "trust/signing.hh"
+#include "util/digest.hh"
 
 #ifndef MESH_HOST_BIN
 #error "MESH_HOST_BIN must name the mesh-host binary"
@@ -29,6 +33,12 @@ namespace fs = std::filesystem;
 [[maybe_unused]] static const bool kTagged = ::mesh::test::tagTestRun(MESH_HOST_BIN);
 
 namespace {
+
+int64_t unixNowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
 
 std::string slurp(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -135,6 +145,7 @@ Result FleetTest::push(std::vector<std::string> args) const {
 }
 
 Result FleetTest::status(std::vector<std::string> args) const {
+  args.insert(args.begin(), {"--trust", operatorKey.text()});
   return runCommand(fleetArgv("status", std::move(args)));
 }
 
@@ -163,31 +174,79 @@ NodeStatus FleetTest::nodeStatus(const std::string& node, int64_t revision,
   s.intervalMs = 300000;
   s.generation = revision ? 1 : 0;
   s.serial = serial;
+  if (serial) s.declarationDigest = Digest::ofBytes(declText(*serial)).str();
   s.revision = revision;
   s.cycle = 3;
   s.unchanged = 1;
   return s;
 }
 
+const trust::NodeKey& FleetTest::nodeKey(const std::string& node) {
+  auto it = nodeKeys.find(node);
+  if (it == nodeKeys.end()) it = nodeKeys.emplace(node, trust::NodeKey::ephemeral()).first;
+  return it->second;
+}
+
+void FleetTest::enroll(const std::string& node) {
+  client->put(enrollmentKey(keys, node),
+              encodeEnrollment(cluster, node, nodeKey(node).publicKey(), unixNowMs(),
+                               trust::OperatorKey::load(keyFile)));
+}
+
 void FleetTest::publish(const NodeStatus& s, bool up) {
+  if (!client->get(enrollmentKey(keys, s.node))) enroll(s.node);
+  const std::string text = signNodeJson(encodeStatus(s), nodeKey(s.node));
   if (up && !lease) lease = client->grantLease(60);
-  if (up) client->put(keys.status(s.node), encodeStatus(s), lease);
-  client->put(keys.seen(s.node), encodeStatus(s));
+  if (up) {
+    client->put(keys.status(s.node), text, lease);
+    const Heartbeat h{s.node, cluster, s.pid, unixNowMs()};
+    client->put(heartbeatKey(keys, s.node), signNodeJson(encodeHeartbeat(h), nodeKey(s.node)));
+  }
+  client->put(keys.seen(s.node), text);
 }
 
 int64_t FleetTest::putDeclaration(const std::string& node, int64_t serial) {
+  const std::string text = declText(serial);
+  return client->put(keys.declaration(node), signedValue(statementFor(text, {node}, serial), text));
+}
+
+Statement FleetTest::statementFor(const std::string& text, std::vector<std::string> nodes,
+                                  int64_t serial) const {
+  Statement st;
+  st.cluster = cluster;
+  st.selector.items = std::move(nodes);
+  st.declarationDigest = Digest::ofBytes(text).str();
+  st.serial = serial;
+  st.pushedAtMs = 1;
+  st.pushedBy = operatorKey.text();
+  return st;
+}
+
+std::string FleetTest::signedValue(const Statement& st, const std::string& text,
+                                   const std::string& key) const {
+  const auto op = trust::OperatorKey::load(key.empty() ? keyFile : key);
   PushedDeclaration p;
-  p.text = declText(serial);
-  p.serial = serial;
-  p.pushedAtMs = 1;
-  p.pushedBy = operatorKey.text();
-  return client->put(keys.declaration(node), encodePushed(p));
+  p.statement = encodeStatement(st);
+  p.signature = trust::signatureText(op, p.statement);
+  p.text = text;
+  return encodePushed(p);
+}
+
+std::optional<Statement> FleetTest::statementOf(const std::string& node) {
+  auto p = pushedTo(node);
+  if (!p) return std::nullopt;
+  return decodeStatement(p->statement, keys.declaration(node));
 }
 
 std::optional<PushedDeclaration> FleetTest::pushedTo(const std::string& node) {
   auto v = client->get(keys.declaration(node));
   if (!v) return std::nullopt;
-  return decodePushed(v->value, keys.declaration(node));
+  auto p = decodePushed(v->value, keys.declaration(node));
+  if (p.text.empty())  // stored once by digest, as `fleet push` does: filled in here
+    if (auto body = client->get(
+            keys.body(decodeStatement(p.statement, keys.declaration(node)).declarationDigest)))
+      p.text = body->value;
+  return p;
 }
 
 std::optional<int64_t> FleetTest::declarationRevision(const std::string& node) {

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <sys/types.h>
 
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -13,6 +14,8 @@
 
 #include "fleet/etcd.hh"
 #include "fleet/protocol.hh"
+#include "fleet/statement.hh"
+#include "trust/node_key.hh"
 #include "trust/operator_key.hh"
 
 namespace mesh::fleet::test {
@@ -51,10 +54,26 @@ class FleetTest : public ::testing::Test {
   // A simulated node's status: on a lease (up, with a seen copy) or only seen (down).
   NodeStatus nodeStatus(const std::string& node, int64_t revision,
                         std::optional<int64_t> serial) const;
+  // Signed with the node's key (nodeKey), which is enrolled first; a node that is up
+  // also gets a fresh heartbeat.
   void publish(const NodeStatus& s, bool up);
-  // Puts a pushed declaration as `fleet push` would, without signing; its revision.
+  // A simulated node's key (made on first use) and its enrollment, signed by the test's
+  // operator key, as `fleet enroll` puts it.
+  const trust::NodeKey& nodeKey(const std::string& node);
+  void enroll(const std::string& node);
+  // Puts a pushed declaration of declText(serial) to `node` as `fleet push` would
+  // (a statement for that node signed with this test's operator key); its revision.
   int64_t putDeclaration(const std::string& node, int64_t serial);
+  // A statement as `fleet push` would sign it for `text` to `nodes` in this cluster.
+  Statement statementFor(const std::string& text, std::vector<std::string> nodes,
+                         int64_t serial) const;
+  // The value of a declaration key: `st` signed with `key` (this test's when empty).
+  std::string signedValue(const Statement& st, const std::string& text,
+                          const std::string& key = "") const;
+  // The value at `node`'s declaration key, with the declaration's bytes filled in from
+  // where `fleet push` stores them once (FleetKeys::body).
   std::optional<PushedDeclaration> pushedTo(const std::string& node);
+  std::optional<Statement> statementOf(const std::string& node);
   std::optional<int64_t> declarationRevision(const std::string& node);
 
   // The directory of this binary's etcd, for `etcd.sh pause|resume DIR` (an outage).
@@ -68,6 +87,7 @@ class FleetTest : public ::testing::Test {
   trust::OperatorPublicKey operatorKey;
   std::unique_ptr<EtcdClient> client;
   int64_t lease = 0;  // for the nodes that are up; revoked at the end
+  std::map<std::string, trust::NodeKey> nodeKeys;
 };
 
 }  // namespace mesh::fleet::test

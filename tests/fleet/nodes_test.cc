@@ -3,7 +3,10 @@
 // uses `mesh-host fleet push` and `fleet status`. Waiting is on etcd watches of
 // the nodes' status keys, or on the nodes' own logs, never on a fixed sleep.
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -17,9 +20,11 @@
 
 #include <fmt/format.h>
 
+#include "fleet/node_signed.hh"
 #include "fleet_fixture.hh"
 #include "test_etcd.hh"
 #include "trust/signing.hh"
+#include "util/digest.hh"
 
 namespace mesh::fleet::test {
 namespace {
@@ -58,6 +63,10 @@ class Nodes : public FleetTest {
 
   void TearDown() override {
     for (auto& [name, n] : nodes) stopNode(name, SIGTERM);
+    if (!ownEtcdDir.empty()) {
+      runCommand({::mesh::test::etcdScript(), "stop", ownEtcdDir});
+      fs::remove_all(fs::path(ownEtcdDir).parent_path());
+    }
     // Services and their supervisors outlive their agents on purpose:
     // FleetTest::TearDown ends them (a service through the session its
     // supervisor leads, so that none is left orphaned).
@@ -71,14 +80,16 @@ class Nodes : public FleetTest {
     n.stateDir = n.root + "/var/lib/mesh-host";
     n.log = work + "/" + name + ".log";
     fs::create_directories(n.root);
+    enrollNode(n);
+    const std::string nodeCluster = clusterOf.count(name) ? clusterOf.at(name) : cluster;
     const std::vector<std::string> argv = {MESH_HOST_BIN,  "run",
                                            "--etcd",       url,
-                                           "--cluster",    cluster,
+                                           "--cluster",    nodeCluster,
                                            "--node",       name,
                                            "--root",       n.root,
                                            "--state-dir",  n.stateDir,
                                            "--trust",      operatorKey.text(),
-                                           "--interval",   "1s",
+                                           "--interval",   nodeInterval,
                                            "--splay",      "0",
                                            "--supervisor", "builtin",
                                            "--blobs",      blobs};
@@ -95,6 +106,18 @@ class Nodes : public FleetTest {
       ::_exit(127);
     }
     return nodes[name] = n;
+  }
+
+  // Makes the node's key as its operator would (`key init` on the node, once) and
+  // enrolls what it prints with `fleet enroll`.
+  void enrollNode(const NodeProcess& n, bool again = false) {
+    if (!again && fs::exists(n.stateDir + "/node.key")) return;
+    Result init = runCommand({MESH_HOST_BIN, "key", again ? "show" : "init", "--root", n.root,
+                              "--state-dir", n.stateDir});
+    ASSERT_EQ(init.code, 0) << init.err;
+    std::string key = init.out.substr(0, init.out.find('\n'));
+    Result enroll = runCommand(fleetArgv("enroll", {"--key", keyFile, n.name, key}));
+    ASSERT_EQ(enroll.code, 0) << enroll.out << enroll.err;
   }
 
   void stopNode(const std::string& name, int signal) {
@@ -190,17 +213,18 @@ class Nodes : public FleetTest {
 
   // A bundle with a service that logs to the shared file when it starts and
   // when it is ready, 400 ms later, and tells its supervisor (Type=notify).
-  std::string serviceBundle() {
+  // `readyAfter`: how long it takes from start to ready (sleep(1)'s argument).
+  std::string serviceBundle(const std::string& readyAfter = "0.4") {
     const std::string src = work + "/bundle-src";
     fs::create_directories(src + "/bin");
     std::ofstream(src + "/bin/svc") << fmt::format(
         "#!/bin/sh\n"
         "echo \"start $1 $(date +%s%N)\" >> {0}\n"
-        "sleep 0.4\n"
+        "sleep {1}\n"
         "echo \"ready $1 $(date +%s%N)\" >> {0}\n"
         "systemd-notify --no-block --ready\n"
         "exec sleep 100000\n",
-        shared);
+        shared, readyAfter);
     fs::permissions(src + "/bin/svc", fs::perms::owner_all | fs::perms::group_read |
                                           fs::perms::group_exec | fs::perms::others_read |
                                           fs::perms::others_exec);
@@ -250,7 +274,23 @@ unit = {{ Type = "notify", NotifyAccess = "all", ExecStart = "{{bundle}}/bin/svc
   }
 
   std::string blobs, shared;
+  std::string nodeInterval = "1s";  // --interval of the nodes started next
   std::map<std::string, NodeProcess> nodes;
+  std::map<std::string, std::string> clusterOf;  // a node started in another cluster
+  std::string ownEtcdDir;                        // startOwnEtcd()'s, stopped at the end
+
+  // An etcd of this test's own (tests that wipe or replace it), which `url` and
+  // `client` then point at; stopped in TearDown after the nodes.
+  void startOwnEtcd() {
+    // Outside `work`: its dead-man switch (etcd.sh) ends by itself once `stop` removed it.
+    char tmpl[] = "/tmp/mesh-fleet-etcd.XXXXXX";
+    ownEtcdDir = std::string(::mkdtemp(tmpl)) + "/etcd";
+    Result r = runCommand({"env", fmt::format("ETCD_OWNER_PID={}", ::getpid()),
+                           ::mesh::test::etcdScript(), "start", ownEtcdDir});
+    ASSERT_EQ(r.code, 0) << r.err;
+    url = r.out.substr(0, r.out.find('\n'));
+    client = std::make_unique<EtcdClient>(url);
+  }
   int pushes = 0;
 };
 
@@ -295,10 +335,10 @@ TEST_F(Nodes, AKilledNodeShowsDownOnceItsLeaseExpires) {
   auto revs = pushTo("n1,n2,n3", fileDecl(1, "one"));
   for (const auto& [node, rev] : revs) ASSERT_TRUE(awaitApplied(node, rev));
 
-  stopNode("n3", SIGKILL);  // no goodbye: only the lease (3 intervals = 3 s) tells
+  stopNode("n3", SIGKILL);  // no goodbye: only the lease (15 s) tells
   const auto killed = Clock::now();
   ASSERT_TRUE(awaitStatus(
-      "n3", [](const auto& s) { return !s.has_value(); }, 15s));
+      "n3", [](const auto& s) { return !s.has_value(); }, 30s));
   EXPECT_GE(Clock::now() - killed, 1s) << "gone before its lease could expire";
 
   Result st = status({"--json"});
@@ -322,7 +362,10 @@ TEST_F(Nodes, ATamperedDeclarationIsRefusedAndShowsInFleetStatus) {
   ASSERT_TRUE(pushed);
   PushedDeclaration evil = *pushed;
   evil.text = fileDecl(2, "evil");
-  evil.serial = 2;
+  auto forged = decodeStatement(evil.statement, "n2");
+  forged.serial = 2;
+  forged.declarationDigest = Digest::ofBytes(evil.text).str();
+  evil.statement = encodeStatement(forged);
   const int64_t rev = client->put(keys.declaration("n2"), encodePushed(evil));
   ASSERT_TRUE(awaitStatus(
       "n2", [rev](const auto& s) { return s && s->refused && s->refused->revision == rev; }));
@@ -435,14 +478,12 @@ TEST_F(Nodes, ANodeBackAfterACompactionReadsItsDeclarationAgain) {
 
   pushTo("n1", fileDecl(2, "two"));
   auto last = pushTo("n1", fileDecl(3, "three"));
-  // The revisions after the one n1 saw are compacted away: its resumed watch
-  // cannot replay them, so it must read the key again.
+  // The revisions after the one n1 saw are compacted away: a node never resumes a watch
+  // from a revision it remembers (it reads its key first), so it still gets serial 3.
   client->compact(last.at("n1"));
   startNode("n1");
   ASSERT_TRUE(awaitApplied("n1", last.at("n1")));
   EXPECT_EQ(readAll(nodes["n1"].root + "/etc/app.conf"), "three");
-  EXPECT_NE(readAll(nodes["n1"].log).find("compacted"), std::string::npos)
-      << readAll(nodes["n1"].log);
   EXPECT_EQ(statusOf("n1")->serial, 3);
 }
 
@@ -481,11 +522,9 @@ TEST_F(Nodes, AReplayedOlderDeclarationIsRefusedThoughValidlySigned) {
   ASSERT_TRUE(awaitApplied("n1", second.at("n1")));
 
   // Serial 1 exactly as the operator signed it, put back by someone with etcd access.
-  PushedDeclaration old;
-  old.text = fileDecl(1, "one");
-  old.signature = trust::signatureText(trust::OperatorKey::load(keyFile), old.text);
-  old.serial = 1;
-  const int64_t rev = client->put(keys.declaration("n1"), encodePushed(old));
+  const std::string old = fileDecl(1, "one");
+  const int64_t rev =
+      client->put(keys.declaration("n1"), signedValue(statementFor(old, {"n1"}, 1), old));
   ASSERT_TRUE(awaitStatus(
       "n1", [rev](const auto& s) { return s && s->refused && s->refused->revision == rev; }));
   EXPECT_NE(statusOf("n1")->refused->reason.find("serial 1 is older than serial 2"),
@@ -529,6 +568,324 @@ requires = ["app.config"]
     if (row.at("node") == "n2") {
       EXPECT_EQ(row.at("churning"), nlohmann::json::array({"app.svc"}));
     }
+}
+
+// --- Issue 12 (part A): everything a node acts on is signed; convergence by content ---
+
+// Issue 12.1: n1's signed entry copied onto n2's key (or onto a node's key in another
+// cluster) is refused: the statement names the nodes and the cluster it is for.
+TEST_F(Nodes, AStatementCopiedToAnotherNodesOrClustersKeyIsRefused) {
+  const std::string otherCluster = cluster + "-b";
+  clusterOf["m1"] = otherCluster;
+  for (const char* n : {"n1", "n2", "m1"}) startNode(n);
+  auto one = pushTo("n1", fileDecl(1, "one"));
+  auto two = pushTo("n2", fileDecl(1, "two"));
+  ASSERT_TRUE(awaitApplied("n1", one.at("n1")));
+  ASSERT_TRUE(awaitApplied("n2", two.at("n2")));
+
+  const std::string copied = client->get(keys.declaration("n1"))->value;
+  const int64_t rev = client->put(keys.declaration("n2"), copied);
+  ASSERT_TRUE(awaitStatus(
+      "n2", [rev](const auto& s) { return s && s->refused && s->refused->revision == rev; }));
+  const auto n2 = statusOf("n2");
+  EXPECT_NE(n2->refused->reason.find("the statement is for nodes n1 and this node is n2"),
+            std::string::npos)
+      << n2->refused->reason;
+  EXPECT_EQ(n2->refused->valueDigest, valueDigest(copied));
+  EXPECT_EQ(readAll(nodes["n2"].root + "/etc/app.conf"), "two");
+  EXPECT_EQ(n2->serial, 1);
+  EXPECT_NE(readAll(nodes["n2"].log).find("refused the pushed declaration"), std::string::npos);
+  Result st = status({"--json"});
+  EXPECT_EQ(st.code, 1) << st.out;
+  for (const auto& row : st.json().at("nodes"))
+    if (row.at("node") == "n2") {
+      EXPECT_EQ(row.at("state"), "refused") << row.dump();
+    }
+
+  const FleetKeys other{otherCluster};
+  const int64_t revM = client->put(other.declaration("m1"), copied);
+  ASSERT_TRUE(awaitLog("m1", "refused the pushed declaration", 1));
+  EXPECT_NE(readAll(nodes["m1"].log).find("the statement is for cluster " + cluster),
+            std::string::npos)
+      << readAll(nodes["m1"].log);
+  EXPECT_FALSE(fs::exists(nodes["m1"].root + "/etc/app.conf"));
+  (void)revM;
+
+  // A glob push reaches both and carries its selector: each node matches its own name.
+  auto glob = pushTo("n*", fileDecl(2, "glob"));
+  for (const char* n : {"n1", "n2"}) {
+    ASSERT_TRUE(awaitApplied(n, glob.at(n)));
+    EXPECT_EQ(readAll(nodes[n].root + "/etc/app.conf"), "glob") << n;
+  }
+}
+
+// Issue 12.3: no unsigned field changes what a node does. Each field of the statement
+// changed by an etcd writer (max_parallel_restarts, serial, nodes, cluster, push time)
+// breaks the signature; a value in the old format is refused as such.
+TEST_F(Nodes, EveryFieldANodeActsOnIsSignedAndATamperedOneIsRefused) {
+  startNode("n1");
+  auto revs = pushTo("n1", fileDecl(1, "one"), {"--max-parallel-restarts", "2"});
+  ASSERT_TRUE(awaitApplied("n1", revs.at("n1")));
+  const auto pushed = *pushedTo("n1");
+  const auto st = decodeStatement(pushed.statement, "n1");
+  ASSERT_EQ(st.maxParallelRestarts, 2);
+  std::vector<std::pair<std::string, Statement>> tampered;
+  auto t = st;
+  t.maxParallelRestarts = 1;
+  tampered.emplace_back("max_parallel_restarts", t);
+  t = st;
+  t.serial = 7;
+  tampered.emplace_back("serial", t);
+  t = st;
+  t.selector.items = {"*"};
+  tampered.emplace_back("nodes", t);
+  t = st;
+  t.pushedAtMs += 1000;
+  tampered.emplace_back("pushed_at_ms", t);
+  for (const auto& [field, changed] : tampered) {
+    PushedDeclaration p = pushed;
+    p.statement = encodeStatement(changed);
+    const std::string value = encodePushed(p);
+    client->put(keys.declaration("n1"), value);
+    ASSERT_TRUE(awaitStatus("n1", [&](const auto& s) {
+      return s && s->refused && s->refused->valueDigest == valueDigest(value);
+    })) << field;
+    EXPECT_NE(statusOf("n1")->refused->reason.find("does not match its content"), std::string::npos)
+        << field << ": " << statusOf("n1")->refused->reason;
+  }
+  const std::string old = R"({"declaration": "serial = 9\n", "signature": "", "serial": 9,
+                             "max_parallel_restarts": 1})";
+  client->put(keys.declaration("n1"), old);
+  ASSERT_TRUE(awaitStatus("n1", [&](const auto& s) {
+    return s && s->refused && s->refused->valueDigest == valueDigest(old);
+  }));
+  EXPECT_NE(statusOf("n1")->refused->reason.find("format before signed statements"),
+            std::string::npos)
+      << statusOf("n1")->refused->reason;
+  EXPECT_EQ(readAll(nodes["n1"].root + "/etc/app.conf"), "one");
+  EXPECT_EQ(statusOf("n1")->serial, 1);
+}
+
+// Issue 12.2: etcd is emptied and started again (wiped; same cluster ID, revisions from 1)
+// or replaced (another cluster ID). The node notices, reads its key again and publishes
+// again; a push afterwards is applied, and `push --wait` says so only once it is.
+class NodesWithOwnEtcd : public Nodes {
+ protected:
+  void resetScenario(const std::string& token, const std::string& noticed) {
+    startOwnEtcd();
+    if (HasFatalFailure()) return;
+    startNode("n1");
+    auto revs = pushTo("n1", fileDecl(4, "four"));
+    ASSERT_TRUE(awaitApplied("n1", revs.at("n1")));
+    // The old etcd well above where a fresh one starts.
+    for (int i = 0; i < 30; ++i) client->put("/filler", std::to_string(i));
+    const auto before = statusOf("n1");
+    ASSERT_TRUE(before);
+
+    Result pause = runCommand({::mesh::test::etcdScript(), "pause", ownEtcdDir});
+    ASSERT_EQ(pause.code, 0) << pause.err;
+    fs::remove_all(ownEtcdDir + "/data");
+    Result resume = runCommand(
+        {"env", "ETCD_CLUSTER_TOKEN=" + token, ::mesh::test::etcdScript(), "resume", ownEtcdDir});
+    ASSERT_EQ(resume.code, 0) << resume.err;
+    ASSERT_FALSE(client->get(keys.declaration("n1"))) << "etcd was not emptied";
+    // The node's enrollment went with the rest: the operator enrolls it again.
+    enrollNode(nodes["n1"], /*again=*/true);
+
+    ASSERT_TRUE(awaitLog("n1", noticed, 1));
+    ASSERT_TRUE(awaitStatus("n1", [](const auto& s) { return s.has_value(); }))
+        << "the node publishes again on the new etcd";
+    Result r = push({"--node", "n1", "--wait", "20s", declare(fileDecl(5, "five"), "five.toml")});
+    EXPECT_EQ(r.code, 0) << r.out << r.err << readAll(nodes["n1"].log);
+    EXPECT_NE(r.out.find("applied n1: serial 5"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("1 of 1 node(s) applied serial 5"), std::string::npos) << r.out;
+    EXPECT_EQ(readAll(nodes["n1"].root + "/etc/app.conf"), "five");
+    Result st = status({"--json"});
+    EXPECT_EQ(st.code, 0) << st.out;
+    const auto row = st.json().at("nodes").at(0);
+    EXPECT_EQ(row.at("state"), "converged") << row.dump();
+    EXPECT_EQ(row.at("applied_serial"), 5) << row.dump();
+    EXPECT_EQ(row.at("applied_digest"), Digest::ofBytes(fileDecl(5, "five")).str());
+  }
+};
+
+TEST_F(NodesWithOwnEtcd, AWipedEtcdIsNoticedByItsRevisionAndAPushAfterItIsApplied) {
+  resetScenario("etcd-cluster", "went back from revision");
+}
+
+TEST_F(NodesWithOwnEtcd, AReplacedEtcdIsNoticedByItsClusterIdAndAPushAfterItIsApplied) {
+  resetScenario("another-cluster", "is another cluster now");
+}
+
+// `push --wait` quotes the cycle that applied the push, even when the node has run
+// no-op cycles since (interval 1 s here).
+TEST_F(Nodes, PushWaitQuotesTheCycleThatAppliedThePush) {
+  startNode("n1");
+  const std::string decl = declare(fileDecl(1, "one"), "one.toml");
+  Result first = push({"--node", "n1", "--wait", "20s", decl});
+  ASSERT_EQ(first.code, 0) << first.out << first.err;
+  EXPECT_NE(first.out.find("1 created"), std::string::npos) << first.out;
+  const auto applied = statusOf("n1");
+  ASSERT_TRUE(applied && applied->appliedCycle);
+  const int64_t cycle = applied->appliedCycle->cycle;
+  ASSERT_TRUE(awaitStatus("n1", [&](const auto& s) { return s && s->cycle > cycle + 1; }));
+  Result again = push({"--node", "n1", "--wait", "20s", decl});
+  EXPECT_EQ(again.code, 0) << again.out << again.err;
+  EXPECT_NE(again.out.find("unchanged n1"), std::string::npos) << again.out;
+  EXPECT_NE(again.out.find(fmt::format("in cycle {}: 1 created, 0 updated", cycle)),
+            std::string::npos)
+      << again.out;
+}
+
+// What an agent tells systemd (sd_notify): a datagram socket at `path`, handed to the
+// node as NOTIFY_SOCKET.
+class NotifySocket {
+ public:
+  explicit NotifySocket(std::string p) : path(std::move(p)) {
+    fd_ = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", path.c_str());
+    EXPECT_EQ(::bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0) << path;
+  }
+  ~NotifySocket() { ::close(fd_); }
+  NotifySocket(const NotifySocket&) = delete;
+  NotifySocket& operator=(const NotifySocket&) = delete;
+
+  // The first message holding `what`, waiting for messages up to `timeout`; "" none.
+  std::string awaitContaining(const std::string& what, std::chrono::milliseconds timeout) {
+    const auto deadline = Clock::now() + timeout;
+    while (Clock::now() < deadline) {
+      pollfd p{fd_, POLLIN, 0};
+      const auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+      if (::poll(&p, 1, static_cast<int>(std::max<int64_t>(left.count(), 1))) <= 0) continue;
+      char buf[4096];
+      const auto n = ::recv(fd_, buf, sizeof buf, 0);
+      if (n <= 0) continue;
+      std::string msg(buf, static_cast<size_t>(n));
+      received += msg + "\n---\n";
+      if (msg.find(what) != std::string::npos) return msg;
+    }
+    return "";
+  }
+
+  const std::string path;
+  std::string received;  // everything so far, for failure messages
+
+ private:
+  int fd_ = -1;
+};
+
+// Regression: "today a dead node looks alive for three intervals". The heartbeat has a
+// lease of its own (15 s), so an interval of 10 minutes changes nothing.
+TEST_F(Nodes, ADeadNodeIsDownWithinThirtySecondsWhateverTheInterval) {
+  nodeInterval = "10m";
+  startNode("n1");
+  auto revs = pushTo("n1", fileDecl(1, "one"));
+  ASSERT_TRUE(awaitApplied("n1", revs.at("n1")));
+  const auto beat = client->get(heartbeatKey(keys, "n1"));
+  ASSERT_TRUE(beat) << "no heartbeat";
+  const auto heartbeat = decodeHeartbeat(beat->value, "heartbeat");
+  EXPECT_EQ(heartbeat.pid, nodes["n1"].pid);
+
+  stopNode("n1", SIGKILL);  // no goodbye
+  const auto killed = Clock::now();
+  ASSERT_TRUE(awaitStatus(
+      "n1", [](const auto& s) { return !s.has_value(); }, 30s));
+  EXPECT_LT(Clock::now() - killed, 25s);
+
+  Result st = status({"--json"});
+  EXPECT_EQ(st.code, 1) << st.out << st.err;
+  const nlohmann::json row = st.json().at("nodes").at(0);
+  EXPECT_EQ(row.at("state"), "down") << row.dump();
+  // LAST SEEN is the last heartbeat, not the last cycle (10 minutes apart at most).
+  const auto last = decodeHeartbeat(client->get(heartbeatKey(keys, "n1"))->value, "heartbeat");
+  EXPECT_EQ(row.at("last_seen_ms"), last.atMs) << row.dump();
+  EXPECT_GE(last.atMs, heartbeat.atMs);
+}
+
+// Regressions: "systemctl start mesh-host blocks until the first cycle ends, so a first
+// cycle waiting for a restart slot keeps the agent activating up to the slot give-up", and
+// "after an agent restart a node shows 'applied revision 0 (serial -)' until its first
+// cycle ends … although it runs the previous declaration".
+TEST_F(Nodes, ReadyAndShowingWhatItAppliedWhileItsFirstCycleWaitsForARestartSlot) {
+  const std::string bundle = serviceBundle();
+  startNode("n1");
+  auto revs = pushTo("n1", serviceDecl(1, "one", bundle), {"--max-parallel-restarts", "1"});
+  ASSERT_TRUE(awaitApplied("n1", revs.at("n1")));
+  const auto applied = statusOf("n1");
+  ASSERT_TRUE(applied);
+  stopNode("n1", SIGTERM);
+
+  // Drift that the first cycle repairs with a restart (restart-on app.config), for which
+  // it must wait: the only slot is held.
+  std::ofstream(nodes["n1"].root + "/etc/app.conf") << "drifted";
+  const std::string slot = keys.restartSlots("app.service") + "0";
+  const auto blocker = client->grantLease(60);
+  ASSERT_TRUE(client->txnPutIfAbsent(slot, "blocker pid 1", blocker));
+
+  NotifySocket notify(work + "/notify.sock");
+  startNode("n1", {"NOTIFY_SOCKET=" + notify.path});
+  const std::string ready = notify.awaitContaining("READY=1", 20s);
+  ASSERT_NE(ready, "") << "no READY=1; got:\n" << notify.received << readAll(nodes["n1"].log);
+  EXPECT_NE(ready.find("STATUS=watching"), std::string::npos) << ready;
+  // The first cycle cannot have ended: the slot it needs is still the blocker's.
+  EXPECT_EQ(client->get(slot)->value, "blocker pid 1");
+  ASSERT_TRUE(awaitStatus("n1", [&](const auto& s) { return s && s->pid == nodes["n1"].pid; }));
+  const auto starting = statusOf("n1");
+  EXPECT_EQ(starting->cycle, applied->cycle) << "published after a cycle, not at start";
+  EXPECT_EQ(starting->revision, applied->revision);
+  EXPECT_EQ(starting->serial, 1);
+  EXPECT_EQ(starting->declarationDigest, applied->declarationDigest);
+  EXPECT_EQ(starting->generation, applied->generation);
+
+  client->revoke(blocker);  // the slot frees: the first cycle restarts and ends
+  ASSERT_TRUE(awaitStatus("n1", [&](const auto& s) {
+    return s && s->pid == nodes["n1"].pid && s->cycle > applied->cycle;
+  }));
+  EXPECT_EQ(statusOf("n1")->failed, 0) << readAll(nodes["n1"].log);
+  EXPECT_EQ(readAll(nodes["n1"].root + "/etc/app.conf"), "one");
+}
+
+// Regression: "--max-parallel-restarts 1 can be exceeded when the agent holding a slot dies
+// mid-restart (the slot's 10 s lease expires while the service is still restarting)". The
+// slot outlives its holder (the slot bound, 90 s), and the node's next agent takes it over
+// or frees it once its first cycle has brought the service back.
+TEST_F(Nodes, ASlotOutlivesItsHolderDyingMidRestartUntilItsNextAgentIsDone) {
+  const std::string bundle = serviceBundle("2");  // ready 2 s after it starts
+  for (const char* n : {"n1", "n2"}) startNode(n);
+  auto revs = pushTo("n1,n2", serviceDecl(1, "one", bundle));
+  for (const auto& [node, rev] : revs) ASSERT_TRUE(awaitApplied(node, rev));
+
+  const std::string slot = keys.restartSlots("app.service") + "0";
+  const pid_t firstAgent = nodes["n1"].pid;
+  auto rev1 = pushTo("n1", serviceDecl(2, "two", bundle), {"--max-parallel-restarts", "1"});
+  ASSERT_TRUE(awaitLog("n1", "restart slot " + slot + " taken", 1));
+  stopNode("n1", SIGKILL);  // mid-restart: its service is 2 s from ready
+  const auto held = client->get(slot);
+  ASSERT_TRUE(held) << "the slot went with its holder";
+  EXPECT_EQ(held->value, fmt::format("n1 pid {}", firstAgent));
+
+  // n2 must wait for it, though n1's agent is gone.
+  auto rev2 = pushTo("n2", serviceDecl(2, "two", bundle), {"--max-parallel-restarts", "1"});
+  startNode("n1");  // its next agent: takes the slot over or frees it after its first cycle
+  ASSERT_TRUE(awaitApplied("n1", rev1.at("n1")));
+  ASSERT_TRUE(awaitApplied("n2", rev2.at("n2")));
+  EXPECT_EQ(statusOf("n2")->failed, 0) << readAll(nodes["n2"].log);
+
+  // n2's restart began only once n1's service was ready again.
+  const auto runs = startsAndReadies();
+  const auto& n1 = runs.at(nodes["n1"].root);
+  const auto& n2 = runs.at(nodes["n2"].root);
+  // n1: its first start, the restart cut short with its agent, and the one its next agent
+  // made (the restart it still owed) — or the cut one became ready.
+  ASSERT_GE(n1.size(), 2u) << readAll(shared);
+  ASSERT_EQ(n2.size(), 2u) << readAll(shared);
+  ASSERT_GT(n1.back().second, 0) << "n1's restart never got ready:\n" << readAll(shared);
+  EXPECT_GT(n2[1].first, n1.back().second) << "n2 restarted while n1 was still restarting:\n"
+                                           << readAll(shared);
+  EXPECT_FALSE(client->get(slot)) << "a slot was left behind: " << client->get(slot)->value;
 }
 
 }  // namespace

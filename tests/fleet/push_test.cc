@@ -2,8 +2,15 @@
 // nothing at all when it refuses).
 #include <fmt/format.h>
 
+#include <chrono>
+#include <fstream>
+#include <limits>
+#include <sstream>
+#include <thread>
+
 #include "fleet_fixture.hh"
 #include "trust/signing.hh"
+#include "util/digest.hh"
 
 namespace mesh::fleet::test {
 namespace {
@@ -19,11 +26,16 @@ TEST_F(FleetPush, ToOneNodePutsADeclarationWhoseSignatureVerifies) {
   const auto pushed = pushedTo("web1");
   ASSERT_TRUE(pushed);
   EXPECT_EQ(pushed->text, text);  // the exact bytes
-  EXPECT_EQ(pushed->serial, 3);
-  EXPECT_EQ(pushed->maxParallelRestarts, 2);
-  EXPECT_EQ(pushed->pushedBy, operatorKey.text());
-  EXPECT_GT(pushed->pushedAtMs, 0);
-  const auto signer = trust::verifySignedText("web1", pushed->text, pushed->signature,
+  // Everything a node acts on is in the statement, and the signature covers it.
+  const auto st = verifyStatement(*pushed, "web1", {operatorKey});
+  EXPECT_EQ(st.serial, 3);
+  EXPECT_EQ(st.maxParallelRestarts, 2);
+  EXPECT_EQ(st.pushedBy, operatorKey.text());
+  EXPECT_GT(st.pushedAtMs, 0);
+  EXPECT_EQ(st.cluster, cluster);
+  EXPECT_EQ(st.selector.items, std::vector<std::string>{"web1"});
+  EXPECT_EQ(st.declarationDigest, Digest::ofBytes(text).str());
+  const auto signer = trust::verifySignedText("web1", pushed->statement, pushed->signature,
                                               "web1 signature", {operatorKey});
   EXPECT_EQ(signer, operatorKey);
 
@@ -51,7 +63,11 @@ TEST_F(FleetPush, ToAGlobReachesExactlyTheMatchingKnownNodes) {
   }
   EXPECT_EQ(nodes, (std::vector<std::string>{"db2", "web1", "web2", "web3"}));
   EXPECT_EQ(j.at("cluster"), cluster);
-  for (const char* n : {"web1", "web2", "web3", "db2"}) EXPECT_EQ(pushedTo(n)->serial, 4) << n;
+  for (const char* n : {"web1", "web2", "web3", "db2"}) {
+    EXPECT_EQ(statementOf(n)->serial, 4) << n;
+    // The selector as pushed, globs and all: a node checks its name against it.
+    EXPECT_EQ(statementOf(n)->selector.items, (std::vector<std::string>{"web?", "db2"})) << n;
+  }
   EXPECT_FALSE(pushedTo("db1"));
   EXPECT_FALSE(pushedTo("webby"));
 }
@@ -163,8 +179,146 @@ TEST_F(FleetPush, HelpDescribesOptionsAndExitCodes) {
   }
   Result r = runCommand({MESH_HOST_BIN, "fleet", "push", "--help"});
   for (const char* option : {"--etcd", "--cluster", "--key", "--node", "--nodes",
-                             "--max-parallel-restarts", "--wait", "--json"})
+                             "--max-parallel-restarts", "--wait", "--lock-timeout", "--json"})
     EXPECT_NE(r.out.find(option), std::string::npos) << option;
+}
+
+// --- Issue 12 (part A): replay checks on signed data only, and one push at a time ---
+
+// Declaration bodies are stored once by digest: the nodes' keys hold the signed
+// statement; a body no node's statement names any more is dropped by the next push.
+TEST_F(FleetPush, DeclarationBodiesAreStoredOnceByDigest) {
+  const std::string four = declText(4);
+  ASSERT_EQ(push({"--nodes", "web1,web2", declare(four)}).code, 0);
+  const auto raw = nlohmann::json::parse(client->get(keys.declaration("web1"))->value);
+  EXPECT_FALSE(raw.contains("declaration")) << raw.dump();
+  const auto bodies = client->getPrefix(keys.bodiesPrefix()).kvs;
+  ASSERT_EQ(bodies.size(), 1u);
+  EXPECT_EQ(bodies[0].key, keys.body(Digest::ofBytes(four).str()));
+  EXPECT_EQ(bodies[0].value, four);
+
+  ASSERT_EQ(push({"--nodes", "web1", declare(declText(5), "five.toml")}).code, 0);
+  EXPECT_EQ(client->getPrefix(keys.bodiesPrefix()).kvs.size(), 2u) << "web2 still names serial 4";
+  ASSERT_EQ(push({"--nodes", "web2", declare(declText(5), "five.toml")}).code, 0);
+  const auto left = client->getPrefix(keys.bodiesPrefix()).kvs;
+  ASSERT_EQ(left.size(), 1u);
+  EXPECT_EQ(left[0].value, declText(5));
+}
+
+// Issue 12.3: an etcd writer put an entry with serial INT64_MAX (signed by a key of
+// its own) and garbage on another node: push counts neither, and says so.
+TEST_F(FleetPush, EntriesNotSignedByThePushingKeyDoNotBlockIt) {
+  const std::string other = work + "/other.key";
+  trust::OperatorKey::generate().saveNew(other);
+  const std::string huge = declText(std::numeric_limits<int64_t>::max());
+  client->put(
+      keys.declaration("web1"),
+      signedValue(statementFor(huge, {"web1"}, std::numeric_limits<int64_t>::max()), huge, other));
+  client->put(keys.declaration("web2"), R"({"declaration": "serial = 99\n", "serial": 99})");
+  Result r = push({"--nodes", "web1,web2", declare(declText(5))});
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(r.err.find("node web1: "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("push does not count it and replaces it"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("format before signed statements"), std::string::npos) << r.err;
+  EXPECT_EQ(statementOf("web1")->serial, 5);
+  EXPECT_EQ(statementOf("web2")->serial, 5);
+}
+
+// Issue 12.1 from push's side: a statement copied from web1's key to web2's is not
+// web2's, so it cannot make push refuse web2's real declaration.
+TEST_F(FleetPush, AStatementCopiedFromAnotherNodesKeyDoesNotCount) {
+  ASSERT_EQ(push({"--node", "web1", declare(declText(9))}).code, 0);
+  client->put(keys.declaration("web2"), client->get(keys.declaration("web1"))->value);
+  Result r = push({"--node", "web2", declare(declText(5), "five.toml")});
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(r.err.find("signed for web1"), std::string::npos) << r.err;
+  EXPECT_EQ(statementOf("web2")->serial, 5);
+  EXPECT_EQ(statementOf("web1")->serial, 9);
+}
+
+// Issue 12.3: the message for the highest serial there is does not overflow.
+TEST_F(FleetPush, TheHighestSerialSaysNoneIsHigherWithoutOverflowing) {
+  const auto max = std::numeric_limits<int64_t>::max();
+  ASSERT_EQ(push({"--node", "web1", declare(declText(max))}).code, 0);
+  Result r = push({"--node", "web1", declare(declText(5), "five.toml")});
+  EXPECT_EQ(r.code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find(fmt::format("no serial is higher than {}", max)), std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.err.find("serial -"), std::string::npos) << r.err;
+  r = push({"--node", "web1", declare(declText(max, " other"), "other.toml")});
+  EXPECT_EQ(r.code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("no serial is higher than"), std::string::npos) << r.err;
+}
+
+// Holds the cluster's push lock as another push would, until released.
+struct HeldLock {
+  HeldLock(EtcdClient& c, const FleetKeys& k) : client(c) {
+    lease = client.grantLease(30);
+    EXPECT_TRUE(client.txnPutIfAbsent(
+        k.pushLock(), R"({"pushed_by": "mesh-op:someone", "pid": 1, "host": "elsewhere"})", lease));
+  }
+  ~HeldLock() { release(); }
+  void release() {
+    if (lease) client.revoke(lease);
+    lease = 0;
+  }
+  EtcdClient& client;
+  int64_t lease = 0;
+};
+
+TEST_F(FleetPush, WhileAnotherPushHoldsTheLockItWaitsThenFailsPushingNothing) {
+  HeldLock held(*client, keys);
+  Result r = push({"--node", "web1", "--lock-timeout", "300ms", declare(declText(1))});
+  EXPECT_EQ(r.code, 1) << r.out << r.err;
+  EXPECT_NE(r.err.find("waiting for the push lock"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("another push holds the push lock"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("mesh-op:someone (pid 1 on elsewhere)"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("nothing was pushed"), std::string::npos) << r.err;
+  EXPECT_FALSE(pushedTo("web1"));
+  EXPECT_EQ(r.out, "");
+}
+
+// Until `child`'s stderr holds `what` (the push's own log line).
+bool awaitStderr(const Child& child, const std::string& what) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (std::chrono::steady_clock::now() < deadline) {
+    std::ifstream in(child.dir + "/err");
+    std::stringstream ss;
+    ss << in.rdbuf();
+    if (ss.str().find(what) != std::string::npos) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
+
+// Issue 12.4: two operators push different declarations with the same serial to the same
+// ten nodes at once. One push takes the lock and writes all ten; the other waits, then
+// refuses every node (nothing written): the fleet is never split.
+TEST_F(FleetPush, ConcurrentPushesAreSerializedAndNeverSplitTheFleet) {
+  std::vector<std::string> names;
+  for (int i = 0; i < 10; ++i) names.push_back(fmt::format("n{}", i));
+  const std::string list = fmt::format("{}", fmt::join(names, ","));
+  HeldLock held(*client, keys);  // both must wait: they race for the lock once it is free
+  Child a = start(fleetArgv("push", {"--key", keyFile, "--nodes", list, "--json",
+                                     declare(declText(5, " from a"), "a.toml")}));
+  Child b = start(fleetArgv("push", {"--key", keyFile, "--nodes", list, "--json",
+                                     declare(declText(5, " from b"), "b.toml")}));
+  ASSERT_TRUE(awaitStderr(a, "waiting for the push lock"));
+  ASSERT_TRUE(awaitStderr(b, "waiting for the push lock"));
+  held.release();
+  Result ra = finish(a), rb = finish(b);
+  ASSERT_NE(ra.code, rb.code) << ra.err << rb.err;
+  const Result& won = ra.code == 0 ? ra : rb;
+  const Result& lost = ra.code == 0 ? rb : ra;
+  EXPECT_EQ(won.code, 0) << won.err;
+  EXPECT_EQ(lost.code, 2) << lost.err;
+  // --json answers with the error alone: no node was pushed to.
+  EXPECT_FALSE(lost.json().contains("nodes")) << lost.out;
+  EXPECT_NE((lost.out + lost.err).find("bump serial to 6"), std::string::npos) << lost.err;
+  const std::string winner = won.json().at("digest");
+  for (const auto& n : names) EXPECT_EQ(statementOf(n)->declarationDigest, winner) << n;
+  EXPECT_EQ(won.json().at("nodes").size(), 10u);
+  EXPECT_FALSE(client->get(keys.pushLock())) << "the lock is released after the push";
 }
 
 }  // namespace

@@ -3,7 +3,10 @@
 #include <map>
 #include <sstream>
 
+#include <fmt/format.h>
+
 #include "fleet_fixture.hh"
+#include "util/digest.hh"
 
 namespace mesh::fleet::test {
 namespace {
@@ -19,8 +22,8 @@ std::map<std::string, std::string> statesIn(const std::string& out) {
   EXPECT_EQ(line.rfind("NODE ", 0), 0u) << out;
   while (std::getline(lines, line) && !line.empty()) {
     std::istringstream cells(line);
-    std::string node, wanted, applied, state;
-    cells >> node >> wanted >> applied >> state;
+    std::string node, wanted, applied, digest, state;
+    cells >> node >> wanted >> applied >> digest >> state;
     states[node] = state;
   }
   return states;
@@ -40,7 +43,13 @@ TEST_F(FleetStatus, ShowsEveryStateWithItsReasonAndExitsOne) {
 
   const auto refRev = putDeclaration("refusing", 7);
   auto refusing = nodeStatus("refusing", refRev - 1, 6);
-  refusing.refused = NodeStatus::Refusal{refRev, 7, "signed by mesh-op:xyz, not trusted", 1};
+  refusing.refused =
+      NodeStatus::Refusal{refRev,
+                          7,
+                          "signed by mesh-op:xyz, not trusted",
+                          1,
+                          valueDigest(client->get(keys.declaration("refusing"))->value),
+                          ""};
   publish(refusing, true);
 
   const auto failRev = putDeclaration("failing", 6);
@@ -62,7 +71,7 @@ TEST_F(FleetStatus, ShowsEveryStateWithItsReasonAndExitsOne) {
   EXPECT_EQ(statesIn(r.out), want) << r.out;
   for (const char* detail : {"refusing: refused serial 7", "signed by mesh-op:xyz, not trusted",
                              "failing: failed demo.config: permission denied",
-                             "churning: churning: demo.runtime", "behind: behind: applied revision",
+                             "churning: churning: demo.runtime", "behind: behind: applied serial 6",
                              "never: down: never seen", "down: down: no status since"})
     EXPECT_NE(r.out.find(detail), std::string::npos) << detail << "\n" << r.out;
   EXPECT_EQ(r.out.find("conv: "), std::string::npos) << r.out;  // converged: no details
@@ -100,23 +109,72 @@ TEST_F(FleetStatus, ShowsEveryStateWithItsReasonAndExitsOne) {
   EXPECT_EQ(nodes["behind"].at("applied_revision"), earlier);
   EXPECT_EQ(nodes["behind"].at("wanted_revision"), later);
   EXPECT_EQ(out.at("summary"), nlohmann::json::parse(R"({"nodes":7,"converged":1,"down":2,
-      "behind":1,"refused":1,"failing":1,"churning":1})"));
+      "behind":1,"refused":1,"failing":1,"churning":1,"unenrolled":0,"forged":0})"));
 }
 
-TEST_F(FleetStatus, ComparesRevisionsNotSerials) {
-  // The same serial pushed again (after a node refused it, say) is a new revision to apply.
+// Issue 12.2: convergence is by content. The same statement put again (a new revision,
+// as after etcd was restored from a backup) changes nothing; the same serial with other
+// content is behind, whatever revision the node's status names.
+TEST_F(FleetStatus, ComparesDigestsAndSerialsNotRevisions) {
   const auto first = putDeclaration("web1", 6);
   publish(nodeStatus("web1", first, 6), true);
   putDeclaration("web1", 6);
   Result r = status();
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(statesIn(r.out).at("web1"), "converged") << r.out;
+
+  const std::string other = declText(6, " other");
+  client->put(keys.declaration("web1"), signedValue(statementFor(other, {"web1"}, 6), other));
+  auto s = nodeStatus("web1", 1'000'000, 6);  // a revision far above: it does not matter
+  publish(s, true);
+  r = status();
   EXPECT_EQ(r.code, 1);
   EXPECT_EQ(statesIn(r.out).at("web1"), "behind") << r.out;
+  EXPECT_NE(r.out.find(fmt::format("web1: behind: applied serial 6 ({}); serial 6 ({}) is pushed",
+                                   shortDigest(s.declarationDigest),
+                                   shortDigest(Digest::ofBytes(other).str()))),
+            std::string::npos)
+      << r.out;
+}
+
+// Issue 12.4: a digest per node and how many nodes are on each version.
+TEST_F(FleetStatus, ShowsEachNodesDigestAndAPerVersionSummary) {
+  for (const char* node : {"a", "b", "c"}) {
+    putDeclaration(node, 2);
+    publish(nodeStatus(node, 1, 2), true);
+  }
+  putDeclaration("d", 2);
+  publish(nodeStatus("d", 1, 1), true);
+  Result r = status();
+  EXPECT_EQ(r.code, 1) << r.out;
+  const std::string two = shortDigest(Digest::ofBytes(declText(2)).str());
+  const std::string one = shortDigest(Digest::ofBytes(declText(1)).str());
+  EXPECT_NE(r.out.find("DIGEST"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(two), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(fmt::format("versions: 3 node(s) on serial 2 ({}), 1 node(s) on serial 1 "
+                                   "({})\n",
+                                   two, one)),
+            std::string::npos)
+      << r.out;
+  EXPECT_EQ(statesIn(r.out).at("d"), "behind") << r.out;
+  Result j = status({"--json"});
+  const auto versions = j.json().at("versions");
+  ASSERT_EQ(versions.size(), 2u) << versions.dump();
+  EXPECT_EQ(versions[0].at("nodes"), nlohmann::json::parse(R"(["a","b","c"])"));
+  EXPECT_EQ(versions[0].at("serial"), 2);
+  EXPECT_EQ(versions[0].at("digest"), Digest::ofBytes(declText(2)).str());
+  for (const auto& n : j.json().at("nodes"))
+    if (n.at("node") == "d") {
+      EXPECT_EQ(n.at("applied_digest"), Digest::ofBytes(declText(1)).str());
+      EXPECT_EQ(n.at("wanted_digest"), Digest::ofBytes(declText(2)).str());
+    }
 }
 
 TEST_F(FleetStatus, AnOldRefusalDoesNotMakeANodeRefused) {
   const auto rev = putDeclaration("web1", 8);
   auto s = nodeStatus("web1", rev - 1, 7);
-  s.refused = NodeStatus::Refusal{rev - 1, 7, "an older refusal", 1};
+  s.refused =
+      NodeStatus::Refusal{rev - 1, 7, "an older refusal", 1, valueDigest("an older value"), ""};
   publish(s, true);
   Result r = status();
   EXPECT_EQ(statesIn(r.out).at("web1"), "behind") << r.out;
@@ -154,7 +212,8 @@ TEST_F(FleetStatus, NoNodesExitsZeroSayingSo) {
 }
 
 TEST_F(FleetStatus, UnreachableEtcdExitsOneSayingSo) {
-  Result r = runCommand({MESH_HOST_BIN, "fleet", "status", "--etcd", "http://127.0.0.1:1"});
+  Result r = runCommand({MESH_HOST_BIN, "fleet", "status", "--etcd", "http://127.0.0.1:1",
+                         "--trust", operatorKey.text()});
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.err.find("etcd at http://127.0.0.1:1 unreachable"), std::string::npos) << r.err;
 }

@@ -2,7 +2,10 @@
 // putting its status once the push's put shows up in etcd.
 #include <chrono>
 
+#include "fleet/node_signed.hh"
+#include "fleet/statement.hh"
 #include "fleet_fixture.hh"
+#include "util/digest.hh"
 
 namespace mesh::fleet::test {
 namespace {
@@ -49,11 +52,30 @@ TEST_F(FleetWait, ReturnsZeroOnceTheNodeAppliedThePush) {
   EXPECT_NE(r.out.find("pushed web1: serial 3 (revision " + std::to_string(rev) + ")\n"),
             std::string::npos)
       << r.out;
-  EXPECT_NE(r.out.find("applied web1: serial 3 at revision " + std::to_string(rev) +
-                       " (cycle 3: 0 created, 1 updated, 1 unchanged"),
+  EXPECT_NE(r.out.find("applied web1: serial 3 (" + shortDigest(s.declarationDigest) +
+                       ") in cycle 3: 0 created, 1 updated, 1 unchanged"),
             std::string::npos)
       << r.out;
   EXPECT_NE(r.out.find("1 of 1 node(s) applied serial 3"), std::string::npos) << r.out;
+}
+
+// A status that shows the pushed digest but is not signed by the node's enrolled key
+// (an etcd writer forging "applied") never ends the wait: it times out, saying why.
+TEST_F(FleetWait, AForgedStatusNeverCountsAsApplied) {
+  publish(nodeStatus("web1", 0, std::nullopt), true);  // enrolled, up, nothing applied
+  const auto before = revisionNow();
+  Child c = pushInBackground({"--node", "web1", "--wait", "3s", declare(declText(3))});
+  const auto rev = awaitPush("web1", before);
+  auto s = nodeStatus("web1", rev, 3);
+  ASSERT_EQ(s.declarationDigest, mesh::Digest::ofBytes(declText(3)).str());
+  // Signed, but with another key than the one enrolled for web1.
+  client->put(keys.status("web1"), signNodeJson(encodeStatus(s), nodeKey("intruder")), lease);
+  Result r = finish(c);
+  EXPECT_EQ(r.code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("timed out web1: after 3s: its status does not verify (forged)"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("0 of 1 node(s) applied"), std::string::npos) << r.out;
 }
 
 TEST_F(FleetWait, TimesOutWithOneNamingTheNode) {
@@ -76,7 +98,12 @@ TEST_F(FleetWait, ARefusalEndsTheWaitWithOne) {
   Child c = pushInBackground({"--node", "web1", "--wait", "30s", "--json", declare(declText(3))});
   const auto rev = awaitPush("web1", before);
   auto s = nodeStatus("web1", 0, std::nullopt);
-  s.refused = NodeStatus::Refusal{rev, 3, "not signed by a trusted key", 1};
+  s.refused = NodeStatus::Refusal{rev,
+                                  3,
+                                  "not signed by a trusted key",
+                                  1,
+                                  valueDigest(client->get(keys.declaration("web1"))->value),
+                                  ""};
   publish(s, true);
   Result r = finish(c);
   EXPECT_EQ(r.code, 1) << r.out << r.err;
@@ -110,6 +137,34 @@ TEST_F(FleetWait, AnUnchangedNodeThatAppliedItIsDoneAtOnce) {
   EXPECT_EQ(r.code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("unchanged web1"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("applied web1"), std::string::npos) << r.out;
+}
+
+// --- Issue 12 (part A): --wait judges by content ---
+
+// The status after a later cycle that had nothing to do still quotes the cycle that
+// applied the push.
+TEST_F(FleetWait, QuotesTheCycleThatAppliedThePushNotALaterOne) {
+  const auto decl = declare(declText(4));
+  ASSERT_EQ(push({"--node", "web1", decl}).code, 0);
+  auto s = nodeStatus("web1", *declarationRevision("web1"), 4);
+  s.cycle = 9;  // a later no-op cycle
+  s.appliedCycle = NodeStatus::AppliedCycle{7, 1, 1, 2, 0, 0, 0};
+  publish(s, true);
+  Result r = push({"--node", "web1", "--wait", "30s", decl});
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("in cycle 7: 1 created, 2 updated, 0 unchanged"), std::string::npos)
+      << r.out;
+}
+
+// Issue 12.2: a node whose status names a revision far above the push (cached from an
+// etcd since wiped) has not applied it: only the pushed digest and serial count.
+TEST_F(FleetWait, AStatusWithAHigherRevisionButAnotherDigestIsNotApplied) {
+  publish(nodeStatus("web1", 1'000'000, 4), true);
+  Result r = push({"--node", "web1", "--wait", "300ms", declare(declText(5))});
+  EXPECT_EQ(r.code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("timed out web1: after 300ms: its status shows serial 4"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("0 of 1 node(s) applied serial 5"), std::string::npos) << r.out;
 }
 
 }  // namespace

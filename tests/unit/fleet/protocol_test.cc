@@ -1,5 +1,6 @@
 // The JSON nodes and operators exchange through etcd, and the key layout.
 #include "fleet/protocol.hh"
+#include "fleet/statement.hh"
 
 #include <gtest/gtest.h>
 
@@ -10,21 +11,41 @@
 namespace mesh::fleet {
 namespace {
 
-TEST(FleetProtocol, PushedDeclarationRoundTrips) {
-  PushedDeclaration p;
-  p.text = "serial = 3\n# \"quoted\" and ünïcode\n";
-  p.signature = "mesh-sig:abc:def\n";
-  p.serial = 3;
-  p.maxParallelRestarts = 2;
-  p.pushedAtMs = 1'700'000'000'000;
-  p.pushedBy = "mesh-op:xyz";
+TEST(FleetProtocol, PushedDeclarationAndStatementRoundTrip) {
+  Statement st;
+  st.cluster = "prod";
+  st.selector.items = {"web-*", "db1"};
+  st.declarationDigest = "sha256:00";
+  st.serial = 3;
+  st.maxParallelRestarts = 2;
+  st.pushedAtMs = 1'700'000'000'000;
+  st.pushedBy = "mesh-op:xyz";
+  EXPECT_EQ(decodeStatement(encodeStatement(st), "k"), st);
+  EXPECT_EQ(encodeStatement(st), encodeStatement(decodeStatement(encodeStatement(st), "k")));
+  PushedDeclaration p{encodeStatement(st), "mesh-sig:abc:def\n",
+                      "serial = 3\n# \"quoted\" and ünïcode\n"};
   const auto back = decodePushed(encodePushed(p), "k");
-  EXPECT_EQ(back.text, p.text);
+  EXPECT_EQ(back.statement, p.statement);
   EXPECT_EQ(back.signature, p.signature);
-  EXPECT_EQ(back.serial, p.serial);
-  EXPECT_EQ(back.maxParallelRestarts, 2);
-  EXPECT_EQ(back.pushedAtMs, p.pushedAtMs);
-  EXPECT_EQ(back.pushedBy, p.pushedBy);
+  EXPECT_EQ(back.text, p.text);
+}
+
+TEST(FleetProtocol, ASelectorMatchesItsNamesAndGlobs) {
+  Selector s;
+  s.add("web-*,db1", "--nodes");
+  s.add("cache[12]", "--nodes");
+  for (const char* yes : {"web-1", "web-", "db1", "cache2"}) EXPECT_TRUE(s.matches(yes)) << yes;
+  for (const char* no : {"web1", "db12", "db", "cache3", ""}) EXPECT_FALSE(s.matches(no)) << no;
+  EXPECT_EQ(s.names(), std::vector<std::string>{"db1"});
+  EXPECT_EQ(s.globs(), (std::vector<std::string>{"web-*", "cache[12]"}));
+  EXPECT_THROW(s.add("a,,b", "--nodes"), InputError);
+  EXPECT_THROW(s.add("a/b", "--nodes"), InputError);
+}
+
+TEST(FleetProtocol, AStatementMustSayItIsOne) {
+  for (const char* bad : {"{}", R"({"type": "something else"})",
+                          R"({"type": "mesh-host fleet statement v1"})", "serial = 3\n"})
+    EXPECT_THROW(decodeStatement(bad, "k"), InputError) << bad;
 }
 
 TEST(FleetProtocol, NodeStatusRoundTripsWithAndWithoutARefusal) {
@@ -52,7 +73,7 @@ TEST(FleetProtocol, NodeStatusRoundTripsWithAndWithoutARefusal) {
   s.churning = {"m.y"};
   s.cycleError = "";
   EXPECT_EQ(decodeStatus(encodeStatus(s), "k"), s);
-  s.refused = NodeStatus::Refusal{100, 13, "tampered", 6};
+  s.refused = NodeStatus::Refusal{100, 13, "tampered", 6, "sha256:11", "sha256:22"};
   EXPECT_EQ(decodeStatus(encodeStatus(s), "k"), s);
   s.serial.reset();
   s.refused->serial.reset();
@@ -60,9 +81,10 @@ TEST(FleetProtocol, NodeStatusRoundTripsWithAndWithoutARefusal) {
 }
 
 TEST(FleetProtocol, MalformedValuesAreInputErrorsNamingTheKey) {
-  for (const char* bad : {"", "not json", "[1,2]", "{}", R"({"declaration": 3})",
-                          R"({"declaration": "x", "serial": "3"})",
-                          R"({"declaration": "x", "max_parallel_restarts": -1})"}) {
+  for (const char* bad :
+       {"", "not json", "[1,2]", "{}", R"({"declaration": 3})",
+        R"({"declaration": "x", "serial": 3})", R"({"statement": "{}"})", R"({"signature": "s"})",
+        R"({"statement": 3, "signature": "s", "declaration": "x"})"}) {
     try {
       decodePushed(bad, "/mesh/c/nodes/n/declaration");
       ADD_FAILURE() << "accepted: " << bad;

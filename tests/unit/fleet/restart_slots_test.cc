@@ -194,9 +194,12 @@ TEST_F(RestartSlotsTest, StopFlagEndsTheWait) {
   stop = true;
   auto got = waiter.get();
   EXPECT_FALSE(got.slot);
-  EXPECT_NE(got.error.find("no restart slot for web within 30 s: asked to stop after "),
-            std::string::npos)
+  // Regression: "no restart slot for web within 30 s: asked to stop after 4.3 s" said
+  // both that it waited 30 s and that it stopped early.
+  EXPECT_NE(got.error.find("stopped waiting for a restart slot for web after "), std::string::npos)
       << got.error;
+  EXPECT_NE(got.error.find("(of up to 30 s): asked to stop"), std::string::npos) << got.error;
+  EXPECT_EQ(got.error.find("within"), std::string::npos) << got.error;
   EXPECT_LT(got.at - stopSet, 1s) << "the wait went on for long after stop was set";
 }
 
@@ -318,6 +321,95 @@ TEST_F(RestartSlotsTest, BadArgumentsAreInputErrors) {
   EXPECT_THROW(a.acquire("", 1, 1s), InputError);
   EXPECT_THROW(RestartSlots(*raw, keys, "node-a", 0s), InputError);
   EXPECT_TRUE(raw->getPrefix("/mesh/" + keys.cluster + "/").kvs.empty());
+}
+
+// The granted TTL of a lease (the gateway's /v3/lease/timetolive, which EtcdClient lacks).
+std::int64_t grantedTtl(std::int64_t lease) {
+  int status = 0;
+  const auto out = test::shellOutput("curl -sS --noproxy '*' --max-time 5 -X POST -d '{\"ID\": \"" +
+                                         std::to_string(lease) + "\"}' " + test::testEtcd().url +
+                                         "/v3/lease/timetolive 2>&1",
+                                     &status);
+  const auto at = out.find("\"grantedTTL\":\"");
+  if (status != 0 || at == std::string::npos) {
+    ADD_FAILURE() << "cannot read the lease's TTL: " << out;
+    return -1;
+  }
+  return std::stoll(out.substr(at + 14));
+}
+
+// Regression: "--max-parallel-restarts 1 can be exceeded when the agent holding a slot dies
+// mid-restart (the slot's 10 s lease expires while the service is still restarting)". A
+// dead holder stops renewing; its slot now lasts the bound, not 10 s.
+TEST_F(RestartSlotsTest, ASlotOutlastsADeadHolderUntilTheBound) {
+  RestartSlots a(*raw, keys, "node-a");  // the agent's default
+  auto slot = a.acquire("web", 1, 5s);
+  EXPECT_EQ(grantedTtl(slot.lease()), kRestartSlotBound.count());
+  EXPECT_GE(kRestartSlotBound, std::chrono::seconds(90));
+}
+
+// Regression: "an etcd writer holds a slot key without a lease: every restart stalls for
+// three intervals".
+TEST_F(RestartSlotsTest, ASlotKeyWithoutALeaseIsIgnored) {
+  raw->put(prefix + "0", "writer pid 1");
+  auto b = node("node-b");
+  const auto start = Clock::now();
+  auto slot = b.acquire("web", 1, 5s);
+  EXPECT_LT(Clock::now() - start, 2s);
+  EXPECT_EQ(slot.key(), prefix + "0");
+  const auto now = raw->getPrefix(prefix);
+  ASSERT_EQ(now.kvs.size(), 1u);
+  EXPECT_EQ(now.kvs[0].value, valueOf("node-b"));
+  EXPECT_EQ(now.kvs[0].lease, slot.lease());
+}
+
+// A writer that renews a slot's lease forever delays a restart by the bound at most.
+TEST_F(RestartSlotsTest, ASlotHeldPastTheBoundIsTakenOver) {
+  const auto lease = raw->grantLease(60);
+  ASSERT_TRUE(raw->txnPutIfAbsent(prefix + "0", "writer pid 1", lease));
+  auto b = node("node-b", 2s);  // a bound of 2 s
+  const auto start = Clock::now();
+  auto slot = b.acquire("web", 1, 10s);
+  const auto took = Clock::now() - start;
+  EXPECT_GE(took, 2s) << "took a slot held for less than the bound";
+  EXPECT_LT(took, 5s);
+  EXPECT_EQ(slot.key(), prefix + "0");
+  EXPECT_EQ(raw->get(prefix + "0")->value, valueOf("node-b"));
+  raw->revoke(lease);
+}
+
+TEST_F(RestartSlotsTest, ANodeTakesOverTheSlotAnEarlierAgentOfItsOwnLeft) {
+  const auto lease = raw->grantLease(60);
+  ASSERT_TRUE(raw->txnPutIfAbsent(prefix + "0", "node-a pid 999999999", lease));
+  auto a = node("node-a");
+  const auto start = Clock::now();
+  auto slot = a.acquire("web", 1, 5s);
+  EXPECT_LT(Clock::now() - start, 2s) << "a node waited for itself";
+  EXPECT_EQ(raw->get(prefix + "0")->value, valueOf("node-a"));
+  // Another node still waits for it.
+  auto b = node("node-b");
+  EXPECT_THROW(b.acquire("web", 1, 300ms), Error);
+  raw->revoke(lease);
+}
+
+TEST_F(RestartSlotsTest, ReleaseStaleFreesOnlyThisNodesSlotsOfEarlierAgents) {
+  const auto lease = raw->grantLease(60);
+  const std::string other = "/mesh/" + keys.cluster + "/restarts/db/0";
+  ASSERT_TRUE(raw->txnPutIfAbsent(prefix + "1", "node-a pid 999999999", lease));
+  ASSERT_TRUE(raw->txnPutIfAbsent(other, "node-a pid 999999998", lease));
+  ASSERT_TRUE(raw->txnPutIfAbsent(prefix + "2", "node-b pid 1", lease));
+  auto a = node("node-a");
+  auto mine = a.acquire("web", 3, 5s);
+  EXPECT_EQ(mine.key(), prefix + "0");
+  auto released = a.releaseStale();
+  std::sort(released.begin(), released.end());
+  EXPECT_EQ(released, (std::vector<std::string>{other, prefix + "1"}));
+  auto left = raw->getPrefix(prefix);
+  ASSERT_EQ(left.kvs.size(), 2u);
+  EXPECT_EQ(left.kvs[0].value, valueOf("node-a"));
+  EXPECT_EQ(left.kvs[1].value, "node-b pid 1");
+  EXPECT_FALSE(raw->get(other));
+  raw->revoke(lease);
 }
 
 TEST(RestartSlotsUnreachable, ThrowsWithinTheTimeoutSayingSo) {

@@ -1,0 +1,38 @@
+#include "agent/fleet_start.hh"
+
+#include "state/store.hh"
+#include "util/fs.hh"
+
+namespace mesh::agent {
+
+fleet::NodeStatus statusFromStore(const std::string& stateDir, const AcceptedDeclaration* cached) {
+  fleet::NodeStatus st;
+  st.trigger = "before this agent's first cycle";
+  try {
+    if (!lstatPath(stateDir + "/state.db")) return st;
+    auto store = state::Store::open(stateDir, state::Store::Access::ReadOnly);
+    const auto last = store.lastFinishedCycle();
+    if (!last) return st;
+    st.generation = last->generation;
+    st.cycle = last->cycle;
+    st.lastCycleAtMs = last->finishedAt;
+    st.cycleMs = last->ms;
+    st.created = last->created;
+    st.updated = last->updated;
+    st.unchanged = last->unchanged;
+    st.removed = last->removed;
+    st.failed = last->failed;
+    if (!cached) return st;
+    for (const auto& g : store.generations())
+      if (g.generation == last->generation && g.digest == cached->declaration.digest.str()) {
+        st.serial = cached->declaration.serial;
+        st.declarationDigest = g.digest;
+        st.revision = cached->revision;
+      }
+  } catch (const std::exception&) {
+    // Nothing to say yet: the first cycle publishes what it finds.
+  }
+  return st;
+}
+
+}  // namespace mesh::agent

@@ -1,0 +1,106 @@
+#include "fleet/enroll.hh"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+#include "fleet/node_signed.hh"
+#include "trust/signing.hh"
+#include "util/error.hh"
+
+namespace mesh::fleet {
+
+using json = nlohmann::json;
+
+std::string enrollmentText(const std::string& cluster, const std::string& node,
+                           const trust::NodePublicKey& key, int64_t atMs) {
+  return fmt::format("mesh-host enrollment v1\ncluster {}\nnode {}\nkey {}\nat {}\n", cluster, node,
+                     key.text(), atMs);
+}
+
+std::string encodeEnrollment(const std::string& cluster, const std::string& node,
+                             const trust::NodePublicKey& key, int64_t atMs,
+                             const trust::OperatorKey& op) {
+  const std::string signature = trust::signatureText(op, enrollmentText(cluster, node, key, atMs));
+  return json{{"node", node},
+              {"cluster", cluster},
+              {"key", key.text()},
+              {"enrolled_at_ms", atMs},
+              {"enrolled_by", op.publicKey().text()},
+              {"signature", signature.substr(0, signature.find_last_not_of('\n') + 1)}}
+      .dump();
+}
+
+Enrollment verifyEnrollment(const std::string& text, const std::string& cluster,
+                            const std::string& node,
+                            const std::vector<trust::OperatorPublicKey>& trusted,
+                            const std::string& where) {
+  const json j = json::parse(text, nullptr, false);
+  if (!j.is_object() || !j.contains("key") || !j["key"].is_string() || !j.contains("signature") ||
+      !j["signature"].is_string())
+    throw InputError("{}: not an enrollment record", where);
+  Enrollment e;
+  e.node = j.value("node", std::string());
+  e.cluster = j.value("cluster", std::string());
+  if (e.node != node || e.cluster != cluster)
+    throw InputError("{}: the record enrolls node {} of cluster {}, not this one", where, e.node,
+                     e.cluster);
+  e.key = trust::NodePublicKey::parse(j["key"].get<std::string>(), where);
+  if (!j.contains("enrolled_at_ms") || !j["enrolled_at_ms"].is_number_integer())
+    throw InputError("{}: not an enrollment record (no enrolled_at_ms)", where);
+  e.enrolledAtMs = j["enrolled_at_ms"].get<int64_t>();
+  const auto sig = trust::parseSignature(j["signature"].get<std::string>(), where);
+  if (std::find(trusted.begin(), trusted.end(), sig.signer) == trusted.end())
+    throw InputError("{}: enrolled by {}, which is not a trusted operator key", where,
+                     sig.signer.text());
+  if (!trust::signatureMatches(sig, enrollmentText(cluster, node, e.key, e.enrolledAtMs)))
+    throw InputError("{}: its signature does not match the record (tampered?)", where);
+  e.enrolledBy = sig.signer;
+  return e;
+}
+
+NodeTrust checkNode(const std::string& cluster, const std::string& node,
+                    const std::optional<EtcdKeyValue>& enrollment,
+                    const std::vector<EtcdKeyValue>& signedKeys,
+                    const std::vector<trust::OperatorPublicKey>& trusted) {
+  NodeTrust t;
+  if (enrollment) {
+    try {
+      t.enrollment = verifyEnrollment(enrollment->value, cluster, node, trusted, enrollment->key);
+    } catch (const InputError& e) {
+      t.verdict = NodeTrust::Verdict::Forged;
+      t.reason = e.what();
+      return t;
+    }
+  }
+  if (signedKeys.empty()) return t;
+  if (!t.enrollment) {
+    t.verdict = NodeTrust::Verdict::Unenrolled;
+    t.reason = fmt::format(
+        "it publishes a status but its key is not enrolled; enroll it with mesh-host fleet enroll "
+        "{} KEY, KEY as mesh-host key show prints it on that node (or forget it with mesh-host "
+        "fleet forget {})",
+        node, node);
+    return t;
+  }
+  for (const auto& kv : signedKeys) {
+    const auto verdict = checkNodeJson(kv.value, t.enrollment->key);
+    std::string why;
+    if (verdict == NodeSignature::Unsigned) why = "it is not signed";
+    if (verdict == NodeSignature::Invalid) why = "it is not signed by the node's enrolled key";
+    if (why.empty()) {
+      const json j = json::parse(kv.value, nullptr, false);
+      if (j.value("node", std::string()) != node || j.value("cluster", std::string()) != cluster)
+        why = "it is signed for another node or cluster";
+    }
+    if (!why.empty()) {
+      t.verdict = NodeTrust::Verdict::Forged;
+      t.reason = fmt::format("{}: {}", kv.key, why);
+      return t;
+    }
+  }
+  return t;
+}
+
+}  // namespace mesh::fleet

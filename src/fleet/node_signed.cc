@@ -1,0 +1,65 @@
+#include "fleet/node_signed.hh"
+
+#include <nlohmann/json.hpp>
+
+#include "util/error.hh"
+
+namespace mesh::fleet {
+
+using json = nlohmann::json;
+
+namespace {
+constexpr const char* kSignatureField = "signature";
+}  // namespace
+
+std::string nodePrefix(const FleetKeys& keys, const std::string& node) {
+  return keys.nodesPrefix() + node + "/";
+}
+std::string heartbeatKey(const FleetKeys& keys, const std::string& node) {
+  return nodePrefix(keys, node) + "heartbeat";
+}
+std::string enrollmentKey(const FleetKeys& keys, const std::string& node) {
+  return nodePrefix(keys, node) + "enrollment";
+}
+
+std::string signNodeJson(std::string_view jsonObject, const trust::NodeKey& key) {
+  json j = json::parse(jsonObject);
+  j.erase(kSignatureField);
+  const std::string signedText = j.dump();
+  j[kSignatureField] = key.sign(signedText);
+  return j.dump();
+}
+
+NodeSignature checkNodeJson(std::string_view text, const trust::NodePublicKey& key) {
+  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) return NodeSignature::Invalid;
+  auto it = j.find(kSignatureField);
+  if (it == j.end()) return NodeSignature::Unsigned;
+  if (!it->is_string()) return NodeSignature::Invalid;
+  const std::string signature = it->get<std::string>();
+  j.erase(kSignatureField);
+  return trust::nodeSignatureMatches(key, j.dump(), signature) ? NodeSignature::Valid
+                                                               : NodeSignature::Invalid;
+}
+
+std::string encodeHeartbeat(const Heartbeat& h) {
+  return json{{"node", h.node}, {"cluster", h.cluster}, {"pid", h.pid}, {"at_ms", h.atMs}}.dump();
+}
+
+Heartbeat decodeHeartbeat(std::string_view text, const std::string& where) {
+  const json j = json::parse(text, nullptr, false);
+  if (!j.is_object() || !j.contains("node") || !j["node"].is_string())
+    throw InputError("{}: not a heartbeat (expected a JSON object with \"node\")", where);
+  try {
+    Heartbeat h;
+    h.node = j.at("node").get<std::string>();
+    h.cluster = j.value("cluster", std::string());
+    h.pid = j.value("pid", int64_t{0});
+    h.atMs = j.value("at_ms", int64_t{0});
+    return h;
+  } catch (const json::exception&) {
+    throw InputError("{}: a heartbeat field has the wrong type", where);
+  }
+}
+
+}  // namespace mesh::fleet

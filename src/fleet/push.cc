@@ -1,0 +1,361 @@
+#include "fleet/push.hh"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <limits>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "decl/parse.hh"
+#include "trust/signing.hh"
+#include "util/digest.hh"
+#include "util/error.hh"
+
+namespace mesh::fleet {
+
+namespace {
+
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+int64_t unixMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string durationText(std::chrono::milliseconds d) {
+  return d.count() % 1000 == 0 ? fmt::format("{}s", d.count() / 1000)
+                               : fmt::format("{}ms", d.count());
+}
+
+// The cluster's push lock: a key created only when absent, on a lease of its own, so
+// that a push that dies frees it within kLockTtl. Held from the range read to the
+// last put; released (the lease revoked) when it goes out of scope.
+class PushLock {
+ public:
+  static constexpr int64_t kLockTtl = 10;  // seconds
+
+  PushLock(EtcdClient& etcd, const FleetKeys& keys, const std::string& pushedBy,
+           std::chrono::milliseconds timeout, const PushEvents& events)
+      : etcd_(etcd), key_(keys.pushLock()) {
+    char host[256] = {0};
+    ::gethostname(host, sizeof host - 1);
+    const std::string holder = nlohmann::json{
+        {"pushed_by", pushedBy},
+        {"host", host},
+        {"pid", ::getpid()},
+        {"since_ms", unixMs()}}.dump();
+    lease_ = etcd_.grantLease(kLockTtl);
+    renewed_ = Clock::now();
+    const auto deadline = Clock::now() + timeout;
+    bool announced = false;
+    try {
+      while (!etcd_.txnPutIfAbsent(key_, holder, lease_)) {
+        const auto range = etcd_.getPrefix(key_);
+        const EtcdKeyValue* held = nullptr;
+        for (const auto& kv : range.kvs)
+          if (kv.key == key_) held = &kv;
+        if (!held) continue;  // freed between the two calls
+        const std::string by = holderText(held->value);
+        if (!announced && events.warn)
+          events.warn(fmt::format("waiting for the push lock of {} held by {}; at most {}", key_,
+                                  by, durationText(timeout)));
+        announced = true;
+        const auto left =
+            std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+        if (left.count() <= 0)
+          throw Error(
+              "another push holds the push lock {} (held by {}) for more than {}; nothing was "
+              "pushed: push again once it is done, or wait longer with --lock-timeout",
+              key_, by, durationText(timeout));
+        // Until the key is deleted (released, or its lease expired); our own lease is
+        // renewed in between, since waiting may take longer than its TTL.
+        etcd_.watch(
+            key_, range.revision + 1,
+            [](const std::vector<EtcdEvent>& evs) {
+              for (const auto& e : evs)
+                if (e.type == EtcdEvent::Type::Delete) return false;
+              return true;
+            },
+            std::min<std::chrono::milliseconds>(left, std::chrono::seconds(kLockTtl / 3)));
+        keepAlive();
+      }
+    } catch (...) {
+      release();
+      throw;
+    }
+  }
+  ~PushLock() { release(); }
+  PushLock(const PushLock&) = delete;
+  PushLock& operator=(const PushLock&) = delete;
+
+  // Renews the lease once a third of its TTL has passed.
+  void keepAlive() {
+    if (Clock::now() - renewed_ < std::chrono::seconds(kLockTtl / 3)) return;
+    if (etcd_.keepAliveOnce(lease_) == 0)
+      throw Error("the push lock {} expired while held (etcd too slow?); push again", key_);
+    renewed_ = Clock::now();
+  }
+
+ private:
+  static std::string holderText(const std::string& value) {
+    const auto j = nlohmann::json::parse(value, nullptr, false);
+    if (!j.is_object()) return "an unknown holder";
+    return fmt::format("{} (pid {} on {})", j.value("pushed_by", "?"), j.value("pid", 0),
+                       j.value("host", "?"));
+  }
+  void release() noexcept {
+    if (lease_ == 0) return;
+    try {
+      etcd_.revoke(lease_);
+    } catch (const std::exception&) {
+      // It frees itself when the lease expires.
+    }
+    lease_ = 0;
+  }
+
+  EtcdClient& etcd_;
+  std::string key_;
+  int64_t lease_ = 0;
+  Clock::time_point renewed_;
+};
+
+// The target nodes, sorted: the names, and the known nodes each glob matches.
+std::vector<std::string> resolveTargets(const Selector& selector,
+                                        const std::map<std::string, NodeKeys>& known,
+                                        const std::string& cluster) {
+  std::set<std::string> targets;
+  for (const auto& n : selector.names()) targets.insert(n);
+  std::vector<std::string> empty;
+  for (const auto& glob : selector.globs()) {
+    const Selector one{{glob}};
+    bool matched = false;
+    for (const auto& [node, keys] : known)
+      if (one.matches(node)) {
+        targets.insert(node);
+        matched = true;
+      }
+    if (!matched) empty.push_back(glob);
+  }
+  if (!empty.empty())
+    throw InputError(
+        "--nodes: {} matches no node known in cluster {} ({} known); name a new node "
+        "explicitly, or see mesh-host fleet status",
+        fmt::format("\"{}\"", fmt::join(empty, "\", \"")), cluster, known.size());
+  if (targets.empty())
+    throw InputError("fleet push: name the nodes to push to with --node NAME or --nodes LIST");
+  return {targets.begin(), targets.end()};
+}
+
+// Parses the declaration as a node would (users and groups are the node's to check), so
+// that a broken one is refused before anything is pushed; returns its serial.
+int64_t checkDeclaration(const std::string& path, const std::string& text,
+                         const std::vector<std::string>& targets) {
+  decl::ParseOptions po;
+  po.node = targets.front();  // a declared `node` must name the target
+  const auto d = decl::parseDeclaration(text, path, po);
+  if (d.node)
+    for (const auto& t : targets)
+      if (t != *d.node)
+        throw InputError(
+            "declaration {} is for node '{}' (node = …) but is pushed to node '{}' too; push it "
+            "to '{}' alone, or remove `node` to push it to many",
+            path, *d.node, t, *d.node);
+  if (!d.serial)
+    throw InputError(
+        "declaration {} has no serial; a pushed declaration needs one so that nodes can refuse "
+        "a replayed older one: add serial = N (higher than the last one pushed)",
+        path);
+  return *d.serial;
+}
+
+// What to push instead of `serial`: the next one, unless there is none.
+std::string higherThan(int64_t serial) {
+  if (serial == std::numeric_limits<int64_t>::max())
+    return fmt::format("no serial is higher than {}: that node can take no new declaration",
+                       serial);
+  return fmt::format("push serial {} or more", serial + 1);
+}
+
+// The statement at a node's key, when it counts for push's checks: this push's key
+// signed it, for this cluster and a selector matching this node. Anything else (an
+// unsigned or foreign value, one copied from another node's key, a value in the old
+// format) does not count: the node would refuse it too, and the push replaces it.
+std::optional<Statement> countedStatement(const std::string& node, const EtcdKeyValue& kv,
+                                          const std::string& cluster,
+                                          const trust::OperatorPublicKey& pushing,
+                                          const PushEvents& events) {
+  const auto warn = [&](const std::string& why) {
+    if (events.warn)
+      events.warn(fmt::format("node {}: {}; push does not count it and replaces it", node, why));
+  };
+  try {
+    const auto pushed = decodePushed(kv.value, kv.key);
+    auto st = verifySignedStatement(pushed, kv.key, {pushing});
+    if (st.cluster != cluster || !st.selector.matches(node)) {
+      warn(
+          fmt::format("{} holds a statement signed for {} in cluster {}, not for this node "
+                      "(copied from another key?)",
+                      kv.key, st.selector.text(), st.cluster));
+      return std::nullopt;
+    }
+    return st;
+  } catch (const InputError& e) {
+    warn(e.what());
+    return std::nullopt;
+  }
+}
+
+struct Plan {
+  std::string node;
+  std::optional<EtcdKeyValue> there;
+  bool unchanged = false;
+};
+
+// Replay and overwrite rules for one node, on signed data only; returns the refusal,
+// "" when the push may go.
+std::string checkOverwrite(Plan& plan, const Statement& ours, const std::string& cluster,
+                           const trust::OperatorPublicKey& pushing, const PushEvents& events) {
+  if (!plan.there) return "";
+  const auto was = countedStatement(plan.node, *plan.there, cluster, pushing, events);
+  if (!was || was->serial < ours.serial) return "";
+  const int64_t revision = plan.there->modRevision;
+  if (was->serial > ours.serial)
+    return fmt::format(
+        "node {}: serial {} is older than serial {} already pushed (revision {}); a node would "
+        "refuse it as a replay: {}",
+        plan.node, ours.serial, was->serial, revision, higherThan(was->serial));
+  if (was->declarationDigest != ours.declarationDigest)
+    return fmt::format(
+        "node {}: serial {} was already pushed (revision {}) with different text ({}); {}",
+        plan.node, ours.serial, revision, shortDigest(was->declarationDigest),
+        ours.serial == std::numeric_limits<int64_t>::max()
+            ? higherThan(ours.serial)
+            : fmt::format("bump serial to {} to push this one", ours.serial + 1));
+  plan.unchanged = true;
+  if (was->maxParallelRestarts != ours.maxParallelRestarts && events.warn)
+    events.warn(fmt::format(
+        "node {} keeps max_parallel_restarts {} from the earlier push of serial {}; bump the "
+        "serial to change it",
+        plan.node, was->maxParallelRestarts, ours.serial));
+  return "";
+}
+
+// Deletes the declaration bodies no node's statement names any more (still under the
+// push lock, so no push is writing one). A node that was about to read the body of a
+// statement just replaced refuses it and takes the new one on its next event.
+void dropUnusedBodies(EtcdClient& etcd, const FleetKeys& keys) {
+  std::set<std::string> named;
+  for (const auto& [node, k] : nodesIn(etcd.getPrefix(keys.nodesPrefix()), keys)) {
+    if (!k.declaration) continue;
+    try {
+      named.insert(keys.body(
+          peekStatement(decodePushed(k.declaration->value, k.declaration->key), k.declaration->key)
+              .declarationDigest));
+    } catch (const InputError&) {
+      // Not a statement: it names no body.
+    }
+  }
+  for (const auto& kv : etcd.getPrefix(keys.bodiesPrefix()).kvs)
+    if (!named.count(kv.key)) etcd.del(kv.key);
+}
+
+}  // namespace
+
+const char* resultName(PushedNode::Result r) {
+  switch (r) {
+    case PushedNode::Result::Pushed:
+      return "pushed";
+    case PushedNode::Result::Unchanged:
+      return "unchanged";
+    case PushedNode::Result::Conflict:
+      return "conflict";
+  }
+  return "?";
+}
+
+const char* outcomeName(PushedNode::Outcome o) {
+  switch (o) {
+    case PushedNode::Outcome::Waiting:
+      return "waiting";
+    case PushedNode::Outcome::Applied:
+      return "applied";
+    case PushedNode::Outcome::Failed:
+      return "failed";
+    case PushedNode::Outcome::Refused:
+      return "refused";
+    case PushedNode::Outcome::TimedOut:
+      return "timed out";
+  }
+  return "?";
+}
+
+PushReport push(EtcdClient& etcd, const trust::OperatorKey& key, const PushRequest& request,
+                const PushEvents& events) {
+  checkFleetName(request.cluster, "--cluster");
+  const FleetKeys keys{request.cluster};
+  Statement st;
+  st.cluster = request.cluster;
+  st.selector = request.selector;
+  st.declarationDigest = Digest::ofBytes(request.text).str();
+  st.pushedBy = key.publicKey().text();
+  st.maxParallelRestarts = request.maxParallelRestarts;
+
+  PushLock lock(etcd, keys, st.pushedBy, request.lockTimeout, events);
+  const auto known = nodesIn(etcd.getPrefix(keys.nodesPrefix()), keys);
+  const auto names = resolveTargets(request.selector, known, request.cluster);
+  st.serial = checkDeclaration(request.declarationPath, request.text, names);
+
+  // Every rule is checked for every node before the first put: a refusal pushes nothing.
+  std::vector<Plan> plans;
+  std::vector<std::string> refusals;
+  for (const auto& node : names) {
+    Plan plan{node, std::nullopt, false};
+    if (const auto it = known.find(node); it != known.end()) plan.there = it->second.declaration;
+    auto refusal = checkOverwrite(plan, st, request.cluster, key.publicKey(), events);
+    if (!refusal.empty()) refusals.push_back(std::move(refusal));
+    plans.push_back(std::move(plan));
+  }
+  if (!refusals.empty()) throw InputError(fmt::format("{}", fmt::join(refusals, "\n")));
+
+  st.pushedAtMs = unixMs();
+  PushedDeclaration pushed;
+  pushed.statement = encodeStatement(st);
+  pushed.signature = trust::signatureText(key, pushed.statement);
+  const std::string value = encodePushed(pushed);  // the bytes are stored once, by digest
+  if (std::any_of(plans.begin(), plans.end(), [](const Plan& p) { return !p.unchanged; }))
+    etcd.put(keys.body(st.declarationDigest), request.text);
+
+  PushReport report{st.declarationDigest, st.serial, st.pushedBy, {}};
+  for (const auto& plan : plans) {
+    PushedNode n;
+    n.node = plan.node;
+    if (plan.unchanged) {
+      n.result = PushedNode::Result::Unchanged;
+      n.revision = plan.there->modRevision;
+      n.value = valueDigest(plan.there->value);
+    } else if (auto rev = etcd.txnPutIfUnchanged(keys.declaration(plan.node), value,
+                                                 plan.there ? plan.there->modRevision : 0)) {
+      n.revision = *rev;
+      n.value = valueDigest(value);
+    } else {
+      // Only an etcd writer outside fleet push gets here: pushes hold the lock.
+      n.result = PushedNode::Result::Conflict;
+      n.detail = fmt::format(
+          "its declaration changed after it was checked (written outside fleet push?); nothing "
+          "was put there: look at fleet status and push again");
+    }
+    if (events.progress) events.progress(n);
+    report.nodes.push_back(std::move(n));
+    lock.keepAlive();
+  }
+  dropUnusedBodies(etcd, keys);
+  return report;
+}
+
+}  // namespace mesh::fleet

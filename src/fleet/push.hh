@@ -1,0 +1,87 @@
+// `mesh-host fleet push` without its command line: sign a statement for a declaration
+// and put it to nodes' declaration keys, one push at a time per cluster, then (--wait)
+// judge by content whether each node applied it. The CLI (src/cli/cmd_fleet_push.cc)
+// only parses options and prints; docs/fleet.md describes the behaviour.
+//
+// Order, so that a refusal or a lost race pushes nothing:
+//  1. take the cluster's push lock (/mesh/<cluster>/push-lock: a key created only when
+//     absent, on a lease of its own): a second push waits for it, up to lockTimeout,
+//     then fails having written nothing;
+//  2. read every node key in one range; resolve the selector's globs against the nodes
+//     etcd knows (a glob matching none is bad input);
+//  3. parse the declaration as a node would; it needs a serial, and a `node = "…"` may
+//     only be pushed to that node;
+//  4. per node, compare with what is there, counting only a statement this push's key
+//     signed for that node and cluster (nothing an etcd writer puts can block it):
+//     a higher signed serial, or the same serial with other content, refuses the push;
+//     the same serial and content is `unchanged`;
+//  5. sign one statement and put it to each node with a transaction conditional on the
+//     value step 4 read; a node whose value changed in between is a `Conflict`.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "fleet/etcd.hh"
+#include "fleet/protocol.hh"
+#include "fleet/statement.hh"
+#include "trust/operator_key.hh"
+
+namespace mesh::fleet {
+
+struct PushRequest {
+  std::string cluster{kDefaultCluster};
+  Selector selector;            // as given: names and globs
+  std::string declarationPath;  // names the declaration in messages
+  std::string text;             // its exact bytes
+  int64_t maxParallelRestarts = 0;
+  std::chrono::milliseconds lockTimeout{std::chrono::seconds(30)};
+};
+
+struct PushedNode {
+  enum class Result { Pushed, Unchanged, Conflict };
+  enum class Outcome { Waiting, Applied, Failed, Refused, TimedOut };
+
+  std::string node;
+  Result result = Result::Pushed;
+  int64_t revision = 0;  // of the put, or of the identical value already there; 0 conflict
+  std::string value;     // valueDigest() of the value the node judges ("" conflict)
+  Outcome outcome = Outcome::Waiting;  // waitForNodes()
+  std::string detail;
+};
+
+struct PushReport {
+  std::string digest;  // the declaration's, "sha256:…"
+  int64_t serial = 0;
+  std::string pushedBy;
+  std::vector<PushedNode> nodes;  // sorted by name; conflicts included
+};
+
+struct PushEvents {
+  std::function<void(const std::string&)> warn;     // a line for stderr
+  std::function<void(const PushedNode&)> progress;  // each node once it is decided
+};
+
+// Throws InputError (nothing pushed) for bad input or a refused serial, Error when
+// etcd fails or the push lock stays taken past lockTimeout (nothing pushed either).
+PushReport push(EtcdClient& etcd, const trust::OperatorKey& key, const PushRequest& request,
+                const PushEvents& events);
+
+// Waits, through a watch on the nodes prefix, until every pushed or unchanged node's
+// status carries the pushed digest and serial (Applied, or Failed when its last cycle
+// failed) or a refusal of the very value it holds (Refused), or `limit` passes
+// (TimedOut). Conflicts are left alone. A status counts only when it verifies against
+// the node's enrollment signed by one of `trusted` (fleet/enroll.hh): a forged or
+// unenrolled status never makes a push "applied".
+void waitForNodes(EtcdClient& etcd, const FleetKeys& keys, PushReport& report,
+                  std::chrono::milliseconds limit,
+                  const std::vector<trust::OperatorPublicKey>& trusted);
+
+const char* resultName(PushedNode::Result r);    // "pushed", "unchanged", "conflict"
+const char* outcomeName(PushedNode::Outcome o);  // "applied", … "timed out"
+
+}  // namespace mesh::fleet

@@ -1,0 +1,222 @@
+// Enrolled node keys and signed statuses: `fleet enroll`, `fleet forget`, and what
+// `fleet status` makes of a status, heartbeat or enrollment it cannot verify. Nodes are
+// simulated by putting what a node's agent puts (the fixture signs it with the node's key).
+#include <chrono>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "fleet/enroll.hh"
+#include "fleet/node_signed.hh"
+#include "fleet_fixture.hh"
+#include "trust/signing.hh"
+
+namespace mesh::fleet::test {
+namespace {
+
+using FleetEnroll = FleetTest;
+
+int64_t unixMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// node -> its row of `fleet status --json`.
+std::map<std::string, nlohmann::json> rowsOf(const Result& r) {
+  std::map<std::string, nlohmann::json> rows;
+  const nlohmann::json nodes = r.json().at("nodes");
+  for (const auto& row : nodes) rows[row.at("node").get<std::string>()] = row;
+  return rows;
+}
+
+// Regression: "Node status keys can be forged to show converged".
+TEST_F(FleetEnroll, AStatusNotSignedByTheEnrolledKeyIsForgedNotConverged) {
+  const auto rev = putDeclaration("web1", 4);
+  publish(nodeStatus("web1", rev, 4), true);
+  Result before = status({"--json"});
+  ASSERT_EQ(before.code, 0) << before.out << before.err;
+  EXPECT_EQ(rowsOf(before).at("web1").at("state"), "converged");
+
+  // Someone who can write to etcd puts a status of their own making.
+  const auto forger = trust::NodeKey::ephemeral();
+  auto fake = nodeStatus("web1", rev, 4);
+  client->put(keys.status("web1"), signNodeJson(encodeStatus(fake), forger), lease);
+  Result forged = status({"--json"});
+  EXPECT_EQ(forged.code, 1) << forged.out;
+  const auto row = rowsOf(forged).at("web1");
+  EXPECT_EQ(row.at("state"), "forged") << row.dump();
+  EXPECT_EQ(row.at("trust"), "forged");
+  EXPECT_NE(row.at("trust_reason").get<std::string>().find("not signed by the node's enrolled key"),
+            std::string::npos)
+      << row.dump();
+  EXPECT_EQ(row.at("applied_serial"), nullptr) << "a forged status's claims were shown";
+  EXPECT_EQ(forged.json().at("summary").at("forged"), 1);
+
+  // Unsigned, as before this change: forged too.
+  client->put(keys.status("web1"), encodeStatus(fake), lease);
+  Result text = status();
+  EXPECT_EQ(text.code, 1);
+  EXPECT_NE(text.out.find("web1: forged: " + keys.status("web1") + ": it is not signed"),
+            std::string::npos)
+      << text.out;
+  EXPECT_NE(text.out.find("1 forged"), std::string::npos) << text.out;
+}
+
+TEST_F(FleetEnroll, AStatusCopiedFromAnotherNodeIsForged) {
+  const auto rev = putDeclaration("web1", 4);
+  publish(nodeStatus("web1", rev, 4), true);
+  publish(nodeStatus("web2", putDeclaration("web2", 4), 4), true);
+  // web2's genuine, signed status put at web1's key.
+  client->put(keys.status("web1"), client->get(keys.status("web2"))->value, lease);
+  Result r = status({"--json"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(rowsOf(r).at("web1").at("state"), "forged");
+  EXPECT_EQ(rowsOf(r).at("web2").at("state"), "converged");
+}
+
+TEST_F(FleetEnroll, ANodeThatPublishesWithoutAnEnrolledKeyIsUnenrolled) {
+  const auto rev = putDeclaration("web9", 4);
+  const auto key = trust::NodeKey::ephemeral();
+  const auto text = signNodeJson(encodeStatus(nodeStatus("web9", rev, 4)), key);
+  lease = client->grantLease(60);
+  client->put(keys.status("web9"), text, lease);
+  client->put(keys.seen("web9"), text);
+  Result r = status();
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("unenrolled"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("mesh-host fleet enroll web9 KEY"), std::string::npos) << r.out;
+
+  // Enrolled with the node's key (as `key show` prints it), it is believed.
+  Result e = runCommand(fleetArgv("enroll", {"--key", keyFile, "web9", key.publicKeyText()}));
+  ASSERT_EQ(e.code, 0) << e.out << e.err;
+  EXPECT_NE(e.out.find("enrolled web9: " + key.publicKeyText()), std::string::npos) << e.out;
+  const Heartbeat h{"web9", cluster, 1, unixMs()};
+  client->put(heartbeatKey(keys, "web9"), signNodeJson(encodeHeartbeat(h), key));
+  Result after = status({"--json"});
+  EXPECT_EQ(after.code, 0) << after.out;
+  EXPECT_EQ(rowsOf(after).at("web9").at("state"), "converged");
+}
+
+TEST_F(FleetEnroll, AnEnrollmentSignedByAnUntrustedOperatorIsForged) {
+  const auto rev = putDeclaration("web1", 4);
+  lease = client->grantLease(60);
+  // A writer enrolls a key of their own, signed by their own operator key.
+  const auto writer = trust::OperatorKey::generate();
+  const auto theirs = trust::NodeKey::ephemeral();
+  client->put(enrollmentKey(keys, "web1"),
+              encodeEnrollment(cluster, "web1", theirs.publicKey(), unixMs(), writer));
+  client->put(keys.status("web1"), signNodeJson(encodeStatus(nodeStatus("web1", rev, 4)), theirs),
+              lease);
+  Result r = status({"--json"});
+  EXPECT_EQ(r.code, 1);
+  const auto row = rowsOf(r).at("web1");
+  EXPECT_EQ(row.at("state"), "forged");
+  EXPECT_NE(row.at("trust_reason").get<std::string>().find("not a trusted operator key"),
+            std::string::npos)
+      << row.dump();
+  // Trusting that key too (the operator's choice) makes it believed: the check is the
+  // enrollment's signer, nothing else.
+  Result trusting = status({"--trust", writer.publicKey().text(), "--json"});
+  EXPECT_EQ(rowsOf(trusting).at("web1").at("trust"), "verified") << trusting.out;
+}
+
+TEST_F(FleetEnroll, EnrollRefusesWhatIsNotAFullNodeKeyAndStatusNeedsTrust) {
+  const auto key = trust::NodeKey::ephemeral();
+  const std::string text = key.publicKeyText();
+  struct Case {
+    std::vector<std::string> args;
+    std::string says;
+  };
+  for (const Case& c : std::vector<Case>{
+           {{"--key", keyFile, "web1", "mesh-node:AAAA"}, "not a node's public key"},
+           {{"--key", keyFile, "web/1", text}, "NODE \"web/1\""},
+           {{"--key", work + "/nope.key", "web1", text}, "nope.key"},
+       }) {
+    Result r = runCommand(fleetArgv("enroll", c.args));
+    EXPECT_EQ(r.code, 2) << c.says << ": " << r.err;
+    EXPECT_NE(r.err.find(c.says), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("nothing was enrolled"), std::string::npos) << r.err;
+  }
+  EXPECT_TRUE(client->getPrefix(keys.nodesPrefix()).kvs.empty());
+
+  Result noTrust = runCommand(fleetArgv("status", {}));
+  EXPECT_EQ(noTrust.code, 2) << noTrust.err;
+  EXPECT_NE(noTrust.err.find("--trust"), std::string::npos) << noTrust.err;
+
+  // Enrolling again with another key replaces the record, and says so.
+  ASSERT_EQ(runCommand(fleetArgv("enroll", {"--key", keyFile, "web1", text})).code, 0);
+  const auto other = trust::NodeKey::ephemeral().publicKeyText();
+  Result again = runCommand(fleetArgv("enroll", {"--key", keyFile, "web1", other}));
+  EXPECT_EQ(again.code, 0) << again.err;
+  EXPECT_NE(again.out.find("it replaces " + text), std::string::npos) << again.out;
+}
+
+// Regression: "A typo in a node name creates a phantom node that stays down forever, with
+// no way to remove it."
+TEST_F(FleetEnroll, ForgetRemovesAPhantomNodeAndRefusesAnUnknownOrLiveOne) {
+  publish(nodeStatus("web1", putDeclaration("web1", 4), 4), true);
+  putDeclaration("web-1x", 4);  // the typo: pushed to, never started
+  Result before = status();
+  EXPECT_EQ(before.code, 1) << before.out;
+  EXPECT_NE(before.out.find("web-1x"), std::string::npos);
+
+  Result unknown = runCommand(fleetArgv("forget", {"web-1x", "nosuch"}));
+  EXPECT_EQ(unknown.code, 2) << unknown.err;
+  EXPECT_NE(unknown.err.find("node nosuch: no such node"), std::string::npos) << unknown.err;
+  EXPECT_TRUE(declarationRevision("web-1x")) << "a refused forget removed something";
+
+  Result live = runCommand(fleetArgv("forget", {"web1"}));
+  EXPECT_EQ(live.code, 2) << live.err;
+  EXPECT_NE(live.err.find("node web1 is up"), std::string::npos) << live.err;
+  EXPECT_TRUE(client->get(keys.status("web1")));
+
+  Result gone = runCommand(fleetArgv("forget", {"web-1x"}));
+  EXPECT_EQ(gone.code, 0) << gone.err;
+  EXPECT_NE(gone.out.find("forgot web-1x: 1 key(s) removed"), std::string::npos) << gone.out;
+  EXPECT_TRUE(client->getPrefix(nodePrefix(keys, "web-1x")).kvs.empty());
+  Result after = status();
+  EXPECT_EQ(after.code, 0) << after.out;
+  EXPECT_EQ(after.out.find("web-1x"), std::string::npos) << after.out;
+
+  // --force: a node that is up, with all it has (enrollment, heartbeat, status, seen …).
+  Result forced = runCommand(fleetArgv("forget", {"--force", "--json", "web1"}));
+  EXPECT_EQ(forced.code, 0) << forced.err;
+  EXPECT_EQ(forced.json().at("forgotten").at(0).at("keys"), 5) << forced.out;
+  EXPECT_TRUE(client->getPrefix(nodePrefix(keys, "web1")).kvs.empty());
+}
+
+// A status replayed on a live lease does not make a dead node look alive: its signed
+// heartbeat is old.
+TEST_F(FleetEnroll, AStatusOnALiveLeaseWithAStaleHeartbeatIsDown) {
+  const auto rev = putDeclaration("web1", 4);
+  publish(nodeStatus("web1", rev, 4), true);
+  const int64_t old = unixMs() - 60'000;
+  const Heartbeat h{"web1", cluster, 4242, old};
+  client->put(heartbeatKey(keys, "web1"), signNodeJson(encodeHeartbeat(h), nodeKey("web1")));
+  Result r = status({"--json"});
+  EXPECT_EQ(r.code, 1);
+  const auto row = rowsOf(r).at("web1");
+  EXPECT_EQ(row.at("state"), "down") << row.dump();
+  EXPECT_EQ(row.at("last_seen_ms"), old) << "LAST SEEN is the heartbeat";
+  Result text = status();
+  EXPECT_NE(text.out.find("web1: down: its status is on a live lease but its newest heartbeat"),
+            std::string::npos)
+      << text.out;
+}
+
+// LAST SEEN is the heartbeat, not the last cycle's status (which may be an interval old).
+TEST_F(FleetEnroll, LastSeenIsTheHeartbeatNotTheLastStatus) {
+  const auto rev = putDeclaration("web1", 4);
+  auto s = nodeStatus("web1", rev, 4);
+  s.publishedAtMs = unixMs() - 10 * 60'000;  // its last cycle: 10 minutes ago
+  publish(s, true);
+  Result r = status({"--json"});
+  EXPECT_EQ(r.code, 0) << r.out;
+  const auto row = rowsOf(r).at("web1");
+  EXPECT_EQ(row.at("state"), "converged");
+  EXPECT_GT(row.at("last_seen_ms").get<int64_t>(), unixMs() - 60'000) << row.dump();
+}
+
+}  // namespace
+}  // namespace mesh::fleet::test
