@@ -10,6 +10,9 @@
 #include <nlohmann/json.hpp>
 #include <utility>
 
+#include "util/base64.hh"
+#include "util/error.hh"
+
 namespace mesh::fleet {
 
 using json = nlohmann::json;
@@ -25,22 +28,14 @@ void initOnce() {
 }
 
 std::string b64(const std::string& bytes) {
-  constexpr int variant = sodium_base64_VARIANT_ORIGINAL;
-  std::string out(sodium_base64_ENCODED_LEN(bytes.size(), variant), '\0');
-  sodium_bin2base64(out.data(), out.size(), reinterpret_cast<const unsigned char*>(bytes.data()),
-                    bytes.size(), variant);
-  out.resize(out.size() - 1);  // the encoder's terminating NUL
-  return out;
+  return base64Encode(bytes);
 }
 
 std::string unb64(const std::string& text, const std::string& what) {
-  std::string out(text.size() / 4 * 3 + 3, '\0');
-  size_t len = 0;
-  if (sodium_base642bin(reinterpret_cast<unsigned char*>(out.data()), out.size(), text.data(),
-                        text.size(), nullptr, &len, nullptr, sodium_base64_VARIANT_ORIGINAL) != 0)
+  auto out = base64Decode(text);
+  if (!out)
     throw Error("etcd {} failed: response holds invalid base64 '{}'", what, text.substr(0, 64));
-  out.resize(len);
-  return out;
+  return std::move(*out);
 }
 
 // A key as it may appear in a message: control and non-ASCII bytes as \xNN.

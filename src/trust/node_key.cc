@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "trust/key_file.hh"
+#include "util/base64.hh"
 #include "util/digest.hh"
 #include "util/error.hh"
 #include "util/fs.hh"
@@ -22,23 +23,6 @@ constexpr std::string_view kPublicPrefix = "mesh-node:";
 constexpr std::string_view kSignaturePrefix = "mesh-nsig:";
 constexpr std::string_view kSealedPrefix = "sealed:";
 
-std::string toBase64(const unsigned char* bytes, size_t size) {
-  std::string out(sodium_base64_ENCODED_LEN(size, sodium_base64_VARIANT_ORIGINAL), '\0');
-  sodium_bin2base64(out.data(), out.size(), bytes, size, sodium_base64_VARIANT_ORIGINAL);
-  out.resize(std::strlen(out.c_str()));
-  return out;
-}
-
-// nullopt when `text` is not base64 (surrounding whitespace is ignored).
-std::optional<std::string> fromBase64(std::string_view text) {
-  std::string out(text.size(), '\0');
-  size_t len = 0;
-  if (sodium_base642bin(reinterpret_cast<unsigned char*>(out.data()), out.size(), text.data(),
-                        text.size(), " \t\r\n", &len, nullptr, sodium_base64_VARIANT_ORIGINAL) != 0)
-    return std::nullopt;
-  out.resize(len);
-  return out;
-}
 }  // namespace
 
 void NodeKey::derive() {
@@ -62,7 +46,7 @@ std::string NodePublicKey::text() const {
   std::array<unsigned char, 64> both{};
   std::copy(box.begin(), box.end(), both.begin());
   std::copy(sign.begin(), sign.end(), both.begin() + 32);
-  return std::string(kPublicPrefix) + toBase64(both.data(), both.size());
+  return std::string(kPublicPrefix) + base64Encode(both.data(), both.size());
 }
 
 NodePublicKey NodePublicKey::parse(std::string_view text, const std::string& where) {
@@ -71,7 +55,7 @@ NodePublicKey NodePublicKey::parse(std::string_view text, const std::string& whe
   while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front())))
     text.remove_prefix(1);
   auto bytes = text.substr(0, kPublicPrefix.size()) == kPublicPrefix
-                   ? fromBase64(text.substr(kPublicPrefix.size()))
+                   ? base64Decode(text.substr(kPublicPrefix.size()), " \t\r\n")
                    : std::nullopt;
   if (bytes && bytes->size() == crypto_box_PUBLICKEYBYTES)
     throw InputError(
@@ -92,7 +76,7 @@ NodePublicKey NodePublicKey::parse(std::string_view text, const std::string& whe
 bool nodeSignatureMatches(const NodePublicKey& key, std::string_view bytes,
                           std::string_view signatureText) {
   if (signatureText.substr(0, kSignaturePrefix.size()) != kSignaturePrefix) return false;
-  auto sig = fromBase64(signatureText.substr(kSignaturePrefix.size()));
+  auto sig = base64Decode(signatureText.substr(kSignaturePrefix.size()), " \t\r\n");
   if (!sig || sig->size() != crypto_sign_BYTES) return false;
   return crypto_sign_verify_detached(reinterpret_cast<const unsigned char*>(sig->data()),
                                      reinterpret_cast<const unsigned char*>(bytes.data()),
@@ -117,13 +101,10 @@ std::optional<NodeKey> NodeKey::load(const std::string& stateDir) {
   }
   if (!text) return std::nullopt;
   NodeKey k;
-  size_t binLen = 0;
   auto b64 = text->substr(std::min(text->size(), kHeader.size()));
   while (!b64.empty() && (b64.back() == '\n' || b64.back() == ' ')) b64.pop_back();
   if (text->compare(0, kHeader.size(), kHeader) != 0 ||
-      sodium_base642bin(k.seed_.data(), k.seed_.size(), b64.data(), b64.size(), nullptr, &binLen,
-                        nullptr, sodium_base64_VARIANT_ORIGINAL) != 0 ||
-      binLen != k.seed_.size())
+      !base64Decode(b64, k.seed_.data(), k.seed_.size()))
     throw Error("{} is not a mesh-host node key; move it aside to make a new one", path);
   sodium_memzero(b64.data(), b64.size());
   k.derive();
@@ -133,13 +114,11 @@ std::optional<NodeKey> NodeKey::load(const std::string& stateDir) {
 NodeKey NodeKey::loadOrCreate(const std::string& stateDir) {
   if (auto k = load(stateDir)) return std::move(*k);
   NodeKey k = ephemeral();
-  char b64[sodium_base64_ENCODED_LEN(32, sodium_base64_VARIANT_ORIGINAL)];
-  sodium_bin2base64(b64, sizeof b64, k.seed_.data(), k.seed_.size(),
-                    sodium_base64_VARIANT_ORIGINAL);
+  std::string b64 = base64Encode(k.seed_.data(), k.seed_.size());
   std::string text = std::string(kHeader) + b64 + "\n";
   atomicWrite(stateDir + "/node.key", text, 0600);
   sodium_memzero(text.data(), text.size());
-  sodium_memzero(b64, sizeof b64);
+  sodium_memzero(b64.data(), b64.size());
   return k;
 }
 
@@ -166,13 +145,13 @@ std::string NodeKey::sign(std::string_view bytes) const {
   std::array<unsigned char, crypto_sign_BYTES> sig{};
   crypto_sign_detached(sig.data(), nullptr, reinterpret_cast<const unsigned char*>(bytes.data()),
                        bytes.size(), signSecret_.data());
-  return std::string(kSignaturePrefix) + toBase64(sig.data(), sig.size());
+  return std::string(kSignaturePrefix) + base64Encode(sig.data(), sig.size());
 }
 
 std::optional<Secret> NodeKey::openSealed(const std::string& sealed) const {
   std::string_view text = sealed;
   if (text.substr(0, kSealedPrefix.size()) != kSealedPrefix) return std::nullopt;
-  auto box = fromBase64(text.substr(kSealedPrefix.size()));
+  auto box = base64Decode(text.substr(kSealedPrefix.size()), " \t\r\n");
   if (!box || box->size() < crypto_box_SEALBYTES) return std::nullopt;
   std::string plain(box->size() - crypto_box_SEALBYTES, '\0');
   if (crypto_box_seal_open(reinterpret_cast<unsigned char*>(plain.data()),
@@ -186,7 +165,7 @@ std::string NodeKey::seal(const Secret& secret, const std::string& publicKeyText
   std::string_view text = publicKeyText;
   while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.remove_suffix(1);
   auto pub = text.substr(0, kPublicPrefix.size()) == kPublicPrefix
-                 ? fromBase64(text.substr(kPublicPrefix.size()))
+                 ? base64Decode(text.substr(kPublicPrefix.size()), " \t\r\n")
                  : std::nullopt;
   // The full key (sealing and signing halves, 64 bytes) or, as older versions
   // printed it, the sealing half alone: the first 32 bytes either way.
@@ -201,7 +180,7 @@ std::string NodeKey::seal(const Secret& secret, const std::string& publicKeyText
                   reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size(),
                   reinterpret_cast<const unsigned char*>(pub->data()));
   return std::string(kSealedPrefix) +
-         toBase64(reinterpret_cast<const unsigned char*>(box.data()), box.size());
+         base64Encode(reinterpret_cast<const unsigned char*>(box.data()), box.size());
 }
 
 }  // namespace mesh::trust

@@ -2,6 +2,7 @@
 
 #include "trust/key_file.hh"
 #include "trust/signing.hh"
+#include "util/base64.hh"
 #include "util/error.hh"
 #include "util/fs.hh"
 

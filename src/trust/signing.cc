@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "trust/key_file.hh"
+#include "util/base64.hh"
 #include "util/error.hh"
 #include "util/fs.hh"
 
@@ -30,22 +31,6 @@ std::optional<std::string> readTrustedKeyFile(const std::string& path) {
   }
 }
 }  // namespace
-
-std::string base64Encode(const unsigned char* data, size_t size) {
-  std::string out(sodium_base64_ENCODED_LEN(size, sodium_base64_VARIANT_ORIGINAL), '\0');
-  sodium_bin2base64(out.data(), out.size(), data, size, sodium_base64_VARIANT_ORIGINAL);
-  out.resize(std::strlen(out.c_str()));
-  return out;
-}
-
-bool base64Decode(std::string_view text, unsigned char* out, size_t size) {
-  size_t len = 0;
-  const char* end = nullptr;
-  if (sodium_base642bin(out, size, text.data(), text.size(), nullptr, &len, &end,
-                        sodium_base64_VARIANT_ORIGINAL) != 0)
-    return false;
-  return len == size && end == text.data() + text.size();
-}
 
 std::string_view trimSpace(std::string_view text) {
   constexpr std::string_view kSpace = " \t\r\n";

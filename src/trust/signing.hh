@@ -42,10 +42,7 @@ OperatorPublicKey verifySignedText(const std::string& where, std::string_view te
                                    std::string_view sigText, const std::string& sigWhere,
                                    const std::vector<OperatorPublicKey>& trusted);
 
-// Helpers shared with operator_key.cc.
-std::string base64Encode(const unsigned char* data, size_t size);
-// Decodes exactly `size` bytes of standard base64; false otherwise.
-bool base64Decode(std::string_view text, unsigned char* out, size_t size);
+// Shared with operator_key.cc.
 std::string_view trimSpace(std::string_view text);
 
 }  // namespace mesh::trust

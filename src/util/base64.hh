@@ -1,0 +1,25 @@
+// Base64 (RFC 4648, with padding), the program's one helper: keys, signatures,
+// sealed values and etcd's JSON gateway all use it. Built on libsodium's codec,
+// which is constant-time, so secrets (a node key's seed) may pass through it.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace mesh {
+
+std::string base64Encode(const void* data, size_t size);
+inline std::string base64Encode(std::string_view bytes) {
+  return base64Encode(bytes.data(), bytes.size());
+}
+
+// The bytes `text` encodes; nullopt unless all of it is base64 (characters in
+// `ignore`, e.g. " \t\r\n", skipped).
+std::optional<std::string> base64Decode(std::string_view text, const char* ignore = nullptr);
+
+// Exactly `size` bytes into `out`; false unless all of `text` is base64 of that many.
+bool base64Decode(std::string_view text, unsigned char* out, size_t size);
+
+}  // namespace mesh
