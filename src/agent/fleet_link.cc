@@ -10,6 +10,7 @@
 #include "agent/duration.hh"
 #include "agent/fleet_accept.hh"
 #include "apply/reconcile.hh"
+#include "fleet/bodies.hh"
 #include "fleet/etcd.hh"
 #include "fleet/node_signed.hh"
 #include "fleet/restart_slots.hh"
@@ -86,12 +87,13 @@ AcceptedDeclaration FleetLink::check(const std::string& value, int64_t revision)
   // The declaration's bytes, stored once by digest (the loaded cache carries them inline).
   const BodyFetcher fetch = [this](const std::string& digest) -> std::optional<std::string> {
     try {
-      if (auto v = slotsEtcd_->get(keys_.body(digest))) return v->value;
+      return fleet::readBody(*slotsEtcd_, keys_, digest);  // whole or in chunks
+    } catch (const InputError&) {
+      throw;  // a manifest that does not add up: the value's fault, refused
     } catch (const Error& e) {
       throw BodyUnavailable(
           std::string(e.what()));  // etcd's fault, not the value's: judged again later
     }
-    return std::nullopt;
   };
   return acceptPushed(value, revision, where, o_, floor, inForce, fetch);
 }

@@ -116,6 +116,16 @@ int runFleetPush(const FleetOptions& f, const FleetPushOptions& p) {
     if (!f.trust.trust.empty()) trusted = f.trust.load();
     trusted.push_back(key.publicKey());
     fleet::waitForNodes(client, fleet::FleetKeys{f.cluster}, report, *waitFor, trusted);
+    // The outcome counts go into the push's record (fleet history); informational only.
+    try {
+      if (!fleet::recordOutcomes(client, key, report))
+        warnLine(
+            fmt::format("the record of this push ({}) was trimmed by newer pushes; its "
+                        "outcomes are not recorded",
+                        report.recordKey));
+    } catch (const Error& e) {
+      warnLine(fmt::format("cannot record this push's outcomes: {}", e.what()));
+    }
   }
   size_t targets = 0, applied = 0, conflicts = 0;
   nlohmann::json nodes = nlohmann::json::array();

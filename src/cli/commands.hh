@@ -150,6 +150,13 @@ struct FleetPushOptions {
   void addTo(CLI::App& cmd);
 };
 int runFleetPush(const FleetOptions& f, const FleetPushOptions& p);
+
+// `fleet history`: the recorded pushes, newest first (cmd_fleet_history.cc).
+struct FleetHistoryOptions {
+  int64_t limit = 20;
+  void addTo(CLI::App& cmd);
+};
+int runFleetHistory(const FleetOptions& f, const FleetHistoryOptions& h);
 int runFleetStatus(const FleetOptions& f);
 
 }  // namespace mesh::cli

@@ -85,9 +85,11 @@ fleet::EtcdConfig EtcdConnectionOptions::config(const std::string& endpoint) con
 }
 
 void FleetTrustOptions::addTo(CLI::App& cmd) {
-  cmd.add_option("--trust", trust,
-                 "an operator key whose enrollments are accepted (mesh-op:… or a file holding "
-                 "one); repeatable; fleet status needs at least one, fleet push --wait adds its --key")
+  cmd.add_option(
+         "--trust", trust,
+         "an operator key whose enrollments are accepted (mesh-op:… or a file holding "
+         "one); repeatable; fleet status needs at least one, fleet push --wait adds its --key, "
+         "fleet history marks the records it signed verified")
       ->option_text("KEY");
 }
 

@@ -147,8 +147,9 @@ int main(int argc, char** argv) {
   FleetPushOptions fleetPushOptions;
   auto* fleetCmd = app.add_subcommand(
       "fleet",
-      "fleet push|status|enroll|forget: push a signed declaration to nodes through etcd, see "
-      "how far each node has converged, enroll a node's key, forget a node that is gone");
+      "fleet push|status|history|enroll|forget: push a signed declaration to nodes through etcd, "
+      "see how far each node has converged and what was pushed, enroll a node's key, forget a node "
+      "that is gone");
   fleetCmd->require_subcommand(1);
   auto* push = fleetCmd->add_subcommand(
       "push",
@@ -194,6 +195,24 @@ int main(int argc, char** argv) {
   fleetStatus->callback([&] {
     nothingDone = "";
     chosen = [&] { return runFleetStatus(fleetOptions); };
+  });
+  FleetHistoryOptions fleetHistoryOptions;
+  auto* history = fleetCmd->add_subcommand(
+      "history",
+      "the pushes recorded in etcd, newest first: when, by which key, serial, digest, "
+      "selector, how many nodes, and their results (with --wait: applied, failed, refused, "
+      "timed out); exit 0 listed, 1 etcd unreachable, 2 bad input");
+  fleetOptions.addTo(*history);
+  fleetHistoryOptions.addTo(*history);
+  fleetOptions.trust.addTo(*history);
+  history->footer(
+      "A record is informational: whoever can write etcd can write one, and nodes act only on "
+      "the signed statement. Each push signs its record with its key: with --trust KEY, a "
+      "record signed by KEY as its pusher is marked verified, any other NOT VERIFIED. etcd "
+      "keeps the last 100 pushes of a cluster. See docs/fleet.md.");
+  history->callback([&] {
+    nothingDone = "";
+    chosen = [&] { return runFleetHistory(fleetOptions, fleetHistoryOptions); };
   });
   FleetEnrollOptions fleetEnrollOptions;
   auto* enroll = fleetCmd->add_subcommand(

@@ -299,6 +299,24 @@ EtcdClient::~EtcdClient() = default;
 
 namespace {
 
+// etcd's refusals of a request over its limits, said in its own words ("etcdserver:
+// request is too large", "grpc: received message larger than max", "too many operations
+// in txn request"): what limit, and what it means. "" for any other message.
+std::string limitHint(const std::string& message, std::size_t bytes) {
+  if (message.find("request is too large") != std::string::npos ||
+      message.find("larger than max") != std::string::npos)
+    return fmt::format(
+        "the request ({} bytes as sent) is over etcd's limit for one request "
+        "(--max-request-bytes, {} bytes by default); store less in one value or transaction",
+        bytes, kEtcdMaxRequestBytes);
+  if (message.find("too many operations in txn") != std::string::npos)
+    return fmt::format(
+        "the transaction has more operations than etcd takes in one (--max-txn-ops, {} by "
+        "default)",
+        kEtcdMaxTxnOps);
+  return {};
+}
+
 struct Unary {
   Unary(CURL* c, const EtcdConfig& cfg, EtcdAuth* a, std::chrono::milliseconds t)
       : curl(c), config(cfg), endpoint(cfg.endpoint), auth(a), timeout(t) {}
@@ -347,6 +365,8 @@ struct Unary {
       const std::string message = gatewayMessage(answer);
       if (auth && isAuthExpired(lastCode, message))
         throw AuthExpired("etcd {} failed: HTTP {} {}", what, status, message);
+      if (auto limit = limitHint(message, text.size()); !limit.empty())
+        throw Error("etcd {} failed: {}", what, limit);
       throw Error("etcd {} failed: HTTP {} {}{}", what, status, message, authHint(message));
     }
     if (parsed.is_discarded() || !parsed.is_object())
@@ -506,6 +526,59 @@ bool EtcdClient::txnDeleteIfUnchanged(const std::string& key, std::int64_t expec
   };
   auto r = call.post("/v3/kv/txn", body, "delete-if-unchanged " + shown(key));
   return flag(r, "succeeded");
+}
+
+EtcdTxnResult EtcdClient::txn(const std::vector<EtcdCompare>& compares,
+                              const std::vector<EtcdOp>& success,
+                              const std::vector<EtcdOp>& failure) {
+  MESH_ETCD_UNARY;
+  const auto ops = [](const std::vector<EtcdOp>& list) {
+    json out = json::array();
+    for (const auto& op : list) {
+      if (op.type == EtcdOp::Type::Put) {
+        json put = {{"key", b64(op.key)}, {"value", b64(op.value)}};
+        if (op.lease != 0) put["lease"] = std::to_string(op.lease);
+        out.push_back({{"request_put", put}});
+      } else {
+        json del = {{"key", b64(op.key)}};
+        if (!op.rangeEnd.empty()) del["range_end"] = b64(op.rangeEnd);
+        out.push_back({{"request_delete_range", del}});
+      }
+    }
+    return out;
+  };
+  json cmp = json::array();
+  for (const auto& c : compares) {
+    json one = {{"key", b64(c.key)}, {"result", "EQUAL"}};
+    if (c.modRevision == 0) {
+      one["target"] = "CREATE";
+      one["create_revision"] = "0";
+    } else {
+      one["target"] = "MOD";
+      one["mod_revision"] = std::to_string(c.modRevision);
+    }
+    cmp.push_back(std::move(one));
+  }
+  const std::string what =
+      fmt::format("transaction ({} compare(s), {} operation(s){})", compares.size(), success.size(),
+                  success.empty() ? "" : ", first on " + shown(success[0].key));
+  auto r = call.post(
+      "/v3/kv/txn",
+      {{"compare", std::move(cmp)}, {"success", ops(success)}, {"failure", ops(failure)}}, what);
+  return {flag(r, "succeeded"), i64(r.value("header", json::object()), "revision")};
+}
+
+EtcdRange EtcdClient::keysUnder(const std::string& prefix) {
+  MESH_ETCD_UNARY;
+  const std::string what = "list keys under " + shown(prefix);
+  auto r = call.post(
+      "/v3/kv/range",
+      {{"key", b64(prefix)}, {"range_end", b64(prefixEnd(prefix))}, {"keys_only", true}}, what);
+  EtcdRange out;
+  out.revision = i64(r["header"], "revision");
+  if (auto kvs = r.find("kvs"); kvs != r.end() && kvs->is_array())
+    for (const auto& kv : *kvs) out.kvs.push_back(parseKv(kv, what));
+  return out;
 }
 
 void EtcdClient::compact(std::int64_t revision) {

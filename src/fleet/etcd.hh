@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -86,6 +87,43 @@ class EtcdClusterChanged : public Error {
   using Error::Error;
 };
 
+// One condition of a transaction (EtcdClient::txn): the key's mod revision is still
+// `modRevision`; 0 means the key must not exist (its create revision is 0).
+struct EtcdCompare {
+  std::string key;
+  std::int64_t modRevision = 0;
+};
+
+// One operation of a transaction: a put (with its lease, 0 none), or a delete of `key`
+// alone or, with `rangeEnd` set, of every key in [key, rangeEnd).
+struct EtcdOp {
+  enum class Type { Put, Delete };
+  Type type = Type::Put;
+  std::string key;
+  std::string value;       // Put
+  std::int64_t lease = 0;  // Put
+  std::string rangeEnd;    // Delete; "" the key alone
+
+  static EtcdOp put(std::string key, std::string value, std::int64_t lease = 0) {
+    return {Type::Put, std::move(key), std::move(value), lease, {}};
+  }
+  static EtcdOp del(std::string key, std::string rangeEnd = {}) {
+    return {Type::Delete, std::move(key), {}, 0, std::move(rangeEnd)};
+  }
+};
+
+struct EtcdTxnResult {
+  bool succeeded = false;     // every compare held, and `success` ran
+  std::int64_t revision = 0;  // the store's revision after it (the puts' revision)
+};
+
+// etcd's own limits on one request, as it ships (etcd 3.4 defaults; tests/etcd/etcd.sh
+// keeps them): at most kEtcdMaxTxnOps compares, and as many operations, in one
+// transaction (--max-txn-ops), and at most kEtcdMaxRequestBytes in one request
+// (--max-request-bytes). A request over either fails with an Error that says so.
+inline constexpr std::size_t kEtcdMaxTxnOps = 128;
+inline constexpr std::size_t kEtcdMaxRequestBytes = 1536 * 1024;
+
 class EtcdClient {
  public:
   // endpoint: "http://127.0.0.1:2379" (no trailing path). requestTimeout bounds each
@@ -101,6 +139,7 @@ class EtcdClient {
 
   const std::string& endpoint() const { return endpoint_; }
   const EtcdConfig& config() const { return config_; }
+  std::chrono::milliseconds requestTimeout() const { return requestTimeout_; }
 
   // Returns the revision of the put.
   std::int64_t put(const std::string& key, const std::string& value, std::int64_t leaseId = 0);
@@ -128,6 +167,15 @@ class EtcdClient {
   // Deletes key only if its mod revision is still `expectedModRevision`; returns whether
   // it did.
   bool txnDeleteIfUnchanged(const std::string& key, std::int64_t expectedModRevision);
+
+  // One transaction: when every compare holds, runs `success`, else `failure`, all at one
+  // revision. At most kEtcdMaxTxnOps compares, and as many operations per branch.
+  EtcdTxnResult txn(const std::vector<EtcdCompare>& compares, const std::vector<EtcdOp>& success,
+                    const std::vector<EtcdOp>& failure = {});
+
+  // Only the keys under prefix (values left empty), sorted: a listing of large values
+  // without reading them.
+  EtcdRange keysUnder(const std::string& prefix);
 
   // Compacts the history up to revision (watches from before it then throw EtcdCompacted).
   void compact(std::int64_t revision);

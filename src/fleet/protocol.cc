@@ -1,5 +1,7 @@
 #include "fleet/protocol.hh"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
@@ -44,6 +46,17 @@ std::string FleetKeys::body(const std::string& digest) const {
   constexpr std::string_view kAlgorithm = "sha256:";
   return bodiesPrefix() +
          (digest.starts_with(kAlgorithm) ? digest.substr(kAlgorithm.size()) : digest);
+}
+
+std::string FleetKeys::bodyChunk(const std::string& digest, int64_t index) const {
+  return body(digest) + fmt::format("/{:06}", index);
+}
+std::string FleetKeys::pushesPrefix() const {
+  return "/mesh/" + cluster + "/pushes/";
+}
+std::string FleetKeys::push(int64_t pushedAtMs, const std::string& digest) const {
+  const std::string hex = body(digest).substr(bodiesPrefix().size());
+  return pushesPrefix() + fmt::format("{:016}-{}", pushedAtMs, hex.substr(0, 12));
 }
 
 std::map<std::string, NodeKeys> nodesIn(const EtcdRange& range, const FleetKeys& keys) {

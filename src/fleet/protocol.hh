@@ -12,7 +12,13 @@
 //                                              a node is down
 //   /mesh/<cluster>/restarts/<service>/<slot>  a rolling-restart slot held by a node
 //   /mesh/<cluster>/push-lock                  held by the `fleet push` writing (fleet/push.hh)
-//   /mesh/<cluster>/declarations/<hex>         a declaration's bytes, stored once by digest
+//   /mesh/<cluster>/declarations/<hex>         a declaration's bytes, stored once by digest;
+//                                              over kBodyChunkBytes, a manifest instead
+//                                              (fleet/bodies.hh) …
+//   /mesh/<cluster>/declarations/<hex>/<i>     … and its chunks, i = 000000, 000001, …
+//   /mesh/<cluster>/pushes/<ms>-<hex12>        one push's record (fleet/push_history.hh):
+//                                              <ms> its unix ms, 16 digits; the last
+//                                              kKeptPushes are kept
 #pragma once
 
 #include <cstdint>
@@ -46,6 +52,12 @@ struct FleetKeys {
   std::string bodiesPrefix() const;
   // The body of a "sha256:<hex>" digest: bodiesPrefix() + "<hex>".
   std::string body(const std::string& digest) const;
+  // Chunk `index` of a body stored in chunks: body(digest) + "/" + 6 digits.
+  std::string bodyChunk(const std::string& digest, int64_t index) const;
+  // The record of every push, sorting by time: "/mesh/<cluster>/pushes/".
+  std::string pushesPrefix() const;
+  // One push's record: pushesPrefix() + 16-digit unix ms + "-" + 12 hex of the digest.
+  std::string push(int64_t pushedAtMs, const std::string& digest) const;
 
   // For a key under nodesPrefix(): the node and the last component ("status" …);
   // nullopt for anything else.

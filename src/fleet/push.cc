@@ -11,6 +11,8 @@
 #include <set>
 
 #include "decl/parse.hh"
+#include "fleet/batch_put.hh"
+#include "fleet/bodies.hh"
 #include "trust/signing.hh"
 #include "util/digest.hh"
 #include "util/error.hh"
@@ -248,21 +250,29 @@ std::string checkOverwrite(Plan& plan, const Statement& ours, const std::string&
 
 // Deletes the declaration bodies no node's statement names any more (still under the
 // push lock, so no push is writing one). A node that was about to read the body of a
-// statement just replaced refuses it and takes the new one on its next event.
-void dropUnusedBodies(EtcdClient& etcd, const FleetKeys& keys) {
-  std::set<std::string> named;
-  for (const auto& [node, k] : nodesIn(etcd.getPrefix(keys.nodesPrefix()), keys)) {
-    if (!k.declaration) continue;
+// statement just replaced refuses it and takes the new one on its next event. `named`
+// holds what the targets name now; the other nodes name what `known` read, unless a
+// conflict says a key changed behind the push's back: then every key is read again.
+void dropUnusedBodies(EtcdClient& etcd, const FleetKeys& keys,
+                      const std::map<std::string, NodeKeys>& known,
+                      const std::vector<std::string>& targets, std::set<std::string> named,
+                      bool conflicts) {
+  const auto nameOf = [&](const std::optional<EtcdKeyValue>& kv) {
+    if (!kv) return;
     try {
-      named.insert(keys.body(
-          peekStatement(decodePushed(k.declaration->value, k.declaration->key), k.declaration->key)
-              .declarationDigest));
+      named.insert(peekStatement(decodePushed(kv->value, kv->key), kv->key).declarationDigest);
     } catch (const InputError&) {
       // Not a statement: it names no body.
     }
+  };
+  if (conflicts) {
+    for (const auto& [node, k] : nodesIn(etcd.getPrefix(keys.nodesPrefix()), keys))
+      nameOf(k.declaration);
+  } else {
+    for (const auto& [node, k] : known)
+      if (!std::binary_search(targets.begin(), targets.end(), node)) nameOf(k.declaration);
   }
-  for (const auto& kv : etcd.getPrefix(keys.bodiesPrefix()).kvs)
-    if (!named.count(kv.key)) etcd.del(kv.key);
+  dropBodiesExcept(etcd, keys, named);
 }
 
 }  // namespace
@@ -298,6 +308,7 @@ const char* outcomeName(PushedNode::Outcome o) {
 PushReport push(EtcdClient& etcd, const trust::OperatorKey& key, const PushRequest& request,
                 const PushEvents& events) {
   checkFleetName(request.cluster, "--cluster");
+  checkBodySize(request.declarationPath, request.text);
   const FleetKeys keys{request.cluster};
   Statement st;
   st.cluster = request.cluster;
@@ -328,34 +339,94 @@ PushReport push(EtcdClient& etcd, const trust::OperatorKey& key, const PushReque
   pushed.statement = encodeStatement(st);
   pushed.signature = trust::signatureText(key, pushed.statement);
   const std::string value = encodePushed(pushed);  // the bytes are stored once, by digest
+  if (value.size() + keys.declaration(names.back()).size() > kPushTxnBytes)
+    throw InputError(
+        "the signed statement is {} bytes (its selector lists {} names and globs): over what one "
+        "etcd request may carry; name the nodes with fewer, shorter items (globs: web-*)",
+        value.size(), st.selector.items.size());
   if (std::any_of(plans.begin(), plans.end(), [](const Plan& p) { return !p.unchanged; }))
-    etcd.put(keys.body(st.declarationDigest), request.text);
+    storeBody(etcd, keys, st.declarationDigest, request.text);
 
-  PushReport report{st.declarationDigest, st.serial, st.pushedBy, {}};
-  for (const auto& plan : plans) {
-    PushedNode n;
+  PushReport report{st.declarationDigest, st.serial,     st.pushedBy, {},
+                    st.selector.text(),   st.pushedAtMs, {},          0};
+  report.nodes.resize(plans.size());
+  std::vector<ConditionalPut> puts;
+  std::vector<std::size_t> planOf;  // puts[i] is for plans[planOf[i]]
+  for (std::size_t i = 0; i < plans.size(); ++i) {
+    const auto& plan = plans[i];
+    PushedNode& n = report.nodes[i];
     n.node = plan.node;
     if (plan.unchanged) {
       n.result = PushedNode::Result::Unchanged;
       n.revision = plan.there->modRevision;
       n.value = valueDigest(plan.there->value);
-    } else if (auto rev = etcd.txnPutIfUnchanged(keys.declaration(plan.node), value,
-                                                 plan.there ? plan.there->modRevision : 0)) {
-      n.revision = *rev;
-      n.value = valueDigest(value);
-    } else {
-      // Only an etcd writer outside fleet push gets here: pushes hold the lock.
-      n.result = PushedNode::Result::Conflict;
-      n.detail = fmt::format(
-          "its declaration changed after it was checked (written outside fleet push?); nothing "
-          "was put there: look at fleet status and push again");
+      if (events.progress) events.progress(n);
+      continue;
     }
-    if (events.progress) events.progress(n);
-    report.nodes.push_back(std::move(n));
-    lock.keepAlive();
+    puts.push_back({keys.declaration(plan.node), plan.there ? plan.there->modRevision : 0});
+    planOf.push_back(i);
   }
-  dropUnusedBodies(etcd, keys);
+  if (events.beforePuts) events.beforePuts();
+  const std::string pushedValue = valueDigest(value);
+  bool conflicts = false;
+  BatchLimits limits;
+  limits.ops = kEtcdMaxTxnOps;
+  limits.bytes = kPushTxnBytes;
+  limits.streams = kPushStreams;
+  putAllIfUnchanged(
+      etcd, puts, value, limits,
+      [&](std::size_t i, int64_t revision) {
+        PushedNode& n = report.nodes[planOf[i]];
+        if (revision != 0) {
+          n.revision = revision;
+          n.value = pushedValue;
+        } else {
+          // Only an etcd writer outside fleet push gets here: pushes hold the lock.
+          conflicts = true;
+          n.result = PushedNode::Result::Conflict;
+          n.detail =
+              "its declaration changed after it was checked (written outside fleet push?); "
+              "nothing was put there: look at fleet status and push again";
+        }
+        if (events.progress) events.progress(n);
+      },
+      [&] { lock.keepAlive(); });
+
+  auto [recordKey, recordRevision] = recordPush(etcd, keys, recordOf(report, false), key);
+  report.recordKey = std::move(recordKey);
+  report.recordRevision = recordRevision;
+  dropUnusedBodies(etcd, keys, known, names, {st.declarationDigest}, conflicts);
   return report;
+}
+
+PushRecord recordOf(const PushReport& report, bool waited) {
+  PushRecord r;
+  r.digest = report.digest;
+  r.serial = report.serial;
+  r.pushedBy = report.pushedBy;
+  r.pushedAtMs = report.pushedAtMs;
+  r.selector = report.selector;
+  r.nodes = static_cast<int64_t>(report.nodes.size());
+  PushRecord::Outcomes o;
+  for (const auto& n : report.nodes) {
+    r.pushed += n.result == PushedNode::Result::Pushed;
+    r.unchanged += n.result == PushedNode::Result::Unchanged;
+    r.conflict += n.result == PushedNode::Result::Conflict;
+    if (n.result == PushedNode::Result::Conflict) continue;
+    o.applied += n.outcome == PushedNode::Outcome::Applied;
+    o.failed += n.outcome == PushedNode::Outcome::Failed;
+    o.refused += n.outcome == PushedNode::Outcome::Refused;
+    o.timedOut += n.outcome == PushedNode::Outcome::TimedOut;
+  }
+  if (waited) r.outcomes = o;
+  return r;
+}
+
+bool recordOutcomes(EtcdClient& etcd, const trust::OperatorKey& key, PushReport& report) {
+  const bool done =
+      updatePushRecord(etcd, report.recordKey, report.recordRevision, recordOf(report, true), key);
+  report.recordRevision = 0;  // written once
+  return done;
 }
 
 }  // namespace mesh::fleet

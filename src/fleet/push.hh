@@ -15,11 +15,17 @@
 //     signed for that node and cluster (nothing an etcd writer puts can block it):
 //     a higher signed serial, or the same serial with other content, refuses the push;
 //     the same serial and content is `unchanged`;
-//  5. sign one statement and put it to each node with a transaction conditional on the
-//     value step 4 read; a node whose value changed in between is a `Conflict`.
+//  5. store the declaration's bytes once by digest (in chunks when large: fleet/bodies.hh);
+//  6. sign one statement and put it to the nodes in transactions of up to kEtcdMaxTxnOps
+//     puts (and kPushTxnBytes), each conditional on every one of its nodes' keys being
+//     as step 4 read them, on kPushStreams connections at once. When a batch's
+//     transaction fails, its nodes are put one by one, each conditional on its own key,
+//     so that the node whose value changed in between is named: a `Conflict`;
+//  7. record the push (fleet/push_history.hh) and drop the bodies no statement names.
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -28,10 +34,19 @@
 
 #include "fleet/etcd.hh"
 #include "fleet/protocol.hh"
+#include "fleet/push_history.hh"
 #include "fleet/statement.hh"
 #include "trust/operator_key.hh"
 
 namespace mesh::fleet {
+
+// How many transactions of one push are in flight at once, each on its own connection:
+// etcd syncs its log to disk once for the transactions that arrive together, so a push
+// to 1,000 nodes (8 transactions) costs about one disk sync, not eight.
+inline constexpr std::size_t kPushStreams = 8;
+// The most bytes of statements one transaction carries: with the keys and the
+// request's framing, well under etcd's kEtcdMaxRequestBytes.
+inline constexpr std::size_t kPushTxnBytes = 1024 * 1024;
 
 struct PushRequest {
   std::string cluster{kDefaultCluster};
@@ -59,11 +74,19 @@ struct PushReport {
   int64_t serial = 0;
   std::string pushedBy;
   std::vector<PushedNode> nodes;  // sorted by name; conflicts included
+  std::string selector;           // Selector::text() as signed
+  int64_t pushedAtMs = 0;         // as signed
+  // The push's record (fleet/push_history.hh) and the revision it was put at.
+  std::string recordKey;
+  int64_t recordRevision = 0;
 };
 
 struct PushEvents {
   std::function<void(const std::string&)> warn;     // a line for stderr
   std::function<void(const PushedNode&)> progress;  // each node once it is decided
+  // After every check, just before the first statement is put (tests change a node's
+  // key here, as a writer outside fleet push would, to make a conflict).
+  std::function<void()> beforePuts;
 };
 
 // Throws InputError (nothing pushed) for bad input or a refused serial, Error when
@@ -80,6 +103,12 @@ PushReport push(EtcdClient& etcd, const trust::OperatorKey& key, const PushReque
 void waitForNodes(EtcdClient& etcd, const FleetKeys& keys, PushReport& report,
                   std::chrono::milliseconds limit,
                   const std::vector<trust::OperatorPublicKey>& trusted);
+
+// The push's record as its report says (with outcome counts once `waited`).
+PushRecord recordOf(const PushReport& report, bool waited);
+// After waitForNodes: adds the outcome counts to the push's record, signed with `key`.
+// Returns false when the record has gone meanwhile (trimmed by newer pushes).
+bool recordOutcomes(EtcdClient& etcd, const trust::OperatorKey& key, PushReport& report);
 
 const char* resultName(PushedNode::Result r);    // "pushed", "unchanged", "conflict"
 const char* outcomeName(PushedNode::Outcome o);  // "applied", … "timed out"

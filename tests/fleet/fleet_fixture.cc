@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "../leftovers/processes.hh"
+#include "fleet/bodies.hh"
 #include "fleet/enroll.hh"
 #include "fleet/node_signed.hh"
 #include "test_etcd.hh"
@@ -243,9 +244,9 @@ std::optional<PushedDeclaration> FleetTest::pushedTo(const std::string& node) {
   if (!v) return std::nullopt;
   auto p = decodePushed(v->value, keys.declaration(node));
   if (p.text.empty())  // stored once by digest, as `fleet push` does: filled in here
-    if (auto body = client->get(
-            keys.body(decodeStatement(p.statement, keys.declaration(node)).declarationDigest)))
-      p.text = body->value;
+    if (auto body = readBody(
+            *client, keys, decodeStatement(p.statement, keys.declaration(node)).declarationDigest))
+      p.text = std::move(*body);
   return p;
 }
 

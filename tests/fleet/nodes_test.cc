@@ -330,6 +330,22 @@ TEST_F(Nodes, PushToAllConvergesEverywhereAndPushToOneChangesOnlyIt) {
   EXPECT_EQ(applied, (std::map<std::string, int64_t>{{"n1", 1}, {"n2", 2}, {"n3", 1}}));
 }
 
+// Issue 13: a 2 MB declaration was refused by etcd ("request is too large"). It is
+// stored in chunks; a real node reads them, checks the signed digest and applies it.
+TEST_F(Nodes, ADeclarationOverEtcdsRequestLimitIsAppliedFromItsChunks) {
+  startNode("n1");
+  const std::string content(2 * 1024 * 1024, 'x');
+  auto revs = pushTo("n1", fileDecl(1, content));
+  ASSERT_EQ(revs.size(), 1u);
+  ASSERT_GT(client->keysUnder(keys.bodiesPrefix()).kvs.size(), 1u) << "stored in chunks";
+  ASSERT_TRUE(awaitApplied("n1", revs.at("n1")));
+  const auto s = statusOf("n1");
+  ASSERT_TRUE(s);
+  EXPECT_FALSE(s->refused) << s->refused->reason;
+  EXPECT_EQ(s->serial, 1);
+  EXPECT_EQ(readAll(nodes["n1"].root + "/etc/app.conf"), content);
+}
+
 TEST_F(Nodes, AKilledNodeShowsDownOnceItsLeaseExpires) {
   for (const char* n : {"n1", "n2", "n3"}) startNode(n);
   auto revs = pushTo("n1,n2,n3", fileDecl(1, "one"));

@@ -1,0 +1,120 @@
+// `mesh-host fleet history`: the pushes recorded in etcd (fleet/push_history.hh), newest
+// first, as a table or --json. Records are informational (anyone who can write etcd can
+// write one); with --trust a record signed by one of those keys, as its pushed_by, is
+// marked verified. Behaviour and output: docs/fleet.md, docs/json.md.
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.hh"
+#include "cli/fleet_common.hh"
+#include "cli/output.hh"
+#include "cli/time_text.hh"
+#include "fleet/push_history.hh"
+#include "fleet/statement.hh"
+#include "util/error.hh"
+
+namespace mesh::cli {
+
+using nlohmann::json;
+
+void FleetHistoryOptions::addTo(CLI::App& cmd) {
+  cmd.add_option(
+         "--limit", limit,
+         fmt::format("show at most the N newest pushes (default 20; etcd keeps the last {})",
+                     fleet::kKeptPushes))
+      ->option_text("N")
+      ->default_str("20");
+}
+
+namespace {
+
+// "mesh-op:AbCdEfGh…": enough of a key to tell the operators of one fleet apart.
+std::string shortKey(const std::string& key) {
+  constexpr std::size_t kShown = 8;
+  const auto colon = key.find(':');
+  if (colon == std::string::npos || key.size() <= colon + 1 + kShown) return key;
+  return key.substr(0, colon + 1 + kShown) + "…";
+}
+
+std::string resultsText(const fleet::PushRecord& r) {
+  std::string text = fmt::format("{} pushed, {} unchanged", r.pushed, r.unchanged);
+  if (r.conflict) text += fmt::format(", {} conflict", r.conflict);
+  if (r.outcomes)
+    text += fmt::format("; {} applied, {} failed, {} refused, {} timed out", r.outcomes->applied,
+                        r.outcomes->failed, r.outcomes->refused, r.outcomes->timedOut);
+  return text;
+}
+
+json recordJson(const fleet::PushHistoryEntry& e) {
+  json j = {{"key", e.key}, {"verified", e.verified ? json(*e.verified) : json(nullptr)}};
+  if (!e.record) {
+    j["problem"] = e.problem;
+    return j;
+  }
+  const auto& r = *e.record;
+  j.update(
+      {{"digest", r.digest},
+       {"serial", r.serial},
+       {"pushed_by", r.pushedBy},
+       {"pushed_at_ms", r.pushedAtMs},
+       {"pushed_at", isoTime(r.pushedAtMs)},
+       {"selector", r.selector},
+       {"nodes", r.nodes},
+       {"results", {{"pushed", r.pushed}, {"unchanged", r.unchanged}, {"conflict", r.conflict}}},
+       {"outcomes", nullptr}});
+  if (r.outcomes)
+    j["outcomes"] = {{"applied", r.outcomes->applied},
+                     {"failed", r.outcomes->failed},
+                     {"refused", r.outcomes->refused},
+                     {"timed_out", r.outcomes->timedOut}};
+  return j;
+}
+
+}  // namespace
+
+int runFleetHistory(const FleetOptions& f, const FleetHistoryOptions& h) {
+  if (h.limit < 1)
+    throw InputError("--limit {}: give 1 or more (etcd keeps the last {} pushes)", h.limit,
+                     fleet::kKeptPushes);
+  const auto keys = keysOf(f);
+  std::vector<trust::OperatorPublicKey> trusted;
+  if (!f.trust.trust.empty()) trusted = f.trust.load();
+  fleet::EtcdClient client(etcdConfigOf(f));
+  const auto entries =
+      fleet::readPushHistory(client, keys, static_cast<std::size_t>(h.limit), trusted);
+
+  if (f.json) {
+    json pushes = json::array();
+    for (const auto& e : entries) pushes.push_back(recordJson(e));
+    std::puts(json{{"schema", kJsonSchema}, {"cluster", f.cluster}, {"pushes", std::move(pushes)}}
+                  .dump()
+                  .c_str());
+    return kExitOk;
+  }
+  if (entries.empty()) {
+    std::printf("no push recorded in cluster %s\n", f.cluster.c_str());
+    return kExitOk;
+  }
+  const bool marking = !trusted.empty();
+  std::printf("%-20s  %-19s  %6s  %-19s  %-20s  %5s  %s%s\n", "WHEN", "BY", "SERIAL", "DIGEST",
+              "SELECTOR", "NODES", "RESULT", marking ? "  SIGNATURE" : "");
+  for (const auto& e : entries) {
+    const std::string mark =
+        !marking ? "" : (e.verified && *e.verified ? "  verified" : "  NOT VERIFIED");
+    if (!e.record) {
+      std::printf("%s: %s%s\n", e.key.c_str(), e.problem.c_str(), mark.c_str());
+      continue;
+    }
+    const auto& r = *e.record;
+    std::fputs(fmt::format("{:<20}  {:<19}  {:>6}  {:<19}  {:<20}  {:>5}  {}{}\n",
+                           isoTime(r.pushedAtMs), shortKey(r.pushedBy), r.serial,
+                           fleet::shortDigest(r.digest), r.selector, r.nodes, resultsText(r), mark)
+                   .c_str(),
+               stdout);
+  }
+  return kExitOk;
+}
+
+}  // namespace mesh::cli
