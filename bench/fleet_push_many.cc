@@ -27,6 +27,7 @@
 
 #include "fleet/enroll.hh"
 #include "fleet/etcd.hh"
+#include "fleet/node_signed.hh"
 #include "fleet/protocol.hh"
 #include "trust/node_key.hh"
 #include "trust/operator_key.hh"

@@ -1,18 +1,17 @@
 #include "fleet/push.hh"
 
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <limits>
 #include <map>
-#include <nlohmann/json.hpp>
 #include <set>
 
 #include "decl/parse.hh"
 #include "fleet/batch_put.hh"
 #include "fleet/bodies.hh"
+#include "fleet/push_lock.hh"
 #include "trust/signing.hh"
 #include "util/digest.hh"
 #include "util/error.hh"
@@ -21,111 +20,11 @@ namespace mesh::fleet {
 
 namespace {
 
-using namespace std::chrono_literals;
-using Clock = std::chrono::steady_clock;
-
 int64_t unixMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
              std::chrono::system_clock::now().time_since_epoch())
       .count();
 }
-
-std::string durationText(std::chrono::milliseconds d) {
-  return d.count() % 1000 == 0 ? fmt::format("{}s", d.count() / 1000)
-                               : fmt::format("{}ms", d.count());
-}
-
-// The cluster's push lock: a key created only when absent, on a lease of its own, so
-// that a push that dies frees it within kLockTtl. Held from the range read to the
-// last put; released (the lease revoked) when it goes out of scope.
-class PushLock {
- public:
-  static constexpr int64_t kLockTtl = 10;  // seconds
-
-  PushLock(EtcdClient& etcd, const FleetKeys& keys, const std::string& pushedBy,
-           std::chrono::milliseconds timeout, const PushEvents& events)
-      : etcd_(etcd), key_(keys.pushLock()) {
-    char host[256] = {0};
-    ::gethostname(host, sizeof host - 1);
-    const std::string holder = nlohmann::json{
-        {"pushed_by", pushedBy},
-        {"host", host},
-        {"pid", ::getpid()},
-        {"since_ms", unixMs()}}.dump();
-    lease_ = etcd_.grantLease(kLockTtl);
-    renewed_ = Clock::now();
-    const auto deadline = Clock::now() + timeout;
-    bool announced = false;
-    try {
-      while (!etcd_.txnPutIfAbsent(key_, holder, lease_)) {
-        const auto range = etcd_.getPrefix(key_);
-        const EtcdKeyValue* held = nullptr;
-        for (const auto& kv : range.kvs)
-          if (kv.key == key_) held = &kv;
-        if (!held) continue;  // freed between the two calls
-        const std::string by = holderText(held->value);
-        if (!announced && events.warn)
-          events.warn(fmt::format("waiting for the push lock of {} held by {}; at most {}", key_,
-                                  by, durationText(timeout)));
-        announced = true;
-        const auto left =
-            std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-        if (left.count() <= 0)
-          throw Error(
-              "another push holds the push lock {} (held by {}) for more than {}; nothing was "
-              "pushed: push again once it is done, or wait longer with --lock-timeout",
-              key_, by, durationText(timeout));
-        // Until the key is deleted (released, or its lease expired); our own lease is
-        // renewed in between, since waiting may take longer than its TTL.
-        etcd_.watch(
-            key_, range.revision + 1,
-            [](const std::vector<EtcdEvent>& evs) {
-              for (const auto& e : evs)
-                if (e.type == EtcdEvent::Type::Delete) return false;
-              return true;
-            },
-            std::min<std::chrono::milliseconds>(left, std::chrono::seconds(kLockTtl / 3)));
-        keepAlive();
-      }
-    } catch (...) {
-      release();
-      throw;
-    }
-  }
-  ~PushLock() { release(); }
-  PushLock(const PushLock&) = delete;
-  PushLock& operator=(const PushLock&) = delete;
-
-  // Renews the lease once a third of its TTL has passed.
-  void keepAlive() {
-    if (Clock::now() - renewed_ < std::chrono::seconds(kLockTtl / 3)) return;
-    if (etcd_.keepAliveOnce(lease_) == 0)
-      throw Error("the push lock {} expired while held (etcd too slow?); push again", key_);
-    renewed_ = Clock::now();
-  }
-
- private:
-  static std::string holderText(const std::string& value) {
-    const auto j = nlohmann::json::parse(value, nullptr, false);
-    if (!j.is_object()) return "an unknown holder";
-    return fmt::format("{} (pid {} on {})", j.value("pushed_by", "?"), j.value("pid", 0),
-                       j.value("host", "?"));
-  }
-  void release() noexcept {
-    if (lease_ == 0) return;
-    try {
-      etcd_.revoke(lease_);
-    } catch (const std::exception&) {
-      // It frees itself when the lease expires.
-    }
-    lease_ = 0;
-  }
-
-  EtcdClient& etcd_;
-  std::string key_;
-  int64_t lease_ = 0;
-  Clock::time_point renewed_;
-};
 
 // The target nodes, sorted: the names, and the known nodes each glob matches.
 std::vector<std::string> resolveTargets(const Selector& selector,
@@ -317,7 +216,7 @@ PushReport push(EtcdClient& etcd, const trust::OperatorKey& key, const PushReque
   st.pushedBy = key.publicKey().text();
   st.maxParallelRestarts = request.maxParallelRestarts;
 
-  PushLock lock(etcd, keys, st.pushedBy, request.lockTimeout, events);
+  PushLock lock(etcd, keys, st.pushedBy, request.lockTimeout, events.warn);
   const auto known = nodesIn(etcd.getPrefix(keys.nodesPrefix()), keys);
   const auto names = resolveTargets(request.selector, known, request.cluster);
   st.serial = checkDeclaration(request.declarationPath, request.text, names);
