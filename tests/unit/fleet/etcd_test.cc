@@ -75,6 +75,56 @@ TEST_F(EtcdTest, GetPrefixReturnsOnlyKeysUnderIt) {
   EXPECT_TRUE(client->getPrefix(key("none/")).kvs.empty());
 }
 
+// One transaction: every compare must hold (a mod revision, or absence), else nothing
+// of `success` runs and `failure` does; puts and deletes, ranges included.
+TEST_F(EtcdTest, TxnRunsItsOperationsOnlyWhenEveryCompareHolds) {
+  const auto rev = client->put(key("a"), "1");
+  client->put(key("r/1"), "x");
+  client->put(key("r/2"), "y");
+  auto r = client->txn({{key("a"), rev}, {key("b"), 0}},
+                       {EtcdOp::put(key("a"), "2"), EtcdOp::put(key("b"), "new"),
+                        EtcdOp::del(key("r/"), EtcdClient::prefixEnd(key("r/")))});
+  EXPECT_TRUE(r.succeeded);
+  EXPECT_GT(r.revision, rev);
+  EXPECT_EQ(client->get(key("a"))->value, "2");
+  EXPECT_EQ(client->get(key("a"))->modRevision, r.revision);
+  EXPECT_EQ(client->get(key("b"))->value, "new");
+  EXPECT_TRUE(client->getPrefix(key("r/")).kvs.empty());
+
+  // The same compares fail now: a's revision moved, b exists.
+  r = client->txn({{key("a"), rev}, {key("b"), 0}}, {EtcdOp::put(key("a"), "3")},
+                  {EtcdOp::put(key("failed"), "yes")});
+  EXPECT_FALSE(r.succeeded);
+  EXPECT_EQ(client->get(key("a"))->value, "2");
+  EXPECT_EQ(client->get(key("failed"))->value, "yes");
+}
+
+TEST_F(EtcdTest, KeysUnderListsKeysWithoutValues) {
+  client->put(key("k/1"), std::string(1000, 'v'));
+  client->put(key("k/2"), "v");
+  client->put(key("other"), "v");
+  const auto r = client->keysUnder(key("k/"));
+  ASSERT_EQ(r.kvs.size(), 2u);
+  EXPECT_EQ(r.kvs[0].key, key("k/1"));
+  EXPECT_EQ(r.kvs[0].value, "");
+  EXPECT_GT(r.kvs[0].modRevision, 0);
+  EXPECT_GT(r.revision, 0);
+}
+
+// etcd's refusal of more operations than --max-txn-ops in one transaction is said plainly.
+TEST_F(EtcdTest, ATransactionOverEtcdsOpsLimitSaysWhichLimit) {
+  std::vector<EtcdOp> ops;
+  for (std::size_t i = 0; i <= kEtcdMaxTxnOps; ++i)
+    ops.push_back(EtcdOp::put(key(std::to_string(i)), "v"));
+  try {
+    client->txn({}, ops);
+    ADD_FAILURE() << "etcd took " << ops.size() << " operations in one transaction";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("(--max-txn-ops, 128 by default)"), std::string::npos)
+        << e.what();
+  }
+}
+
 TEST_F(EtcdTest, PrefixEnd) {
   EXPECT_EQ(EtcdClient::prefixEnd("/a/"), "/a0");
   EXPECT_EQ(EtcdClient::prefixEnd(std::string("a\xff", 2)), "b");

@@ -30,6 +30,18 @@ TEST(FleetProtocol, PushedDeclarationAndStatementRoundTrip) {
   EXPECT_EQ(back.text, p.text);
 }
 
+// The keys of chunks and push records sort as they should: chunks in order under their
+// body's key, records by time (16 digits of unix ms).
+TEST(FleetProtocol, ChunkAndPushRecordKeysSortInOrder) {
+  const FleetKeys keys{"c"};
+  const std::string digest = "sha256:" + std::string(64, 'a');
+  EXPECT_EQ(keys.bodyChunk(digest, 0), keys.body(digest) + "/000000");
+  EXPECT_LT(keys.bodyChunk(digest, 9), keys.bodyChunk(digest, 10));
+  EXPECT_EQ(keys.push(1730000000000, digest), "/mesh/c/pushes/0001730000000000-aaaaaaaaaaaa");
+  EXPECT_LT(keys.push(999, digest), keys.push(1000, digest));
+  EXPECT_TRUE(keys.push(1, digest).starts_with(keys.pushesPrefix()));
+}
+
 TEST(FleetProtocol, ASelectorMatchesItsNamesAndGlobs) {
   Selector s;
   s.add("web-*,db1", "--nodes");
