@@ -559,6 +559,7 @@ int run(const Options& o, const std::string& dir) {
 
 int main(int argc, char** argv) {
   if (sodium_init() < 0) return 1;
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // progress lines as they come, also into a file
   Options o;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
