@@ -328,14 +328,17 @@ void FleetLink::heartbeatLoop() {
   const std::string statusKey = keys_.status(o_.node), seenKey = keys_.seen(o_.node);
   const std::string heartbeatKey = fleet::heartbeatKey(keys_, o_.node);
   int64_t lease = 0;
+  int64_t heartbeatOn = 0;  // the lease the heartbeat was put on
+  // The status last put on `lease`: an idle node writes nothing (sameMaterially).
+  std::optional<fleet::NodeStatus> written;
   bool failing = false;  // etcd is unreachable: wait for retryAt, not for news
   auto retryAt = Clock::now();
   auto backoff = o_.backoffMin;
   bool down = false;
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
-    // Renewals and heartbeats come when the event loop asks (beat()): a loop that hangs
-    // stops them, and the node reads as down once its lease expires.
+    // Renewals come when the event loop asks (beat()): a loop that hangs stops them, and
+    // the node reads as down once its lease expires.
     if (failing)
       changed_.wait_until(lock, retryAt, [&] { return stopping_; });
     else
@@ -345,37 +348,43 @@ void FleetLink::heartbeatLoop() {
     fleet::NodeStatus status = status_;
     status.refused = refusal_;
     const uint64_t version = statusVersion_;
-    bool mustPut = statusDirty_;
     // After etcd changed identity the old lease means nothing there: take a new one.
     if (std::exchange(republish_, false)) lease = 0;
     const bool beating = beatWanted_ || lease == 0;
     beatWanted_ = false;
     lock.unlock();
+    bool put = false;
     try {
+      // Liveness is the lease: a keep-alive renews it without a write (etcd's revision
+      // stays); only a new lease is written to — its heartbeat, status and seen copy.
       if (lease == 0 || (beating && etcd.keepAliveOnce(lease) == 0)) {
         if (lease != 0) log_.info("the node's lease in etcd had expired; publishing on a new one");
+        written.reset();
         lease = etcd.grantLease(ttl_.count());
-        mustPut = true;
       }
-      if (beating) {
-        const fleet::Heartbeat h{o_.node, o_.cluster, ::getpid(), apply::nowMs()};
-        etcd.put(heartbeatKey, fleet::signNodeJson(fleet::encodeHeartbeat(h), nodeKey_));
+      if (heartbeatOn != lease) {
+        const fleet::Heartbeat h{o_.node, o_.cluster, ::getpid(), apply::nowMs(), lease};
+        etcd.put(heartbeatKey, fleet::signNodeJson(fleet::encodeHeartbeat(h), nodeKey_), lease);
+        heartbeatOn = lease;
       }
-      if (mustPut) {
+      status.lease = lease;
+      status.etcdClusterId = etcd.identity().clusterId;
+      if (!written || !fleet::sameMaterially(*written, status)) {
         status.publishedAtMs = apply::nowMs();
-        status.etcdClusterId = etcd.identity().clusterId;
         const std::string text = fleet::signNodeJson(fleet::encodeStatus(status), nodeKey_);
         etcd.put(statusKey, text, lease);
         etcd.put(seenKey, text);
+        written = status;
+        put = true;
       }
       if (down) log_.info("etcd at " + o_.endpoint + " reachable again; status published");
       down = false;
       failing = false;
       backoff = o_.backoffMin;
       lock.lock();
-      if (mustPut && statusVersion_ == version) statusDirty_ = false;
+      if (statusVersion_ == version) statusDirty_ = false;
       lock.unlock();
-      if (mustPut) noteLinked(false, true, "");
+      if (put) noteLinked(false, true, "");
       lock.lock();
       continue;
     } catch (const Error& e) {

@@ -9,11 +9,14 @@
 //   backoff and resumes its watch after the last revision it saw; a compacted
 //   revision makes it read the key again.
 // - the heartbeat keeps the node's lease alive (TTL kHeartbeatTtl, 15 s, whatever
-//   the interval) when the agent's event loop asks it to (beat(), every 5 s), puts a
-//   signed heartbeat at .../heartbeat each time, and puts the node's status, signed
-//   with the node key, on the lease after every cycle, and its copy without a lease
-//   at .../seen. A dead node's status disappears with its lease; a node that stops
-//   on SIGTERM revokes its lease at once; a hung event loop stops the beats.
+//   the interval) with a keep-alive when the agent's event loop asks it to (beat(),
+//   every 5 s) — no etcd write. It writes only when there is news: on a new lease a
+//   signed heartbeat naming it (.../heartbeat, on the lease), and the node's status,
+//   signed with the node key, on the lease with its copy without a lease at .../seen,
+//   whenever the status changed materially (fleet::sameMaterially) — an idle node
+//   writes nothing. A dead node's status and heartbeat disappear with its lease; a
+//   node that stops on SIGTERM revokes its lease at once; a hung event loop stops
+//   the keep-alives.
 // Nothing here blocks a cycle: while etcd is away the node keeps converging to the
 // last declaration it accepted (cached in the state store).
 #pragma once
@@ -93,11 +96,12 @@ class FleetLink {
   std::optional<AcceptedDeclaration> takeAccepted();
 
   // Publishes the node's status (node, cluster, version, pid, interval and any
-  // refusal are filled in here); returns at once, the heartbeat puts it.
+  // refusal are filled in here); returns at once, the heartbeat puts it when it
+  // changed materially.
   void publish(fleet::NodeStatus status);
 
-  // From the agent's event loop, every fleet::kHeartbeatPeriod: renew the lease and
-  // put a heartbeat (on the heartbeat thread; returns at once).
+  // From the agent's event loop, every fleet::kHeartbeatPeriod: renew the lease (on
+  // the heartbeat thread; returns at once).
   void beat();
   // Once the watch is established and a first status is published — or etcd could
   // not be reached at all, and the node runs on its cached declaration — what to tell

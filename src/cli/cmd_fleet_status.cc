@@ -43,8 +43,8 @@ struct NodeView {
   std::vector<std::string> unreadable;  // keys that did not decode
   std::string state;
   // Enrollment (checkTrust): "" verified, else "unenrolled" or "forged" (why in
-  // trustReason); the node's verified heartbeat, unix ms (0 none); why a node whose
-  // status key exists is down all the same.
+  // trustReason); when the node was seen alive, unix ms — now while its lease holds (0
+  // none); why a node whose status key exists is down all the same.
   std::string trust;
   std::string trustReason;
   int64_t heartbeatMs = 0;
@@ -105,14 +105,17 @@ NodeView viewOf(const std::string& node, const NodeKeys& k) {
 std::string agoText(int64_t ms, int64_t now);
 
 // What the node signed, checked against its enrollment: a forged or unenrolled node shows
-// nothing from its statuses, and a node counts as up only while its lease holds its status
-// and its signed heartbeat is fresh (a status replayed on another lease is not alive).
+// nothing from its statuses. Liveness is the lease (an idle node writes nothing): a node
+// is up while its status and its signed heartbeat sit on one live lease that both name —
+// a status or heartbeat put back on another lease is not alive. (A heartbeat naming no
+// lease is an older agent's, put every few seconds: it counts while it is fresh.)
 void checkTrust(NodeView& v, const std::string& cluster, const NodeKeys& k,
                 const std::vector<trust::OperatorPublicKey>& trusted, int64_t now) {
   std::vector<fleet::EtcdKeyValue> signedKeys;
   for (const auto* kv : {&k.status, &k.seen, &k.heartbeat})
     if (*kv) signedKeys.push_back(**kv);
   const auto t = fleet::checkNode(cluster, v.node, k.enrollment, signedKeys, trusted);
+  std::optional<fleet::Heartbeat> beat;
   if (t.verdict != fleet::NodeTrust::Verdict::Verified) {
     v.trust = t.verdict == fleet::NodeTrust::Verdict::Forged ? "forged" : "unenrolled";
     v.trustReason = t.reason;
@@ -120,25 +123,44 @@ void checkTrust(NodeView& v, const std::string& cluster, const NodeKeys& k,
     v.up = false;
   } else if (k.heartbeat) {
     try {
-      v.heartbeatMs = fleet::decodeHeartbeat(k.heartbeat->value, k.heartbeat->key).atMs;
+      beat = fleet::decodeHeartbeat(k.heartbeat->value, k.heartbeat->key);
     } catch (const InputError& e) {
       v.unreadable.push_back(e.what());
     }
   }
-  const int64_t staleMs = std::chrono::milliseconds(fleet::kHeartbeatStale).count();
-  if (v.up && now - v.heartbeatMs > staleMs) {
-    v.up = false;
-    v.downReason = v.heartbeatMs ? fmt::format(
-                                       "its status is on a live lease but its newest heartbeat is "
-                                       "from {} ({}), older than {} s",
-                                       isoTime(v.heartbeatMs), agoText(v.heartbeatMs, now),
-                                       fleet::kHeartbeatStale.count())
-                                 : "its status is on a live lease but it has no heartbeat";
+  if (v.up) {
+    const int64_t lease = k.status->lease;
+    const int64_t staleMs = std::chrono::milliseconds(fleet::kHeartbeatStale).count();
+    if (!beat)
+      v.downReason = "its status is on a live lease but it has no heartbeat";
+    else if (beat->lease == 0 && now - beat->atMs > staleMs)
+      v.downReason = fmt::format(
+          "its status is on a live lease but its newest heartbeat is from {} "
+          "({}), older than {} s",
+          isoTime(beat->atMs), agoText(beat->atMs, now), fleet::kHeartbeatStale.count());
+    else if (beat->lease != 0 && beat->lease != k.heartbeat->lease)
+      v.downReason = fmt::format(
+          "its heartbeat names lease {:x} but sits on lease {:x}: put back from an earlier lease",
+          beat->lease, k.heartbeat->lease);
+    else if (beat->lease != 0 && beat->lease != lease)
+      v.downReason = fmt::format(
+          "its status sits on lease {:x}, not on the lease of its heartbeat ({:x}): put back "
+          "from an earlier lease",
+          lease, beat->lease);
+    else if (v.status && v.status->lease != 0 && v.status->lease != lease)
+      v.downReason = fmt::format(
+          "its status names lease {:x} but sits on lease {:x}: put back from an earlier lease",
+          v.status->lease, lease);
+    if (!v.downReason.empty())
+      v.up = false;
+    else
+      v.heartbeatMs = beat->lease != 0 ? now : beat->atMs;  // its lease holds: seen now
   }
   v.state = stateOf(v);
 }
 
-// LAST SEEN: the newest heartbeat, else when the status was put.
+// LAST SEEN: now for a node that is up, else when its status was last put (a node that
+// idles writes nothing, so a down node died some time after that).
 int64_t lastSeenMs(const NodeView& v) {
   if (v.heartbeatMs) return v.heartbeatMs;
   return v.status ? v.status->publishedAtMs : 0;

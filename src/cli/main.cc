@@ -187,8 +187,9 @@ int main(int argc, char** argv) {
   fleetStatus->footer(
       "STATE, first that applies: forged (a status, heartbeat or enrollment that does not verify "
       "against the node's enrolled key and --trust), unenrolled (a node that publishes but whose "
-      "key is not enrolled), down (no status key: the node's lease is gone, or no heartbeat for "
-      "30 s), refused (it refused the value pushed now), failing, behind (its status does not "
+      "key is not enrolled), down (no status key: the node's lease is gone; or its status and "
+      "heartbeat are not on the one live lease they name), refused (it refused the value pushed "
+      "now), failing, behind (its status does not "
       "carry the pushed digest and serial), churning, converged. Reads every key in one range, at "
       "one etcd revision. See "
       "docs/fleet.md.");

@@ -43,7 +43,9 @@ NodeSignature checkNodeJson(std::string_view text, const trust::NodePublicKey& k
 }
 
 std::string encodeHeartbeat(const Heartbeat& h) {
-  return json{{"node", h.node}, {"cluster", h.cluster}, {"pid", h.pid}, {"at_ms", h.atMs}}.dump();
+  json j{{"node", h.node}, {"cluster", h.cluster}, {"pid", h.pid}, {"at_ms", h.atMs}};
+  if (h.lease != 0) j["lease"] = h.lease;
+  return j.dump();
 }
 
 Heartbeat decodeHeartbeat(std::string_view text, const std::string& where) {
@@ -56,6 +58,7 @@ Heartbeat decodeHeartbeat(std::string_view text, const std::string& where) {
     h.cluster = j.value("cluster", std::string());
     h.pid = j.value("pid", int64_t{0});
     h.atMs = j.value("at_ms", int64_t{0});
+    h.lease = j.value("lease", int64_t{0});
     return h;
   } catch (const json::exception&) {
     throw InputError("{}: a heartbeat field has the wrong type", where);

@@ -5,8 +5,9 @@
 // as before. `fleet status` checks it against the key an operator enrolled for the node
 // (fleet/enroll.hh).
 //
-//   /mesh/<cluster>/nodes/<node>/heartbeat   Heartbeat, no lease: put every kHeartbeatPeriod
-//                                            while the agent's event loop runs
+//   /mesh/<cluster>/nodes/<node>/heartbeat   Heartbeat on the node's lease, naming it: put
+//                                            once per lease (liveness is the lease, renewed
+//                                            with keep-alives, which are no etcd writes)
 #pragma once
 
 #include <chrono>
@@ -19,13 +20,13 @@
 
 namespace mesh::fleet {
 
-// The node's lease (its status lives on it) and how often the agent renews it and puts
-// its heartbeat: independent of the cycle interval, so that a dead node shows as down
-// within about kHeartbeatTtl + kHeartbeatPeriod whatever --interval is.
+// The node's lease (its status and heartbeat live on it) and how often the agent renews
+// it: independent of the cycle interval, so that a dead node shows as down within about
+// kHeartbeatTtl whatever --interval is.
 inline constexpr std::chrono::seconds kHeartbeatTtl{15};
 inline constexpr std::chrono::seconds kHeartbeatPeriod{5};
-// `fleet status` counts a node as down when its newest heartbeat is older than this
-// (by the reader's clock): a status replayed on another lease does not look alive.
+// A heartbeat that names no lease (an agent from before heartbeats lived on the lease, put
+// every kHeartbeatPeriod) counts for `fleet status` while it is younger than this.
 inline constexpr std::chrono::seconds kHeartbeatStale{30};
 
 std::string nodePrefix(const FleetKeys& keys, const std::string& node);  // ".../nodes/<n>/"
@@ -43,7 +44,8 @@ struct Heartbeat {
   std::string node;
   std::string cluster;
   int64_t pid = 0;
-  int64_t atMs = 0;  // unix ms when it was put
+  int64_t atMs = 0;   // unix ms when it was put: when the lease was taken
+  int64_t lease = 0;  // the lease it is put on; 0: none named (an older agent)
   bool operator==(const Heartbeat&) const = default;
 };
 std::string encodeHeartbeat(const Heartbeat& h);

@@ -206,8 +206,21 @@ std::string encodeStatus(const NodeStatus& s) {
               {"cycle_error", s.cycleError},
               {"refused", refused},
               {"applied_cycle", appliedCycleJson(s.appliedCycle)},
-              {"etcd_cluster_id", s.etcdClusterId}}
+              {"etcd_cluster_id", s.etcdClusterId},
+              {"lease", s.lease}}
       .dump();
+}
+
+bool sameMaterially(const NodeStatus& a, const NodeStatus& b) {
+  const auto material = [](NodeStatus s) {
+    s.cycle = 0;
+    s.lastCycleAtMs = 0;
+    s.cycleMs = 0;
+    s.trigger.clear();
+    s.publishedAtMs = 0;
+    return s;
+  };
+  return material(a) == material(b);
 }
 
 NodeStatus decodeStatus(std::string_view text, const std::string& where) {
@@ -252,6 +265,7 @@ NodeStatus decodeStatus(std::string_view text, const std::string& where) {
   }
   s.appliedCycle = appliedCycleOf(j, where);
   s.etcdClusterId = field<std::string>(j, "etcd_cluster_id", "", where);
+  s.lease = field<int64_t>(j, "lease", 0, where);
   return s;
 }
 

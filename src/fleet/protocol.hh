@@ -6,10 +6,11 @@
 //   /mesh/<cluster>/nodes/<node>/declaration   PushedDeclaration (fleet/statement.hh, put
 //                                              by `fleet push`)
 //   /mesh/<cluster>/nodes/<node>/status        NodeStatus on the node's lease (gone when
-//                                              the node is)
-//   /mesh/<cluster>/nodes/<node>/seen          NodeStatus, no lease: the last one seen,
-//                                              so that `fleet status` can say since when
-//                                              a node is down
+//                                              the node is), put only when it changed
+//                                              materially (sameMaterially) or the lease is new
+//   /mesh/<cluster>/nodes/<node>/seen          NodeStatus, no lease: the last one put,
+//                                              so that `fleet status` can say what a down
+//                                              node had applied
 //   /mesh/<cluster>/restarts/<service>/<slot>  a rolling-restart slot held by a node
 //   /mesh/<cluster>/push-lock                  held by the `fleet push` writing (fleet/push.hh)
 //   /mesh/<cluster>/declarations/<hex>         a declaration's bytes, stored once by digest;
@@ -125,9 +126,20 @@ struct NodeStatus {
   };
   std::optional<AppliedCycle> appliedCycle;
   std::string etcdClusterId;  // the etcd cluster the node reads from ("" not known yet)
+  // The etcd lease the status is put on (0: none named, an agent before statuses named
+  // it): signed, so a status moved to another lease is told from the one its node put.
+  int64_t lease = 0;
 
   bool operator==(const NodeStatus&) const = default;
 };
+
+// Whether two statuses differ only in what changes every cycle by itself — the cycle's
+// number, when it finished, how long it took, its trigger — and when they were put. An
+// agent puts its status only when this is false (or on a new lease), so an idle node
+// writes nothing to etcd; everything a reader judges by (what is applied, the counts,
+// failing, churning, a refusal, a cycle error, version, pid, interval, etcd's cluster ID,
+// the lease) is material.
+bool sameMaterially(const NodeStatus& a, const NodeStatus& b);
 
 std::string encodeStatus(const NodeStatus& s);
 // Whether a status shows a failed resource or a cycle that could not run.

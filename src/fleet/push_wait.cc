@@ -66,24 +66,31 @@ void waitForNodes(EtcdClient& etcd, const FleetKeys& keys, PushReport& report,
   for (auto& n : report.nodes) {
     if (n.result == PushedNode::Result::Conflict) continue;
     pending.emplace(n.node, &n);
-    n.detail = "no status: the node is down or never started";
+    n.detail = "down: no status on a live lease (the node is down or never started)";
   }
   // Each node's enrollment, as last read: what its status must be signed with.
   std::map<std::string, std::optional<EtcdKeyValue>> enrollments;
-  const auto see = [&](const std::string& node, const std::string& value, const std::string& key) {
+  const auto see = [&](const std::string& node, const EtcdKeyValue& kv) {
     const auto it = pending.find(node);
     if (it == pending.end()) return;
-    const NodeTrust t = checkNode(keys.cluster, node, enrollments[node],
-                                  {EtcdKeyValue{key, value, 0, 0, 0}}, trusted);
+    const NodeTrust t = checkNode(keys.cluster, node, enrollments[node], {kv}, trusted);
     if (t.verdict != NodeTrust::Verdict::Verified) {
-      it->second->detail = fmt::format("its status does not verify ({}): not counted",
-                                       t.verdict == NodeTrust::Verdict::Forged ? "forged"
-                                                                               : "unenrolled") +
-                           (t.reason.empty() ? "" : "; " + t.reason);
+      it->second->detail =
+          fmt::format("its status does not verify ({}): not counted",
+                      t.verdict == NodeTrust::Verdict::Forged ? "forged" : "unenrolled") +
+          (t.reason.empty() ? "" : "; " + t.reason);
       return;  // keep waiting for one the node signed
     }
     try {
-      if (judge(*it->second, report, decodeStatus(value, key))) pending.erase(it);
+      const NodeStatus s = decodeStatus(kv.value, kv.key);
+      if (s.lease != 0 && s.lease != kv.lease) {
+        it->second->detail = fmt::format(
+            "its status names lease {:x} but sits on lease {:x} (put back from an earlier "
+            "lease): not counted",
+            s.lease, kv.lease);
+        return;
+      }
+      if (judge(*it->second, report, s)) pending.erase(it);
     } catch (const InputError& e) {
       it->second->detail = e.what();  // a status we cannot read: keep waiting for a good one
     }
@@ -92,7 +99,7 @@ void waitForNodes(EtcdClient& etcd, const FleetKeys& keys, PushReport& report,
     const auto range = etcd.getPrefix(keys.nodesPrefix());
     for (const auto& [node, k] : nodesIn(range, keys)) {
       enrollments[node] = k.enrollment;
-      if (k.status) see(node, k.status->value, k.status->key);
+      if (k.status) see(node, *k.status);
     }
     return range.revision + 1;
   };
@@ -111,7 +118,13 @@ void waitForNodes(EtcdClient& etcd, const FleetKeys& keys, PushReport& report,
               if (ev.type == EtcdEvent::Type::Put && split && split->second == "enrollment")
                 enrollments[split->first] = ev.kv;
               if (ev.type == EtcdEvent::Type::Put && split && split->second == "status")
-                see(split->first, ev.kv.value, ev.kv.key);
+                see(split->first, ev.kv);
+              // Liveness is the lease: the status goes with it when the node dies or stops.
+              if (ev.type == EtcdEvent::Type::Delete && split && split->second == "status")
+                if (const auto it = pending.find(split->first); it != pending.end())
+                  it->second->detail =
+                      "down: its status went with its lease (the node stopped, died or lost "
+                      "etcd)";
             }
             return !pending.empty();
           },

@@ -196,12 +196,15 @@ void FleetTest::enroll(const std::string& node) {
 
 void FleetTest::publish(const NodeStatus& s, bool up) {
   if (!client->get(enrollmentKey(keys, s.node))) enroll(s.node);
-  const std::string text = signNodeJson(encodeStatus(s), nodeKey(s.node));
   if (up && !lease) lease = client->grantLease(60);
+  NodeStatus named = s;
+  if (up && !named.lease) named.lease = lease;
+  const std::string text = signNodeJson(encodeStatus(named), nodeKey(s.node));
   if (up) {
     client->put(keys.status(s.node), text, lease);
-    const Heartbeat h{s.node, cluster, s.pid, unixNowMs()};
-    client->put(heartbeatKey(keys, s.node), signNodeJson(encodeHeartbeat(h), nodeKey(s.node)));
+    const Heartbeat h{s.node, cluster, s.pid, unixNowMs(), lease};
+    client->put(heartbeatKey(keys, s.node), signNodeJson(encodeHeartbeat(h), nodeKey(s.node)),
+                lease);
   }
   client->put(keys.seen(s.node), text);
 }

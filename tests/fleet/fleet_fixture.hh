@@ -55,7 +55,8 @@ class FleetTest : public ::testing::Test {
   NodeStatus nodeStatus(const std::string& node, int64_t revision,
                         std::optional<int64_t> serial) const;
   // Signed with the node's key (nodeKey), which is enrolled first; a node that is up
-  // also gets a fresh heartbeat.
+  // has its status (naming the lease, unless `s` names one) and a heartbeat on `lease`,
+  // as an agent puts them.
   void publish(const NodeStatus& s, bool up);
   // A simulated node's key (made on first use) and its enrollment, signed by the test's
   // operator key, as `fleet enroll` puts it.

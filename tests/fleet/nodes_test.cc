@@ -46,6 +46,9 @@ int64_t countOf(const std::string& text, const std::string& what) {
   return n;
 }
 
+// In a node's log, once per cycle: its summary line ("cycle 7: 0 created, … 0 failed in 3 ms").
+constexpr const char* kCycleLine = " failed in ";
+
 struct NodeProcess {
   std::string name, root, stateDir, log;
   pid_t pid = -1;
@@ -744,7 +747,8 @@ TEST_F(Nodes, PushWaitQuotesTheCycleThatAppliedThePush) {
   const auto applied = statusOf("n1");
   ASSERT_TRUE(applied && applied->appliedCycle);
   const int64_t cycle = applied->appliedCycle->cycle;
-  ASSERT_TRUE(awaitStatus("n1", [&](const auto& s) { return s && s->cycle > cycle + 1; }));
+  // Two more cycles, which found nothing to do (and wrote nothing: the status is as it was).
+  ASSERT_TRUE(awaitLog("n1", kCycleLine, countOf(readAll(nodes["n1"].log), kCycleLine) + 2));
   Result again = push({"--node", "n1", "--wait", "20s", decl});
   EXPECT_EQ(again.code, 0) << again.out << again.err;
   EXPECT_NE(again.out.find("unchanged n1"), std::string::npos) << again.out;
@@ -793,32 +797,102 @@ class NotifySocket {
   int fd_ = -1;
 };
 
-// Regression: "today a dead node looks alive for three intervals". The heartbeat has a
-// lease of its own (15 s), so an interval of 10 minutes changes nothing.
+// Regression: "today a dead node looks alive for three intervals". The node's lease has a
+// TTL of its own (15 s), so an interval of 10 minutes changes nothing; its heartbeat, put
+// once on that lease, names it and goes with it.
 TEST_F(Nodes, ADeadNodeIsDownWithinThirtySecondsWhateverTheInterval) {
   nodeInterval = "10m";
   startNode("n1");
   auto revs = pushTo("n1", fileDecl(1, "one"));
   ASSERT_TRUE(awaitApplied("n1", revs.at("n1")));
-  const auto beat = client->get(heartbeatKey(keys, "n1"));
-  ASSERT_TRUE(beat) << "no heartbeat";
-  const auto heartbeat = decodeHeartbeat(beat->value, "heartbeat");
+  const auto beat = client->getPrefix(heartbeatKey(keys, "n1"));
+  ASSERT_EQ(beat.kvs.size(), 1u) << "no heartbeat";
+  const auto heartbeat = decodeHeartbeat(beat.kvs[0].value, "heartbeat");
   EXPECT_EQ(heartbeat.pid, nodes["n1"].pid);
+  EXPECT_NE(heartbeat.lease, 0);
+  EXPECT_EQ(beat.kvs[0].lease, heartbeat.lease) << "the heartbeat is on the lease it names";
+  const auto onLease = client->getPrefix(keys.status("n1"));
+  ASSERT_EQ(onLease.kvs.size(), 1u);
+  EXPECT_EQ(onLease.kvs[0].lease, heartbeat.lease);
+  EXPECT_EQ(decodeStatus(onLease.kvs[0].value, "status").lease, heartbeat.lease);
 
   stopNode("n1", SIGKILL);  // no goodbye
   const auto killed = Clock::now();
   ASSERT_TRUE(awaitStatus(
       "n1", [](const auto& s) { return !s.has_value(); }, 30s));
   EXPECT_LT(Clock::now() - killed, 25s);
+  EXPECT_GE(Clock::now() - killed, 5s) << "gone before its lease could expire";
+  EXPECT_FALSE(client->get(heartbeatKey(keys, "n1"))) << "the heartbeat outlived its lease";
 
   Result st = status({"--json"});
   EXPECT_EQ(st.code, 1) << st.out << st.err;
   const nlohmann::json row = st.json().at("nodes").at(0);
   EXPECT_EQ(row.at("state"), "down") << row.dump();
-  // LAST SEEN is the last heartbeat, not the last cycle (10 minutes apart at most).
-  const auto last = decodeHeartbeat(client->get(heartbeatKey(keys, "n1"))->value, "heartbeat");
-  EXPECT_EQ(row.at("last_seen_ms"), last.atMs) << row.dump();
-  EXPECT_GE(last.atMs, heartbeat.atMs);
+  EXPECT_EQ(row.at("applied_serial"), 1) << row.dump();
+  // LAST SEEN of a down node: when it last put its status (the seen copy).
+  const auto seen = decodeStatus(client->get(keys.seen("n1"))->value, "seen");
+  EXPECT_EQ(row.at("last_seen_ms"), seen.publishedAtMs) << row.dump();
+}
+
+// Issue 13: an idle node writes nothing to etcd. Its lease is renewed with keep-alives
+// (which are no writes: etcd's revision stays), and its status is put only when it changes
+// materially — cycles that find nothing to do change only the cycle number and times.
+TEST_F(Nodes, AnIdleNodeWritesNothingToEtcdYetStaysUpAndAChangeIsWrittenAtOnce) {
+  startNode("n1");  // --interval 1s: a cycle every second
+  auto revs = pushTo("n1", fileDecl(1, "one"));
+  ASSERT_TRUE(awaitApplied("n1", revs.at("n1")));
+  // The cycle after the one that applied it has other counts (all unchanged): let it pass.
+  const auto cycles = [&] { return countOf(readAll(nodes["n1"].log), kCycleLine); };
+  ASSERT_TRUE(awaitLog("n1", kCycleLine, cycles() + 2));
+
+  const auto before = client->getPrefix(keys.nodesPrefix()).revision;
+  const auto statusBefore = client->getPrefix(keys.status("n1"));
+  ASSERT_EQ(statusBefore.kvs.size(), 1u);
+  // Past the lease's TTL (15 s): only keep-alives keep the status there.
+  const auto idleFrom = Clock::now();
+  ASSERT_TRUE(awaitLog("n1", kCycleLine, cycles() + 16, 40s));
+  ASSERT_GT(Clock::now() - idleFrom, fleet::kHeartbeatTtl);
+  const auto idle = client->getPrefix(keys.status("n1"));
+  EXPECT_EQ(idle.revision, before) << "an idle node wrote to etcd:\n" << readAll(nodes["n1"].log);
+  ASSERT_EQ(idle.kvs.size(), 1u) << "its lease expired while it idled";
+  EXPECT_EQ(idle.kvs[0].modRevision, statusBefore.kvs[0].modRevision);
+  Result up = status({"--json"});
+  EXPECT_EQ(up.code, 0) << up.out << up.err;
+  EXPECT_EQ(up.json().at("nodes").at(0).at("state"), "converged") << up.out;
+
+  // A change is written at the next cycle: a resource that fails (its file is a
+  // directory now, which mesh-host never deleted) ...
+  fs::remove(nodes["n1"].root + "/etc/app.conf");
+  fs::create_directories(nodes["n1"].root + "/etc/app.conf/inside");
+  ASSERT_TRUE(awaitStatus("n1", [](const auto& s) { return s && s->failed > 0; }));
+  EXPECT_GT(client->getPrefix(keys.nodesPrefix()).revision, before);
+  EXPECT_EQ(statusOf("n1")->failing.at(0).first, "app.config");
+  EXPECT_EQ(decodeStatus(client->get(keys.seen("n1"))->value, "seen").failed,
+            statusOf("n1")->failed)
+      << "the seen copy is written with it";
+  // ... and a new push.
+  fs::remove_all(nodes["n1"].root + "/etc/app.conf");
+  auto revs2 = pushTo("n1", fileDecl(2, "two"));
+  ASSERT_TRUE(awaitStatus("n1", [&](const auto& s) {
+    return s && s->serial == 2 && s->revision >= revs2.at("n1") && s->failed == 0;
+  }));
+  EXPECT_EQ(readAll(nodes["n1"].root + "/etc/app.conf"), "two");
+}
+
+// Issue 13: a node whose agent stops (SIGTERM) revokes its lease: its status and heartbeat
+// are gone before the agent exits, and it reads as down at once.
+TEST_F(Nodes, AStoppedNodeIsDownAtOnce) {
+  startNode("n1");
+  auto revs = pushTo("n1", fileDecl(1, "one"));
+  ASSERT_TRUE(awaitApplied("n1", revs.at("n1")));
+  ASSERT_TRUE(client->get(heartbeatKey(keys, "n1")));
+  stopNode("n1", SIGTERM);  // returns once the agent has exited
+  EXPECT_FALSE(client->get(keys.status("n1")));
+  EXPECT_FALSE(client->get(heartbeatKey(keys, "n1")));
+  Result st = status({"--json"});
+  EXPECT_EQ(st.code, 1) << st.out << st.err;
+  EXPECT_EQ(st.json().at("nodes").at(0).at("state"), "down") << st.out;
+  EXPECT_EQ(st.json().at("nodes").at(0).at("applied_serial"), 1) << st.out;
 }
 
 // Regressions: "systemctl start mesh-host blocks until the first cycle ends, so a first

@@ -84,7 +84,9 @@ TEST_F(FleetWait, TimesOutWithOneNamingTheNode) {
   Result r = push({"--nodes", "web2", "--wait", "1s", declare(declText(3))});
   EXPECT_EQ(r.code, 1) << r.out << r.err;
   EXPECT_GE(std::chrono::steady_clock::now() - start, 1s);
-  EXPECT_NE(r.out.find("timed out web2: after 1s: no status"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("timed out web2: after 1s: down: no status on a live lease"),
+            std::string::npos)
+      << r.out;
   EXPECT_NE(r.out.find("0 of 1 node(s) applied"), std::string::npos) << r.out;
   Result j = push({"--nodes", "web2", "--wait", "200ms", "--json", declare(declText(3))});
   EXPECT_EQ(j.code, 1) << j.out << j.err;

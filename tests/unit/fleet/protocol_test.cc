@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <vector>
 
 #include "util/error.hh"
@@ -84,12 +85,56 @@ TEST(FleetProtocol, NodeStatusRoundTripsWithAndWithoutARefusal) {
   s.failing = {{"m.x", "cannot write"}};
   s.churning = {"m.y"};
   s.cycleError = "";
+  s.lease = 0x694d7a1b2c3d4e5f;
   EXPECT_EQ(decodeStatus(encodeStatus(s), "k"), s);
   s.refused = NodeStatus::Refusal{100, 13, "tampered", 6, "sha256:11", "sha256:22"};
   EXPECT_EQ(decodeStatus(encodeStatus(s), "k"), s);
   s.serial.reset();
   s.refused->serial.reset();
   EXPECT_EQ(decodeStatus(encodeStatus(s), "k"), s);
+}
+
+// Issue 13: an agent puts its status only when it changed materially; a cycle that found
+// nothing to do changes only its number, its times and its trigger.
+TEST(FleetProtocol, OnlyWhatChangesEveryCycleByItselfIsNotMaterial) {
+  NodeStatus a;
+  a.node = "web-1";
+  a.serial = 3;
+  a.declarationDigest = "sha256:00";
+  a.cycle = 7;
+  a.unchanged = 12;
+  a.lease = 9;
+  NodeStatus b = a;
+  b.cycle = 8;
+  b.lastCycleAtMs = 1000;
+  b.cycleMs = 41;
+  b.trigger = "interval";
+  b.publishedAtMs = 2000;
+  EXPECT_TRUE(sameMaterially(a, b));
+  const std::vector<std::function<void(NodeStatus&)>> material = {
+      [](NodeStatus& s) { s.serial = 4; },
+      [](NodeStatus& s) { s.declarationDigest = "sha256:11"; },
+      [](NodeStatus& s) { s.generation = 2; },
+      [](NodeStatus& s) { s.revision = 5; },
+      [](NodeStatus& s) { s.updated = 1; },
+      [](NodeStatus& s) { s.failed = 1; },
+      [](NodeStatus& s) {
+        s.failing = {{"m.x", "cannot write"}};
+      },
+      [](NodeStatus& s) { s.churning = {"m.y"}; },
+      [](NodeStatus& s) { s.cycleError = "no declaration"; },
+      [](NodeStatus& s) { s.refused = NodeStatus::Refusal{1, 2, "tampered", 3, "sha256:1", ""}; },
+      [](NodeStatus& s) { s.appliedCycle = NodeStatus::AppliedCycle{8, 1000, 0, 1, 11, 0, 0}; },
+      [](NodeStatus& s) { s.version = "0.2.0"; },
+      [](NodeStatus& s) { s.pid = 43; },
+      [](NodeStatus& s) { s.etcdClusterId = "1484"; },
+      [](NodeStatus& s) { s.lease = 10; },
+  };
+  for (size_t i = 0; i < material.size(); ++i) {
+    NodeStatus c = b;
+    material[i](c);
+    EXPECT_FALSE(sameMaterially(a, c)) << "change " << i;
+  }
 }
 
 TEST(FleetProtocol, MalformedValuesAreInputErrorsNamingTheKey) {
