@@ -179,7 +179,7 @@ int main(int argc, char** argv) {
   auto* fleetStatus = fleetCmd->add_subcommand(
       "status",
       "one row per node known in etcd: wanted and applied serial, applied digest, state, last "
-      "seen, then how many nodes are on each version; exit 0 "
+      "seen, then how many nodes are on each version and who pushed it when; exit 0 "
       "every node converged (or none known), 1 a node down, behind, refused, failing or "
       "churning, or etcd unreachable, 2 bad input");
   fleetOptions.addTo(*fleetStatus);
