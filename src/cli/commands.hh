@@ -159,4 +159,12 @@ struct FleetHistoryOptions {
 int runFleetHistory(const FleetOptions& f, const FleetHistoryOptions& h);
 int runFleetStatus(const FleetOptions& f);
 
+// `fleet serve`: the fleet's page, live (cmd_fleet_serve.cc).
+struct FleetServeOptions {
+  std::string listen = "127.0.0.1:8080";
+  bool listenPublic = false;  // allow a non-loopback --listen
+  void addTo(CLI::App& cmd);
+};
+int runFleetServe(const FleetOptions& f, const FleetServeOptions& s);
+
 }  // namespace mesh::cli

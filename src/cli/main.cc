@@ -147,9 +147,9 @@ int main(int argc, char** argv) {
   FleetPushOptions fleetPushOptions;
   auto* fleetCmd = app.add_subcommand(
       "fleet",
-      "fleet push|status|history|enroll|forget: push a signed declaration to nodes through etcd, "
-      "see how far each node has converged and what was pushed, enroll a node's key, forget a node "
-      "that is gone");
+      "fleet push|status|serve|history|enroll|forget: push a signed declaration to nodes "
+      "through etcd, see how far each node has converged (or watch it live on a page) and what "
+      "was pushed, enroll a node's key, forget a node that is gone");
   fleetCmd->require_subcommand(1);
   auto* push = fleetCmd->add_subcommand(
       "push",
@@ -179,7 +179,7 @@ int main(int argc, char** argv) {
   auto* fleetStatus = fleetCmd->add_subcommand(
       "status",
       "one row per node known in etcd: wanted and applied serial, applied digest, state, last "
-      "seen, then how many nodes are on each version; exit 0 "
+      "seen, then how many nodes are on each version and who pushed it when; exit 0 "
       "every node converged (or none known), 1 a node down, behind, refused, failing or "
       "churning, or etcd unreachable, 2 bad input");
   fleetOptions.addTo(*fleetStatus);
@@ -214,6 +214,26 @@ int main(int argc, char** argv) {
   history->callback([&] {
     nothingDone = "";
     chosen = [&] { return runFleetHistory(fleetOptions, fleetHistoryOptions); };
+  });
+  FleetServeOptions fleetServeOptions;
+  auto* serve = fleetCmd->add_subcommand(
+      "serve",
+      "serves one read-only page that shows the fleet live: the versions and who pushed them, "
+      "the newest push's rollout, the nodes by state with their errors and recent history; "
+      "the judgement of fleet status, updated from one etcd watch through server-sent events "
+      "(GET / the page, /api/fleet the fleet status --json object, /events the stream); runs "
+      "until SIGINT or SIGTERM (exit 0); exit 1 etcd unreachable at start or the address "
+      "taken, 2 bad input");
+  fleetOptions.addTo(*serve);
+  fleetOptions.trust.addTo(*serve);
+  fleetServeOptions.addTo(*serve);
+  serve->footer(
+      "Binds 127.0.0.1:8080 unless --listen says otherwise; an address other than loopback is "
+      "refused without --listen-public, and on loopback only requests addressed to a loopback "
+      "name are answered. See docs/fleet.md.");
+  serve->callback([&] {
+    nothingDone = "";
+    chosen = [&] { return runFleetServe(fleetOptions, fleetServeOptions); };
   });
   FleetEnrollOptions fleetEnrollOptions;
   auto* enroll = fleetCmd->add_subcommand(

@@ -5,13 +5,11 @@
 #include <string>
 
 #include "apply/reconcile.hh"
+#include "util/json_schema.hh"
 
 namespace mesh::cli {
 
-// The version of every JSON object mesh-host prints (`"schema": 1`): fields may
-// be added within a version; one is renamed, removed or changes meaning only
-// with a new version (docs/json.md).
-inline constexpr int kJsonSchema = 1;
+using ::mesh::kJsonSchema;  // "schema": 1 (util/json_schema.hh)
 
 // "created demo.config (demo): 12 bytes, mode 0644" — detail, then the reason
 // (omitted when it is just "new").

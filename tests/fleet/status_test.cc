@@ -1,11 +1,16 @@
 // `mesh-host fleet status`: each node's state from its keys in etcd, the details of the
 // ones not converged, --json, and the exit code.
+#include <time.h>
+
+#include <chrono>
+#include <ctime>
 #include <map>
 #include <sstream>
 
 #include <fmt/format.h>
 
 #include "fleet_fixture.hh"
+#include "trust/operator_key.hh"
 #include "util/digest.hh"
 
 namespace mesh::fleet::test {
@@ -168,6 +173,60 @@ TEST_F(FleetStatus, ShowsEachNodesDigestAndAPerVersionSummary) {
       EXPECT_EQ(n.at("applied_digest"), Digest::ofBytes(declText(1)).str());
       EXPECT_EQ(n.at("wanted_digest"), Digest::ofBytes(declText(2)).str());
     }
+}
+
+// Issue 13: the per-version summary says who pushed each version and when, from the
+// statement `fleet push` signed; a version no node's statement names any more says so.
+TEST_F(FleetStatus, EachVersionSaysWhoPushedItAndWhen) {
+  const int64_t before = std::chrono::duration_cast<std::chrono::seconds>(
+                             std::chrono::system_clock::now().time_since_epoch())
+                             .count();
+  Result p = push({"--nodes", "a,b", declare(declText(2))});
+  ASSERT_EQ(p.code, 0) << p.err;
+  const int64_t after = before + 60;
+  for (const char* node : {"a", "b"}) publish(nodeStatus(node, 1, 2), true);
+  publish(nodeStatus("c", 1, 1), true);  // nothing pushed to it names serial 1
+
+  Result r = status();
+  const std::string two = shortDigest(Digest::ofBytes(declText(2)).str());
+  const std::string one = shortDigest(Digest::ofBytes(declText(1)).str());
+  const std::string by = operatorKey.text().substr(0, 16) + "…";
+  EXPECT_NE(r.out.find(fmt::format("\n  serial 2 ({}): pushed by {} at ", two, by)),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find(fmt::format("\n  serial 1 ({}): pushed by: not known", one)),
+            std::string::npos)
+      << r.out;
+
+  const auto versions = status({"--json"}).json().at("versions");
+  ASSERT_EQ(versions.size(), 2u) << versions.dump();
+  EXPECT_EQ(versions[0].at("serial"), 2);
+  EXPECT_EQ(versions[0].at("pushed_by"), operatorKey.text());
+  EXPECT_EQ(versions[0].at("pushed_verified"), true);
+  std::tm tm{};
+  const std::string at = versions[0].at("pushed_at");
+  ASSERT_NE(::strptime(at.c_str(), "%Y-%m-%dT%H:%M:%SZ", &tm), nullptr) << at;
+  const int64_t pushedAt = ::timegm(&tm);
+  EXPECT_GE(pushedAt, before) << at;
+  EXPECT_LE(pushedAt, after) << at;
+  EXPECT_EQ(versions[1].at("serial"), 1);
+  EXPECT_TRUE(versions[1].at("pushed_by").is_null());
+  EXPECT_TRUE(versions[1].at("pushed_at").is_null());
+}
+
+// A statement whose signature is by no --trust key still names its claimed pusher, marked
+// as not verified: `fleet status` shows what etcd says, never vouches for it.
+TEST_F(FleetStatus, APusherNotSignedByATrustedKeyIsMarkedUnverified) {
+  const std::string other = work + "/other.key";
+  trust::OperatorKey::generate().saveNew(other);
+  const std::string text = declText(3);
+  client->put(keys.declaration("a"), signedValue(statementFor(text, {"a"}, 3), text, other));
+  publish(nodeStatus("a", 1, 3), true);
+  Result r = status();
+  EXPECT_NE(r.out.find(", not signed by a --trust key\n"), std::string::npos) << r.out;
+  const auto versions = status({"--json"}).json().at("versions");
+  ASSERT_EQ(versions.size(), 1u);
+  EXPECT_EQ(versions[0].at("pushed_verified"), false);
 }
 
 TEST_F(FleetStatus, AnOldRefusalDoesNotMakeANodeRefused) {

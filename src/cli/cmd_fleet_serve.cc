@@ -1,0 +1,196 @@
+// `mesh-host fleet serve`: one read-only page over HTTP that shows the fleet live. One etcd
+// watch (fleet/feed.hh) feeds every browser through server-sent events; the judgement is
+// `fleet status`'s (fleet/view.hh). Loopback only unless asked: the page shows every node
+// of the cluster to whoever can reach it, and it has no login. docs/fleet.md.
+#include <arpa/inet.h>
+#include <httplib.h>
+#include <pthread.h>
+#include <signal.h>
+
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+
+#include "cli/commands.hh"
+#include "cli/fleet_common.hh"
+#include "cli/serve_page.hh"
+#include "fleet/feed.hh"
+#include "util/error.hh"
+
+namespace mesh::cli {
+
+namespace {
+
+struct ListenAddress {
+  std::string host;  // as given, without brackets
+  int port = 0;      // 0: any free port (the URL printed says which)
+};
+
+ListenAddress parseListen(const std::string& text) {
+  ListenAddress a;
+  const auto colon = text.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == text.size())
+    throw InputError("--listen {}: give HOST:PORT (127.0.0.1:8080, [::1]:8080)", text);
+  a.host = text.substr(0, colon);
+  if (a.host.size() > 2 && a.host.front() == '[' && a.host.back() == ']')
+    a.host = a.host.substr(1, a.host.size() - 2);
+  const std::string port = text.substr(colon + 1);
+  if (port.find_first_not_of("0123456789") != std::string::npos || port.size() > 5 ||
+      std::stoi(port) > 65535)
+    throw InputError("--listen {}: the port must be a number from 0 to 65535", text);
+  a.port = std::stoi(port);
+  return a;
+}
+
+// 127.0.0.0/8, ::1 and "localhost": reachable from this machine only.
+bool isLoopback(const std::string& host) {
+  if (host == "localhost") return true;
+  in_addr v4{};
+  if (::inet_pton(AF_INET, host.c_str(), &v4) == 1) return (ntohl(v4.s_addr) >> 24) == 127;
+  in6_addr v6{};
+  if (::inet_pton(AF_INET6, host.c_str(), &v6) == 1) return IN6_IS_ADDR_LOOPBACK(&v6);
+  return false;
+}
+
+// The host of a Host header ("127.0.0.1:8080", "[::1]:8080", "localhost").
+std::string hostOf(const std::string& header) {
+  if (!header.empty() && header.front() == '[') {
+    const auto end = header.find(']');
+    return end == std::string::npos ? header : header.substr(1, end - 1);
+  }
+  return header.substr(0, header.find(':'));
+}
+
+std::string sseEvent(const char* name, const std::string& data) {
+  return fmt::format("event: {}\ndata: {}\n\n", name, data);
+}
+
+// The browsers' stream: the newest view at once, then every newer one as it comes (a
+// client that reads slowly gets the newest when it is ready and skips the rest), an etcd
+// error when it changes, and a comment every 15 s that keeps proxies from closing it.
+void serveEvents(fleet::FleetFeed& feed, httplib::Response& res) {
+  res.set_header("Cache-Control", "no-store");
+  struct Sent {
+    uint64_t seq = 0;
+    std::string etcdError;
+    bool first = true;
+  };
+  auto sent = std::make_shared<Sent>();
+  res.set_chunked_content_provider(
+      "text/event-stream", [&feed, sent](size_t, httplib::DataSink& sink) {
+        const auto snap = feed.waitNewer(sent->seq, std::chrono::seconds(15));
+        if (feed.stopped()) return false;  // shutting down: end the stream
+        std::string out = sent->first ? "retry: 1000\n\n" : "";
+        if (snap.seq == sent->seq) {
+          out += ": keep-alive\n\n";
+        } else {
+          if (sent->first || snap.etcdError != sent->etcdError)
+            out += sseEvent("etcd", nlohmann::json{{"error", snap.etcdError}}.dump());
+          if (snap.json) out += sseEvent("fleet", *snap.json);
+          sent->seq = snap.seq;
+          sent->etcdError = snap.etcdError;
+        }
+        sent->first = false;
+        return sink.write(out.data(), out.size());
+      });
+}
+
+}  // namespace
+
+void FleetServeOptions::addTo(CLI::App& cmd) {
+  cmd.add_option("--listen", listen,
+                 "HOST:PORT to serve the page on (default 127.0.0.1:8080; port 0: any free one, "
+                 "printed); an address other than loopback needs --listen-public")
+      ->option_text("HOST:PORT")
+      ->default_str("127.0.0.1:8080");
+  cmd.add_flag("--listen-public", listenPublic,
+               "allow a --listen address other than loopback: the page then shows every node of "
+               "the cluster, without a login, to whoever reaches that address");
+}
+
+int runFleetServe(const FleetOptions& f, const FleetServeOptions& s) {
+  const auto keys = keysOf(f);
+  const auto trusted = f.trust.load();
+  const auto address = parseListen(s.listen);
+  if (!s.listenPublic && !isLoopback(address.host))
+    throw InputError(
+        "--listen {}: not a loopback address; the page shows every node of the cluster to "
+        "whoever reaches it, without a login: give --listen-public to serve it there anyway",
+        s.listen);
+  const auto config = etcdConfigOf(f);
+
+  // SIGINT and SIGTERM are taken by one thread (sigwait), so every thread started from
+  // here on inherits them blocked.
+  sigset_t stopSignals;
+  sigemptyset(&stopSignals);
+  sigaddset(&stopSignals, SIGINT);
+  sigaddset(&stopSignals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stopSignals, nullptr);
+
+  fleet::FleetFeed feed(config, keys, trusted);
+  feed.start();  // an etcd that cannot be read at start is an error (exit 1)
+
+  httplib::Server server;
+  server.new_task_queue = [] { return new httplib::ThreadPool(32); };  // 32 browsers at once
+  server.set_keep_alive_timeout(1);  // an idle connection does not hold up a shutdown
+  if (!s.listenPublic)
+    // A page on loopback can still be reached by another site's script through DNS
+    // rebinding: only a request addressed to a loopback name or address is answered.
+    server.set_pre_routing_handler([](const httplib::Request& req, httplib::Response& res) {
+      if (isLoopback(hostOf(req.get_header_value("Host"))))
+        return httplib::Server::HandlerResponse::Unhandled;
+      res.status = 403;
+      res.set_content("mesh-host fleet serve answers loopback names only\n", "text/plain");
+      return httplib::Server::HandlerResponse::Handled;
+    });
+  server.Get("/", [](const httplib::Request&, httplib::Response& res) {
+    res.set_header("Cache-Control", "no-store");
+    res.set_header("Content-Security-Policy",
+                   "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
+                   "connect-src 'self'; img-src 'self'");
+    res.set_header("X-Content-Type-Options", "nosniff");
+    res.set_content(std::string(fleetPage()), "text/html; charset=utf-8");
+  });
+  server.Get("/api/fleet", [&feed](const httplib::Request&, httplib::Response& res) {
+    const auto snap = feed.latest();
+    res.set_header("Cache-Control", "no-store");
+    res.set_content(snap.json ? *snap.json : "{}", "application/json");
+  });
+  server.Get("/events",
+             [&feed](const httplib::Request&, httplib::Response& res) { serveEvents(feed, res); });
+
+  int port = address.port;
+  if (port == 0)
+    port = server.bind_to_any_port(address.host);
+  else if (!server.bind_to_port(address.host, port))
+    port = -1;
+  if (port < 0) {
+    feed.stop();
+    throw Error("cannot listen on {}: the address is in use or not this machine's", s.listen);
+  }
+  const std::string shown =
+      address.host.find(':') == std::string::npos ? address.host : "[" + address.host + "]";
+  std::printf(
+      "mesh-host: serving cluster %s on http://%s:%d/ (read-only; SIGINT or SIGTERM stops)\n",
+      f.cluster.c_str(), shown.c_str(), port);
+  std::fflush(stdout);
+
+  std::thread stopper([&] {
+    int signal = 0;
+    sigwait(&stopSignals, &signal);
+    feed.stop();  // ends every event stream
+    server.stop();
+  });
+  const bool served = server.listen_after_bind();
+  if (!feed.stopped()) ::pthread_kill(stopper.native_handle(), SIGTERM);  // it ended by itself
+  stopper.join();
+  if (!served) throw Error("serving on {} failed", s.listen);
+  std::fprintf(stderr, "mesh-host: fleet serve stopped\n");
+  return kExitOk;
+}
+
+}  // namespace mesh::cli

@@ -1,0 +1,384 @@
+#include "fleet/view.hh"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <tuple>
+
+#include "fleet/enroll.hh"
+#include "fleet/node_signed.hh"
+#include "util/error.hh"
+#include "util/json_schema.hh"
+#include "util/time_text.hh"
+
+namespace mesh::fleet {
+
+using nlohmann::json;
+
+namespace {
+
+std::string serialText(const std::optional<int64_t>& v) {
+  return v ? std::to_string(*v) : "-";
+}
+
+std::string digestText(const std::string& digest) {
+  return digest.empty() ? "-" : shortDigest(digest);
+}
+
+json optionalInt(const std::optional<int64_t>& v) {
+  return v ? json(*v) : json(nullptr);
+}
+
+// Convergence by content: a refusal counts when it names the very value pushed now, and
+// a node is behind unless its status carries the pushed digest and serial.
+bool refusedWanted(const NodeView& v) {
+  return v.status && v.status->refused && !v.wantedValue.empty() &&
+         v.status->refused->valueDigest == v.wantedValue;
+}
+
+bool behindWanted(const NodeView& v) {
+  if (v.wantedValue.empty()) return false;  // nothing pushed
+  if (!v.wanted) return true;               // pushed, but not a statement it could apply
+  return v.status->declarationDigest != v.wanted->declarationDigest ||
+         v.status->serial != v.wanted->serial;
+}
+
+// The precedence of docs/fleet.md: forged, unenrolled, down, refused, failing, behind,
+// churning, converged.
+NodeState stateOf(const NodeView& v) {
+  if (v.trust == "forged") return NodeState::Forged;
+  if (v.trust == "unenrolled") return NodeState::Unenrolled;
+  if (!v.up) return NodeState::Down;
+  if (!v.status) return NodeState::Failing;  // its status key does not decode
+  if (refusedWanted(v)) return NodeState::Refused;
+  if (isFailing(*v.status)) return NodeState::Failing;
+  if (behindWanted(v)) return NodeState::Behind;
+  if (!v.status->churning.empty()) return NodeState::Churning;
+  return NodeState::Converged;
+}
+
+// What the keys say, before any trust is given to what the node signed.
+NodeView viewOf(const std::string& node, const NodeKeys& k,
+                std::optional<PushedDeclaration>& pushed) {
+  NodeView v;
+  v.node = node;
+  v.up = k.status.has_value();
+  if (k.declaration) {
+    v.wantedRevision = k.declaration->modRevision;
+    v.wantedValue = valueDigest(k.declaration->value);
+    try {
+      pushed = decodePushed(k.declaration->value, k.declaration->key);
+      v.wanted = peekStatement(*pushed, k.declaration->key);
+    } catch (const InputError& e) {
+      v.unreadable.push_back(e.what());
+    }
+  }
+  if (const auto& kv = k.status ? k.status : k.seen) {
+    try {
+      v.status = decodeStatus(kv->value, kv->key);
+    } catch (const InputError& e) {
+      v.unreadable.push_back(e.what());
+    }
+  }
+  return v;
+}
+
+// What the node signed, checked against its enrollment: a forged or unenrolled node shows
+// nothing from its statuses; then whether it is alive (downReason).
+void checkTrust(NodeView& v, const std::string& cluster, const NodeKeys& k,
+                const std::vector<trust::OperatorPublicKey>& trusted, int64_t now) {
+  std::vector<EtcdKeyValue> signedKeys;
+  for (const auto* kv : {&k.status, &k.seen, &k.heartbeat})
+    if (*kv) signedKeys.push_back(**kv);
+  const auto t = checkNode(cluster, v.node, k.enrollment, signedKeys, trusted);
+  std::optional<Heartbeat> beat;
+  if (t.verdict != NodeTrust::Verdict::Verified) {
+    v.trust = t.verdict == NodeTrust::Verdict::Forged ? "forged" : "unenrolled";
+    v.trustReason = t.reason;
+    v.status.reset();
+    v.up = false;
+  } else if (k.heartbeat) {
+    try {
+      beat = decodeHeartbeat(k.heartbeat->value, k.heartbeat->key);
+    } catch (const InputError& e) {
+      v.unreadable.push_back(e.what());
+    }
+  }
+  if (v.up) {
+    v.downReason = downReason(k, v.status, beat, now);
+    v.up = v.downReason.empty();
+    if (v.up) v.heartbeatMs = beat->lease != 0 ? now : beat->atMs;  // its lease holds: seen now
+  }
+}
+
+// Why a node is not converged, one line per reason.
+std::vector<std::string> reasonsOf(const NodeView& v, int64_t now) {
+  std::vector<std::string> out;
+  for (const auto& u : v.unreadable) out.push_back("unreadable: " + u);
+  if (!v.trust.empty()) {
+    out.push_back(v.trust + ": " + v.trustReason);
+    return out;
+  }
+  if (!v.downReason.empty()) out.push_back("down: " + v.downReason);
+  const auto* s = v.status ? &*v.status : nullptr;
+  if (!v.up) {
+    out.push_back(s ? fmt::format("down: no status since {} ({}); it had applied serial {} ({})",
+                                  isoTime(s->publishedAtMs), agoText(s->publishedAtMs, now),
+                                  serialText(s->serial), digestText(s->declarationDigest))
+                    : "down: never seen (no status or seen key)");
+    return out;
+  }
+  if (!s) return out;
+  if (refusedWanted(v))
+    out.push_back(fmt::format("refused serial {} (revision {}) at {}: {}",
+                              serialText(s->refused->serial), s->refused->revision,
+                              isoTime(s->refused->atMs), s->refused->reason));
+  for (const auto& [id, reason] : s->failing)
+    out.push_back(fmt::format("failed {}: {}", id, reason));
+  if (s->failing.empty() && s->failed > 0)
+    out.push_back(fmt::format("{} resource(s) failed in cycle {}", s->failed, s->cycle));
+  if (!s->cycleError.empty()) out.push_back("cycle error: " + s->cycleError);
+  if (behindWanted(v) && !refusedWanted(v))  // a refusal says why already
+    out.push_back(fmt::format(
+        "behind: applied serial {} ({}); serial {} ({}) is pushed (revision {})",
+        serialText(s->serial), digestText(s->declarationDigest),
+        v.wanted ? std::to_string(v.wanted->serial) : "-",
+        v.wanted ? digestText(v.wanted->declarationDigest) : "unreadable", v.wantedRevision));
+  if (!s->churning.empty())
+    out.push_back(fmt::format("churning: {}", fmt::join(s->churning, ", ")));
+  return out;
+}
+
+// The error an operator acts on first: what makes the node untrusted, its refusal, the
+// first failed resource, the cycle's own error, a key that does not decode.
+std::string lastErrorOf(const NodeView& v) {
+  if (!v.trust.empty()) return v.trustReason;
+  if (const auto* s = v.status ? &*v.status : nullptr) {
+    if (refusedWanted(v)) return s->refused->reason;
+    if (!s->failing.empty()) return s->failing.front().first + ": " + s->failing.front().second;
+    if (!s->cycleError.empty()) return s->cycleError;
+  }
+  return v.unreadable.empty() ? "" : v.unreadable.front();
+}
+
+using VersionKey = std::pair<std::string, std::optional<int64_t>>;  // digest, serial
+
+// Who pushed each (digest, serial): the newest statement naming it; a signature is
+// checked once per distinct statement (a push puts the same one to every node).
+class PushedBy {
+ public:
+  explicit PushedBy(const std::vector<trust::OperatorPublicKey>& trusted) : trusted_(trusted) {}
+
+  void note(const PushedDeclaration& p, const Statement& st, const std::string& where) {
+    auto& best = by_[{st.declarationDigest, st.serial}];
+    if (best.pushedAtMs > st.pushedAtMs) return;
+    best.pushedBy = st.pushedBy;
+    best.pushedAtMs = st.pushedAtMs;
+    best.pushedVerified = verified(p, where);
+  }
+
+  void fill(VersionView& v) const {
+    if (v.digest.empty()) return;
+    const auto it = by_.find({v.digest, v.serial});
+    if (it == by_.end()) return;
+    v.pushedBy = it->second.pushedBy;
+    v.pushedAtMs = it->second.pushedAtMs;
+    v.pushedVerified = it->second.pushedVerified;
+  }
+
+ private:
+  bool verified(const PushedDeclaration& p, const std::string& where) {
+    const auto key = p.statement + '\n' + p.signature;
+    const auto it = checked_.find(key);
+    if (it != checked_.end()) return it->second;
+    bool ok = true;
+    try {
+      verifySignedStatement(p, where, trusted_);
+    } catch (const InputError&) {
+      ok = false;
+    }
+    return checked_[key] = ok;
+  }
+  const std::vector<trust::OperatorPublicKey>& trusted_;
+  std::map<VersionKey, VersionView> by_;
+  std::map<std::string, bool> checked_;
+};
+
+std::vector<VersionView> versionsOf(const std::vector<NodeView>& views, const PushedBy& pushed) {
+  std::map<VersionKey, std::vector<std::string>> by;
+  for (const auto& v : views) {
+    const auto* s = v.status ? &*v.status : nullptr;
+    by[{s ? s->declarationDigest : "", s ? s->serial : std::nullopt}].push_back(v.node);
+  }
+  std::vector<VersionView> out;
+  for (auto& [k, nodes] : by) {
+    VersionView version;
+    version.digest = k.first;
+    version.serial = k.second;
+    version.nodes = std::move(nodes);
+    pushed.fill(version);
+    out.push_back(std::move(version));
+  }
+  std::stable_sort(out.begin(), out.end(), [](const VersionView& a, const VersionView& b) {
+    return a.nodes.size() > b.nodes.size();
+  });
+  return out;
+}
+
+json nodeJson(const NodeView& v) {
+  const auto* s = v.status ? &*v.status : nullptr;
+  json failing = json::array();
+  json refused = nullptr;
+  if (s) {
+    for (const auto& [id, reason] : s->failing) failing.push_back({{"id", id}, {"reason", reason}});
+    if (s->refused)
+      refused = {{"revision", s->refused->revision},
+                 {"serial", optionalInt(s->refused->serial)},
+                 {"reason", s->refused->reason},
+                 {"at_ms", s->refused->atMs},
+                 {"value_digest", s->refused->valueDigest}};
+  }
+  const int64_t lastSeen = v.lastSeenMs();
+  return {{"node", v.node},
+          {"state", stateName(v.state)},
+          {"up", v.up},
+          {"trust", v.trust.empty() ? "verified" : v.trust},
+          {"trust_reason", v.trustReason},
+          {"wanted_serial", v.wanted ? json(v.wanted->serial) : json(nullptr)},
+          {"wanted_digest", v.wanted ? json(v.wanted->declarationDigest) : json(nullptr)},
+          {"applied_digest",
+           s && !s->declarationDigest.empty() ? json(s->declarationDigest) : json(nullptr)},
+          {"wanted_revision", v.wantedRevision ? json(v.wantedRevision) : json(nullptr)},
+          {"applied_serial", optionalInt(s ? s->serial : std::nullopt)},
+          {"applied_revision", s ? json(s->revision) : json(nullptr)},
+          {"failed", s ? s->failed : 0},
+          {"failing", std::move(failing)},
+          {"churning", s ? json(s->churning) : json::array()},
+          {"refused", std::move(refused)},
+          {"cycle_error", s ? s->cycleError : ""},
+          {"last_seen_ms", lastSeen ? json(lastSeen) : json(nullptr)},
+          {"version", s ? s->version : ""},
+          {"cycle", s ? s->cycle : 0},
+          {"summary",
+           {{"created", s ? s->created : 0},
+            {"updated", s ? s->updated : 0},
+            {"unchanged", s ? s->unchanged : 0},
+            {"removed", s ? s->removed : 0},
+            {"failed", s ? s->failed : 0}}},
+          {"unreadable", v.unreadable},
+          {"reasons", v.reasons},
+          {"last_error", v.lastError}};
+}
+
+}  // namespace
+
+const char* stateName(NodeState s) {
+  switch (s) {
+    case NodeState::Forged:
+      return "forged";
+    case NodeState::Unenrolled:
+      return "unenrolled";
+    case NodeState::Down:
+      return "down";
+    case NodeState::Refused:
+      return "refused";
+    case NodeState::Failing:
+      return "failing";
+    case NodeState::Behind:
+      return "behind";
+    case NodeState::Churning:
+      return "churning";
+    case NodeState::Converged:
+      return "converged";
+  }
+  return "unknown";
+}
+
+int64_t NodeView::lastSeenMs() const {
+  if (heartbeatMs) return heartbeatMs;
+  return status ? status->publishedAtMs : 0;
+}
+
+size_t FleetView::count(NodeState s) const {
+  return static_cast<size_t>(
+      std::count_if(nodes.begin(), nodes.end(), [s](const NodeView& n) { return n.state == s; }));
+}
+
+std::string downReason(const NodeKeys& k, const std::optional<NodeStatus>& status,
+                       const std::optional<Heartbeat>& beat, int64_t nowMs) {
+  if (!k.status) return "";
+  const int64_t lease = k.status->lease;
+  const int64_t staleMs = std::chrono::milliseconds(kHeartbeatStale).count();
+  if (!beat) return "its status is on a live lease but it has no heartbeat";
+  if (beat->lease == 0 && nowMs - beat->atMs > staleMs)
+    return fmt::format(
+        "its status is on a live lease but its newest heartbeat is from {} ({}), older than {} s",
+        isoTime(beat->atMs), agoText(beat->atMs, nowMs), kHeartbeatStale.count());
+  if (beat->lease != 0 && beat->lease != k.heartbeat->lease)
+    return fmt::format(
+        "its heartbeat names lease {:x} but sits on lease {:x}: put back from an earlier lease",
+        beat->lease, k.heartbeat->lease);
+  if (beat->lease != 0 && beat->lease != lease)
+    return fmt::format(
+        "its status sits on lease {:x}, not on the lease of its heartbeat ({:x}): put back from "
+        "an earlier lease",
+        lease, beat->lease);
+  if (status && status->lease != 0 && status->lease != lease)
+    return fmt::format(
+        "its status names lease {:x} but sits on lease {:x}: put back from an earlier lease",
+        status->lease, lease);
+  return "";
+}
+
+FleetView viewFleet(const EtcdRange& range, const FleetKeys& keys,
+                    const std::vector<trust::OperatorPublicKey>& trusted, int64_t nowMs) {
+  FleetView out;
+  out.cluster = keys.cluster;
+  out.revision = range.revision;
+  out.nowMs = nowMs;
+  PushedBy pushedBy(trusted);
+  for (const auto& [node, k] : nodesIn(range, keys)) {
+    std::optional<PushedDeclaration> pushed;
+    NodeView v = viewOf(node, k, pushed);
+    if (pushed && v.wanted) pushedBy.note(*pushed, *v.wanted, k.declaration->key);
+    checkTrust(v, keys.cluster, k, trusted, nowMs);
+    v.state = stateOf(v);
+    if (v.state != NodeState::Converged) {
+      v.reasons = reasonsOf(v, nowMs);
+      v.lastError = lastErrorOf(v);
+    }
+    out.nodes.push_back(std::move(v));
+  }
+  out.versions = versionsOf(out.nodes, pushedBy);
+  return out;
+}
+
+json fleetJson(const FleetView& v) {
+  json nodes = json::array();
+  for (const auto& n : v.nodes) nodes.push_back(nodeJson(n));
+  json summary = {{"nodes", v.nodes.size()}};
+  for (auto s : {NodeState::Converged, NodeState::Down, NodeState::Behind, NodeState::Refused,
+                 NodeState::Failing, NodeState::Churning, NodeState::Unenrolled, NodeState::Forged})
+    summary[stateName(s)] = v.count(s);
+  json versions = json::array();
+  for (const auto& ver : v.versions)
+    versions.push_back(
+        {{"digest", ver.digest.empty() ? json(nullptr) : json(ver.digest)},
+         {"serial", optionalInt(ver.serial)},
+         {"nodes", ver.nodes},
+         {"pushed_by", ver.pushedBy.empty() ? json(nullptr) : json(ver.pushedBy)},
+         {"pushed_at", ver.pushedAtMs ? json(isoTime(ver.pushedAtMs)) : json(nullptr)},
+         {"pushed_verified", ver.pushedVerified}});
+  return {{"schema", kJsonSchema},         {"cluster", v.cluster},
+          {"revision", v.revision},        {"nodes", std::move(nodes)},
+          {"summary", std::move(summary)}, {"versions", std::move(versions)}};
+}
+
+std::string shortKey(const std::string& key) {
+  const auto colon = key.find(':');
+  const size_t keep = colon == std::string::npos ? 8 : colon + 1 + 8;
+  return key.size() <= keep ? key : key.substr(0, keep) + "…";
+}
+
+}  // namespace mesh::fleet

@@ -1,0 +1,397 @@
+// `mesh-host fleet serve` in a real headless Chromium: the real binary serves the page over
+// the fixture's real etcd, /usr/bin/chromedriver drives Chromium through the W3C WebDriver
+// protocol (JSON over HTTP, spoken here with libcurl), and the test reads the page's DOM.
+// The page must show the nodes in etcd, follow a `fleet push` and a node going down live
+// (server-sent events, no reload), within a bound; the latencies measured are printed.
+// MESH_SCREENSHOT=path writes the screenshot of docs/fleet-serve.png there.
+#include <arpa/inet.h>
+#include <curl/curl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "fleet/node_signed.hh"
+#include "fleet_fixture.hh"
+#include "util/base64.hh"
+
+namespace mesh::fleet::test {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+constexpr const char* kChromedriver = "/usr/bin/chromedriver";
+// How long the page may take to show a change. The goal is 1 s (measured and printed);
+// the bound is looser so that a loaded CI machine does not make it flake.
+constexpr auto kLiveBound = std::chrono::seconds(3);
+
+struct HttpAnswer {
+  long code = 0;
+  std::string body;
+};
+
+size_t collect(char* data, size_t size, size_t n, void* out) {
+  static_cast<std::string*>(out)->append(data, size * n);
+  return size * n;
+}
+
+HttpAnswer http(const std::string& method, const std::string& url, const std::string& body = "",
+                const std::vector<std::string>& headers = {}) {
+  HttpAnswer a;
+  CURL* curl = curl_easy_init();
+  curl_slist* list = curl_slist_append(nullptr, "Content-Type: application/json");
+  for (const auto& h : headers) list = curl_slist_append(list, h.c_str());
+  curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
+  curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, method.c_str());
+  curl_easy_setopt(curl, CURLOPT_HTTPHEADER, list);
+  curl_easy_setopt(curl, CURLOPT_NOPROXY, "*");
+  curl_easy_setopt(curl, CURLOPT_TIMEOUT, 60L);
+  if (method == "POST") curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body.c_str());
+  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, collect);
+  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &a.body);
+  if (curl_easy_perform(curl) == CURLE_OK) curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &a.code);
+  curl_slist_free_all(list);
+  curl_easy_cleanup(curl);
+  return a;
+}
+
+int freePort() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  socklen_t len = sizeof a;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Polls `ready` every 10 ms until it is true or `bound` has passed; returns how long it took,
+// or nullopt.
+template <class F>
+std::optional<std::chrono::milliseconds> waitFor(F ready, std::chrono::milliseconds bound) {
+  const auto start = Clock::now();
+  while (Clock::now() - start < bound) {
+    if (ready()) return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start);
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return std::nullopt;
+}
+
+// One chromedriver and one headless Chromium session for the whole suite.
+class Browser {
+ public:
+  std::string skipReason, failure;
+
+  void open(const std::string& dir) {
+    if (::access(kChromedriver, X_OK) != 0) {
+      (std::getenv("CI") ? failure : skipReason) =
+          std::string(kChromedriver) + " is missing: scripts/install-deps installs chromium-driver";
+      return;
+    }
+    port_ = freePort();
+    driver_ = start({kChromedriver, fmt::format("--port={}", port_)});
+    base_ = fmt::format("http://127.0.0.1:{}", port_);
+    const auto up = waitFor(
+        [&] {
+          auto a = http("GET", base_ + "/status");
+          return a.code == 200 && json::parse(a.body, nullptr, false)
+                                      .value("value", json::object())
+                                      .value("ready", false);
+        },
+        std::chrono::seconds(20));
+    if (!up) {
+      failure = "chromedriver did not answer /status within 20 s";
+      return;
+    }
+    json args = {"--headless=new",          "--no-sandbox",
+                 "--disable-gpu",           "--disable-dev-shm-usage",
+                 "--window-size=1280,1500", "--user-data-dir=" + dir + "/chromium"};
+    json options = {{"args", args}};
+    if (::access("/usr/lib/chromium/chromium", X_OK) == 0)
+      options["binary"] = "/usr/lib/chromium/chromium";
+    const json caps = {
+        {"capabilities",
+         {{"alwaysMatch", {{"browserName", "chrome"}, {"goog:chromeOptions", options}}}}}};
+    auto a = http("POST", base_ + "/session", caps.dump());
+    const auto answer = json::parse(a.body, nullptr, false);
+    if (a.code != 200 || answer.is_discarded()) {
+      failure = "no WebDriver session: " + a.body;
+      return;
+    }
+    session_ = base_ + "/session/" + answer.at("value").at("sessionId").get<std::string>();
+  }
+
+  void close() {
+    if (!session_.empty()) http("DELETE", session_);
+    session_.clear();
+    if (driver_.pid > 0) {
+      ::kill(driver_.pid, SIGTERM);
+      finish(driver_);
+      driver_.pid = -1;
+    }
+  }
+
+  json command(const std::string& method, const std::string& path,
+               const json& body = json::object()) {
+    auto a = http(method, session_ + path, method == "POST" ? body.dump() : "");
+    auto j = json::parse(a.body, nullptr, false);
+    EXPECT_EQ(a.code, 200) << path << ": " << a.body;
+    return j.is_discarded() ? json() : j.value("value", json());
+  }
+  void go(const std::string& url) { command("POST", "/url", {{"url", url}}); }
+  // Runs `script` (a function body) in the page and returns what it returns.
+  json run(const std::string& script) {
+    return command("POST", "/execute/sync", {{"script", script}, {"args", json::array()}});
+  }
+  std::string screenshotPng() {
+    return base64Decode(command("GET", "/screenshot").get<std::string>()).value_or("");
+  }
+
+ private:
+  int port_ = 0;
+  Child driver_;
+  std::string base_, session_;
+};
+
+Browser& browser() {
+  static Browser b;
+  return b;
+}
+
+class FleetServe : public FleetTest {
+ protected:
+  static void SetUpTestSuite() {
+    char tmpl[] = "/tmp/mesh-fleet-browser.XXXXXX";
+    browserDir_ = ::mkdtemp(tmpl);
+    browser().open(browserDir_);
+  }
+  static void TearDownTestSuite() {
+    browser().close();
+    fs::remove_all(browserDir_);
+  }
+
+  void SetUp() override {
+    FleetTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    if (!browser().skipReason.empty()) GTEST_SKIP() << browser().skipReason;
+    ASSERT_TRUE(browser().failure.empty()) << browser().failure;
+  }
+
+  void TearDown() override {
+    stopServe();
+    FleetTest::TearDown();
+  }
+
+  // Starts `fleet serve` on a free loopback port (port 0: it prints which) and waits,
+  // bounded, until it answers.
+  void startServe() {
+    serve_ = start(fleetArgv("serve", {"--trust", operatorKey.text(), "--listen", "127.0.0.1:0"}));
+    std::string url;
+    const auto ready = waitFor(
+        [&] {
+          const auto out = slurp(serve_.dir + "/out");
+          const auto at = out.find("http://127.0.0.1:");
+          if (at == std::string::npos) return false;
+          url = out.substr(at, out.find('/', at + 7) + 1 - at);
+          return http("GET", url + "api/fleet").code == 200;
+        },
+        std::chrono::seconds(10));
+    ASSERT_TRUE(ready) << slurp(serve_.dir + "/err");
+    page = url;
+  }
+
+  Result stopServe() {
+    if (serve_.pid <= 0) return {};
+    ::kill(serve_.pid, SIGTERM);
+    Result r = finish(serve_);
+    serve_.pid = -1;
+    return r;
+  }
+
+  // A node that is up on a lease of its own, so that it alone can go down.
+  int64_t publishOnOwnLease(const NodeStatus& s) {
+    if (!client->get(enrollmentKey(keys, s.node))) enroll(s.node);
+    const std::string text = signNodeJson(encodeStatus(s), nodeKey(s.node));
+    const int64_t own = client->grantLease(60);
+    client->put(keys.status(s.node), text, own);
+    client->put(keys.seen(s.node), text);
+    const Heartbeat h{s.node, cluster, s.pid, s.publishedAtMs};
+    client->put(heartbeatKey(keys, s.node), signNodeJson(encodeHeartbeat(h), nodeKey(s.node)));
+    return own;
+  }
+
+  // The page's view of the nodes: node → state, from the rows it draws.
+  std::map<std::string, std::string> states() {
+    std::map<std::string, std::string> out;
+    const auto rows = browser().run(
+        "return Array.from(document.querySelectorAll('tr[data-node]'))"
+        ".map(r => [r.dataset.node, r.dataset.state]);");
+    for (const auto& r : rows) out[r.at(0)] = r.at(1);
+    return out;
+  }
+  std::string rolloutSerial() {
+    return browser().run("return document.getElementById('rollout').dataset.serial || '';");
+  }
+
+  std::string page;
+  static inline std::string browserDir_;
+
+ private:
+  Child serve_;
+};
+
+std::chrono::milliseconds median(std::vector<std::chrono::milliseconds> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// Issue 13: the page shows the nodes of a real etcd, then a push's new serial and a node
+// going down, each within the bound, through the event stream (the page never reloads).
+TEST_F(FleetServe, ThePageShowsTheNodesAndFollowsPushesAndANodeGoingDownLive) {
+  for (const char* node : {"web1", "web2"}) {
+    const auto rev = putDeclaration(node, 1);
+    publish(nodeStatus(node, rev, 1), true);
+  }
+  const auto rev = putDeclaration("db1", 1);
+  const int64_t dbLease = publishOnOwnLease(nodeStatus("db1", rev, 1));
+  ASSERT_NO_FATAL_FAILURE(startServe());
+
+  browser().go(page);
+  const std::map<std::string, std::string> converged = {
+      {"db1", "converged"}, {"web1", "converged"}, {"web2", "converged"}};
+  ASSERT_TRUE(waitFor([&] { return states() == converged; }, std::chrono::seconds(5)))
+      << states().size() << " rows";
+  EXPECT_EQ(rolloutSerial(), "1");
+  EXPECT_EQ(browser().run("return document.getElementById('cluster').textContent;"), cluster);
+  const json pageId = browser().run("return window.meshPageId;");
+  const int updatesBefore = browser().run("return window.meshUpdates;").get<int>();
+
+  std::vector<std::chrono::milliseconds> pushLatencies;
+  for (int serial = 2; serial <= 6; ++serial) {
+    Result p = push({"--nodes", "web1,web2,db1", declare(declText(serial))});
+    ASSERT_EQ(p.code, 0) << p.err;
+    const auto took = waitFor([&] { return rolloutSerial() == std::to_string(serial); },
+                              std::chrono::milliseconds(kLiveBound));
+    ASSERT_TRUE(took) << "the page did not show serial " << serial << " within "
+                      << kLiveBound.count() << " s of the push";
+    pushLatencies.push_back(*took);
+  }
+  EXPECT_EQ(browser().run("return window.meshPageId;"), pageId) << "the page was reloaded";
+  EXPECT_GT(browser().run("return window.meshUpdates;").get<int>(), updatesBefore);
+  // The pushed nodes are behind until they apply it: the page says so, and the rollout.
+  EXPECT_EQ(states().at("web1"), "behind");
+  EXPECT_EQ(browser().run("return document.getElementById('rollout').dataset.total;"), "3");
+
+  client->revoke(dbLease);  // db1's agent is gone: its status goes with its lease
+  const auto down =
+      waitFor([&] { return states()["db1"] == "down"; }, std::chrono::milliseconds(kLiveBound));
+  ASSERT_TRUE(down) << "the page did not show db1 down within " << kLiveBound.count() << " s";
+  EXPECT_EQ(browser().run("return window.meshPageId;"), pageId) << "the page was reloaded";
+  // Its history on the page: converged, behind, down (newest first).
+  EXPECT_EQ(browser().run("return Array.from(document.querySelectorAll("
+                          "'tr[data-node=\"db1\"] .history .state')).map(e => "
+                          "e.textContent.split(' ')[0]);"),
+            json::parse(R"(["down","behind","converged"])"));
+
+  std::string all;
+  for (const auto& l : pushLatencies) all += fmt::format(" {}", l.count());
+  const std::string report =
+      fmt::format("push → page latency (ms):{}; median {} ms; node down → page {} ms", all,
+                  median(pushLatencies).count(), down->count());
+  std::printf("[ serve    ] %s\n", report.c_str());
+  RecordProperty("latency", report);
+
+  const Result stopped = stopServe();
+  EXPECT_EQ(stopped.code, 0) << stopped.err;
+}
+
+// The page with nodes in several states, a rollout half done, who pushed what: what
+// docs/fleet-serve.png shows (MESH_SCREENSHOT=path writes it there).
+TEST_F(FleetServe, ShowsEveryStateAndARolloutInProgress) {
+  const std::vector<std::string> nodes = {"web1", "web2", "web3", "web4", "db1", "db2", "cache1"};
+  for (const auto& n : nodes) publish(nodeStatus(n, 1, 4), true);
+  Result p = push({"--nodes", "web*,db*,cache1", declare(declText(5))});
+  ASSERT_EQ(p.code, 0) << p.err;
+  for (const char* n : {"web1", "web2", "db2"}) publish(nodeStatus(n, 2, 5), true);
+  auto failing = nodeStatus("db1", 2, 5);
+  failing.failed = 1;
+  failing.failing = {{"pg.runtime", "ExecStart exited 1"}};
+  publish(failing, true);
+  auto churning = nodeStatus("web2", 2, 5);
+  churning.churning = {"web.runtime"};
+  publish(churning, true);
+  auto refusing = nodeStatus("web4", 1, 4);
+  refusing.refused =
+      NodeStatus::Refusal{2,
+                          5,
+                          "the declaration's serial 5 names node web9 (node = \"web9\")",
+                          refusing.publishedAtMs,
+                          valueDigest(client->get(keys.declaration("web4"))->value),
+                          ""};
+  publish(refusing, true);
+  client->del(keys.status("cache1"));  // down: its lease gone, its last status seen
+  ASSERT_NO_FATAL_FAILURE(startServe());
+
+  browser().go(page);
+  const std::map<std::string, std::string> want = {
+      {"web1", "converged"}, {"web2", "churning"}, {"web3", "behind"}, {"web4", "refused"},
+      {"db1", "failing"},    {"db2", "converged"}, {"cache1", "down"}};
+  ASSERT_TRUE(waitFor([&] { return states() == want; }, std::chrono::seconds(5)));
+  EXPECT_EQ(rolloutSerial(), "5");
+  EXPECT_EQ(browser().run("return document.getElementById('rollout-count').textContent;"),
+            "4 of 7");
+  EXPECT_EQ(browser().run("return document.querySelector('tr[data-node=\"db1\"] .err')"
+                          ".textContent;"),
+            "pg.runtime: ExecStart exited 1");
+  const std::string by = browser().run(
+      "return document.querySelector('#versions tr[data-serial=\"5\"]').textContent;");
+  EXPECT_NE(by.find(operatorKey.text().substr(0, 16)), std::string::npos) << by;
+
+  const std::string png = browser().screenshotPng();
+  ASSERT_GT(png.size(), 8u);
+  EXPECT_EQ(png.substr(0, 8), std::string("\x89PNG\r\n\x1a\n", 8));
+  if (const char* path = std::getenv("MESH_SCREENSHOT"))
+    std::ofstream(path, std::ios::binary) << png;
+}
+
+// Read-only and loopback by default: no POST, no other site's name (DNS rebinding), and a
+// public address only when asked.
+TEST_F(FleetServe, IsReadOnlyAndLoopbackUnlessAsked) {
+  ASSERT_NO_FATAL_FAILURE(startServe());
+  EXPECT_EQ(http("GET", page + "api/fleet").code, 200);
+  EXPECT_NE(http("POST", page + "api/fleet", "{}").code, 200);
+  EXPECT_EQ(http("GET", page + "api/fleet", "", {"Host: evil.example:8080"}).code, 403);
+  const auto j = json::parse(http("GET", page + "api/fleet").body);
+  EXPECT_EQ(j.at("schema"), 1);
+  EXPECT_EQ(j.at("cluster"), cluster);
+
+  Result r =
+      runCommand(fleetArgv("serve", {"--trust", operatorKey.text(), "--listen", "0.0.0.0:0"}));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--listen-public"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace mesh::fleet::test
