@@ -38,6 +38,8 @@ Level levelOf(apply::Verdict v) {
   switch (v) {
     case apply::Verdict::Failed:
       return Level::Error;
+    case apply::Verdict::Skipped:
+      return Level::Warning;
     case apply::Verdict::Unchanged:
       return Level::Info;
     default:
@@ -261,11 +263,11 @@ class Agent {
       st.lastCycleAtMs = apply::nowMs();
       st.cycleMs = report.ms;
       st.trigger = trigger;
-      st.created = report.created;
-      st.updated = report.updated;
-      st.unchanged = report.unchanged;
-      st.removed = report.removed;
-      st.failed = report.failed;
+      st.created = report.tally.created;
+      st.updated = report.tally.updated;
+      st.unchanged = report.tally.unchanged;
+      st.removed = report.tally.removed;
+      st.failed = report.tally.failed;
       for (const auto& r : report.results)
         if (r.outcome.verdict() == apply::Verdict::Failed)
           st.failing.emplace_back(r.id, r.outcome.reason());
@@ -339,11 +341,13 @@ class Agent {
     log_.log(report.anyFailed() ? Level::Warning : Level::Info, summary,
              {{"cycle", report.cycle},
               {"trigger", runningTrigger_},
-              {"created", report.created},
-              {"updated", report.updated},
-              {"unchanged", report.unchanged},
-              {"removed", report.removed},
-              {"failed", report.failed},
+              {"created", report.tally.created},
+              {"updated", report.tally.updated},
+              {"unchanged", report.tally.unchanged},
+              {"removed", report.tally.removed},
+              {"released", report.tally.released},
+              {"skipped", report.tally.skipped},
+              {"failed", report.tally.failed},
               {"ms", report.ms},
               {"interrupted", report.interrupted}});
     return summary;

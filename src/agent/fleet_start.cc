@@ -17,11 +17,11 @@ fleet::NodeStatus statusFromStore(const std::string& stateDir, const AcceptedDec
     st.cycle = last->cycle;
     st.lastCycleAtMs = last->finishedAt;
     st.cycleMs = last->ms;
-    st.created = last->created;
-    st.updated = last->updated;
-    st.unchanged = last->unchanged;
-    st.removed = last->removed;
-    st.failed = last->failed;
+    st.created = last->tally.created;
+    st.updated = last->tally.updated;
+    st.unchanged = last->tally.unchanged;
+    st.removed = last->tally.removed;
+    st.failed = last->tally.failed;
     if (!cached) return st;
     for (const auto& g : store.generations())
       if (g.generation == last->generation && g.digest == cached->declaration.digest.str()) {

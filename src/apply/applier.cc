@@ -21,10 +21,40 @@ const char* verdictName(Verdict v) {
       return "updated";
     case Verdict::Removed:
       return "removed";
+    case Verdict::Released:
+      return "released";
+    case Verdict::Skipped:
+      return "skipped";
     case Verdict::Failed:
       return "failed";
   }
   return "?";
+}
+
+void count(Tally& t, Verdict v) {
+  switch (v) {
+    case Verdict::Unchanged:
+      ++t.unchanged;
+      break;
+    case Verdict::Created:
+      ++t.created;
+      break;
+    case Verdict::Updated:
+      ++t.updated;
+      break;
+    case Verdict::Removed:
+      ++t.removed;
+      break;
+    case Verdict::Released:
+      ++t.released;
+      break;
+    case Verdict::Skipped:
+      ++t.skipped;
+      break;
+    case Verdict::Failed:
+      ++t.failed;
+      break;
+  }
 }
 
 const Applier& applierFor(decl::Kind kind) {

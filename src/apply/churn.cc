@@ -69,8 +69,8 @@ std::map<std::string, Churn> computeChurn(const std::vector<state::HistoryEntry>
           undeclared.emplace(h->cycle, h->id);
         }
       }
-      // A failure before the want was even computed says nothing about it.
-      if (!(h->outcome == "failed" && h->want.empty())) {
+      // A failure (or a skip) before the want was even computed says nothing about it.
+      if (!((h->outcome == "failed" || h->outcome == "skipped") && h->want.empty())) {
         hasPrevious = true;
         previousWant = h->want;
       }

@@ -58,7 +58,10 @@ std::optional<struct stat> Context::look(const Place& p) {
 }
 
 blob::BlobSource& Context::blobs() {
-  if (!blobs_) blobs_ = blob::openBlobSource(settings_.blobs, settings_.stateDir + "/blobs");
+  if (!blobs_) {
+    blobs_ = blob::openBlobSource(settings_.blobs, settings_.stateDir + "/blobs");
+    if (byteProgress) blobs_->setProgress(byteProgress);
+  }
   return *blobs_;
 }
 

@@ -156,6 +156,8 @@ class Context {
   // Called after each declared resource the cycle went through, with how many of
   // how many: what a terminal's progress line shows. Unset: nothing.
   std::function<void(size_t done, size_t total)> progress;
+  // How far a bundle's download or unpacking has got, in bytes. Unset: nothing.
+  ByteProgress byteProgress;
 
   // Set (from a signal handler) to end the cycle after the resource in hand: the
   // cycle records it, skips the rest (reported as not converged) and finishes.

@@ -8,12 +8,16 @@
 #include <string>
 
 #include "util/digest.hh"
+#include "util/tally.hh"
 
 namespace mesh::apply {
 
-enum class Verdict { Unchanged, Created, Updated, Removed, Failed };
+// The outcomes (util/tally.hh says what each means).
+enum class Verdict { Unchanged, Created, Updated, Removed, Released, Skipped, Failed };
 
 const char* verdictName(Verdict v);  // "unchanged", "created", …
+// Adds one outcome of verdict v to t.
+void count(Tally& t, Verdict v);
 
 class Outcome {
  public:
@@ -29,6 +33,16 @@ class Outcome {
   // Nothing is held after a removal; say so explicitly.
   static Outcome removed(std::string reason, std::string detail = {}) {
     return Outcome(Verdict::Removed, Digest::none(), std::move(reason), std::move(detail));
+  }
+  // No longer declared and left in place: only the record goes, nothing is held
+  // for mesh-host any more.
+  static Outcome released(std::string reason, std::string detail) {
+    return Outcome(Verdict::Released, Digest::none(), std::move(reason), std::move(detail));
+  }
+  // Not tried because a resource it requires did not converge; `held`: what the
+  // machine still holds (left in place).
+  static Outcome skipped(Digest held, std::string reason) {
+    return Outcome(Verdict::Skipped, std::move(held), std::move(reason));
   }
   // `held`: what the machine still holds (the failure left it in place).
   static Outcome failed(Digest held, std::string error) {
@@ -52,6 +66,10 @@ class Outcome {
   const std::string& reason() const { return reason_; }
   const std::string& detail() const { return detail_; }
   bool changed() const { return verdict_ == Verdict::Created || verdict_ == Verdict::Updated; }
+  // Failed or skipped: the resource is not as declared, what was there stays.
+  bool notConverged() const { return verdict_ == Verdict::Failed || verdict_ == Verdict::Skipped; }
+  // Removed or released: the record goes.
+  bool gone() const { return verdict_ == Verdict::Removed || verdict_ == Verdict::Released; }
 
   // Kind-specific fast-path data to remember (stat fingerprints, a manifest).
   std::string observed;

@@ -38,7 +38,7 @@ state::Record nextRecord(const state::Record* rec, const std::string& id, const 
   r.outcome = verdictName(o.verdict());
   r.reason = o.reason();
   r.detail = o.detail();
-  if (o.verdict() != Verdict::Failed) {
+  if (!o.notConverged()) {
     r.wrote = o.held().str();
     r.observed = o.observed;
   }
@@ -231,8 +231,9 @@ class Cycle {
     Digest want;
     std::optional<Outcome> outcome;
     if (auto dep = failedDependency(r); !dep.empty()) {
-      outcome = Outcome::failed(recordedHeld(rec),
-                                fmt::format("skipped: requires {}, which failed", dep));
+      outcome = Outcome::skipped(recordedHeld(rec),
+                                 fmt::format("requires {}, which {}", dep,
+                                             skipped_.count(dep) ? "was skipped" : "failed"));
     } else {
       try {
         const Applier& applier = applierFor(r.kind);
@@ -249,15 +250,15 @@ class Cycle {
           if (roomMade.empty()) throw;
           outcome = applier.reconcile(ctx_, r, want, hint);
         }
-        if (!roomMade.empty() && outcome->verdict() != Verdict::Failed)
+        if (!roomMade.empty() && !outcome->notConverged())
           outcome = outcome->replacing(roomMade, outcome->detail());
-        if (movedFrom && outcome->verdict() != Verdict::Failed)
-          outcome = leaveOldPath(r, *movedFrom, *outcome);
+        if (movedFrom && !outcome->notConverged()) outcome = leaveOldPath(r, *movedFrom, *outcome);
       } catch (const Error& e) {
         outcome = Outcome::failed(recordedHeld(rec), e.what());
       }
     }
-    if (outcome->verdict() == Verdict::Failed)
+    if (outcome->verdict() == Verdict::Skipped) skipped_.insert(r.id);
+    if (outcome->notConverged())
       failed_.insert(r.id);
     else if (dependents_.count(r.id))  // only causes: intents are judged against them
       heldNow_[r.id] = outcome->held().str();
@@ -403,13 +404,13 @@ class Cycle {
       std::optional<Outcome> outcome;
       if (rec->changes == 0) {
         // Only ever adopted as found: mesh-host never wrote it, so never deletes it.
-        outcome = Outcome::removed(reasons::kNoLongerDeclared,
-                                   "released; left in place: mesh-host never wrote it");
+        outcome = Outcome::released(reasons::kNoLongerDeclared,
+                                    "left in place: mesh-host never wrote it");
       } else if (auto owner = declaredPaths.find(rec->path);
                  !rec->path.empty() && owner != declaredPaths.end()) {
-        outcome =
-            Outcome::removed(reasons::kNoLongerDeclared,
-                             fmt::format("released; {} now manages {}", owner->second, rec->path));
+        outcome = Outcome::released(
+            reasons::kNoLongerDeclared,
+            fmt::format("left in place: {} now manages {}", owner->second, rec->path));
       } else {
         try {
           outcome = applierFor(rec->kind).remove(ctx_, *rec);
@@ -458,23 +459,7 @@ class Cycle {
 
   void record(const Pending& p) {
     const Outcome& outcome = report_.results[p.resultIndex].outcome;
-    switch (outcome.verdict()) {
-      case Verdict::Unchanged:
-        ++report_.unchanged;
-        break;
-      case Verdict::Created:
-        ++report_.created;
-        break;
-      case Verdict::Updated:
-        ++report_.updated;
-        break;
-      case Verdict::Removed:
-        ++report_.removed;
-        break;
-      case Verdict::Failed:
-        ++report_.failed;
-        break;
-    }
+    count(report_.tally, outcome.verdict());
     if (!ctx_.applying()) return;
     const int64_t now = nowMs();
     const bool changed = outcome.changed() || outcome.verdict() == Verdict::Removed;
@@ -483,10 +468,9 @@ class Cycle {
     const bool paysRestarts =
         outcome.activation != Outcome::Activation::None && outcome.verdict() != Verdict::Failed;
     if (!owesRestarts && !paysRestarts && unchangedAsRecorded(p, outcome)) return;  // no-op path
-    auto next = outcome.verdict() == Verdict::Removed
-                    ? std::optional<state::Record>()
-                    : nextRecord(p.rec, p.id, p.module, p.kind, p.path, p.want, outcome,
-                                 report_.cycle, now);
+    auto next = outcome.gone() ? std::optional<state::Record>()
+                               : nextRecord(p.rec, p.id, p.module, p.kind, p.path, p.want, outcome,
+                                            report_.cycle, now);
     const bool recordChanged = !next || !p.rec || *next != *p.rec;
     if (!recordChanged && !owesRestarts && !paysRestarts && outcome.verdict() == Verdict::Unchanged)
       return;  // the no-op path: no write at all
@@ -533,11 +517,7 @@ class Cycle {
     c.startedAt = started;
     c.finishedAt = nowMs();
     c.generation = generation_;
-    c.created = report_.created;
-    c.updated = report_.updated;
-    c.unchanged = report_.unchanged;
-    c.removed = report_.removed;
-    c.failed = report_.failed;
+    c.tally = report_.tally;
     c.ms = report_.ms;
     store_->finishCycle(c);
   }
@@ -549,7 +529,8 @@ class Cycle {
   std::map<std::string, std::vector<state::OwedRestart>> owed_;
   std::unordered_map<std::string, std::vector<std::string>> dependents_;  // cause → processes
   std::unordered_map<std::string, std::string> serviceOf_;                // process → service
-  std::unordered_set<std::string> failed_, changed_;
+  std::unordered_set<std::string> failed_, changed_;  // failed_: failed or skipped
+  std::unordered_set<std::string> skipped_;
   std::unordered_map<std::string, std::string> heldNow_;  // id → digest held after this cycle
   std::vector<Pending> activations_;
   size_t declaredRecords_ = 0;  // records that matched a declared resource

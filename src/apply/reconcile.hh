@@ -24,13 +24,13 @@ struct ResourceResult {
 struct CycleReport {
   int64_t cycle = 0;  // 0 for a plan
   std::vector<ResourceResult> results;
-  int64_t created = 0, updated = 0, unchanged = 0, removed = 0, failed = 0;
+  Tally tally;
   int64_t ms = 0;
   bool interrupted = false;  // stopped early on request (SIGTERM): not every resource was seen
   supervise::CallCounts supervisorCalls;
   std::string supervisor;  // backend name, "" when no process was involved
-  bool anyFailed() const { return failed > 0; }
-  bool anyChange() const { return created + updated + removed > 0; }
+  bool anyFailed() const { return tally.anyFailed(); }
+  bool anyChange() const { return tally.anyChange(); }
 };
 
 // `store` may be null only when planning on a node with no state store yet.

@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 
+#include "util/byte_progress.hh"
 #include "util/digest.hh"
 
 namespace mesh::blob {
@@ -18,6 +19,8 @@ class BlobSource {
   // reason when the blob is missing, unreadable or does not match its digest.
   virtual std::string fetch(const Digest& d) = 0;
   virtual std::string describe() const = 0;
+  // Who hears how far a transfer has got (a remote source; a local one has none).
+  virtual void setProgress(ByteProgress) {}
 };
 
 // `spec` is a directory path or an http(s):// URL; blobs fetched from a URL are

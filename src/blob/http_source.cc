@@ -136,6 +136,7 @@ class HttpSource : public BlobSource {
   }
 
   std::string describe() const override { return redacted(prefix_); }
+  void setProgress(ByteProgress progress) override { progress_ = std::move(progress); }
 
  private:
   // One GET into a temp file. Success moves the blob to `cached`; a failure worth
@@ -168,6 +169,12 @@ class HttpSource : public BlobSource {
     curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, options_.lowSpeedTimeS);
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(c, CURLOPT_USERAGENT, "mesh-host");
+    Watch watch{&progress_, "downloading " + d.str()};
+    if (progress_) {
+      curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, onTransfer);
+      curl_easy_setopt(c, CURLOPT_XFERINFODATA, &watch);
+      curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+    }
     // No proxy option is set: libcurl reads http_proxy, https_proxy and no_proxy itself.
 
     const CURLcode rc = curl_easy_perform(c);
@@ -230,6 +237,17 @@ class HttpSource : public BlobSource {
   std::string prefix_;
   std::string cacheDir_;
   HttpOptions options_;
+  ByteProgress progress_;
+
+  struct Watch {
+    const ByteProgress* progress;
+    std::string what;
+  };
+  static int onTransfer(void* data, curl_off_t total, curl_off_t now, curl_off_t, curl_off_t) {
+    const auto* w = static_cast<const Watch*>(data);
+    (*w->progress)(w->what, static_cast<uint64_t>(now), static_cast<uint64_t>(total));
+    return 0;  // go on
+  }
 };
 
 }  // namespace

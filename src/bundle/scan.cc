@@ -18,8 +18,9 @@ constexpr int kMaxLinkHops = 40;  // as the kernel's ELOOP limit
 
 class Scanner {
  public:
-  Scanner(const std::string& archivePath, const Limits& limits, Sink* sink)
-      : archivePath_(archivePath), limits_(limits), sink_(sink) {}
+  Scanner(const std::string& archivePath, const Limits& limits, Sink* sink,
+          const ByteProgress& progress, std::string_view what)
+      : archivePath_(archivePath), limits_(limits), sink_(sink), progress_(progress), what_(what) {}
 
   Manifest run();
 
@@ -48,9 +49,18 @@ class Scanner {
     return limits_.keepModes ? mode : mode & ~mode_t{S_IWGRP | S_IWOTH};
   }
 
+  // Tells progress_ how much of the archive file has been read.
+  void report() {
+    if (progress_)
+      progress_(what_, static_cast<uint64_t>(archive_filter_bytes(a_.get(), -1)), size_);
+  }
+
   const std::string& archivePath_;
   const Limits limits_;
   Sink* sink_;
+  const ByteProgress& progress_;
+  std::string_view what_;
+  uint64_t size_ = 0;  // the archive file's, for progress_
   std::unique_ptr<archive, decltype(&archive_read_free)> a_{archive_read_new(), &archive_read_free};
   std::map<std::string, Entry> tree_;
   uint64_t entries_ = 0;
@@ -76,6 +86,10 @@ Manifest Scanner::run() {
   archive_read_support_format_all(a_.get());
   if (archive_read_open_filename(a_.get(), archivePath_.c_str(), 1 << 16) != ARCHIVE_OK)
     throw Error("archive {}: cannot open: {}", archivePath_, archiveError());
+  if (progress_) {
+    struct stat st {};
+    if (::stat(archivePath_.c_str(), &st) == 0) size_ = static_cast<uint64_t>(st.st_size);
+  }
   for (;;) {
     archive_entry* e = nullptr;
     int r = archive_read_next_header(a_.get(), &e);
@@ -213,6 +227,7 @@ void Scanner::addFile(const std::string& path, archive_entry* e) {
     h.update(data);
     if (sink_ && len > 0) sink_->writeFile(static_cast<uint64_t>(off), data);
     pos = static_cast<uint64_t>(off) + len;
+    report();
   }
   if (declared > pos) {  // a sparse file ending in a hole
     chargeBytes(declared - pos);
@@ -303,8 +318,9 @@ bool Scanner::staysInside(const std::string& linkPath, const std::string& target
 
 }  // namespace
 
-Manifest scanArchive(const std::string& archivePath, const Limits& limits, Sink* sink) {
-  return Scanner(archivePath, limits, sink).run();
+Manifest scanArchive(const std::string& archivePath, const Limits& limits, Sink* sink,
+                     const ByteProgress& progress, std::string_view what) {
+  return Scanner(archivePath, limits, sink, progress, what).run();
 }
 
 }  // namespace mesh::bundle

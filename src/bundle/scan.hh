@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "bundle/unpack.hh"
+#include "util/byte_progress.hh"
 
 namespace mesh::bundle {
 
@@ -30,6 +31,9 @@ class Sink {
 };
 
 // Throws mesh::Error("archive {path}: entry '{name}': {why}") on anything refused.
-Manifest scanArchive(const std::string& archivePath, const Limits& limits, Sink* sink);
+// `progress`, when set, hears the archive's bytes read so far (compressed, as on disk)
+// out of its size, as `what`.
+Manifest scanArchive(const std::string& archivePath, const Limits& limits, Sink* sink,
+                     const ByteProgress& progress = {}, std::string_view what = {});
 
 }  // namespace mesh::bundle

@@ -143,7 +143,7 @@ class DiskSink : public Sink {
 }  // namespace
 
 Manifest unpack(const std::string& archivePath, int dir, const std::string& name,
-                const Limits& limits, const std::string& shown) {
+                const Limits& limits, const std::string& shown, const ByteProgress& progress) {
   const std::string& dest = shown.empty() ? name : shown;
   if (name.empty() || name.find('/') != std::string::npos || name == "." || name == "..")
     throw Error("archive {}: cannot unpack into '{}': not one path component", archivePath, name);
@@ -164,7 +164,7 @@ Manifest unpack(const std::string& archivePath, int dir, const std::string& name
   Manifest m;
   {
     DiskSink sink(std::move(root));
-    m = scanArchive(archivePath, limits, &sink);
+    m = scanArchive(archivePath, limits, &sink, progress, "unpacking " + dest);
   }
   cleanup.dismiss();
   return m;

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "util/byte_progress.hh"
 #include "util/digest.hh"
 
 namespace mesh::bundle {
@@ -56,8 +57,11 @@ struct Manifest {
 // component by component, without following links). On error it is removed.
 // Modes come from the archive minus setuid/setgid, and minus 022 unless
 // limits.keepModes.
+// `progress`, when set, hears how much of the archive has been read ("unpacking
+// <shown>").
 Manifest unpack(const std::string& archivePath, int dir, const std::string& name,
-                const Limits& limits, const std::string& shown = {});
+                const Limits& limits, const std::string& shown = {},
+                const ByteProgress& progress = {});
 
 // Reads the archive without writing anything: the manifest unpack() would produce.
 Manifest readManifest(const std::string& archivePath, const Limits& limits);

@@ -32,6 +32,9 @@ int applyAndReport(const decl::Declaration& declaration, const CommonOptions& o,
   // On a terminal, long work shows how far it is (stderr; stdout stays the answer).
   Progress progress(Progress::stderrIsTerminal());
   ctx.progress = [&progress](size_t done, size_t total) { progress.update(done, total); };
+  ctx.byteProgress = [&progress](std::string_view what, uint64_t done, uint64_t total) {
+    progress.updateBytes(what, done, total);
+  };
   const auto report = apply::runCycle(ctx, declaration, declaration.text, &store);
   progress.finish();  // before the report is printed
 
@@ -58,8 +61,8 @@ int applyAndReport(const decl::Declaration& declaration, const CommonOptions& o,
     }
   }
   if (exitCodes.detailed) {
-    const bool changed = report.created + report.updated + report.removed > 0;
-    return (changed ? kExitDetailedChanges : 0) + (report.anyFailed() ? kExitDetailedFailures : 0);
+    return (report.anyChange() ? kExitDetailedChanges : 0) +
+           (report.anyFailed() ? kExitDetailedFailures : 0);
   }
   return report.anyFailed() ? kExitFailed : kExitOk;
 }

@@ -20,9 +20,9 @@
 namespace mesh::cli {
 
 void GcOptions::addTo(CLI::App& cmd) {
-  cmd.add_option(
-         "--keep", keep,
-         "keep what the K most recently applied good generations need (and the current one)")
+  cmd.add_option("--keep", keep,
+                 "keep what the K most recently applied good generations need, and the current one "
+                 "(default 5)")
       ->check(CLI::PositiveNumber)
       ->option_text("K")
       ->default_str("5");

@@ -15,7 +15,7 @@ namespace mesh::cli {
 
 void HistoryOptions::addTo(CLI::App& cmd) {
   cmd.add_option("ID", id, "only this resource (<module>.<name>)");
-  cmd.add_option("--limit", limit, "show at most N cycles (0: every one kept)")
+  cmd.add_option("--limit", limit, "show at most N cycles, 0: every one kept (default 50)")
       ->check(CLI::NonNegativeNumber)
       ->option_text("N")
       ->default_str("50");
@@ -35,7 +35,9 @@ nlohmann::json entryJson(const state::HistoryEntry& h) {
 std::string entryLine(const state::HistoryEntry& h) {
   std::string line = fmt::format("  {} {}", h.outcome, h.id);
   if (!h.reason.empty()) line += ": " + h.reason;
-  if (h.outcome != "removed" && h.outcome != "failed") line += " → " + shortDigest(h.wrote);
+  if (h.outcome != "removed" && h.outcome != "released" && h.outcome != "failed" &&
+      h.outcome != "skipped")
+    line += " → " + shortDigest(h.wrote);
   return line;
 }
 
@@ -46,8 +48,7 @@ std::string cycleLine(const state::Cycle& c) {
     line += ", unfinished";
   else
     line += fmt::format(", {} ms", c.ms);
-  return line + fmt::format("): {} created, {} updated, {} unchanged, {} removed, {} failed",
-                            c.created, c.updated, c.unchanged, c.removed, c.failed);
+  return line + "): " + tallyText(c.tally);
 }
 
 }  // namespace
@@ -69,7 +70,7 @@ int runHistory(CommonOptions& o, const HistoryOptions& h) {
     for (const auto& [cycle, entries] : byCycle) {
       if (h.limit > 0 && static_cast<int64_t>(cycles.size()) >= h.limit) break;
       auto it = all.find(cycle);
-      cycles.push_back(it != all.end() ? it->second : state::Cycle{cycle});
+      cycles.push_back(it != all.end() ? it->second : state::Cycle{.cycle = cycle, .tally = {}});
     }
   }
   const int64_t last = store.lastCycle() ? store.lastCycle()->cycle : 0;
@@ -86,12 +87,7 @@ int runHistory(CommonOptions& o, const HistoryOptions& h) {
                       {"finished_at", isoTime(c.finishedAt)},
                       {"generation", c.generation},
                       {"ms", c.ms},
-                      {"summary",
-                       {{"created", c.created},
-                        {"updated", c.updated},
-                        {"unchanged", c.unchanged},
-                        {"removed", c.removed},
-                        {"failed", c.failed}}},
+                      {"summary", tallyJson(c.tally)},
                       {"history_kept", c.cycle >= oldestKept},
                       {"outcomes", std::move(outcomes)}});
     }

@@ -25,6 +25,9 @@ int runPlan(const std::string& declPath, CommonOptions& o) {
   // On a terminal, long work shows how far it is (stderr; stdout stays the answer).
   Progress progress(Progress::stderrIsTerminal());
   ctx.progress = [&progress](size_t done, size_t total) { progress.update(done, total); };
+  ctx.byteProgress = [&progress](std::string_view what, uint64_t done, uint64_t total) {
+    progress.updateBytes(what, done, total);
+  };
   const auto report =
       apply::runCycle(ctx, declaration, declaration.text, store ? &*store : nullptr);
   progress.finish();  // before the report is printed

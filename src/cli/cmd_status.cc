@@ -20,11 +20,12 @@ namespace mesh::cli {
 
 void StatusOptions::addTo(CLI::App& cmd) {
   cmd.add_option("--churn-threshold", churnThreshold,
-                 "churning at this many changes the declaration did not ask for…")
+                 "churning at this many changes the declaration did not ask for… (default 2)")
       ->check(CLI::PositiveNumber)
       ->option_text("N")
       ->default_str("2");
-  cmd.add_option("--churn-window", churnWindow, "…within the node's last this-many cycles")
+  cmd.add_option("--churn-window", churnWindow,
+                 "…within the node's last this-many cycles (default 10)")
       ->check(CLI::PositiveNumber)
       ->option_text("CYCLES")
       ->default_str("10");
@@ -95,16 +96,13 @@ Services servicesOf(const std::map<std::string, const state::Record*>& records,
 
 nlohmann::json lastCycleJson(const std::optional<state::Cycle>& last) {
   if (!last) return nullptr;
-  return {{"cycle", last->cycle},
-          {"started_at", isoTime(last->startedAt)},
-          {"finished_at", isoTime(last->finishedAt)},
-          {"ms", last->ms},
-          {"generation", last->generation},
-          {"created", last->created},
-          {"updated", last->updated},
-          {"unchanged", last->unchanged},
-          {"removed", last->removed},
-          {"failed", last->failed}};
+  nlohmann::json j = {{"cycle", last->cycle},
+                      {"started_at", isoTime(last->startedAt)},
+                      {"finished_at", isoTime(last->finishedAt)},
+                      {"ms", last->ms},
+                      {"generation", last->generation}};
+  j.update(tallyJson(last->tally));
+  return j;
 }
 
 nlohmann::json cycleErrorJson(const std::optional<state::CycleError>& e) {
@@ -180,7 +178,7 @@ int showStatus(CommonOptions& o, const StatusOptions& so,
   for (const auto& [id, r] : sorted) {
     const auto c = churn.count(id) ? churn.at(id) : apply::Churn{};
     const auto s = services.views.find(id);
-    const bool failed = r->outcome == "failed";
+    const bool failed = r->outcome == "failed" || r->outcome == "skipped";
     // Not running: stopped, failed, starting, or waiting for Restart=. A
     // supervisor that cannot be asked fails the node once, below.
     const bool down =

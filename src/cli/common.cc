@@ -13,38 +13,46 @@
 
 namespace mesh::cli {
 
-void CommonOptions::addTo(CLI::App& cmd) {
-  cmd.add_option("--root", root,
-                 "every absolute path of the declaration lives under DIR (default /)")
-      ->option_text("DIR")
-      ->default_str("/");
-  cmd.add_option("--state-dir", stateDir,
-                 "the state store's directory (default <root>/var/lib/mesh-host)")
-      ->option_text("DIR")
-      ->default_str("<root>/var/lib/mesh-host");
-  cmd.add_option("--blobs", blobs,
-                 "a directory or http(s) URL holding bundles by digest (sha256/<hex>); default "
-                 "<state-dir>/blobs")
-      ->option_text("SRC")
-      ->default_str("<state-dir>/blobs");
-  cmd.add_option(
-         "--supervisor", supervisor,
-         "process supervisor backend (default auto: systemd when it is PID 1, else builtin)")
-      ->check(CLI::IsMember({"auto", "builtin", "systemd"}))
-      ->default_str("auto");
-  cmd.add_option("--unit-dir", unitDir,
-                 "where the systemd backend installs unit files (default /etc/systemd/system)")
-      ->option_text("DIR")
-      ->default_str("/etc/systemd/system");
-  cmd.add_option("--node", node, "this node's name (default the hostname)")
-      ->option_text("NAME")
-      ->default_str("hostname");
-  cmd.add_flag("--json", json, "machine-readable output on stdout");
-  cmd.add_flag("-v,--verbose", verbose, "show every resource, unchanged ones too");
-  cmd.add_option("--trust", trust,
-                 "an operator key (mesh-op:…, or a file holding one) whose signed declarations "
-                 "this node accepts; repeatable; <state-dir>/trusted/*.pub too")
-      ->option_text("KEY");
+void CommonOptions::addTo(CLI::App& cmd, unsigned uses) {
+  if (uses & kRoot)
+    cmd.add_option("--root", root,
+                   "every absolute path of the declaration lives under DIR (default /)")
+        ->option_text("DIR")
+        ->default_str("/");
+  if (uses & kStateDir)
+    cmd.add_option("--state-dir", stateDir,
+                   "the state store's directory (default <root>/var/lib/mesh-host)")
+        ->option_text("DIR")
+        ->default_str("<root>/var/lib/mesh-host");
+  if (uses & kBlobs)
+    cmd.add_option("--blobs", blobs,
+                   "a directory or http(s) URL holding bundles by digest (sha256/<hex>); default "
+                   "<state-dir>/blobs")
+        ->option_text("SRC")
+        ->default_str("<state-dir>/blobs");
+  if (uses & kSupervisor)
+    cmd.add_option(
+           "--supervisor", supervisor,
+           "process supervisor backend (default auto: systemd when it is PID 1, else builtin)")
+        ->check(CLI::IsMember({"auto", "builtin", "systemd"}))
+        ->default_str("auto");
+  if (uses & kUnitDir)
+    cmd.add_option("--unit-dir", unitDir,
+                   "where the systemd backend installs unit files (default /etc/systemd/system)")
+        ->option_text("DIR")
+        ->default_str("/etc/systemd/system");
+  if (uses & kNode)
+    cmd.add_option("--node", node, "this node's name (default the hostname)")
+        ->option_text("NAME")
+        ->default_str("hostname");
+  if (uses & kJson) cmd.add_flag("--json", json, "machine-readable output on stdout");
+  if (uses & kVerbose)
+    cmd.add_flag("-v,--verbose", verbose, "show every resource, unchanged ones too");
+  if (uses & kTrust)
+    cmd.add_option("--trust", trust,
+                   "an operator key (mesh-op:…, or a file holding one) whose signed declarations "
+                   "this node accepts; repeatable; <state-dir>/trusted/*.pub too")
+        ->option_text("KEY");
 }
 
 void CommonOptions::resolve() {

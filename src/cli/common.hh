@@ -36,7 +36,24 @@ struct CommonOptions {
   // one; <state-dir>/trusted/*.pub are added (docs/trust.md).
   std::vector<std::string> trust;
 
-  void addTo(CLI::App& cmd);
+  // Which of these options a command takes: its --help lists those only, and any
+  // other is refused as an unknown option rather than silently ignored.
+  enum Use : unsigned {
+    kRoot = 1u << 0,
+    kStateDir = 1u << 1,
+    kBlobs = 1u << 2,
+    kSupervisor = 1u << 3,
+    kUnitDir = 1u << 4,
+    kNode = 1u << 5,
+    kJson = 1u << 6,
+    kVerbose = 1u << 7,
+    kTrust = 1u << 8,
+    // Reading this node's state store.
+    kStore = kRoot | kStateDir | kNode | kJson,
+    // Converging the node: apply, plan, rollback, run.
+    kConverge = kStore | kBlobs | kSupervisor | kUnitDir | kVerbose | kTrust,
+  };
+  void addTo(CLI::App& cmd, unsigned uses = kConverge);
   // Fills the defaults that depend on other options; validates --root.
   void resolve();
   apply::Settings settings(bool plan) const;

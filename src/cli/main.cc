@@ -89,54 +89,59 @@ int main(int argc, char** argv) {
     const char* name;
     const char* help;
     bool takesDeclaration;
+    unsigned common;  // the CommonOptions it takes (CommonOptions::Use)
     std::function<int()> run;
     std::function<void(CLI::App&)> options = {};  // the command's own options, if any
   };
   const Command table[] = {
       {"apply", "one cycle now; exit 0 ok, 1 a resource failed, 2 bad input (nothing applied)",
-       true, [&] { return runApply(declPath, common, applyOptions); },
+       true, CommonOptions::kConverge, [&] { return runApply(declPath, common, applyOptions); },
        [&](CLI::App& sub) { applyOptions.addTo(sub); }},
       {"plan",
        "what apply would do, with diffs (secrets redacted); exit 0 nothing to do, 1 a resource "
        "would fail, 2 bad input, 3 changes pending",
-       true, [&] { return runPlan(declPath, common); }},
+       true, CommonOptions::kConverge, [&] { return runPlan(declPath, common); }},
       {"status", "the node as the state store shows it; exit 0 healthy, 1 failing or churning",
-       false, [&] { return runStatus(common, statusOptions); },
+       false,
+       CommonOptions::kStore | CommonOptions::kSupervisor | CommonOptions::kUnitDir |
+           CommonOptions::kVerbose,
+       [&] { return runStatus(common, statusOptions); },
        [&](CLI::App& sub) { statusOptions.addTo(sub); }},
       {"history", "outcomes with their reasons, cycle by cycle, newest first", false,
-       [&] { return runHistory(common, historyOptions); },
+       CommonOptions::kStore, [&] { return runHistory(common, historyOptions); },
        [&](CLI::App& sub) { historyOptions.addTo(sub); }},
       {"generations", "every declaration applied, numbered; marks the current one", false,
-       [&] { return runGenerations(common); }},
+       CommonOptions::kStore, [&] { return runGenerations(common); }},
       {"rollback",
        "re-apply generation N (default: the one before the current); exit codes as apply", false,
-       [&] { return runRollback(common, rollbackOptions); },
+       CommonOptions::kConverge, [&] { return runRollback(common, rollbackOptions); },
        [&](CLI::App& sub) { rollbackOptions.addTo(sub); }},
-      {"gc", "remove bundles and blobs that no kept generation needs", false,
+      {"gc", "remove bundles and blobs that no kept generation needs", false, CommonOptions::kStore,
        [&] { return runGc(common, gcOptions); }, [&](CLI::App& sub) { gcOptions.addTo(sub); }},
       {"run",
        "the agent: a cycle every interval (+ random splay), at once on SIGHUP or when the "
        "declaration changes (with --etcd: on every push); SIGTERM stops after the resource in "
        "hand",
-       false, [&] { return runRun(common, runOptions); },
-       [&](CLI::App& sub) { runOptions.addTo(sub); }},
-      {"seal", "prints FILE's secret sealed to a node's public key, for sealed = \"…\"", false,
+       false, CommonOptions::kConverge & ~CommonOptions::kJson,  // logs: --log-format
+       [&] { return runRun(common, runOptions); }, [&](CLI::App& sub) { runOptions.addTo(sub); }},
+      {"seal", "prints FILE's secret sealed to a node's public key, for sealed = \"…\"", false, 0,
        [&] { return runSeal(sealOptions); }, [&](CLI::App& sub) { sealOptions.addTo(sub); }},
       {"blob", "blob add FILE --to DIR: publish a bundle into a directory store, print its digest",
-       false, [&] { return runBlob(blobOptions); }, [&](CLI::App& sub) { blobOptions.addTo(sub); }},
+       false, 0, [&] { return runBlob(blobOptions); },
+       [&](CLI::App& sub) { blobOptions.addTo(sub); }},
       {"key",
        "key init|show: this node's key pair (<state-dir>/node.key), or with --operator FILE an "
        "operator's signing key; prints the public key",
-       false, [&] { return runKey(common, keyOptions); },
-       [&](CLI::App& sub) { keyOptions.addTo(sub); }},
-      {"sign", "writes DECL.sig: a signature over DECL's exact bytes with an operator key", true,
+       false, CommonOptions::kRoot | CommonOptions::kStateDir,
+       [&] { return runKey(common, keyOptions); }, [&](CLI::App& sub) { keyOptions.addTo(sub); }},
+      {"sign", "writes DECL.sig: a signature over DECL's exact bytes with an operator key", true, 0,
        [&] { return runSign(declPath, signOptions); },
        [&](CLI::App& sub) { signOptions.addTo(sub); }},
   };
   for (const auto& c : table) {
     auto* sub = app.add_subcommand(c.name, c.help);
     if (c.takesDeclaration) sub->add_option("DECL", declPath, "the declaration (TOML)")->required();
-    common.addTo(*sub);
+    common.addTo(*sub, c.common);
     if (c.options) c.options(*sub);
     sub->callback([&chosen, run = c.run] { chosen = run; });
   }

@@ -49,12 +49,7 @@ std::string renderMetrics(const MetricsSnapshot& s) {
   out += fmt::format("mesh_host_cycle{{node=\"{}\",generation=\"{}\",interrupted=\"{}\"}} {}\n",
                      node, s.generation, s.interrupted ? "true" : "false", s.cycle);
   header(out, "mesh_host_resources", "gauge", "Resources by their outcome in the last cycle.");
-  const std::pair<const char*, int64_t> outcomes[] = {{"created", s.created},
-                                                      {"updated", s.updated},
-                                                      {"unchanged", s.unchanged},
-                                                      {"removed", s.removed},
-                                                      {"failed", s.failed}};
-  for (const auto& [outcome, n] : outcomes)
+  for (const auto& [outcome, n] : s.tally.named())
     out += fmt::format("mesh_host_resources{{outcome=\"{}\"}} {}\n", outcome, n);
   header(out, "mesh_host_churning_resources", "gauge",
          "Resources created or updated again and again while their declaration did not change.");
@@ -68,7 +63,7 @@ std::string renderMetrics(const MetricsSnapshot& s) {
          "0 while the declaration file does not load and the last good one stays in force.");
   out += fmt::format("mesh_host_declaration_valid {}\n", s.declarationValid ? 1 : 0);
   header(out, "mesh_host_failures", "gauge", "Resources that failed in the last cycle.");
-  out += fmt::format("mesh_host_failures {}\n", s.failed);
+  out += fmt::format("mesh_host_failures {}\n", s.tally.failed);
   return out;
 }
 
@@ -78,11 +73,7 @@ MetricsSnapshot metricsSnapshot(const apply::CycleReport& report, state::Store& 
   s.node = node;
   s.cycle = report.cycle;
   s.durationSeconds = static_cast<double>(report.ms) / 1000.0;
-  s.created = report.created;
-  s.updated = report.updated;
-  s.unchanged = report.unchanged;
-  s.removed = report.removed;
-  s.failed = report.failed;
+  s.tally = report.tally;
   s.interrupted = report.interrupted;
   int64_t finishedMs = apply::nowMs();
   if (auto last = store.lastCycle(); last && last->cycle == report.cycle) {

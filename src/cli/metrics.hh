@@ -20,7 +20,7 @@ struct MetricsSnapshot {
   int64_t generation = 0;
   double durationSeconds = 0;
   double lastCycleTimestampSeconds = 0;  // unix seconds when the cycle finished
-  int64_t created = 0, updated = 0, unchanged = 0, removed = 0, failed = 0;
+  Tally tally;
   bool interrupted = false;
   int64_t churning = 0;
   // False while the agent keeps the last good declaration because its file does

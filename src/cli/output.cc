@@ -18,6 +18,10 @@ const char* planVerb(Verdict v) {
       return "would update";
     case Verdict::Removed:
       return "would remove";
+    case Verdict::Released:
+      return "would release";
+    case Verdict::Skipped:
+      return "would skip";
     case Verdict::Failed:
       return "would fail";
     case Verdict::Unchanged:
@@ -43,13 +47,30 @@ std::string outcomeLine(const apply::ResourceResult& r, bool plan) {
   return line;
 }
 
+std::string tallyText(const Tally& t) {
+  std::string text = fmt::format("{} created, {} updated, {} unchanged, {} removed", t.created,
+                                 t.updated, t.unchanged, t.removed);
+  if (t.released) text += fmt::format(", {} released", t.released);
+  if (t.skipped) text += fmt::format(", {} skipped", t.skipped);
+  return text + fmt::format(", {} failed", t.failed);
+}
+
+nlohmann::json tallyJson(const Tally& t) {
+  nlohmann::json j = nlohmann::json::object();
+  for (const auto& [name, n] : t.named()) j[std::string(name)] = n;
+  return j;
+}
+
 std::string summaryLine(const apply::CycleReport& r, bool plan) {
-  if (plan)
-    return fmt::format("plan: {} to create, {} to update, {} unchanged, {} to remove, {} failing",
-                       r.created, r.updated, r.unchanged, r.removed, r.failed);
-  return fmt::format(
-      "cycle {}: {} created, {} updated, {} unchanged, {} removed, {} failed in {} ms", r.cycle,
-      r.created, r.updated, r.unchanged, r.removed, r.failed, r.ms);
+  const Tally& t = r.tally;
+  if (plan) {
+    std::string text = fmt::format("plan: {} to create, {} to update, {} unchanged, {} to remove",
+                                   t.created, t.updated, t.unchanged, t.removed);
+    if (t.released) text += fmt::format(", {} to release", t.released);
+    if (t.skipped) text += fmt::format(", {} to skip", t.skipped);
+    return text + fmt::format(", {} failing", t.failed);
+  }
+  return fmt::format("cycle {}: {} in {} ms", r.cycle, tallyText(t), r.ms);
 }
 
 nlohmann::json reportJson(const apply::CycleReport& r, const std::string& node, bool plan) {
@@ -75,20 +96,14 @@ nlohmann::json reportJson(const apply::CycleReport& r, const std::string& node, 
                         {"node", node},
                         {"cycle", r.cycle},
                         {"outcomes", std::move(outcomes)},
-                        {"summary",
-                         {{"created", r.created},
-                          {"updated", r.updated},
-                          {"unchanged", r.unchanged},
-                          {"removed", r.removed},
-                          {"failed", r.failed},
-                          {"ms", r.ms},
-                          {"supervisor",
-                           {{"backend", r.supervisor},
-                            {"start", r.supervisorCalls.start},
-                            {"restart", r.supervisorCalls.restart},
-                            {"stop", r.supervisorCalls.stop},
-                            {"reload", r.supervisorCalls.reload},
-                            {"install", r.supervisorCalls.install}}}}}};
+                        {"summary", tallyJson(r.tally)}};
+  out["summary"]["ms"] = r.ms;
+  out["summary"]["supervisor"] = {{"backend", r.supervisor},
+                                  {"start", r.supervisorCalls.start},
+                                  {"restart", r.supervisorCalls.restart},
+                                  {"stop", r.supervisorCalls.stop},
+                                  {"reload", r.supervisorCalls.reload},
+                                  {"install", r.supervisorCalls.install}};
   if (plan) out["plan"] = true;
   return out;
 }

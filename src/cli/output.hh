@@ -15,6 +15,10 @@ using ::mesh::kJsonSchema;  // "schema": 1 (util/json_schema.hh)
 // (omitted when it is just "new").
 std::string outcomeLine(const apply::ResourceResult& r, bool plan);
 std::string summaryLine(const apply::CycleReport& r, bool plan);
+// "3 created, 0 updated, 7 unchanged, 0 removed, 1 failed" (released and skipped only
+// when there are any) and {"created": 3, … every outcome}.
+std::string tallyText(const Tally& t);
+nlohmann::json tallyJson(const Tally& t);
 nlohmann::json reportJson(const apply::CycleReport& r, const std::string& node, bool plan);
 
 // What `--json` prints on stdout when a command ends in an error instead of its

@@ -6,7 +6,9 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <string>
+#include <string_view>
 
 namespace mesh::cli {
 
@@ -25,21 +27,34 @@ class Progress {
   static bool stderrIsTerminal();
 
   void update(size_t done, size_t total, Clock::time_point now = Clock::now());
+  // Work measured in bytes within it (a bundle's download, its unpacking), drawn in
+  // place of the count while it lasts; its rate counts from its own start.
+  void updateBytes(std::string_view what, uint64_t done, uint64_t total,
+                   Clock::time_point now = Clock::now());
   // Erases the line, if one was drawn.
   void finish();
 
   // The line for `done` of `total` after `elapsed` (no terminal codes): pure, for tests.
   static std::string line(size_t done, size_t total, std::chrono::milliseconds elapsed);
+  // "unpacking /opt/app  12.0/200.0 MiB   6%  40.0 MiB/s  ETA 5s" (total 0: not known).
+  static std::string bytesLine(std::string_view what, uint64_t done, uint64_t total,
+                               std::chrono::milliseconds elapsed);
+  // 512 B, 12.0 KiB, 3.4 MiB, 1.2 GiB.
+  static std::string bytesText(uint64_t n);
 
   // Work shorter than this draws nothing; redraws are this far apart at least.
   static constexpr std::chrono::milliseconds kQuiet{500};
   static constexpr std::chrono::milliseconds kEvery{100};
 
  private:
+  void draw(const std::string& text, Clock::time_point now);
+
   bool enabled_;
   Clock::time_point start_;
   Clock::time_point drawn_{};
   bool shown_ = false;
+  std::string bytesWhat_;  // the byte work being drawn, "" none
+  Clock::time_point bytesStart_{};
 };
 
 }  // namespace mesh::cli

@@ -68,7 +68,7 @@ void createSchema(Db& db) {
 }
 
 // Parts that came within schema version 1 (generations.serial, fleet_declaration,
-// owed_restarts.intent, cycles.node):
+// owed_restarts.intent, cycles.node, cycles.released and cycles.skipped):
 // a store made before them gains them on its first read-write open. Idempotent.
 void addLateSchema(Db& db) {
   if (db.queryInt("SELECT count(*) FROM pragma_table_info('generations') WHERE name = 'serial'",
@@ -85,6 +85,15 @@ void addLateSchema(Db& db) {
   if (db.queryInt("SELECT count(*) FROM pragma_table_info('cycles') WHERE name = 'node'",
                   "looking for cycles.node") == 0)
     db.exec("ALTER TABLE cycles ADD COLUMN node TEXT NOT NULL DEFAULT ''", "adding cycles.node");
+  for (const char* column : {"released", "skipped"})
+    if (db.queryInt(
+            fmt::format("SELECT count(*) FROM pragma_table_info('cycles') WHERE name = '{}'",
+                        column)
+                .c_str(),
+            "looking for cycles' outcome columns") == 0)
+      db.exec(fmt::format("ALTER TABLE cycles ADD COLUMN {} INTEGER NOT NULL DEFAULT 0", column)
+                  .c_str(),
+              "adding cycles' outcome columns");
 }
 
 // Decides whether this file is ours and of a version we understand; creates the

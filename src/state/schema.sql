@@ -51,7 +51,9 @@ CREATE TABLE cycles (
   removed     INTEGER NOT NULL DEFAULT 0,
   failed      INTEGER NOT NULL DEFAULT 0,
   ms          INTEGER NOT NULL DEFAULT 0,
-  node        TEXT NOT NULL DEFAULT ''      -- the name the cycle ran as (--node)
+  node        TEXT NOT NULL DEFAULT '',     -- the name the cycle ran as (--node)
+  released    INTEGER NOT NULL DEFAULT 0,   -- no longer declared, left in place
+  skipped     INTEGER NOT NULL DEFAULT 0    -- not tried: a requirement did not converge
 );
 
 -- Outcomes that were not `unchanged`, for the last Store::kHistoryCycles cycles.

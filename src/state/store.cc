@@ -40,7 +40,8 @@ Record readRecord(const Query& q) {
 }
 
 constexpr const char* kCycleColumns =
-    "cycle, started_at, finished_at, generation, created, updated, unchanged, removed, failed, ms";
+    "cycle, started_at, finished_at, generation, created, updated, unchanged, removed, failed, ms, "
+    "released, skipped";
 
 Cycle readCycle(const Query& q) {
   Cycle c;
@@ -48,12 +49,14 @@ Cycle readCycle(const Query& q) {
   c.startedAt = q.integer(1);
   c.finishedAt = q.integer(2);
   c.generation = q.integer(3);
-  c.created = q.integer(4);
-  c.updated = q.integer(5);
-  c.unchanged = q.integer(6);
-  c.removed = q.integer(7);
-  c.failed = q.integer(8);
+  c.tally.created = q.integer(4);
+  c.tally.updated = q.integer(5);
+  c.tally.unchanged = q.integer(6);
+  c.tally.removed = q.integer(7);
+  c.tally.failed = q.integer(8);
   c.ms = q.integer(9);
+  c.tally.released = q.integer(10);
+  c.tally.skipped = q.integer(11);
   return c;
 }
 
@@ -187,19 +190,22 @@ int64_t Store::beginCycle(int64_t startedAt, int64_t generation, const std::stri
 }
 
 void Store::finishCycle(const Cycle& c) {
-  Stmt s(impl_->db,
-         "UPDATE cycles SET finished_at = ?, generation = ?, created = ?, updated = ?, "
-         "unchanged = ?, removed = ?, failed = ?, ms = ? WHERE cycle = ?",
-         "finishing a cycle");
+  Stmt s(
+      impl_->db,
+      "UPDATE cycles SET finished_at = ?, generation = ?, created = ?, updated = ?, "
+      "unchanged = ?, removed = ?, failed = ?, ms = ?, released = ?, skipped = ? WHERE cycle = ?",
+      "finishing a cycle");
   s.start()
       .bind(c.finishedAt)
       .bind(c.generation)
-      .bind(c.created)
-      .bind(c.updated)
-      .bind(c.unchanged)
-      .bind(c.removed)
-      .bind(c.failed)
+      .bind(c.tally.created)
+      .bind(c.tally.updated)
+      .bind(c.tally.unchanged)
+      .bind(c.tally.removed)
+      .bind(c.tally.failed)
       .bind(c.ms)
+      .bind(c.tally.released)
+      .bind(c.tally.skipped)
       .bind(c.cycle)
       .run();
   if (sqlite3_changes(impl_->db.get()) == 0)

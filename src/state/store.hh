@@ -12,6 +12,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "util/tally.hh"
+
 namespace mesh::state {
 
 struct Record {
@@ -36,7 +38,7 @@ struct Cycle {
   int64_t startedAt = 0;   // unix ms
   int64_t finishedAt = 0;  // unix ms, 0 while running (or crashed)
   int64_t generation = 0;
-  int64_t created = 0, updated = 0, unchanged = 0, removed = 0, failed = 0;
+  Tally tally;
   int64_t ms = 0;
 };
 

@@ -1,6 +1,8 @@
 // How mesh-host answers scripts: --detailed-exitcode tells "nothing changed" from
 // "changed" from "failed"; --json answers on stdout even when the command line
 // itself is wrong; a plan speaks of what would happen, never of what happened.
+#include <algorithm>
+
 #include "harness.hh"
 
 namespace mesh::e2e {
@@ -87,6 +89,59 @@ TEST_F(Answers, APlanSpeaksInTheFutureTense) {
   EXPECT_NE(text.out.find("would remove m.a (m): would delete"), std::string::npos) << text.out;
   EXPECT_EQ(text.out.find("deleted"), std::string::npos) << text.out;
   EXPECT_EQ(outcomeOf(plan(emptied, true).json(), "m.a")["detail"], "would delete");
+}
+
+// Each command's --help lists the options it takes, each with its default where it
+// has one, and no other; an option a command does not take is refused, not ignored.
+TEST_F(Answers, EachCommandsHelpListsOnlyItsOwnOptions) {
+  const auto help = [](std::vector<std::string> args) {
+    args.insert(args.begin(), MESH_HOST_BIN);
+    args.push_back("--help");
+    Result r = runCommand(args);
+    EXPECT_EQ(r.code, 0) << args[1] << ": " << r.err;
+    return r.out;
+  };
+  const auto lists = [](const std::string& text, const std::string& option) {
+    return text.find(option + " ") != std::string::npos ||
+           text.find(option + "\n") != std::string::npos ||
+           text.find(option + ",") != std::string::npos;
+  };
+  const std::vector<std::string> converging = {"--root",       "--state-dir", "--blobs",
+                                               "--supervisor", "--unit-dir",  "--node",
+                                               "--trust",      "--json",      "--verbose"};
+  const std::map<std::string, std::vector<std::string>> takes = {
+      {"apply", converging},
+      {"plan", converging},
+      {"rollback", converging},
+      {"status",
+       {"--root", "--state-dir", "--supervisor", "--unit-dir", "--node", "--json", "--verbose"}},
+      {"history", {"--root", "--state-dir", "--node", "--json"}},
+      {"generations", {"--root", "--state-dir", "--node", "--json"}},
+      {"gc", {"--root", "--state-dir", "--node", "--json"}},
+      {"key", {"--root", "--state-dir"}},
+      {"seal", {}},
+      {"sign", {}},
+      {"blob", {}},
+  };
+  for (const auto& [command, own] : takes) {
+    const std::string text = help({command});
+    for (const auto& option : converging) {
+      const bool expected = std::find(own.begin(), own.end(), option) != own.end();
+      EXPECT_EQ(lists(text, option), expected) << command << " " << option << ":\n" << text;
+    }
+  }
+  // Defaults are shown.
+  EXPECT_NE(help({"apply"}).find("(default /)"), std::string::npos) << help({"apply"});
+  EXPECT_NE(help({"history"}).find("(default 50)"), std::string::npos) << help({"history"});
+  EXPECT_NE(help({"gc"}).find("(default 5)"), std::string::npos) << help({"gc"});
+  EXPECT_NE(help({"status"}).find("(default 10)"), std::string::npos) << help({"status"});
+  EXPECT_NE(help({"run"}).find("(default 5m)"), std::string::npos) << help({"run"});
+  // Not taken: refused (exit 2), never silently ignored.
+  Result seal = runCommand({MESH_HOST_BIN, "seal", "--root", root, "--to", "x", "f"});
+  EXPECT_EQ(seal.code, 2) << seal.out << seal.err;
+  EXPECT_NE(seal.err.find("--root"), std::string::npos) << seal.err;
+  Result history = runCommand({MESH_HOST_BIN, "history", "--root", root, "--blobs", blobs});
+  EXPECT_EQ(history.code, 2) << history.out << history.err;
 }
 
 }  // namespace

@@ -128,9 +128,25 @@ void Node::TearDown() {
 Result Node::mesh(std::vector<std::string> args, const std::map<std::string, std::string>& env) {
   std::vector<std::string> argv = {MESH_HOST_BIN};
   argv.insert(argv.end(), args.begin(), args.end());
-  for (const char* a : {"--root", root.c_str(), "--blobs", blobs.c_str(), "--node", "test"})
-    argv.emplace_back(a);
-  argv.insert(argv.end(), extraArgs.begin(), extraArgs.end());
+  // Each command takes only the options it uses (mesh-host COMMAND --help, which
+  // refuses any other): the fixture's options go to the commands that take them.
+  const std::string command = args.empty() ? "" : args.front();
+  const auto takes = [&command](std::string_view option) {
+    const bool converges =
+        command == "apply" || command == "plan" || command == "rollback" || command == "run";
+    const bool store = converges || command == "status" || command == "history" ||
+                       command == "generations" || command == "gc";
+    if (option == "--root" || option == "--state-dir") return store || command == "key";
+    if (option == "--node") return store;
+    if (option == "--supervisor" || option == "--unit-dir") return converges || command == "status";
+    return converges;  // --blobs, --trust
+  };
+  const std::pair<std::string, std::string> fixture[] = {
+      {"--root", root}, {"--blobs", blobs}, {"--node", "test"}};
+  for (const auto& [option, value] : fixture)
+    if (takes(option)) argv.insert(argv.end(), {option, value});
+  for (size_t i = 0; i + 1 < extraArgs.size(); i += 2)  // pairs: option, value
+    if (takes(extraArgs[i])) argv.insert(argv.end(), {extraArgs[i], extraArgs[i + 1]});
   auto allEnv = extraEnv;
   for (const auto& [k, v] : env) allEnv[k] = v;
   return runCommand(argv, allEnv);

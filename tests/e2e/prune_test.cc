@@ -29,8 +29,12 @@ TEST_F(Prune, DroppedResourcesAreRemoved) {
   EXPECT_FALSE(fs::exists(at("/opt/m/app")));
   // The directory holds a file mesh-host did not write: released, left in place.
   auto dir = outcomeOf(j, "m.etc");
-  EXPECT_EQ(dir["outcome"], "removed");
+  EXPECT_EQ(dir["outcome"], "released");
+  EXPECT_EQ(dir["reason"], "no longer declared");
+  EXPECT_EQ(dir["wrote"], "");
   EXPECT_NE(dir["detail"].get<std::string>().find("left in place"), std::string::npos);
+  EXPECT_EQ(j["summary"]["released"], 1) << j.dump();
+  EXPECT_EQ(j["summary"]["removed"], 3) << j.dump();
   EXPECT_EQ(read("/etc/m/unmanaged"), "mine");
   EXPECT_EQ(read("/etc/m/config"), "listen = 1\n");
 
@@ -52,7 +56,7 @@ TEST_F(Prune, NeverDeletesWhatItDidNotWrite) {
   Result r = apply(declare("node = \"test\"\nempty = true\n"));
   ASSERT_EQ(r.code, 0) << r.err;
   auto o = outcomeOf(r.json(), "m.x");
-  EXPECT_EQ(o["outcome"], "removed");
+  EXPECT_EQ(o["outcome"], "released");
   EXPECT_NE(o["detail"].get<std::string>().find("never wrote"), std::string::npos) << o.dump();
   EXPECT_EQ(read("/preexisting"), "keep me");
 }
@@ -62,9 +66,21 @@ TEST_F(Prune, ModifiedFileIsReleasedNotDeleted) {
   write("/etc/m/config", "hand edit\n");
   Result r = apply(declare("node = \"test\"\nempty = true\n"));
   auto o = outcomeOf(r.json(), "m.config");
-  EXPECT_EQ(o["outcome"], "removed");
+  EXPECT_EQ(o["outcome"], "released");
   EXPECT_NE(o["detail"].get<std::string>().find("modified since"), std::string::npos) << o.dump();
   EXPECT_EQ(read("/etc/m/config"), "hand edit\n");
+  // In text, in history and in the store's cycle row alike.
+  Result h = mesh({"history", "m.config", "--json"});
+  ASSERT_EQ(h.code, 0) << h.err;
+  EXPECT_EQ(h.json()["cycles"][0]["outcomes"][0]["outcome"], "released") << h.out;
+  EXPECT_GE(h.json()["cycles"][0]["summary"]["released"], 1) << h.out;
+  write("/etc/m/key", "hand edit\n");
+  ASSERT_EQ(apply(declare(text(), "all-again.toml")).code, 0);
+  write("/etc/m/key", "edited again\n");
+  Result text = mesh({"apply", declare("node = \"test\"\nempty = true\n")});
+  EXPECT_NE(text.out.find("released m.key (m): left in place: modified since"), std::string::npos)
+      << text.out;
+  EXPECT_NE(text.out.find(" released, 0 failed in "), std::string::npos) << text.out;
 }
 
 TEST_F(Prune, RenamedIdKeepsThePath) {
@@ -75,7 +91,9 @@ TEST_F(Prune, RenamedIdKeepsThePath) {
   ASSERT_EQ(r.code, 0) << r.err;
   auto j = r.json();
   EXPECT_EQ(outcomeOf(j, "m.settings")["outcome"], "unchanged");
-  EXPECT_EQ(outcomeOf(j, "m.config")["outcome"], "removed");
+  EXPECT_EQ(outcomeOf(j, "m.config")["outcome"], "released");
+  EXPECT_EQ(outcomeOf(j, "m.config")["detail"],
+            "left in place: m.settings now manages /etc/m/config");
   EXPECT_EQ(read("/etc/m/config"), "listen = 1\n");
 }
 

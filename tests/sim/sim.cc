@@ -650,15 +650,16 @@ class Sim {
     }
     checkUntouched(report, declaration, before);
     checkRecords();
-    lastClean_ = report.failed == 0;
+    lastClean_ = !report.anyFailed();
     if (lastClean_) {
       ++cleanCycles_;
       checkPaid(declaration);
     }
     if (quiet) {
-      if (report.created + report.updated + report.removed + report.failed != 0)
+      const Tally& t = report.tally;
+      if (t.anyChange() || t.anyFailed() || t.released != 0)
         mismatch(fmt::format("a cycle with nothing to do changed {} resource(s)",
-                             report.created + report.updated + report.removed));
+                             t.created + t.updated + t.removed + t.released));
       if (world_.calls != callsBefore) mismatch("a cycle with nothing to do called the supervisor");
     }
   }
@@ -798,12 +799,14 @@ class Sim {
       if (r.outcome.verdict() == apply::Verdict::Unchanged &&
           (b == before.end() || a == after.end() || !(b->second == a->second)))
         mismatch(fmt::format("{} was reported unchanged but {} was touched", r.id, paths[r.id]));
-      // A resource that failed (a full disk, a failed requirement) leaves what was there.
+      // A resource that failed (a full disk) or was skipped (a failed requirement), and
+      // one released, leaves what was there.
       const bool inPlace =
           b == before.end() ? a == after.end() : a != after.end() && b->second == a->second;
-      if (r.outcome.verdict() == apply::Verdict::Failed && !inPlace)
-        mismatch(
-            fmt::format("{} failed but {} was changed: {}", r.id, paths[r.id], r.outcome.detail()));
+      if ((r.outcome.notConverged() || r.outcome.verdict() == apply::Verdict::Released) && !inPlace)
+        mismatch(fmt::format("{} {} but {} was changed: {}", r.id,
+                             apply::verdictName(r.outcome.verdict()), paths[r.id],
+                             r.outcome.detail()));
     }
   }
 
@@ -811,7 +814,7 @@ class Sim {
     try {
       auto store = state::Store::open(stateDir(), state::Store::Access::ReadOnly);
       for (const auto& [id, rec] : store.loadRecords())
-        if (rec.outcome != "failed" && rec.wrote.empty())
+        if (rec.outcome != "failed" && rec.outcome != "skipped" && rec.wrote.empty())
           mismatch(fmt::format("the record of {} carries no digest", id));
     } catch (const Error& e) {
       // A damaged page the cycle did not need to read: the next cycle meets it.

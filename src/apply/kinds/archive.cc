@@ -133,12 +133,12 @@ class ArchiveApplier : public Applier {
     auto prev = TreeObserved::parse(rec.observed);
     const auto tree = S_ISDIR(st->st_mode) ? openTree(place) : std::nullopt;
     if (!tree || !prev.manifest)
-      return Outcome::removed(reasons::kNoLongerDeclared,
-                              "released; left in place: not the tree mesh-host wrote");
+      return Outcome::released(reasons::kNoLongerDeclared,
+                               "left in place: not the tree mesh-host wrote");
     if (auto difference =
             bundle::verify(tree->get(), *prev.manifest, &prev.cache, nullptr, rec.path))
-      return Outcome::removed(reasons::kNoLongerDeclared,
-                              fmt::format("released; left in place: {}", *difference));
+      return Outcome::released(reasons::kNoLongerDeclared,
+                               fmt::format("left in place: {}", *difference));
     ctx.change([&] {
       removeTreeAt(place.dir, place.name, rec.path);
       syncFd(place.dir, rec.path);

@@ -111,14 +111,14 @@ Outcome removeContentFile(Context& ctx, const state::Record& rec,
   const auto st = ctx.look(place);
   if (!st) return Outcome::removed(reasons::kNoLongerDeclared, "already gone");
   if (!S_ISREG(st->st_mode))
-    return Outcome::removed(reasons::kNoLongerDeclared, "released; left in place: not a file now");
+    return Outcome::released(reasons::kNoLongerDeclared, "left in place: not a file now");
   const auto prev = ContentObserved::parse(rec.observed);
   const bool untouched = prev.fingerprint && *prev.fingerprint == Fingerprint::of(*st);
   if (!untouched) {
     auto fd = openFileAt(place.dir, place.name, rec.path);
     if (prev.content.empty() || !fd || digestOfFile(fd->get(), rec.path) != prev.content)
-      return Outcome::removed(reasons::kNoLongerDeclared,
-                              "released; left in place: modified since mesh-host wrote it");
+      return Outcome::released(reasons::kNoLongerDeclared,
+                               "left in place: modified since mesh-host wrote it");
   }
   ctx.change([&] {
     if (::unlinkat(place.dir, place.name.c_str(), 0) != 0 && errno != ENOENT)

@@ -77,8 +77,7 @@ class DirectoryApplier : public Applier {
     const auto st = ctx.look(place);
     if (!st) return Outcome::removed(reasons::kNoLongerDeclared, "already gone");
     if (!S_ISDIR(st->st_mode))
-      return Outcome::removed(reasons::kNoLongerDeclared,
-                              "released; left in place: not a directory now");
+      return Outcome::released(reasons::kNoLongerDeclared, "left in place: not a directory now");
     bool removed = true;
     ctx.change([&] {
       if (::unlinkat(place.dir, place.name.c_str(), AT_REMOVEDIR) == 0) {
@@ -92,8 +91,8 @@ class DirectoryApplier : public Applier {
         throwSys(fmt::format("cannot remove directory {}", rec.path));
     });
     if (!removed)
-      return Outcome::removed(reasons::kNoLongerDeclared,
-                              "released; left in place: holds files mesh-host did not write");
+      return Outcome::released(reasons::kNoLongerDeclared,
+                               "left in place: holds files mesh-host did not write");
     return Outcome::removed(reasons::kNoLongerDeclared,
                             ctx.planning() ? "would delete" : "deleted");
   }

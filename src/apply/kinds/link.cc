@@ -59,8 +59,8 @@ class LinkApplier : public Applier {
     if (!st) return Outcome::removed(reasons::kNoLongerDeclared, "already gone");
     if (!S_ISLNK(st->st_mode) ||
         readLinkAt(place.dir, place.name, rec.path).value_or("") != rec.observed)
-      return Outcome::removed(reasons::kNoLongerDeclared,
-                              "released; left in place: changed since mesh-host wrote it");
+      return Outcome::released(reasons::kNoLongerDeclared,
+                               "left in place: changed since mesh-host wrote it");
     ctx.change([&] {
       if (::unlinkat(place.dir, place.name.c_str(), 0) != 0 && errno != ENOENT)
         throwSys(fmt::format("cannot remove link {}", rec.path));

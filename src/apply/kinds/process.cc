@@ -216,7 +216,7 @@ class ProcessApplier : public Applier {
   Outcome remove(Context& ctx, const state::Record& rec) const override {
     const auto prev = ProcessObserved::parse(rec.observed);
     if (prev.service.empty())
-      return Outcome::removed(reasons::kNoLongerDeclared, "released; no service recorded");
+      return Outcome::released(reasons::kNoLongerDeclared, "no service recorded");
     const auto& svc = ctx.service(prev.service);
     ctx.change([&] {
       if (svc.active) ctx.supervisor().stop(prev.service);

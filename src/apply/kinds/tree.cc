@@ -97,7 +97,8 @@ bundle::Manifest unpackAndSwitch(Context& ctx, const std::string& blob, const Co
   const std::string fresh = tempNameFor(at.name, "new");
   if (statAt(at.dir, fresh, at.shown)) removeTreeAt(at.dir, fresh, at.shown + " (leftover)");
   removeLegacyLeftovers(at);
-  bundle::Manifest manifest = bundle::unpack(blob, at.dir, fresh, limits, at.shown);
+  bundle::Manifest manifest =
+      bundle::unpack(blob, at.dir, fresh, limits, at.shown, ctx.byteProgress);
   crashPoint(crash::kBeforeRename);
   auto discardFresh = [&](int err, std::string what) {
     try {

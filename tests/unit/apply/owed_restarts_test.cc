@@ -170,7 +170,8 @@ TEST_F(OwedRestarts, AChangeWhoseRestartWasMadeIsNotTakenForNewAfterAPowerCut) {
   EXPECT_EQ(outcomeOf(after, "m.config").verdict(), Verdict::Unchanged)
       << outcomeOf(after, "m.config").reason();
   EXPECT_EQ(services.restarts, 1) << "one change, restarted for twice";
-  EXPECT_EQ(after.created + after.updated + after.removed + after.failed, 0);
+  EXPECT_EQ(after.tally.created + after.tally.updated + after.tally.removed + after.tally.failed,
+            0);
 }
 
 // Regression (found by the fault simulation): a process whose old owed restart
@@ -180,16 +181,16 @@ TEST_F(OwedRestarts, AChangeWhoseRestartWasMadeIsNotTakenForNewAfterAPowerCut) {
 TEST_F(OwedRestarts, AFailedRestartStaysOwedWhenAnOlderOneWasPaid) {
   cycle(declaration("/srv/a/config"));
   services.failNext = true;  // the config changes; its restart fails: owed
-  ASSERT_EQ(cycle(declaration("/srv/a/config", 1, 2)).failed, 1);
+  ASSERT_EQ(cycle(declaration("/srv/a/config", 1, 2)).tally.failed, 1);
   FakeSupervisor::run(services, "svc.service");  // restarted outside mesh-host: paid
   services.failNext = true;                      // the key changes; its restart fails
   const auto keyed = declaration("/srv/a/config", 2, 2);
-  ASSERT_EQ(cycle(keyed).failed, 1);
+  ASSERT_EQ(cycle(keyed).tally.failed, 1);
   ASSERT_EQ(services.restarts, 0);
 
   cycle(keyed);  // nothing changes now: what the key owes is paid now
   EXPECT_EQ(services.restarts, 1) << "the restart the key's change owed was lost";
-  EXPECT_EQ(cycle(keyed).updated, 0);
+  EXPECT_EQ(cycle(keyed).tally.updated, 0);
   EXPECT_EQ(services.restarts, 1);
 }
 
@@ -200,7 +201,7 @@ TEST_F(OwedRestarts, AFailedRestartStaysOwedWhenAnOlderOneWasPaid) {
 TEST_F(OwedRestarts, AChangeAfterAPaidRestartStaysOwedWhenItsCycleDies) {
   cycle(declaration("/srv/a/config"));
   services.failNext = true;  // the key changes; its restart fails: owed
-  ASSERT_EQ(cycle(declaration("/srv/a/config", 2)).failed, 1);
+  ASSERT_EQ(cycle(declaration("/srv/a/config", 2)).tally.failed, 1);
   FakeSupervisor::run(services, "svc.service");  // restarted outside mesh-host: paid
   setCrashHook([](const char* point) {
     if (std::string_view(point) == crash::kBeforeRecord) throw std::logic_error("killed");
@@ -235,7 +236,7 @@ TEST_F(OwedRestarts, AMoveACrashCutShortIsNotMadeAgainAfterAReboot) {
   EXPECT_EQ(o.verdict(), Verdict::Unchanged) << o.reason() << " " << o.detail();
   EXPECT_EQ(o.reason(), "moved from /srv/a/config");
   EXPECT_EQ(services.restarts, 0) << "the reboot had paid for the move";
-  EXPECT_EQ(cycle(moved).updated, 0);
+  EXPECT_EQ(cycle(moved).tally.updated, 0);
 }
 
 }  // namespace

@@ -269,6 +269,29 @@ TEST(UnpackAt, WritesThroughTheDescriptorNotThePath) {
   EXPECT_EQ(verify(test::openDir(tmp.path + "/moved/tree").get(), m), std::nullopt);
 }
 
+// A watcher hears how much of the archive (compressed, as on disk) has been read, in
+// order, up to all of it, under "unpacking <shown>".
+TEST(UnpackAt, TellsHowFarItHasReadTheArchive) {
+  TempDir tmp;
+  sh("mkdir -p " + tmp.path + "/src && head -c 3000000 /dev/urandom > " + tmp.path +
+     "/src/big && tar -C " + tmp.path + "/src -czf " + tmp.path + "/b.tar.gz .");
+  Fd parent = test::openDir(tmp.path);
+  struct stat st {};
+  ASSERT_EQ(::stat((tmp.path + "/b.tar.gz").c_str(), &st), 0);
+  std::vector<std::pair<uint64_t, uint64_t>> heard;
+  std::string what;
+  const ByteProgress watch = [&](std::string_view w, uint64_t done, uint64_t total) {
+    what = w;
+    heard.emplace_back(done, total);
+  };
+  unpack(tmp.path + "/b.tar.gz", parent.get(), "tree", {}, "/opt/app", watch);
+  EXPECT_EQ(what, "unpacking /opt/app");
+  ASSERT_GT(heard.size(), 2u) << "a 3 MB archive is read in many blocks";
+  for (size_t i = 1; i < heard.size(); ++i) EXPECT_GE(heard[i].first, heard[i - 1].first);
+  for (const auto& [done, total] : heard) EXPECT_EQ(total, static_cast<uint64_t>(st.st_size));
+  EXPECT_EQ(heard.back().first, static_cast<uint64_t>(st.st_size));
+}
+
 TEST(UnpackAt, RefusesALinkPlantedAtTheNameAndWritesNothingThrough) {
   TempDir tmp;
   test::craftTar(tmp.path + "/b.tar", {{test::Crafted::File, "f", "data", 0644}});

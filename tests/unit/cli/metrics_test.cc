@@ -21,11 +21,11 @@ MetricsSnapshot sample() {
   s.generation = 3;
   s.durationSeconds = 0.008;
   s.lastCycleTimestampSeconds = 1700000000.5;
-  s.created = 1;
-  s.updated = 2;
-  s.unchanged = 12;
-  s.removed = 0;
-  s.failed = 1;
+  s.tally.created = 1;
+  s.tally.updated = 2;
+  s.tally.unchanged = 12;
+  s.tally.removed = 0;
+  s.tally.failed = 1;
   s.churning = 1;
   s.restarts = {{"a.service", 4}, {"we\"ird.service", 1}};
   return s;
@@ -55,6 +55,8 @@ TEST(Metrics, RendersTextfileFormat) {
       "mesh_host_resources{outcome=\"updated\"} 2\n"
       "mesh_host_resources{outcome=\"unchanged\"} 12\n"
       "mesh_host_resources{outcome=\"removed\"} 0\n"
+      "mesh_host_resources{outcome=\"released\"} 0\n"
+      "mesh_host_resources{outcome=\"skipped\"} 0\n"
       "mesh_host_resources{outcome=\"failed\"} 1\n"
       "# HELP mesh_host_churning_resources Resources created or updated again and again while "
       "their declaration did not change.\n"
@@ -103,10 +105,10 @@ TEST(Metrics, WritesTheFileFromAStoreAndAReport) {
   proc.kind = "process";
   proc.observed = R"({"tree":"","service":"m.service","restarts":3})";
   store.putRecord(proc);
-  store.finishCycle({cycle, 1000, 2000, gen, 0, 0, 1, 0, 0, 5});
+  store.finishCycle({cycle, 1000, 2000, gen, Tally{.unchanged = 1}, 5});
   apply::CycleReport report;
   report.cycle = cycle;
-  report.unchanged = 1;
+  report.tally.unchanged = 1;
   report.ms = 5;
 
   const std::string path = dir + "/textfile/mesh_host.prom";

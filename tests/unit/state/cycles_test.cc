@@ -41,20 +41,18 @@ TEST_F(CyclesTest, BeginThenFinishIsWhatLastCycleShows) {
              .startedAt = 1000,
              .finishedAt = 1008,
              .generation = gen,
-             .created = 1,
-             .updated = 2,
-             .unchanged = 12,
-             .removed = 3,
-             .failed = 4,
+             .tally = {.created = 1,
+                       .updated = 2,
+                       .unchanged = 12,
+                       .removed = 3,
+                       .released = 5,
+                       .skipped = 6,
+                       .failed = 4},
              .ms = 8};
   store.finishCycle(done);
   EXPECT_EQ(store.lastCycle()->finishedAt, 1008);
   auto last = store.lastCycle();
-  EXPECT_EQ(last->created, 1);
-  EXPECT_EQ(last->updated, 2);
-  EXPECT_EQ(last->unchanged, 12);
-  EXPECT_EQ(last->removed, 3);
-  EXPECT_EQ(last->failed, 4);
+  EXPECT_EQ(last->tally, done.tally) << "every outcome's count, released and skipped too";
   EXPECT_EQ(last->ms, 8);
 }
 
@@ -151,8 +149,11 @@ TEST_F(CyclesTest, AGenerationIsAsGoodAsItsNewestFinishedCycle) {
   auto run = [&](int64_t gen, int64_t failed, bool finish) {
     const int64_t n = store.beginCycle(10, gen);
     if (finish)
-      store.finishCycle(
-          {.cycle = n, .startedAt = 10, .finishedAt = 11, .generation = gen, .failed = failed});
+      store.finishCycle({.cycle = n,
+                         .startedAt = 10,
+                         .finishedAt = 11,
+                         .generation = gen,
+                         .tally = {.failed = failed}});
     return n;
   };
   run(a, 0, true);
@@ -178,7 +179,7 @@ TEST_F(CyclesTest, LastFinishedCycleSkipsOneRunningOrCutShort) {
   auto store = Store::open(dir);
   EXPECT_FALSE(store.lastFinishedCycle());
   const int64_t n = store.beginCycle(10, 0);
-  store.finishCycle({.cycle = n, .startedAt = 10, .finishedAt = 12});
+  store.finishCycle({.cycle = n, .startedAt = 10, .finishedAt = 12, .generation = 0, .tally = {}});
   store.beginCycle(20, 0);
   ASSERT_TRUE(store.lastFinishedCycle());
   EXPECT_EQ(store.lastFinishedCycle()->cycle, n);
