@@ -267,9 +267,11 @@ class Agent {
       st.updated = report.tally.updated;
       st.unchanged = report.tally.unchanged;
       st.removed = report.tally.removed;
+      st.released = report.tally.released;
+      st.skipped = report.tally.skipped;
       st.failed = report.tally.failed;
       for (const auto& r : report.results)
-        if (r.outcome.verdict() == apply::Verdict::Failed)
+        if (r.outcome.notConverged())
           st.failing.emplace_back(r.id, r.outcome.reason());
       for (const auto& [id, churn] : apply::computeChurn(store.history("", 0), report.cycle))
         if (churn.churning) st.churning.push_back(id);

@@ -469,9 +469,7 @@ void FleetLink::noteAppliedCycle(fleet::NodeStatus& status) {
       status.declarationDigest + "#" + (status.serial ? std::to_string(*status.serial) : "-");
   if (key != appliedKey_) {
     appliedKey_ = key;
-    appliedCycle_ = fleet::NodeStatus::AppliedCycle{
-        status.cycle,     status.lastCycleAtMs, status.created, status.updated,
-        status.unchanged, status.removed,       status.failed};
+    appliedCycle_ = fleet::appliedCycleOf(status);
   }
   status.appliedCycle = appliedCycle_;
 }

@@ -21,6 +21,8 @@ fleet::NodeStatus statusFromStore(const std::string& stateDir, const AcceptedDec
     st.updated = last->tally.updated;
     st.unchanged = last->tally.unchanged;
     st.removed = last->tally.removed;
+    st.released = last->tally.released;
+    st.skipped = last->tally.skipped;
     st.failed = last->tally.failed;
     if (!cached) return st;
     for (const auto& g : store.generations())

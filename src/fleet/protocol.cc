@@ -146,6 +146,8 @@ json appliedCycleJson(const std::optional<NodeStatus::AppliedCycle>& a) {
             {"updated", a->updated},
             {"unchanged", a->unchanged},
             {"removed", a->removed},
+            {"released", a->released},
+            {"skipped", a->skipped},
             {"failed", a->failed}}}};
 }
 
@@ -160,14 +162,28 @@ std::optional<NodeStatus::AppliedCycle> appliedCycleOf(const json& j, const std:
   out.updated = field<int64_t>(summary, "updated", 0, where);
   out.unchanged = field<int64_t>(summary, "unchanged", 0, where);
   out.removed = field<int64_t>(summary, "removed", 0, where);
+  out.released = field<int64_t>(summary, "released", 0, where);
+  out.skipped = field<int64_t>(summary, "skipped", 0, where);
   out.failed = field<int64_t>(summary, "failed", 0, where);
   return out;
 }
 
 }  // namespace
 
+NodeStatus::AppliedCycle appliedCycleOf(const NodeStatus& s) {
+  return {.cycle = s.cycle,
+          .atMs = s.lastCycleAtMs,
+          .created = s.created,
+          .updated = s.updated,
+          .unchanged = s.unchanged,
+          .removed = s.removed,
+          .released = s.released,
+          .skipped = s.skipped,
+          .failed = s.failed};
+}
+
 bool isFailing(const NodeStatus& s) {
-  return s.failed > 0 || !s.failing.empty() || !s.cycleError.empty();
+  return s.failed > 0 || s.skipped > 0 || !s.failing.empty() || !s.cycleError.empty();
 }
 
 std::string encodeStatus(const NodeStatus& s) {
@@ -200,6 +216,8 @@ std::string encodeStatus(const NodeStatus& s) {
                 {"updated", s.updated},
                 {"unchanged", s.unchanged},
                 {"removed", s.removed},
+                {"released", s.released},
+                {"skipped", s.skipped},
                 {"failed", s.failed}}},
               {"failing", failing},
               {"churning", s.churning},
@@ -246,6 +264,8 @@ NodeStatus decodeStatus(std::string_view text, const std::string& where) {
   s.updated = field<int64_t>(summary, "updated", 0, where);
   s.unchanged = field<int64_t>(summary, "unchanged", 0, where);
   s.removed = field<int64_t>(summary, "removed", 0, where);
+  s.released = field<int64_t>(summary, "released", 0, where);
+  s.skipped = field<int64_t>(summary, "skipped", 0, where);
   s.failed = field<int64_t>(summary, "failed", 0, where);
   for (const auto& f : objectArrayField(j, "failing", where))
     s.failing.emplace_back(field<std::string>(f, "id", "", where),

@@ -94,7 +94,8 @@ struct NodeStatus {
   int64_t lastCycleAtMs = 0;  // unix ms the last cycle finished
   int64_t cycleMs = 0;
   std::string trigger;  // why the last cycle ran ("etcd revision 12", "interval" …)
-  int64_t created = 0, updated = 0, unchanged = 0, removed = 0, failed = 0;
+  int64_t created = 0, updated = 0, unchanged = 0, removed = 0, released = 0, skipped = 0,
+          failed = 0;
   std::vector<std::pair<std::string, std::string>> failing;  // (id, reason)
   std::vector<std::string> churning;                         // ids
   std::string cycleError;  // the last cycle could not run at all, "" none
@@ -121,7 +122,8 @@ struct NodeStatus {
   struct AppliedCycle {
     int64_t cycle = 0;
     int64_t atMs = 0;
-    int64_t created = 0, updated = 0, unchanged = 0, removed = 0, failed = 0;
+    int64_t created = 0, updated = 0, unchanged = 0, removed = 0, released = 0, skipped = 0,
+            failed = 0;
     bool operator==(const AppliedCycle&) const = default;
   };
   std::optional<AppliedCycle> appliedCycle;
@@ -142,6 +144,8 @@ struct NodeStatus {
 bool sameMaterially(const NodeStatus& a, const NodeStatus& b);
 
 std::string encodeStatus(const NodeStatus& s);
+// The cycle a status reports, as an AppliedCycle (its number, time and counts).
+NodeStatus::AppliedCycle appliedCycleOf(const NodeStatus& s);
 // Whether a status shows a failed resource or a cycle that could not run.
 bool isFailing(const NodeStatus& s);
 // Throws InputError naming `where` when `json` is not a node status.

@@ -30,13 +30,13 @@ bool judge(PushedNode& n, const PushReport& r, const NodeStatus& s) {
   if (s.cycle > 0 && s.declarationDigest == r.digest && s.serial == r.serial) {
     n.outcome = isFailing(s) ? PushedNode::Outcome::Failed : PushedNode::Outcome::Applied;
     // The cycle that applied it, not a later one that found nothing left to do.
-    NodeStatus::AppliedCycle a{s.cycle,     s.lastCycleAtMs, s.created, s.updated,
-                               s.unchanged, s.removed,       s.failed};
-    if (s.appliedCycle) a = *s.appliedCycle;
+    const NodeStatus::AppliedCycle a = s.appliedCycle ? *s.appliedCycle : appliedCycleOf(s);
     n.detail = fmt::format(
-        "serial {} ({}) in cycle {}: {} created, {} updated, {} unchanged, {} removed, {} failed",
-        r.serial, shortDigest(r.digest), a.cycle, a.created, a.updated, a.unchanged, a.removed,
-        a.failed);
+        "serial {} ({}) in cycle {}: {} created, {} updated, {} unchanged, {} removed", r.serial,
+        shortDigest(r.digest), a.cycle, a.created, a.updated, a.unchanged, a.removed);
+    if (a.released) n.detail += fmt::format(", {} released", a.released);
+    if (a.skipped) n.detail += fmt::format(", {} skipped", a.skipped);
+    n.detail += fmt::format(", {} failed", a.failed);
     if (isFailing(s)) {
       if (a.cycle != s.cycle) n.detail += fmt::format("; its last cycle {}", s.cycle);
       for (const auto& [id, reason] : s.failing) n.detail += fmt::format("; {}: {}", id, reason);

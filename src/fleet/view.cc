@@ -265,6 +265,8 @@ json nodeJson(const NodeView& v) {
             {"updated", s ? s->updated : 0},
             {"unchanged", s ? s->unchanged : 0},
             {"removed", s ? s->removed : 0},
+            {"released", s ? s->released : 0},
+            {"skipped", s ? s->skipped : 0},
             {"failed", s ? s->failed : 0}}},
           {"unreadable", v.unreadable},
           {"reasons", v.reasons},

@@ -150,7 +150,8 @@ TEST_F(FleetWait, QuotesTheCycleThatAppliedThePushNotALaterOne) {
   ASSERT_EQ(push({"--node", "web1", decl}).code, 0);
   auto s = nodeStatus("web1", *declarationRevision("web1"), 4);
   s.cycle = 9;  // a later no-op cycle
-  s.appliedCycle = NodeStatus::AppliedCycle{7, 1, 1, 2, 0, 0, 0};
+  s.appliedCycle = NodeStatus::AppliedCycle{
+      .cycle = 7, .atMs = 1, .created = 1, .updated = 2, .unchanged = 0, .removed = 0, .failed = 0};
   publish(s, true);
   Result r = push({"--node", "web1", "--wait", "30s", decl});
   EXPECT_EQ(r.code, 0) << r.out << r.err;
