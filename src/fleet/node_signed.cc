@@ -30,7 +30,7 @@ std::string signNodeJson(std::string_view jsonObject, const trust::NodeKey& key)
   return j.dump();
 }
 
-NodeSignature checkNodeJson(std::string_view text, const trust::NodePublicKey& key) {
+NodeSignature checkNodeJson(std::string_view text, const trust::NodePublicKey& key, json* parsed) {
   json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (!j.is_object()) return NodeSignature::Invalid;
   auto it = j.find(kSignatureField);
@@ -38,8 +38,9 @@ NodeSignature checkNodeJson(std::string_view text, const trust::NodePublicKey& k
   if (!it->is_string()) return NodeSignature::Invalid;
   const std::string signature = it->get<std::string>();
   j.erase(kSignatureField);
-  return trust::nodeSignatureMatches(key, j.dump(), signature) ? NodeSignature::Valid
-                                                               : NodeSignature::Invalid;
+  const bool valid = trust::nodeSignatureMatches(key, j.dump(), signature);
+  if (valid && parsed) *parsed = std::move(j);
+  return valid ? NodeSignature::Valid : NodeSignature::Invalid;
 }
 
 std::string encodeHeartbeat(const Heartbeat& h) {

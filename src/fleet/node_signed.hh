@@ -12,6 +12,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 
@@ -38,7 +39,9 @@ std::string signNodeJson(std::string_view jsonObject, const trust::NodeKey& key)
 
 enum class NodeSignature { Valid, Unsigned, Invalid };
 // Whether `text` is a JSON object signed by `key` (Unsigned: no "signature" field).
-NodeSignature checkNodeJson(std::string_view text, const trust::NodePublicKey& key);
+// `parsed`, when given, receives the JSON without its signature (for a Valid one).
+NodeSignature checkNodeJson(std::string_view text, const trust::NodePublicKey& key,
+                            nlohmann::json* parsed = nullptr);
 
 struct Heartbeat {
   std::string node;

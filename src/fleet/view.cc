@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <thread>
 #include <tuple>
 
 #include "fleet/enroll.hh"
@@ -333,25 +334,51 @@ std::string downReason(const NodeKeys& k, const std::optional<NodeStatus>& statu
   return "";
 }
 
+// From this many nodes on, they are judged on several threads.
+constexpr size_t kParallelFrom = 256;
+
 FleetView viewFleet(const EtcdRange& range, const FleetKeys& keys,
                     const std::vector<trust::OperatorPublicKey>& trusted, int64_t nowMs) {
   FleetView out;
   out.cluster = keys.cluster;
   out.revision = range.revision;
   out.nowMs = nowMs;
-  PushedBy pushedBy(trusted);
-  for (const auto& [node, k] : nodesIn(range, keys)) {
-    std::optional<PushedDeclaration> pushed;
-    NodeView v = viewOf(node, k, pushed);
-    if (pushed && v.wanted) pushedBy.note(*pushed, *v.wanted, k.declaration->key);
-    checkTrust(v, keys.cluster, k, trusted, nowMs);
-    v.state = stateOf(v);
-    if (v.state != NodeState::Converged) {
-      v.reasons = reasonsOf(v, nowMs);
-      v.lastError = lastErrorOf(v);
+  const auto known = nodesIn(range, keys);
+  std::vector<const std::pair<const std::string, NodeKeys>*> order;
+  order.reserve(known.size());
+  for (const auto& entry : known) order.push_back(&entry);
+  out.nodes.resize(order.size());
+  std::vector<std::optional<PushedDeclaration>> pushed(order.size());
+  // Each node is judged on its own (a signature or two to check, a few JSON values to
+  // read): across the machine's cores for a large fleet, in order for a small one.
+  const auto judge = [&](size_t from, size_t step) {
+    for (size_t i = from; i < order.size(); i += step) {
+      const auto& [node, k] = *order[i];
+      NodeView v = viewOf(node, k, pushed[i]);
+      checkTrust(v, keys.cluster, k, trusted, nowMs);
+      v.state = stateOf(v);
+      if (v.state != NodeState::Converged) {
+        v.reasons = reasonsOf(v, nowMs);
+        v.lastError = lastErrorOf(v);
+      }
+      out.nodes[i] = std::move(v);
     }
-    out.nodes.push_back(std::move(v));
+  };
+  const size_t threads = order.size() < kParallelFrom
+                             ? 1
+                             : std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 8);
+  if (threads == 1) {
+    judge(0, 1);
+  } else {
+    std::vector<std::thread> pool;
+    for (size_t t = 1; t < threads; ++t) pool.emplace_back(judge, t, threads);
+    judge(0, threads);
+    for (auto& th : pool) th.join();
   }
+  PushedBy pushedBy(trusted);
+  for (size_t i = 0; i < order.size(); ++i)
+    if (pushed[i] && out.nodes[i].wanted)
+      pushedBy.note(*pushed[i], *out.nodes[i].wanted, order[i]->second.declaration->key);
   out.versions = versionsOf(out.nodes, pushedBy);
   return out;
 }
