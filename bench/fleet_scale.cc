@@ -58,6 +58,7 @@
 #include "fleet/statement.hh"
 #include "trust/node_key.hh"
 #include "trust/operator_key.hh"
+#include "util/digest.hh"
 
 namespace {
 
@@ -298,13 +299,14 @@ class SimulatedNodes {
   void apply(EtcdClient& c, Node& n, const Work& w) {
     const std::string where = keys_.declaration(n.name);
     auto pushed = decodePushed(w.value, where);
-    const Statement st = verifySignedStatement(pushed, where, trusted_);
+    const Statement st = verified(pushed, where);
     if (st.cluster != keys_.cluster || !st.selector.matches(n.name))
       throw std::runtime_error("not for this node or cluster");
     if (n.status.serial && st.serial <= *n.status.serial)
       throw std::runtime_error("a replay: serial not above the applied one");
     pushed.text = body(c, st.declarationDigest);
-    verifyStatement(pushed, where, trusted_);  // the digest of the bytes
+    if (Digest::ofBytes(pushed.text).str() != st.declarationDigest)
+      throw std::runtime_error("the body does not have the signed digest");
     NodeStatus& s = n.status;
     s.generation += 1;
     s.serial = st.serial;
@@ -316,8 +318,22 @@ class SimulatedNodes {
     s.created = 0;
     s.updated = 1;
     s.unchanged = 11;
-    s.appliedCycle = NodeStatus::AppliedCycle{s.cycle, s.lastCycleAtMs, 0, 1, 11, 0, 0};
+    s.appliedCycle = appliedCycleOf(s);
     publish(c, n);
+  }
+
+  // The signed statement of a value, checked once per distinct value: each real node
+  // checks its own on its own CPU; this one process stands for 10,000 of them on 2 cores.
+  Statement verified(const PushedDeclaration& pushed, const std::string& where) {
+    const std::string key = pushed.statement + '\n' + pushed.signature;
+    {
+      std::lock_guard<std::mutex> g(bodiesMutex_);
+      if (auto it = statements_.find(key); it != statements_.end()) return it->second;
+    }
+    Statement st = verifySignedStatement(pushed, where, trusted_);
+    std::lock_guard<std::mutex> g(bodiesMutex_);
+    statements_.emplace(key, st);
+    return st;
   }
 
   // A declaration's bytes, fetched once per digest.
@@ -362,6 +378,7 @@ class SimulatedNodes {
   std::vector<std::thread> workers_;
 
   std::mutex bodiesMutex_;
+  std::map<std::string, Statement> statements_;  // by statement and signature
   std::map<std::string, std::shared_future<std::string>> bodies_;
 };
 
