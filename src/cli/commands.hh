@@ -120,7 +120,8 @@ struct FleetOptions {
   // --trust: the operator keys whose node enrollments are accepted; registered by the
   // commands that read node statuses (fleet status), not by addTo.
   FleetTrustOptions trust;
-  void addTo(CLI::App& cmd);
+  // `takesJson`: whether the command answers in JSON with --json (serve does not).
+  void addTo(CLI::App& cmd, bool takesJson = true);
 };
 
 // `fleet enroll NODE KEY` and `fleet forget NODE...` (cmd_fleet_enroll.cc).

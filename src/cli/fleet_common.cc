@@ -4,7 +4,7 @@
 
 namespace mesh::cli {
 
-void FleetOptions::addTo(CLI::App& cmd) {
+void FleetOptions::addTo(CLI::App& cmd, bool takesJson) {
   cmd.add_option("--etcd", etcd, "the etcd endpoint (http://host:2379)")
       ->option_text("URL")
       ->required();
@@ -12,7 +12,7 @@ void FleetOptions::addTo(CLI::App& cmd) {
                  "the cluster: its keys live under /mesh/NAME/ (default default)")
       ->option_text("NAME")
       ->default_str("default");
-  cmd.add_flag("--json", json, "machine-readable output on stdout");
+  if (takesJson) cmd.add_flag("--json", json, "machine-readable output on stdout");
   connection.addTo(cmd);
 }
 

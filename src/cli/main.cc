@@ -229,7 +229,7 @@ int main(int argc, char** argv) {
       "(GET / the page, /api/fleet the fleet status --json object, /events the stream); runs "
       "until SIGINT or SIGTERM (exit 0); exit 1 etcd unreachable at start or the address "
       "taken, 2 bad input");
-  fleetOptions.addTo(*serve);
+  fleetOptions.addTo(*serve, /*takesJson=*/false);
   fleetOptions.trust.addTo(*serve);
   fleetServeOptions.addTo(*serve);
   serve->footer(

@@ -2,6 +2,7 @@
 // "changed" from "failed"; --json answers on stdout even when the command line
 // itself is wrong; a plan speaks of what would happen, never of what happened.
 #include <algorithm>
+#include <regex>
 
 #include "harness.hh"
 
@@ -101,10 +102,9 @@ TEST_F(Answers, EachCommandsHelpListsOnlyItsOwnOptions) {
     EXPECT_EQ(r.code, 0) << args[1] << ": " << r.err;
     return r.out;
   };
+  // An option line of the help: "  --root DIR   …" or "  -v,--verbose   …".
   const auto lists = [](const std::string& text, const std::string& option) {
-    return text.find(option + " ") != std::string::npos ||
-           text.find(option + "\n") != std::string::npos ||
-           text.find(option + ",") != std::string::npos;
+    return std::regex_search(text, std::regex("\n  (-[a-z],)?" + option + "( |\n)"));
   };
   const std::vector<std::string> converging = {"--root",       "--state-dir", "--blobs",
                                                "--supervisor", "--unit-dir",  "--node",
@@ -136,6 +136,11 @@ TEST_F(Answers, EachCommandsHelpListsOnlyItsOwnOptions) {
   EXPECT_NE(help({"gc"}).find("(default 5)"), std::string::npos) << help({"gc"});
   EXPECT_NE(help({"status"}).find("(default 10)"), std::string::npos) << help({"status"});
   EXPECT_NE(help({"run"}).find("(default 5m)"), std::string::npos) << help({"run"});
+  const std::string serve = help({"fleet", "serve"});
+  EXPECT_FALSE(lists(serve, "--json")) << serve;
+  EXPECT_NE(serve.find("(default 127.0.0.1:8080"), std::string::npos) << serve;
+  for (const char* fleet : {"push", "status", "history", "enroll", "forget"})
+    EXPECT_TRUE(lists(help({"fleet", fleet}), "--json")) << fleet;
   // Not taken: refused (exit 2), never silently ignored.
   Result seal = runCommand({MESH_HOST_BIN, "seal", "--root", root, "--to", "x", "f"});
   EXPECT_EQ(seal.code, 2) << seal.out << seal.err;
