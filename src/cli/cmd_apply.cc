@@ -1,13 +1,23 @@
 // `mesh-host apply DECL`: one cycle now.
-#include <cstdio>
+#include <fcntl.h>
+#include <fmt/format.h>
 
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "apply/plan_file.hh"
 #include "apply/reconcile.hh"
 #include "cli/commands.hh"
 #include "cli/metrics.hh"
 #include "cli/output.hh"
 #include "cli/progress.hh"
 #include "state/store.hh"
+#include "util/digest.hh"
 #include "util/error.hh"
+#include "util/fd.hh"
 #include "util/fs.hh"
 
 namespace mesh::cli {
@@ -23,6 +33,11 @@ void ApplyOptions::addTo(CLI::App& cmd) {
                  "write node_exporter textfile metrics to FILE after the cycle (atomically)")
       ->option_text("FILE");
   exitCodes.addTo(cmd);
+  cmd.add_option("--plan", plan,
+                 "apply the plan FILE (mesh-host plan DECL --out FILE) exactly, instead of DECL; "
+                 "exit 4 and nothing applied when the declaration, the node or any resource's "
+                 "state on the machine moved since the plan")
+      ->option_text("FILE");
 }
 
 int applyAndReport(const decl::Declaration& declaration, const CommonOptions& o,
@@ -67,8 +82,62 @@ int applyAndReport(const decl::Declaration& declaration, const CommonOptions& o,
   return report.anyFailed() ? kExitFailed : kExitOk;
 }
 
+namespace {
+
+// `apply --plan FILE`: the plan made again under the state lock must say what the file
+// says, resource by resource, or nothing is applied (exit 4).
+int applyPlan(CommonOptions& o, const ApplyOptions& a) {
+  if (a.exitCodes.detailed)
+    throw InputError("--plan and --detailed-exitcode do not go together: both answer with exit 4");
+  const std::string planPath = std::filesystem::absolute(a.plan).string();
+  Fd fd(::open(planPath.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) throw InputError("--plan {}: cannot read it: {}", planPath, std::strerror(errno));
+  const auto plan = apply::decodePlanFile(readAll(fd.get(), planPath), planPath);
+  const auto refuse = [&](const std::vector<std::string>& moved) {
+    std::fprintf(stderr, "mesh-host: the plan %s no longer holds; nothing was applied:\n",
+                 planPath.c_str());
+    for (const auto& m : moved) std::fprintf(stderr, "  %s\n", m.c_str());
+    std::fprintf(stderr, "mesh-host: review it again: mesh-host plan %s --out %s\n",
+                 plan.declarationPath.c_str(), planPath.c_str());
+    if (o.json)
+      std::puts(nlohmann::json{{"schema", kJsonSchema},
+                               {"node", o.node},
+                               {"plan", planPath},
+                               {"applied", false},
+                               {"moved", moved}}
+                    .dump()
+                    .c_str());
+    return kExitPlanMoved;
+  };
+  if (plan.node != o.node)
+    return refuse(
+        {fmt::format("the plan was made for node {}; this is node {}", plan.node, o.node)});
+  if (plan.root != o.root)
+    return refuse(
+        {fmt::format("the plan was made for --root {}; this is --root {}", plan.root, o.root)});
+  const auto declaration = loadDeclarationFor(plan.declarationPath, o);
+  if (Digest::ofBytes(declaration.text).str() != plan.declarationDigest)
+    return refuse({fmt::format("the declaration {} changed since the plan", plan.declarationPath)});
+  makeDirs(o.stateDir, 0750);
+  auto lock = state::StateLock::acquire(o.stateDir, state::StateLock::Kind::Exclusive);
+  auto store = state::Store::open(o.stateDir);
+  {
+    apply::Context planning(o.settings(/*plan=*/true));
+    const auto again = apply::runCycle(planning, declaration, declaration.text, &store);
+    const auto moved = apply::planDifferences(plan.resources, apply::plannedResources(again));
+    if (!moved.empty()) return refuse(moved);
+  }
+  return applyAndReport(declaration, o, store, a.metrics, a.exitCodes);
+}
+
+}  // namespace
+
 int runApply(const std::string& declPath, CommonOptions& o, const ApplyOptions& a) {
   o.resolve();
+  if (!a.plan.empty() && !declPath.empty())
+    throw InputError("apply takes DECL or --plan FILE, not both: the plan names its declaration");
+  if (!a.plan.empty()) return applyPlan(o, a);
+  if (declPath.empty()) throw InputError("apply: name the declaration (DECL) or a --plan FILE");
   const auto declaration = loadDeclarationFor(declPath, o);  // bad input: nothing touched yet
   makeDirs(o.stateDir, 0750);
   auto lock = state::StateLock::acquire(o.stateDir, state::StateLock::Kind::Exclusive);

@@ -3,16 +3,27 @@
 #include <cstdio>
 #include <optional>
 
+#include <filesystem>
+
+#include "apply/plan_file.hh"
 #include "apply/reconcile.hh"
 #include "cli/commands.hh"
 #include "cli/output.hh"
 #include "cli/progress.hh"
 #include "state/store.hh"
+#include "util/digest.hh"
 #include "util/fs.hh"
 
 namespace mesh::cli {
 
-int runPlan(const std::string& declPath, CommonOptions& o) {
+void PlanOptions::addTo(CLI::App& cmd) {
+  cmd.add_option("--out", out,
+                 "also write the plan to FILE (mode 0600), for mesh-host apply --plan FILE to "
+                 "apply exactly, or refuse")
+      ->option_text("FILE");
+}
+
+int runPlan(const std::string& declPath, CommonOptions& o, const PlanOptions& p) {
   o.resolve();
   const auto declaration = loadDeclarationFor(declPath, o);
   std::optional<state::StateLock> lock;
@@ -31,6 +42,18 @@ int runPlan(const std::string& declPath, CommonOptions& o) {
   const auto report =
       apply::runCycle(ctx, declaration, declaration.text, store ? &*store : nullptr);
   progress.finish();  // before the report is printed
+  if (!p.out.empty()) {
+    apply::PlanFile file;
+    file.node = o.node;
+    file.root = o.root;
+    file.declarationPath = std::filesystem::absolute(declPath).lexically_normal().string();
+    file.declaration = declaration.text;
+    file.declarationDigest = Digest::ofBytes(declaration.text).str();
+    file.version = kVersion;
+    file.plannedAtMs = apply::nowMs();
+    file.resources = apply::plannedResources(report);
+    atomicWrite(std::filesystem::absolute(p.out).string(), apply::encodePlanFile(file), 0600);
+  }
 
   for (const auto& r : report.results)
     if (!r.outcome.warning.empty())

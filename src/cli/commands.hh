@@ -23,6 +23,14 @@ inline constexpr int kExitDetailedFailures = 4;
 struct ApplyOptions {
   std::string metrics;  // node_exporter textfile to write after the cycle; "" none
   ExitCodes exitCodes;
+  std::string plan;  // --plan: apply this plan file exactly (apply/plan_file.hh), "" none
+  void addTo(CLI::App& cmd);
+};
+// `apply --plan` refused: the plan no longer holds (nothing was applied).
+inline constexpr int kExitPlanMoved = 4;
+
+struct PlanOptions {
+  std::string out;  // --out: write the plan file here, "" none
   void addTo(CLI::App& cmd);
 };
 
@@ -58,7 +66,7 @@ int applyAndReport(const decl::Declaration& declaration, const CommonOptions& o,
                    const ExitCodes& exitCodes = {});
 
 int runApply(const std::string& declPath, CommonOptions& o, const ApplyOptions& a = {});
-int runPlan(const std::string& declPath, CommonOptions& o);
+int runPlan(const std::string& declPath, CommonOptions& o, const PlanOptions& p = {});
 int runStatus(CommonOptions& o, const StatusOptions& s = {});
 int runHistory(CommonOptions& o, const HistoryOptions& h);
 int runGenerations(CommonOptions& o);

@@ -75,6 +75,7 @@ int main(int argc, char** argv) {
   std::string declPath;
   std::function<int()> chosen;
   ApplyOptions applyOptions;
+  PlanOptions planOptions;
   StatusOptions statusOptions;
   HistoryOptions historyOptions;
   RollbackOptions rollbackOptions;
@@ -100,7 +101,8 @@ int main(int argc, char** argv) {
       {"plan",
        "what apply would do, with diffs (secrets redacted); exit 0 nothing to do, 1 a resource "
        "would fail, 2 bad input, 3 changes pending",
-       true, CommonOptions::kConverge, [&] { return runPlan(declPath, common); }},
+       true, CommonOptions::kConverge, [&] { return runPlan(declPath, common, planOptions); },
+       [&](CLI::App& sub) { planOptions.addTo(sub); }},
       {"status", "the node as the state store shows it; exit 0 healthy, 1 failing or churning",
        false,
        CommonOptions::kStore | CommonOptions::kSupervisor | CommonOptions::kUnitDir |
@@ -145,6 +147,8 @@ int main(int argc, char** argv) {
     if (c.options) c.options(*sub);
     sub->callback([&chosen, run = c.run] { chosen = run; });
   }
+  // apply takes DECL, or --plan PLAN (which names its declaration) instead.
+  app.get_subcommand("apply")->get_option("DECL")->required(false);
 
   // `fleet` works on etcd, not on this node: it takes its own options, not the common ones.
   std::string nothingDone = "nothing was applied";
