@@ -7,6 +7,7 @@
 
 #include "fleet/node_signed.hh"
 #include "trust/signing.hh"
+#include "util/digest.hh"
 #include "util/error.hh"
 
 namespace mesh::fleet {
@@ -32,10 +33,13 @@ std::string encodeEnrollment(const std::string& cluster, const std::string& node
       .dump();
 }
 
-Enrollment verifyEnrollment(const std::string& text, const std::string& cluster,
-                            const std::string& node,
-                            const std::vector<trust::OperatorPublicKey>& trusted,
-                            const std::string& where) {
+namespace {
+
+// The record read, everything checked but who signed it and the signature.
+std::pair<Enrollment, trust::DetachedSignature> readEnrollment(const std::string& text,
+                                                               const std::string& cluster,
+                                                               const std::string& node,
+                                                               const std::string& where) {
   const json j = json::parse(text, nullptr, false);
   if (!j.is_object() || !j.contains("key") || !j["key"].is_string() || !j.contains("signature") ||
       !j["signature"].is_string())
@@ -50,24 +54,68 @@ Enrollment verifyEnrollment(const std::string& text, const std::string& cluster,
   if (!j.contains("enrolled_at_ms") || !j["enrolled_at_ms"].is_number_integer())
     throw InputError("{}: not an enrollment record (no enrolled_at_ms)", where);
   e.enrolledAtMs = j["enrolled_at_ms"].get<int64_t>();
-  const auto sig = trust::parseSignature(j["signature"].get<std::string>(), where);
+  auto sig = trust::parseSignature(j["signature"].get<std::string>(), where);
+  e.enrolledBy = sig.signer;
+  return {std::move(e), std::move(sig)};
+}
+
+}  // namespace
+
+Enrollment verifyEnrollment(const std::string& text, const std::string& cluster,
+                            const std::string& node,
+                            const std::vector<trust::OperatorPublicKey>& trusted,
+                            const std::string& where) {
+  auto [e, sig] = readEnrollment(text, cluster, node, where);
   if (std::find(trusted.begin(), trusted.end(), sig.signer) == trusted.end())
     throw InputError("{}: enrolled by {}, which is not a trusted operator key", where,
                      sig.signer.text());
   if (!trust::signatureMatches(sig, enrollmentText(cluster, node, e.key, e.enrolledAtMs)))
     throw InputError("{}: its signature does not match the record (tampered?)", where);
-  e.enrolledBy = sig.signer;
   return e;
 }
+
+bool VerifiedMemo::has(const std::string& digest) const {
+  std::lock_guard lock(mutex_);
+  return seen_.count(digest) != 0;
+}
+
+void VerifiedMemo::add(const std::string& digest) {
+  std::lock_guard lock(mutex_);
+  if (seen_.size() >= kMaxEntries) seen_.clear();
+  seen_.insert(digest);
+}
+
+namespace {
+
+// What a memo entry stands for: every input of the check, length-prefixed.
+std::string memoDigest(std::initializer_list<std::string_view> parts) {
+  std::string all;
+  for (const auto p : parts) {
+    all += std::to_string(p.size());
+    all += ':';
+    all += p;
+  }
+  return Digest::ofBytes(all).str();
+}
+
+}  // namespace
 
 NodeTrust checkNode(const std::string& cluster, const std::string& node,
                     const std::optional<EtcdKeyValue>& enrollment,
                     const std::vector<EtcdKeyValue>& signedKeys,
-                    const std::vector<trust::OperatorPublicKey>& trusted) {
+                    const std::vector<trust::OperatorPublicKey>& trusted, VerifiedMemo* memo) {
   NodeTrust t;
   if (enrollment) {
     try {
-      t.enrollment = verifyEnrollment(enrollment->value, cluster, node, trusted, enrollment->key);
+      // The trusted keys are the memo owner's, fixed for its life.
+      const std::string d =
+          memo ? memoDigest({"enrollment", cluster, node, enrollment->value}) : "";
+      if (memo && memo->has(d)) {
+        t.enrollment = readEnrollment(enrollment->value, cluster, node, enrollment->key).first;
+      } else {
+        t.enrollment = verifyEnrollment(enrollment->value, cluster, node, trusted, enrollment->key);
+        if (memo) memo->add(d);
+      }
     } catch (const InputError& e) {
       t.verdict = NodeTrust::Verdict::Forged;
       t.reason = e.what();
@@ -88,6 +136,12 @@ NodeTrust checkNode(const std::string& cluster, const std::string& node,
   for (const auto& kv : signedKeys) {
     // A node puts its status and its seen copy with the same bytes: one check for both.
     if (checked && *checked == kv.value) continue;
+    const std::string d =
+        memo ? memoDigest({"signed", cluster, node, t.enrollment->key.text(), kv.value}) : "";
+    if (memo && memo->has(d)) {
+      checked = &kv.value;
+      continue;
+    }
     json j;
     const auto verdict = checkNodeJson(kv.value, t.enrollment->key, &j);
     std::string why;
@@ -101,6 +155,7 @@ NodeTrust checkNode(const std::string& cluster, const std::string& node,
       t.reason = fmt::format("{}: {}", kv.key, why);
       return t;
     }
+    if (memo) memo->add(d);
     checked = &kv.value;
   }
   return t;

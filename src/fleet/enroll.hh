@@ -12,8 +12,10 @@
 #pragma once
 
 #include <cstdint>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "fleet/etcd.hh"
@@ -57,11 +59,29 @@ struct NodeTrust {
   std::optional<Enrollment> enrollment;
 };
 
+// What a long-running reader (fleet serve, push --wait) has already found good: a
+// value's bytes with the key that verified them (or the cluster and node an enrollment
+// was checked for), by digest. A value checked again with the same inputs is good
+// without its signature checked again; one changed by a single byte has another digest.
+// Only successes are kept, at most kMaxEntries (then it starts afresh). Thread-safe.
+class VerifiedMemo {
+ public:
+  static constexpr size_t kMaxEntries = 100000;
+  bool has(const std::string& digest) const;
+  void add(const std::string& digest);
+
+ private:
+  mutable std::mutex mutex_;
+  std::unordered_set<std::string> seen_;
+};
+
 // `enrollment` is the node's record, if any; `signedKeys` its status, seen and heartbeat
 // keys that exist. Each must be signed by the enrolled key and name this node and cluster.
+// `memo`, when given, spares checking again what it already found good.
 NodeTrust checkNode(const std::string& cluster, const std::string& node,
                     const std::optional<EtcdKeyValue>& enrollment,
                     const std::vector<EtcdKeyValue>& signedKeys,
-                    const std::vector<trust::OperatorPublicKey>& trusted);
+                    const std::vector<trust::OperatorPublicKey>& trusted,
+                    VerifiedMemo* memo = nullptr);
 
 }  // namespace mesh::fleet

@@ -63,7 +63,7 @@ FleetFeed::Snapshot FleetFeed::waitNewer(uint64_t seq, std::chrono::milliseconds
 void FleetFeed::refresh() {
   const auto range = client_->getPrefix(keys_.nodesPrefix());
   auto json = std::make_shared<const std::string>(
-      fleetJson(viewFleet(range, keys_, trusted_, unixNowMs())).dump());
+      fleetJson(viewFleet(range, keys_, trusted_, unixNowMs(), &verified_)).dump());
   {
     std::lock_guard lock(mutex_);
     // Two reads may race (the watcher's after a compaction, the refresher's): never let

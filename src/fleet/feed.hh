@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "fleet/enroll.hh"
 #include "fleet/etcd.hh"
 #include "fleet/protocol.hh"
 #include "trust/operator_key.hh"
@@ -64,6 +65,7 @@ class FleetFeed {
   EtcdConfig config_;
   FleetKeys keys_;
   std::vector<trust::OperatorPublicKey> trusted_;
+  VerifiedMemo verified_;  // what refresh() already verified: each refresh checks only news
   std::unique_ptr<EtcdClient> client_;  // unary reads (refresh)
   std::atomic<bool> stop_{false};
 

@@ -70,10 +70,11 @@ void waitForNodes(EtcdClient& etcd, const FleetKeys& keys, PushReport& report,
   }
   // Each node's enrollment, as last read: what its status must be signed with.
   std::map<std::string, std::optional<EtcdKeyValue>> enrollments;
+  VerifiedMemo verified;  // a node's enrollment is seen with each of its statuses
   const auto see = [&](const std::string& node, const EtcdKeyValue& kv) {
     const auto it = pending.find(node);
     if (it == pending.end()) return;
-    const NodeTrust t = checkNode(keys.cluster, node, enrollments[node], {kv}, trusted);
+    const NodeTrust t = checkNode(keys.cluster, node, enrollments[node], {kv}, trusted, &verified);
     if (t.verdict != NodeTrust::Verdict::Verified) {
       it->second->detail =
           fmt::format("its status does not verify ({}): not counted",

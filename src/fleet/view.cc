@@ -88,11 +88,12 @@ NodeView viewOf(const std::string& node, const NodeKeys& k,
 // What the node signed, checked against its enrollment: a forged or unenrolled node shows
 // nothing from its statuses; then whether it is alive (downReason).
 void checkTrust(NodeView& v, const std::string& cluster, const NodeKeys& k,
-                const std::vector<trust::OperatorPublicKey>& trusted, int64_t now) {
+                const std::vector<trust::OperatorPublicKey>& trusted, int64_t now,
+                VerifiedMemo* memo) {
   std::vector<EtcdKeyValue> signedKeys;
   for (const auto* kv : {&k.status, &k.seen, &k.heartbeat})
     if (*kv) signedKeys.push_back(**kv);
-  const auto t = checkNode(cluster, v.node, k.enrollment, signedKeys, trusted);
+  const auto t = checkNode(cluster, v.node, k.enrollment, signedKeys, trusted, memo);
   std::optional<Heartbeat> beat;
   if (t.verdict != NodeTrust::Verdict::Verified) {
     v.trust = t.verdict == NodeTrust::Verdict::Forged ? "forged" : "unenrolled";
@@ -338,7 +339,8 @@ std::string downReason(const NodeKeys& k, const std::optional<NodeStatus>& statu
 constexpr size_t kParallelFrom = 256;
 
 FleetView viewFleet(const EtcdRange& range, const FleetKeys& keys,
-                    const std::vector<trust::OperatorPublicKey>& trusted, int64_t nowMs) {
+                    const std::vector<trust::OperatorPublicKey>& trusted, int64_t nowMs,
+                    VerifiedMemo* memo) {
   FleetView out;
   out.cluster = keys.cluster;
   out.revision = range.revision;
@@ -355,7 +357,7 @@ FleetView viewFleet(const EtcdRange& range, const FleetKeys& keys,
     for (size_t i = from; i < order.size(); i += step) {
       const auto& [node, k] = *order[i];
       NodeView v = viewOf(node, k, pushed[i]);
-      checkTrust(v, keys.cluster, k, trusted, nowMs);
+      checkTrust(v, keys.cluster, k, trusted, nowMs, memo);
       v.state = stateOf(v);
       if (v.state != NodeState::Converged) {
         v.reasons = reasonsOf(v, nowMs);

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "fleet/enroll.hh"
 #include "fleet/etcd.hh"
 #include "fleet/node_signed.hh"
 #include "fleet/protocol.hh"
@@ -85,8 +86,11 @@ std::string downReason(const NodeKeys& k, const std::optional<NodeStatus>& statu
                        const std::optional<Heartbeat>& beat, int64_t nowMs);
 
 // Judges every node under keys.nodesPrefix() in `range`.
+// `memo` (fleet/enroll.hh), for a reader that judges again and again (fleet serve):
+// what it already verified is not verified again.
 FleetView viewFleet(const EtcdRange& range, const FleetKeys& keys,
-                    const std::vector<trust::OperatorPublicKey>& trusted, int64_t nowMs);
+                    const std::vector<trust::OperatorPublicKey>& trusted, int64_t nowMs,
+                    VerifiedMemo* memo = nullptr);
 
 // The object `fleet status --json` prints and `fleet serve` sends (docs/fleet.md):
 // {"schema", "cluster", "revision", "nodes", "summary", "versions"}.

@@ -77,5 +77,30 @@ TEST(FleetView, ALargeFleetIsJudgedNodeByNodeInOrder) {
   EXPECT_EQ(view.count(NodeState::Converged), 293u);
 }
 
+// A reader that judges again and again (fleet serve) keeps what it verified: the same
+// verdicts, and a value changed since, by one byte, is checked again and found forged.
+TEST(FleetView, AMemoSparesCheckingAgainButNeverHidesAChange) {
+  ASSERT_GE(sodium_init(), 0);
+  Fleet f;
+  for (int i = 0; i < 4; ++i) f.node(fmt::format("n-{}", i));
+  std::sort(f.range.kvs.begin(), f.range.kvs.end(),
+            [](const EtcdKeyValue& a, const EtcdKeyValue& b) { return a.key < b.key; });
+  VerifiedMemo memo;
+  for (int round = 0; round < 2; ++round) {
+    const auto view = viewFleet(f.range, f.keys, {f.op.publicKey()}, kNow, &memo);
+    EXPECT_EQ(view.count(NodeState::Converged), 4u) << "round " << round;
+  }
+  for (auto& kv : f.range.kvs) {
+    if (kv.key == f.keys.status("n-1") || kv.key == f.keys.seen("n-1"))
+      kv.value.replace(kv.value.find("\"cycle\":3"), 9, "\"cycle\":4");
+    if (kv.key == enrollmentKey(f.keys, "n-2"))
+      kv.value.replace(kv.value.find("\"enrolled_at_ms\":"), 17, "\"enrolled_at_ms\":1");
+  }
+  const auto view = viewFleet(f.range, f.keys, {f.op.publicKey()}, kNow, &memo);
+  EXPECT_EQ(view.nodes[1].state, NodeState::Forged) << stateName(view.nodes[1].state);
+  EXPECT_EQ(view.nodes[2].state, NodeState::Forged) << stateName(view.nodes[2].state);
+  EXPECT_EQ(view.count(NodeState::Converged), 2u);
+}
+
 }  // namespace
 }  // namespace mesh::fleet
