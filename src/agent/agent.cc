@@ -7,11 +7,14 @@
 #include <atomic>
 #include <optional>
 #include <random>
+#include <set>
 #include <thread>
+#include <utility>
 
 #include <fmt/format.h>
 
 #include "agent/cycle.hh"
+#include "agent/drift_watch.hh"
 #include "agent/duration.hh"
 #include "agent/events.hh"
 #include "agent/fleet_start.hh"
@@ -19,6 +22,7 @@
 #include "agent/schedule.hh"
 #include "apply/churn.hh"
 #include "fleet/node_signed.hh"
+#include "state/drift_note.hh"
 #include "state/store.hh"
 #include "util/fd.hh"
 
@@ -29,6 +33,13 @@ namespace {
 using namespace std::chrono_literals;
 
 constexpr auto kDebounce = 200ms;
+// Drift events are acted on once they have been quiet this long.
+constexpr auto kDriftQuiet = 100ms;
+constexpr auto kDriftBusy = 1s;
+// Drift repaired this many times in a row, each within kDriftFight of the one before,
+// is a fight: the repairs back off.
+constexpr int kDriftFightRepairs = 3;
+constexpr auto kDriftFight = 1s;
 // A cycle running longer than this is taken as hung: the watchdog is no longer
 // fed, so systemd restarts the agent (a cut cycle is safe: every write is atomic
 // and owed restarts are recorded first).
@@ -96,11 +107,20 @@ class Agent {
     // etcd's first failure: not after a first cycle that may wait for restart slots.
     if (!fleet_ && !current()) notifier_.ready("waiting for a valid declaration at " + source);
 
+    try {
+      drift_.emplace();
+      events.watchDrift(drift_->fd());
+    } catch (const Error& e) {
+      log_.log(
+          Level::Warning,
+          std::string("mesh-host: warning: drift is repaired at the interval only: ") + e.what());
+    }
+
     while (!(stopping_ && !running_)) {
       if (!running_ && !stopping_ && trigger_ && current()) startCycle(events);
       auto now = Clock::now();
-      const Woken w =
-          events.wait(waitMillis(now, {nextPeriodic_, debounce_.deadline(), nextBeat_}));
+      const Woken w = events.wait(waitMillis(now, {nextPeriodic_, debounce_.deadline(), nextBeat_,
+                                                   driftDebounce_.deadline(), driftDue_}));
       now = Clock::now();
       if (w.terminate) stop(w.terminate);
       if (w.cycleDone) finishCycle(now);
@@ -118,6 +138,17 @@ class Agent {
       }
       if (w.watchdog) feedWatchdog(now);
       if (w.declarationTouched) debounce_.poke(now);
+      if (w.drift) noteDrift(now);
+      // Quiet for kDriftQuiet, or busy for kDriftBusy: a writer that never stops is met.
+      const bool busy = driftDebounce_.deadline() && now - driftFirst_ >= kDriftBusy;
+      if (driftDebounce_.take(now) || busy) {
+        driftDebounce_.clear();
+        driftDue_ = std::max(now, driftNotBefore_);
+      }
+      if (driftDue_ && now >= *driftDue_ && !running_) {
+        driftDue_.reset();
+        request("drift: " + driftWhat_);
+      }
       if (debounce_.take(now)) {
         // A broken edit still gets a cycle (of the last good declaration, so a
         // no-op): the metrics it writes then say the declaration is not valid.
@@ -134,6 +165,7 @@ class Agent {
     if (worker_.joinable()) worker_.join();
     // No agent keeps anything in force any more: the note would outlive its truth.
     if (!fleet_) state::clearDeclarationError(o_.settings.stateDir);
+    state::clearDriftNote(o_.settings.stateDir);
     if (fleet_) fleet_->stop();
     notifier_.stopping("stopped");
     log_.info("agent stopped");
@@ -271,8 +303,7 @@ class Agent {
       st.skipped = report.tally.skipped;
       st.failed = report.tally.failed;
       for (const auto& r : report.results)
-        if (r.outcome.notConverged())
-          st.failing.emplace_back(r.id, r.outcome.reason());
+        if (r.outcome.notConverged()) st.failing.emplace_back(r.id, r.outcome.reason());
       for (const auto& [id, churn] : apply::computeChurn(store.history("", 0), report.cycle))
         if (churn.churning) st.churning.push_back(id);
       cycleStatus_ = std::move(st);
@@ -282,11 +313,80 @@ class Agent {
     hooks.holdRestartSlot = fleet_->restartGate(a.maxParallelRestarts, slotTimeout, &stop_);
   }
 
+  // Managed paths changed: drift, repaired once the burst is quiet for kDriftQuiet (and
+  // the back-off allows). Events while a cycle runs are kept for rewatch().
+  void noteDrift(Clock::time_point now) {
+    auto drifted = drift_->drain();
+    if (running_) {
+      driftDuringCycle_.merge(drifted);
+      return;
+    }
+    if (!drifted.empty()) driftSeen(now, drifted);
+  }
+
+  void driftSeen(Clock::time_point now, const std::map<std::string, std::string>& drifted) {
+    const auto& [id, path] = *drifted.begin();
+    driftWhat_ = fmt::format("{} ({})", id, path);
+    if (drifted.size() > 1) driftWhat_ += fmt::format(" and {} more", drifted.size() - 1);
+    if (!driftDebounce_.deadline()) driftFirst_ = now;
+    driftDebounce_.poke(now);
+  }
+
+  // After each cycle. Events during it on what it did not change are someone else's:
+  // drift. On what it changed they are mostly its own writes — dropped, except after a
+  // repair by event, where an outside writer may have put its content back meanwhile: one
+  // check cycle follows, a no-op unless someone wrote. A repair that keeps being undone
+  // (an outside writer that fights back) backs off.
+  void rewatch(Clock::time_point now, const CycleRun& run) {
+    if (!drift_) return;
+    auto during = std::exchange(driftDuringCycle_, {});
+    during.merge(drift_->drain());
+    if (current()) drift_->update(*current(), o_.settings.root);
+    const bool repair =
+        runningTrigger_.starts_with("drift: ") && run.report && run.report->anyChange();
+    if (repair) backOff(now);
+    std::set<std::string> changed;
+    if (!during.empty() && run.report)
+      for (const auto& r : run.report->results)
+        if (r.outcome.changed() || r.outcome.gone()) changed.insert(r.id);
+    std::map<std::string, std::string> outside;
+    for (const auto& [id, path] : during)
+      if (repair || !changed.count(id)) outside.emplace(id, path);
+    state::noteDrift(o_.settings.stateDir, {apply::nowMs(), static_cast<int64_t>(drift_->watched()),
+                                            static_cast<int64_t>(drift_->unwatched()),
+                                            driftRepairs_, driftBackoff_.count()});
+    if (outside.empty()) return;
+    driftSeen(now, outside);
+  }
+
+  // A drift cycle repaired something.
+  void backOff(Clock::time_point now) {
+    ++driftRepairs_;
+    const bool again = now - lastDriftRepair_ < driftBackoff_ + kDriftFight;
+    lastDriftRepair_ = now;
+    quickRepairs_ = again ? quickRepairs_ + 1 : 0;
+    if (quickRepairs_ < kDriftFightRepairs) {
+      driftBackoff_ = {};
+      driftNotBefore_ = now;
+      return;
+    }
+    const auto cap = std::chrono::duration_cast<std::chrono::milliseconds>(o_.interval);
+    driftBackoff_ =
+        std::min(cap, driftBackoff_.count() ? driftBackoff_ * 2 : std::chrono::milliseconds(1000));
+    driftNotBefore_ = now + driftBackoff_;
+    log_.log(Level::Warning,
+             fmt::format("mesh-host: warning: {}: repaired again soon after the last repair (an "
+                         "outside writer fights it); the next repair by event waits {} ms",
+                         runningTrigger_, driftBackoff_.count()),
+             {{"trigger", runningTrigger_}, {"backoff_ms", driftBackoff_.count()}});
+  }
+
   void finishCycle(Clock::time_point now) {
     worker_.join();
     running_ = false;
     CycleRun run = std::move(result_);
     result_ = {};
+    rewatch(now, run);
     if (fleet_) {
       if (cycleStatus_) {
         lastStatus_ = std::move(*cycleStatus_);
@@ -384,6 +484,19 @@ class Agent {
   LastGoodDeclaration declaration_;
   Notifier notifier_;
   Debounce debounce_{kDebounce};
+  // Drift by event (agent/drift_watch.hh): none when inotify could not be had.
+  std::optional<DriftWatch> drift_;
+  Debounce driftDebounce_{kDriftQuiet};
+  std::optional<Clock::time_point> driftDue_;  // a drift cycle is wanted from then
+  std::string driftWhat_;                      // "<id> (<path>)": what drifted
+  std::chrono::milliseconds driftBackoff_{0};
+  Clock::time_point driftNotBefore_{}, lastDriftRepair_{};
+  Clock::time_point driftFirst_{};  // the first event of the burst being debounced
+  int64_t driftRepairs_ = 0;
+  int quickRepairs_ = 0;
+  std::map<std::string, std::string>
+      driftDuringCycle_;  // events while a cycle ran  // drift repairs in a row,
+                          // each within kDriftFight of the last
   std::mt19937_64 random_;
 
   std::string declarationError_;        // the file as it is now does not load

@@ -83,6 +83,11 @@ Events::Events(const std::string& declarationPath, std::chrono::microseconds wat
 
 Events::~Events() = default;
 
+void Events::watchDrift(int fd) {
+  drift_ = fd;
+  addToEpoll(epoll_.get(), fd);
+}
+
 Woken Events::wait(int timeoutMs) {
   Woken w;
   epoll_event ready[8];
@@ -95,6 +100,7 @@ Woken Events::wait(int timeoutMs) {
     const int fd = ready[i].data.fd;
     if (fd == signals_.get()) readSignals(w);
     if (inotify_ && fd == inotify_.get()) readInotify(w);
+    if (fd == drift_) w.drift = true;
     if (fd == cycleDone_.get() || fd == fleet_.get()) {
       uint64_t count = 0;
       if (::read(fd, &count, sizeof count) == sizeof count)

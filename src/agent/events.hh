@@ -18,6 +18,7 @@ struct Woken {
   bool watchdog = false;            // the watchdog period has passed
   bool cycleDone = false;           // the cycle thread has finished
   bool fleet = false;               // the fleet link has news (a pushed declaration)
+  bool drift = false;               // the drift watch has events (agent/drift_watch.hh)
 };
 
 class Events {
@@ -38,6 +39,9 @@ class Events {
   void signalCycleDone();
   // From the fleet link's thread: wakes wait() with fleet.
   void signalFleet();
+  // Wakes wait() with drift when `fd` (the drift watch's inotify) is readable; the
+  // caller reads it.
+  void watchDrift(int fd);
 
  private:
   void readSignals(Woken& w);
@@ -45,6 +49,7 @@ class Events {
 
   std::string fileName_;
   Fd epoll_, signals_, inotify_, watchdog_, cycleDone_, fleet_;
+  int drift_ = -1;  // not owned
 };
 
 }  // namespace mesh::agent

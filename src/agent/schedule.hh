@@ -35,6 +35,7 @@ class Debounce {
     return true;
   }
   std::optional<Clock::time_point> deadline() const { return deadline_; }
+  void clear() { deadline_.reset(); }
 
  private:
   std::chrono::milliseconds quiet_;

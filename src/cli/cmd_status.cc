@@ -12,6 +12,7 @@
 #include "cli/commands.hh"
 #include "cli/output.hh"
 #include "cli/time_text.hh"
+#include "state/drift_note.hh"
 #include "state/store.hh"
 #include "supervise/supervisor.hh"
 #include "util/error.hh"
@@ -112,6 +113,29 @@ nlohmann::json cycleErrorJson(const std::optional<state::CycleError>& e) {
 
 std::string cycleErrorLine(const state::CycleError& e) {
   return fmt::format("error: the last cycle could not run ({}): {}", isoTime(e.at), e.message);
+}
+
+// The agent's drift watch: null when no agent runs (the note goes with it).
+nlohmann::json driftWatchJson(const std::optional<state::DriftNote>& n) {
+  if (!n) return nullptr;
+  return {{"watched_dirs", n->watchedDirs},
+          {"unwatched", n->unwatched},
+          {"repairs", n->repairs},
+          {"backoff_ms", n->backoffMs}};
+}
+
+std::string driftWatchLine(const state::DriftNote& n) {
+  std::string line =
+      fmt::format("drift watch: {} director{} watched, {} repair{} by event", n.watchedDirs,
+                  n.watchedDirs == 1 ? "y" : "ies", n.repairs, n.repairs == 1 ? "" : "s");
+  if (n.unwatched)
+    line += fmt::format(
+        "; {} resource(s) not watched (the watch limit?): repaired at the "
+        "interval only",
+        n.unwatched);
+  if (n.backoffMs)
+    line += fmt::format("; backing off {} ms: an outside writer fights a repair", n.backoffMs);
+  return line;
 }
 
 nlohmann::json declarationErrorJson(const std::optional<state::DeclarationError>& e) {
@@ -250,6 +274,7 @@ int showStatus(CommonOptions& o, const StatusOptions& so,
         {"declaration_error", declarationErrorJson(declarationError)},
         {"supervisor_error",
          supervisorError.empty() ? nlohmann::json() : nlohmann::json(supervisorError)},
+        {"drift_watch", driftWatchJson(state::driftNote(o.stateDir))},
         {"resources", std::move(resources)}};
     std::puts(out.dump().c_str());
   } else {
@@ -262,6 +287,7 @@ int showStatus(CommonOptions& o, const StatusOptions& so,
                             unfinished->cycle.cycle, isoTime(unfinished->cycle.startedAt))
                     .c_str());
     for (const auto& l : lines) std::puts(l.c_str());
+    if (const auto drift = state::driftNote(o.stateDir)) std::puts(driftWatchLine(*drift).c_str());
     std::string running;
     if (unfinished && unfinished->running)
       running = fmt::format("; cycle {} running since {}", unfinished->cycle.cycle,

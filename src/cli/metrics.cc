@@ -7,6 +7,7 @@
 
 #include "apply/churn.hh"
 #include "apply/process_info.hh"
+#include "state/drift_note.hh"
 #include "util/fs.hh"
 
 namespace mesh::cli {
@@ -62,6 +63,17 @@ std::string renderMetrics(const MetricsSnapshot& s) {
   header(out, "mesh_host_declaration_valid", "gauge",
          "0 while the declaration file does not load and the last good one stays in force.");
   out += fmt::format("mesh_host_declaration_valid {}\n", s.declarationValid ? 1 : 0);
+  if (s.watchedDirs) {
+    header(out, "mesh_host_watched_directories", "gauge",
+           "Directories the agent watches for drift (inotify).");
+    out += fmt::format("mesh_host_watched_directories {}\n", *s.watchedDirs);
+    header(out, "mesh_host_unwatched_resources", "gauge",
+           "Managed resources no watch covers: their drift is repaired at the interval only.");
+    out += fmt::format("mesh_host_unwatched_resources {}\n", *s.unwatched);
+    header(out, "mesh_host_drift_repairs_total", "counter",
+           "Cycles started by a drift event that repaired something.");
+    out += fmt::format("mesh_host_drift_repairs_total {}\n", *s.driftRepairs);
+  }
   header(out, "mesh_host_failures", "gauge", "Resources that failed in the last cycle.");
   out += fmt::format("mesh_host_failures {}\n", s.tally.failed);
   return out;
@@ -83,6 +95,11 @@ MetricsSnapshot metricsSnapshot(const apply::CycleReport& report, state::Store& 
   s.lastCycleTimestampSeconds = static_cast<double>(finishedMs) / 1000.0;
 
   s.declarationValid = !state::declarationError(store.stateDir());
+  if (const auto drift = state::driftNote(store.stateDir())) {
+    s.watchedDirs = drift->watchedDirs;
+    s.unwatched = drift->unwatched;
+    s.driftRepairs = drift->repairs;
+  }
   for (const auto& [id, c] : apply::computeChurn(store.history("", 0), report.cycle))
     s.churning += c.churning;
   std::map<std::string, int64_t> restarts;

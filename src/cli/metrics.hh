@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -26,6 +27,8 @@ struct MetricsSnapshot {
   // False while the agent keeps the last good declaration because its file does
   // not load (<state-dir>/declaration-error).
   bool declarationValid = true;
+  // The agent's drift watch (state/drift_note.hh), when an agent runs.
+  std::optional<int64_t> watchedDirs, unwatched, driftRepairs;
   // Restarts mesh-host made, per service, from the process records; sorted by name.
   std::vector<std::pair<std::string, int64_t>> restarts;
 };
