@@ -69,10 +69,15 @@ int applyAndReport(const decl::Declaration& declaration, const CommonOptions& o,
 
 int runApply(const std::string& declPath, CommonOptions& o, const ApplyOptions& a) {
   o.resolve();
-  const auto declaration = loadDeclarationFor(declPath, o);  // bad input: nothing touched yet
+  CompiledToKeep compiled;
+  // Bad input: nothing touched yet.
+  const auto declaration = loadDeclarationFor(declPath, o, &compiled);
   makeDirs(o.stateDir, 0750);
   auto lock = state::StateLock::acquire(o.stateDir, state::StateLock::Kind::Exclusive);
   auto store = state::Store::open(o.stateDir);
+  // Parsed this time: the next apply of the same text reads it compiled. Before
+  // the cycle, so that a cycle cut short still leaves it.
+  if (!compiled.key.empty()) store.putCompiledDeclaration(compiled.key, compiled.form);
   return applyAndReport(declaration, o, store, a.metrics, a.exitCodes);
 }
 
