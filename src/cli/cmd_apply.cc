@@ -138,10 +138,15 @@ int runApply(const std::string& declPath, CommonOptions& o, const ApplyOptions& 
     throw InputError("apply takes DECL or --plan FILE, not both: the plan names its declaration");
   if (!a.plan.empty()) return applyPlan(o, a);
   if (declPath.empty()) throw InputError("apply: name the declaration (DECL) or a --plan FILE");
-  const auto declaration = loadDeclarationFor(declPath, o);  // bad input: nothing touched yet
+  CompiledToKeep compiled;
+  // Bad input: nothing touched yet.
+  const auto declaration = loadDeclarationFor(declPath, o, &compiled);
   makeDirs(o.stateDir, 0750);
   auto lock = state::StateLock::acquire(o.stateDir, state::StateLock::Kind::Exclusive);
   auto store = state::Store::open(o.stateDir);
+  // Parsed this time: the next apply of the same text reads it compiled. Before
+  // the cycle, so that a cycle cut short still leaves it.
+  if (!compiled.key.empty()) store.putCompiledDeclaration(compiled.key, compiled.form);
   return applyAndReport(declaration, o, store, a.metrics, a.exitCodes);
 }
 

@@ -25,7 +25,8 @@ void PlanOptions::addTo(CLI::App& cmd) {
 
 int runPlan(const std::string& declPath, CommonOptions& o, const PlanOptions& p) {
   o.resolve();
-  const auto declaration = loadDeclarationFor(declPath, o);
+  CompiledToKeep parsed;  // a plan writes nothing: what it parsed is not kept
+  const auto declaration = loadDeclarationFor(declPath, o, &parsed);
   std::optional<state::StateLock> lock;
   std::optional<state::Store> store;
   if (lstatPath(o.stateDir + "/state.db")) {

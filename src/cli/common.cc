@@ -122,12 +122,22 @@ void checkSerial(const decl::Declaration& d, const std::string& path, const Comm
 
 }  // namespace
 
-decl::Declaration loadDeclarationFor(const std::string& path, const CommonOptions& o) {
+decl::Declaration loadDeclarationFor(const std::string& path, const CommonOptions& o,
+                                     CompiledToKeep* compiled) {
   auto po = o.parseOptions(std::filesystem::absolute(parentOf(path)).lexically_normal().string());
   const auto trusted = trust::loadTrustedKeys(o.trust, o.stateDir);
   po.checkText = [&trusted](const std::string& file, std::string_view text) {
     trust::verifyDeclaration(file, text, trusted);
   };
+  if (compiled) {
+    po.compiled.find = [&o](const std::string& key) {
+      // A store that cannot be read is the cycle's to report, not the parse's: a miss.
+      return state::Store::peekCompiledDeclaration(o.stateDir, key);
+    };
+    po.compiled.keep = [compiled](const std::string& key, std::string form) {
+      *compiled = {key, std::move(form)};
+    };
+  }
   auto declaration = decl::loadDeclaration(path, po);
   if (!trusted.empty()) checkSerial(declaration, path, o);
   return declaration;

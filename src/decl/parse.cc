@@ -15,6 +15,7 @@
 #include <cstring>
 #include <tuple>
 
+#include "decl/compiled.hh"
 #include "decl/fields.hh"
 #include "decl/kinds.hh"
 #include "decl/order.hh"
@@ -234,6 +235,22 @@ Declaration parseDeclaration(std::string_view text, const std::string& source,
   return decl;
 }
 
+namespace {
+
+// Users and groups are looked up on this node unless the caller says otherwise.
+void onThisNode(ParseOptions& options) {
+  if (!options.userExists)
+    options.userExists = [](const std::string& name) {
+      return entryExists<struct passwd>(name, _SC_GETPW_R_SIZE_MAX, ::getpwnam_r);
+    };
+  if (!options.groupExists)
+    options.groupExists = [](const std::string& name) {
+      return entryExists<struct group>(name, _SC_GETGR_R_SIZE_MAX, ::getgrnam_r);
+    };
+}
+
+}  // namespace
+
 Declaration loadDeclaration(const std::string& path, ParseOptions options) {
   std::optional<std::string> text;
   try {
@@ -245,19 +262,24 @@ Declaration loadDeclaration(const std::string& path, ParseOptions options) {
   if (options.checkText) options.checkText(path, *text);
 
   if (options.baseDir.empty() || options.baseDir == ".") options.baseDir = parentOf(path);
-  return parseOnThisNode(*text, path, std::move(options));
+  onThisNode(options);
+  if (!options.compiled.find) return parseDeclaration(*text, path, options);
+
+  const Digest digest = Digest::ofBytes(*text);
+  const std::string key = compiledKey(digest, path, options);
+  if (auto form = options.compiled.find(key))
+    if (auto d = loadCompiled(*form, digest, options)) {
+      d->text = std::move(*text);
+      return std::move(*d);
+    }
+  auto d = parseDeclaration(*text, path, options);
+  if (options.compiled.keep) options.compiled.keep(key, compileDeclaration(d));
+  return d;
 }
 
 Declaration parseOnThisNode(std::string_view text, const std::string& source,
                             ParseOptions options) {
-  if (!options.userExists)
-    options.userExists = [](const std::string& name) {
-      return entryExists<struct passwd>(name, _SC_GETPW_R_SIZE_MAX, ::getpwnam_r);
-    };
-  if (!options.groupExists)
-    options.groupExists = [](const std::string& name) {
-      return entryExists<struct group>(name, _SC_GETGR_R_SIZE_MAX, ::getgrnam_r);
-    };
+  onThisNode(options);
   return parseDeclaration(text, source, options);
 }
 

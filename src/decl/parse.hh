@@ -5,6 +5,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -31,6 +32,12 @@ struct ParseOptions {
   // so that a signature is checked over the very bytes that are applied. It
   // throws (InputError) to refuse them. Unset: no check.
   std::function<void(const std::string& path, std::string_view text)> checkText;
+  // Where loadDeclaration keeps compiled declarations (compiled.hh): it looks
+  // there first, by compiledKey, and offers what it had to parse. Unset: parse.
+  struct CompiledCache {
+    std::function<std::optional<std::string>(const std::string& key)> find;
+    std::function<void(const std::string& key, std::string form)> keep;
+  } compiled;
 };
 
 Declaration parseDeclaration(std::string_view text, const std::string& source,

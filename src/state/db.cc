@@ -87,6 +87,13 @@ Query& Query::bind(std::string_view text) {
   return *this;
 }
 
+Query& Query::bindBlob(std::string_view bytes) {
+  int rc =
+      sqlite3_bind_blob64(stmt_.stmt_, nextParam_++, bytes.data(), bytes.size(), SQLITE_TRANSIENT);
+  if (rc != SQLITE_OK) stmt_.db_.fail(rc, stmt_.purpose_);
+  return *this;
+}
+
 Query& Query::bind(int64_t value) {
   int rc = sqlite3_bind_int64(stmt_.stmt_, nextParam_++, value);
   if (rc != SQLITE_OK) stmt_.db_.fail(rc, stmt_.purpose_);
@@ -114,6 +121,17 @@ void Query::run() {
 std::string Query::text(int col) const {
   // text before bytes: the documented order that keeps the pointer valid.
   auto p = reinterpret_cast<const char*>(sqlite3_column_text(stmt_.stmt_, col));
+  int n = sqlite3_column_bytes(stmt_.stmt_, col);
+  return p ? std::string(p, static_cast<size_t>(n)) : std::string();
+}
+
+}  // namespace mesh::state
+
+namespace mesh::state {
+
+std::string Query::blob(int col) const {
+  // blob before bytes: the documented order that keeps the pointer valid.
+  auto p = static_cast<const char*>(sqlite3_column_blob(stmt_.stmt_, col));
   int n = sqlite3_column_bytes(stmt_.stmt_, col);
   return p ? std::string(p, static_cast<size_t>(n)) : std::string();
 }

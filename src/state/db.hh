@@ -88,6 +88,7 @@ class Query {
   Query& bind(std::string_view text);
   Query& bind(int64_t value);
   Query& bindNull();
+  Query& bindBlob(std::string_view bytes);
 
   // Steps once: true when a row is available.
   bool next();
@@ -96,6 +97,7 @@ class Query {
 
   int64_t integer(int col) const { return sqlite3_column_int64(stmt_.stmt_, col); }
   std::string text(int col) const;
+  std::string blob(int col) const;
 
  private:
   friend class Stmt;

@@ -68,6 +68,7 @@ void createSchema(Db& db) {
 }
 
 // Parts that came within schema version 1 (generations.serial, fleet_declaration,
+// compiled_declaration,
 // owed_restarts.intent, cycles.node, cycles.released and cycles.skipped):
 // a store made before them gains them on its first read-write open. Idempotent.
 void addLateSchema(Db& db) {
@@ -78,6 +79,10 @@ void addLateSchema(Db& db) {
       "CREATE TABLE IF NOT EXISTS fleet_declaration (key TEXT PRIMARY KEY NOT NULL, revision "
       "INTEGER NOT NULL, envelope TEXT NOT NULL, received_at INTEGER NOT NULL)",
       "adding the fleet_declaration table");
+  db.exec(
+      "CREATE TABLE IF NOT EXISTS compiled_declaration (key TEXT PRIMARY KEY NOT NULL, form "
+      "BLOB NOT NULL)",
+      "adding the compiled_declaration table");
   if (db.queryInt("SELECT count(*) FROM pragma_table_info('owed_restarts') WHERE name = 'intent'",
                   "looking for owed_restarts.intent") == 0)
     db.exec("ALTER TABLE owed_restarts ADD COLUMN intent TEXT NOT NULL DEFAULT ''",

@@ -98,3 +98,13 @@ CREATE TABLE IF NOT EXISTS fleet_declaration (
   envelope    TEXT NOT NULL,              -- the value as put (JSON: declaration, signature …)
   received_at INTEGER NOT NULL            -- unix ms
 );
+
+-- The declaration last parsed by an apply, compiled (the parsed and ordered model in
+-- a compact binary form), so that the next apply of the same text does not parse it
+-- again. `key` covers the text's digest, what parsing depended on and the mesh-host
+-- binary (version and build-id); any other key, or a form that does not decode to
+-- the letter (it carries its own SHA-256), is ignored and the text parsed. One row.
+CREATE TABLE IF NOT EXISTS compiled_declaration (
+  key  TEXT PRIMARY KEY NOT NULL,  -- "sha256:…" (src/decl/compiled.hh compiledKey)
+  form BLOB NOT NULL
+);

@@ -228,25 +228,73 @@ void Store::addHistory(const HistoryEntry& h) {
 int64_t Store::recordGeneration(const std::string& digest, const std::string& text, int64_t now,
                                 const std::string& source, const std::string& baseDir,
                                 std::optional<int64_t> serial) {
+  auto bindSerial = [&serial](Query& q) -> Query& {
+    return serial ? q.bind(*serial) : q.bindNull();
+  };
+  // A text applied before (every no-op apply): its row is updated without the
+  // text being bound, copied and built into a record again.
+  Stmt known(impl_->db, "SELECT generation FROM generations WHERE digest = ?",
+             "looking up a declaration generation");
+  std::optional<int64_t> generation;
+  if (auto q = known.start(); q.bind(digest).next()) generation = q.integer(0);
+  if (generation) {
+    Stmt s(impl_->db,
+           "UPDATE generations SET serial = ?1, last_applied_at = max(last_applied_at, ?2), "
+           "source = iif(?3 = '', source, ?3), base_dir = iif(?3 = '', base_dir, ?4) "
+           "WHERE generation = ?5",
+           "recording a declaration generation");
+    auto q = s.start();
+    bindSerial(q).bind(now).bind(source).bind(baseDir).bind(*generation);
+    q.run();
+    return *generation;
+  }
   Stmt s(impl_->db,
          "INSERT INTO generations (digest, text, first_applied_at, last_applied_at, source, "
-         "base_dir, serial) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (digest) DO UPDATE SET "
-         "serial = excluded.serial, "
-         "last_applied_at = max(last_applied_at, excluded.last_applied_at), "
-         "source = iif(excluded.source = '', source, excluded.source), "
-         "base_dir = iif(excluded.source = '', base_dir, excluded.base_dir) RETURNING generation",
+         "base_dir, serial) VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING generation",
          "recording a declaration generation");
   auto q = s.start();
   q.bind(digest).bind(text).bind(now).bind(now).bind(source).bind(baseDir);
-  if (serial)
-    q.bind(*serial);
-  else
-    q.bindNull();
+  bindSerial(q);
   if (!q.next())
     throw Error("state store {}: recording a generation returned no number", impl_->db.path());
-  int64_t generation = q.integer(0);
+  const int64_t added = q.integer(0);
   q.run();
-  return generation;
+  return added;
+}
+
+std::optional<std::string> Store::peekCompiledDeclaration(const std::string& stateDir,
+                                                          const std::string& key) noexcept {
+  try {
+    // A URI, its path escaped where SQLite's URI syntax would read it otherwise.
+    std::string uri = "file:";
+    for (char c : stateDir + "/state.db") {
+      if (c == '%' || c == '?' || c == '#')
+        uri += fmt::format("%{:02X}", static_cast<unsigned char>(c));
+      else
+        uri += c;
+    }
+    uri += "?immutable=1";
+    Db db(uri, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX);
+    Stmt s(db, "SELECT form FROM compiled_declaration WHERE key = ?",
+           "reading the compiled declaration");
+    auto q = s.start();
+    q.bind(key);
+    if (!q.next()) return std::nullopt;
+    return q.blob(0);
+  } catch (...) {
+    return std::nullopt;
+  }
+}
+
+void Store::putCompiledDeclaration(const std::string& key, std::string_view form) {
+  Txn txn(*this);
+  impl_->db.exec("DELETE FROM compiled_declaration", "replacing the compiled declaration");
+  Stmt s(impl_->db, "INSERT INTO compiled_declaration (key, form) VALUES (?, ?)",
+         "saving the compiled declaration");
+  auto q = s.start();
+  q.bind(key).bindBlob(form);
+  q.run();
+  txn.commit();
 }
 
 std::optional<Store::AppliedSerial> Store::highestSerial() {

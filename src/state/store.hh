@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -175,6 +176,17 @@ class Store {
   };
   void putFleetDeclaration(const FleetDeclaration& f);
   std::optional<FleetDeclaration> fleetDeclaration(const std::string& key);
+
+  // The compiled declaration stored under `key` (src/decl/compiled.hh) in the store
+  // at stateDir; nullopt when there is none, or on any failure. It takes no lock
+  // and writes nothing, not even SQLite's -shm (immutable mode): an apply of a bad
+  // declaration leaves the state directory as it was. So it may miss a row a
+  // running writer has not checkpointed yet, or read one torn by it — the form's
+  // own checks refuse that, and the caller parses.
+  static std::optional<std::string> peekCompiledDeclaration(const std::string& stateDir,
+                                                            const std::string& key) noexcept;
+  // Keeps `form` under `key`, in place of any other.
+  void putCompiledDeclaration(const std::string& key, std::string_view form);
 
   // The newest cycle row, finished or not (one still running, or cut short).
   std::optional<Cycle> lastCycle();

@@ -13,6 +13,25 @@
 
 namespace mesh {
 
+namespace {
+
+// SHA-256 fetched once: EVP_sha256() makes OpenSSL look the algorithm up in its
+// providers on every use, which costs more than hashing a small input.
+const EVP_MD* sha256() {
+  static const EVP_MD* md = [] {
+    const EVP_MD* fetched = EVP_MD_fetch(nullptr, "SHA256", nullptr);
+    return fetched ? fetched : EVP_sha256();
+  }();
+  return md;
+}
+
+// One context per thread, reused: a want digest is computed for every resource.
+struct ReusedContext {
+  EVP_MD_CTX* ctx = EVP_MD_CTX_new();
+  ~ReusedContext() { EVP_MD_CTX_free(ctx); }
+};
+
+}  // namespace
 
 std::string toHex(const unsigned char* data, size_t n) {
   static const char digits[] = "0123456789abcdef";
@@ -43,9 +62,12 @@ Digest Digest::fromRaw(const std::array<uint8_t, 32>& raw) {
 }
 
 Digest Digest::ofBytes(std::string_view bytes) {
+  thread_local ReusedContext reused;
   std::array<uint8_t, 32> raw{};
   unsigned int n = 0;
-  if (EVP_Digest(bytes.data(), bytes.size(), raw.data(), &n, EVP_sha256(), nullptr) != 1)
+  if (!reused.ctx || EVP_DigestInit_ex2(reused.ctx, sha256(), nullptr) != 1 ||
+      EVP_DigestUpdate(reused.ctx, bytes.data(), bytes.size()) != 1 ||
+      EVP_DigestFinal_ex(reused.ctx, raw.data(), &n) != 1)
     throw Error("SHA-256 failed");
   return Digest::fromRaw(raw);
 }
@@ -63,13 +85,15 @@ Digest Digest::ofFd(int fd, const std::string& shown) {
 }
 
 Hasher::Hasher() : ctx_(EVP_MD_CTX_new()) {
-  if (!ctx_ || EVP_DigestInit_ex(ctx_, EVP_sha256(), nullptr) != 1) {
+  if (!ctx_ || EVP_DigestInit_ex2(ctx_, sha256(), nullptr) != 1) {
     EVP_MD_CTX_free(ctx_);
     throw Error("SHA-256 is not available");
   }
 }
 
-Hasher::~Hasher() { EVP_MD_CTX_free(ctx_); }
+Hasher::~Hasher() {
+  EVP_MD_CTX_free(ctx_);
+}
 
 void Hasher::update(std::string_view bytes) {
   if (EVP_DigestUpdate(ctx_, bytes.data(), bytes.size()) != 1) throw Error("SHA-256 failed");

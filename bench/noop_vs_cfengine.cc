@@ -1,0 +1,464 @@
+// Benchmark: a one-shot no-op apply of N `file` resources against CFEngine's cf-agent
+// on the same files, and against the floor (a process that only fstatat()s them).
+//
+// For each N it builds, in a temp directory, N files of ~200 bytes over 100
+// directories twice: one tree converged by mesh-host (a TOML declaration), one by
+// cf-agent (an equivalent policy: `files:` promises with `content` and `perms`).
+// After one converging run of each and a settling wait, it runs, alternating,
+// `mesh-host apply`, `cf-agent -KI -f policy.cf` (its own work directory, through
+// CFENGINE_TEST_OVERRIDE_WORKDIR) and the floor, and takes from wait4() each whole
+// process's wall time, CPU (user + system) and peak RSS (through bench/measure.c). It prints
+// medians and the ratios. Every run is checked to be a no-op (mesh-host: N unchanged; cf-agent: no
+// repair reported; floor: N found), so a wrong fast path cannot look fast.
+// Then the idle agent: `mesh-host run` (builtin supervisor) after its first cycle.
+//
+// It installs nothing: without cf-agent it says how to get it and measures the rest.
+//
+//   mesh_bench_noop [--bin PATH] [--floor PATH] [--measure PATH] [--runs 5] [--dir TMPDIR] [--keep]
+//   [N…] (default N: 5000 10000 50000)
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <optional>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+constexpr int kDirectories = 100;
+// Past fingerprintIsRacy's 1 s window (src/util/fs.cc): stat data younger than that
+// is never trusted, so a file is re-hashed until it is this old.
+constexpr auto kSettle = std::chrono::milliseconds(1100);
+
+struct Run {
+  double wallMs = 0, cpuMs = 0;
+  double rssMiB = 0;
+  int code = -1;
+  std::string out, err;
+};
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+pid_t spawn(const std::vector<std::string>& argv, const std::vector<std::string>& env,
+            const std::string& outPath, const std::string& errPath) {
+  pid_t pid = ::fork();
+  if (pid < 0) throw std::runtime_error("fork failed");
+  if (pid == 0) {
+    int out = ::open(outPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    int err = ::open(errPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    int in = ::open("/dev/null", O_RDONLY);
+    if (out < 0 || err < 0 || in < 0) ::_exit(126);
+    ::dup2(in, 0);
+    ::dup2(out, 1);
+    ::dup2(err, 2);
+    for (const auto& e : env) ::putenv(const_cast<char*>(e.c_str()));
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    ::execvp(args[0], args.data());
+    ::_exit(127);
+  }
+  return pid;
+}
+
+// Through mesh_bench_measure (bench/measure.c): the command's own wall time, CPU
+// and peak RSS, none of ours.
+std::string gMeasure;
+
+Run runChild(const std::vector<std::string>& argv, const std::string& scratch,
+             const std::vector<std::string>& env = {}) {
+  const std::string outPath = scratch + "/child.out", errPath = scratch + "/child.err",
+                    figures = scratch + "/child.figures";
+  std::vector<std::string> measured{gMeasure, figures};
+  measured.insert(measured.end(), argv.begin(), argv.end());
+  ::unlink(figures.c_str());
+  const pid_t pid = spawn(measured, env, outPath, errPath);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0)
+    if (errno != EINTR) throw std::runtime_error("waitpid failed");
+  Run r;
+  long long wallUs = 0, cpuUs = 0;
+  long rssKiB = 0;
+  if (std::sscanf(slurp(figures).c_str(), "%lld %lld %ld %d", &wallUs, &cpuUs, &rssKiB, &r.code) !=
+      4)
+    throw std::runtime_error("mesh_bench_measure failed for " + argv[0]);
+  r.wallMs = static_cast<double>(wallUs) / 1e3;
+  r.cpuMs = static_cast<double>(cpuUs) / 1e3;
+  r.rssMiB = static_cast<double>(rssKiB) / 1024;
+  r.out = slurp(outPath);
+  r.err = slurp(errPath);
+  return r;
+}
+
+std::string relPath(int i) {
+  return fmt::format("/srv/bench/d{:03}/f{:05}", i % kDirectories, i);
+}
+
+// ~200 bytes, distinct per file; no character TOML or CFEngine would escape.
+std::string contentOf(int i) {
+  std::string s = fmt::format("file {:05} ", i);
+  while (s.size() < 199) s += "abcdefghijklmnopqrstuvwxyz"[s.size() % 26];
+  return s + "\n";
+}
+
+std::string declaration(int n) {
+  std::string out;
+  out.reserve(static_cast<size_t>(n) * 300);
+  for (int i = 0; i < n; ++i)
+    out += fmt::format("[module.bench.file.f{:05}]\npath = \"{}\"\ncontent = \"\"\"{}\"\"\"\n\n", i,
+                       relPath(i), contentOf(i));
+  return out;
+}
+
+// The same files as `files:` promises: created with this content, mode 0644.
+std::string policy(int n, const std::string& root) {
+  std::string out = "bundle agent main\n{\n  files:\n";
+  out.reserve(static_cast<size_t>(n) * 350);
+  for (int i = 0; i < n; ++i)
+    out += fmt::format(
+        "    \"{}{}\"\n      create => \"true\",\n      content => \"{}\",\n      perms => "
+        "m(\"644\");\n",
+        root, relPath(i), contentOf(i));
+  out += "}\nbody perms m(mode)\n{\n  mode => \"$(mode)\";\n  rxdirs => \"false\";\n}\n";
+  return out;
+}
+
+std::optional<std::string> onPath(const std::string& name) {
+  const char* path = std::getenv("PATH");
+  std::stringstream ss(path ? path : "/usr/bin:/bin");
+  for (std::string dir; std::getline(ss, dir, ':');)
+    if (!dir.empty() && ::access((dir + "/" + name).c_str(), X_OK) == 0) return dir + "/" + name;
+  return std::nullopt;
+}
+
+// "cycle 3: 0 created, 0 updated, 5000 unchanged, 0 removed, 0 failed in 40 ms"
+long unchangedIn(const std::string& out) {
+  auto at = out.rfind("cycle ");
+  if (at == std::string::npos) return -1;
+  long cycle = 0, created = -1, updated = -1, unchanged = -1;
+  if (std::sscanf(out.c_str() + at, "cycle %ld: %ld created, %ld updated, %ld unchanged", &cycle,
+                  &created, &updated, &unchanged) != 4 ||
+      created != 0 || updated != 0)
+    return -1;
+  return unchanged;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+struct Series {
+  std::vector<double> wall, cpu, rss;
+  void add(const Run& r) {
+    wall.push_back(r.wallMs);
+    cpu.push_back(r.cpuMs);
+    rss.push_back(r.rssMiB);
+  }
+  bool empty() const { return wall.empty(); }
+};
+
+struct Row {
+  int n = 0;
+  Series mesh, cf, floor;
+};
+
+class Bench {
+ public:
+  Bench(std::string bin, std::string floor, std::optional<std::string> cfAgent, std::string scratch,
+        int runs)
+      : bin_(std::move(bin)),
+        floor_(std::move(floor)),
+        cf_(std::move(cfAgent)),
+        scratch_(std::move(scratch)),
+        runs_(runs) {}
+
+  Row measure(int n) {
+    const std::string dir = scratch_ + fmt::format("/n{}", n);
+    const std::string root = dir + "/root", cfRoot = dir + "/cfroot", work = dir + "/cfwork";
+    const std::string decl = dir + "/decl.toml", pol = dir + "/policy.cf",
+                      list = dir + "/paths.txt";
+    fs::create_directories(root);
+    fs::create_directories(cfRoot);
+    std::ofstream(decl, std::ios::binary) << declaration(n);
+    std::ofstream(pol, std::ios::binary) << policy(n, cfRoot);
+    {
+      std::ofstream l(list, std::ios::binary);
+      for (int i = 0; i < n; ++i) l << relPath(i) << '\n';
+    }
+    if (cf_) prepareCfWorkdir(work);
+
+    expect(apply(decl, root).code == 0, "mesh-host: first apply failed");
+    if (cf_) expect(cfAgent(pol, work).code == 0, "cf-agent: first run failed");
+    std::this_thread::sleep_for(kSettle);
+    // Settles mesh-host's fingerprints (re-hashes each file once, past the racy window).
+    expect(unchangedIn(apply(decl, root).out) == n, "mesh-host: settling apply was not a no-op");
+    if (cf_) cfAgent(pol, work);
+
+    Row row;
+    row.n = n;
+    for (int run = 0; run < runs_; ++run) {
+      const Run m = apply(decl, root);
+      expect(m.code == 0 && unchangedIn(m.out) == n,
+             fmt::format("mesh-host: no-op apply of {} did not report {} unchanged:\n{}{}", n, n,
+                         tail(m.out), m.err));
+      row.mesh.add(m);
+      if (cf_) {
+        const Run c = cfAgent(pol, work);
+        expect(c.code == 0 && !repaired(c.out + c.err),
+               fmt::format("cf-agent: run was not a no-op (exit {}):\n{}{}", c.code, tail(c.out),
+                           tail(c.err)));
+        row.cf.add(c);
+      }
+      const Run f = runChild({floor_, root, list}, scratch_);
+      expect(f.code == 0 && f.out == fmt::format("{} found, 0 missing\n", n),
+             "floor: not every file found: " + f.out + f.err);
+      row.floor.add(f);
+    }
+    if (!keep_) fs::remove_all(dir);
+    return row;
+  }
+
+  // The agent (builtin supervisor) after its first cycle: resident set and peak.
+  std::pair<double, double> idleAgent(int n) {
+    const std::string dir = scratch_ + fmt::format("/idle{}", n), root = dir + "/root";
+    const std::string decl = dir + "/decl.toml", log = dir + "/agent.log";
+    fs::create_directories(root);
+    std::ofstream(decl, std::ios::binary) << declaration(n);
+    const pid_t pid = spawn({bin_, "run", "--declaration", decl, "--root", root, "--node", "bench",
+                             "--supervisor", "builtin", "--interval", "1h", "--splay", "0s"},
+                            {}, dir + "/agent.out", log);
+    const auto deadline = Clock::now() + std::chrono::seconds(120);
+    while (slurp(log).find("cycle 1") == std::string::npos) {
+      if (Clock::now() > deadline || ::waitpid(pid, nullptr, WNOHANG) != 0) {
+        ::kill(pid, SIGKILL);
+        throw std::runtime_error("mesh-host run: no first cycle logged:\n" + slurp(log));
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    std::this_thread::sleep_for(std::chrono::seconds(1));  // idle now
+    double rss = 0, hwm = 0;
+    std::ifstream status(fmt::format("/proc/{}/status", pid));
+    for (std::string line; std::getline(status, line);) {
+      if (line.rfind("VmRSS:", 0) == 0) rss = std::atof(line.c_str() + 6) / 1024;
+      if (line.rfind("VmHWM:", 0) == 0) hwm = std::atof(line.c_str() + 6) / 1024;
+    }
+    ::kill(pid, SIGTERM);
+    ::waitpid(pid, nullptr, 0);
+    if (!keep_) fs::remove_all(dir);
+    return {rss, hwm};
+  }
+
+  void keep() { keep_ = true; }
+
+ private:
+  static void expect(bool ok, const std::string& what) {
+    if (!ok) throw std::runtime_error(what);
+  }
+  static std::string tail(const std::string& s) {
+    return s.substr(s.size() > 2000 ? s.size() - 2000 : 0);
+  }
+  // cf-agent -I reports each repair as an info line; a kept promise prints nothing.
+  static bool repaired(const std::string& out) { return out.find("info:") != std::string::npos; }
+
+  Run apply(const std::string& decl, const std::string& root) {
+    return runChild({bin_, "apply", decl, "--root", root, "--node", "bench"}, scratch_);
+  }
+
+  Run cfAgent(const std::string& pol, const std::string& work) {
+    return runChild({*cf_, "-KI", "-f", pol}, scratch_, {"CFENGINE_TEST_OVERRIDE_WORKDIR=" + work});
+  }
+
+  // cf-agent's own work directory: a key pair (cf-key) and cf-promises where it
+  // looks for it, so the system's /var/lib/cfengine3 is neither read nor written.
+  void prepareCfWorkdir(const std::string& work) {
+    fs::create_directories(work + "/bin");
+    fs::create_symlink(fs::path(*cf_).parent_path() / "cf-promises", work + "/bin/cf-promises");
+    const Run key = runChild({(fs::path(*cf_).parent_path() / "cf-key").string()}, scratch_,
+                             {"CFENGINE_TEST_OVERRIDE_WORKDIR=" + work});
+    expect(key.code == 0, "cf-key failed: " + key.err);
+  }
+
+  std::string bin_, floor_;
+  std::optional<std::string> cf_;
+  std::string scratch_;
+  int runs_;
+  bool keep_ = false;
+};
+
+std::string firstLine(const std::string& s) {
+  return s.substr(0, s.find('\n'));
+}
+
+std::string cpuModel() {
+  std::ifstream in("/proc/cpuinfo");
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
+  return "unknown";
+}
+
+std::string osName() {
+  std::ifstream in("/etc/os-release");
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("PRETTY_NAME=", 0) == 0) {
+      std::string v = line.substr(12);
+      v.erase(std::remove(v.begin(), v.end(), '"'), v.end());
+      return v;
+    }
+  return "unknown OS";
+}
+
+std::string cell(const Series& s, const std::vector<double> Series::*field, const char* fmtSpec) {
+  if (s.empty()) return "-";
+  return fmt::format(fmt::runtime(fmtSpec), median(s.*field));
+}
+
+std::string ratio(const Series& a, const Series& b, const std::vector<double> Series::*field) {
+  if (a.empty() || b.empty()) return "-";
+  return fmt::format("{:.1f}x", median(a.*field) / median(b.*field));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+#ifdef MESH_HOST_BIN
+  std::string bin = MESH_HOST_BIN;
+#else
+  std::string bin;
+#endif
+#ifdef MESH_FLOOR_BIN
+  std::string floor = MESH_FLOOR_BIN;
+  gMeasure = MESH_MEASURE_BIN;
+#else
+  std::string floor;
+#endif
+  int runs = 5;
+  bool keep = false, idle = true;
+  std::string tmp = std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp";
+  std::vector<int> sizes;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--bin" && i + 1 < argc) {
+      bin = argv[++i];
+    } else if (a == "--floor" && i + 1 < argc) {
+      floor = argv[++i];
+    } else if (a == "--measure" && i + 1 < argc) {
+      gMeasure = argv[++i];
+    } else if (a == "--runs" && i + 1 < argc) {
+      runs = std::atoi(argv[++i]);
+    } else if (a == "--dir" && i + 1 < argc) {
+      tmp = argv[++i];
+    } else if (a == "--keep") {
+      keep = true;
+    } else if (a == "--no-idle") {
+      idle = false;
+    } else if (!a.empty() && std::isdigit(static_cast<unsigned char>(a[0]))) {
+      sizes.push_back(std::atoi(a.c_str()));
+    } else {
+      std::cerr << "usage: mesh_bench_noop [--bin PATH] [--floor PATH] [--measure PATH] [--runs 5] "
+                   "[--dir TMPDIR] "
+                   "[--keep] [--no-idle] [N…]\n";
+      return 2;
+    }
+  }
+  if (sizes.empty()) sizes = {5000, 10000, 50000};
+  if (bin.empty() || floor.empty() || gMeasure.empty() || runs < 1) {
+    std::cerr << "mesh_bench_noop: give --bin, --floor, --measure and --runs >= 1\n";
+    return 2;
+  }
+
+  std::string scratchTmpl = tmp + "/mesh-bench-noop.XXXXXX";
+  if (!::mkdtemp(scratchTmpl.data())) {
+    std::cerr << "mesh_bench_noop: cannot create a directory in " << tmp << "\n";
+    return 1;
+  }
+  const std::string scratch = scratchTmpl;
+  const auto cf = onPath("cf-agent");
+  const Run version = runChild({bin, "--version"}, scratch);
+  std::string cfVersion =
+      "not installed: apt-get install cfengine3 (only mesh-host and the floor "
+      "are measured)";
+  if (cf) cfVersion = firstLine(runChild({*cf, "--version"}, scratch).out) + " (" + *cf + ")";
+
+  fmt::print("mesh-host: {} ({})\n", firstLine(version.out), bin);
+  fmt::print("cf-agent:  {}\n", cfVersion);
+  fmt::print("machine:   {}, {} CPU(s), {}; files under {}\n", osName(),
+             std::thread::hardware_concurrency(), cpuModel(), scratch);
+  fmt::print(
+      "method:    N files of 200 bytes, mode 0644, over {} directories, converged once by each\n"
+      "           tool, then (after {} ms and one settling run) {} alternating runs of\n"
+      "           `mesh-host apply`, `cf-agent -KI -f policy.cf` and the fstatat floor; each a\n"
+      "           whole process: wall, CPU = user + system, peak RSS (wait4). Medians.\n\n",
+      kDirectories, kSettle.count(), runs);
+  std::fflush(stdout);
+
+  Bench bench(bin, floor, cf, scratch, runs);
+  if (keep) bench.keep();
+  std::vector<Row> rows;
+  std::vector<std::pair<int, std::pair<double, double>>> idles;
+  try {
+    for (int n : sizes) {
+      rows.push_back(bench.measure(n));
+      const Row& r = rows.back();
+      fmt::print(stderr, "N={}: mesh-host {:.1f} ms, cf-agent {} ms, floor {:.1f} ms (wall)\n", n,
+                 median(r.mesh.wall), cell(r.cf, &Series::wall, "{:.0f}"), median(r.floor.wall));
+    }
+    if (idle)
+      for (int n : {10, sizes.front()}) idles.push_back({n, bench.idleAgent(n)});
+  } catch (const std::exception& e) {
+    std::cerr << "mesh_bench_noop: " << e.what() << "\n";
+    if (!keep) fs::remove_all(scratch);
+    return 1;
+  }
+  if (!keep) fs::remove_all(scratch);
+
+  fmt::print("| {:>6} | {:<9} | {:>8} | {:>8} | {:>8} |\n", "N", "", "wall ms", "CPU ms",
+             "RSS MiB");
+  fmt::print("|-{:->6}-|-{:-<9}-|-{:->8}-|-{:->8}-|-{:->8}-|\n", "", "", "", "", "");
+  for (const auto& r : rows) {
+    const std::pair<const char*, const Series*> tools[] = {
+        {"mesh-host", &r.mesh}, {"cf-agent", &r.cf}, {"floor", &r.floor}};
+    for (const auto& [name, s] : tools)
+      fmt::print("| {:>6} | {:<9} | {:>8} | {:>8} | {:>8} |\n", r.n, name,
+                 cell(*s, &Series::wall, "{:.1f}"), cell(*s, &Series::cpu, "{:.1f}"),
+                 cell(*s, &Series::rss, "{:.1f}"));
+  }
+  fmt::print("\n| {:>6} | {:>19} | {:>18} | {:>19} |\n", "N", "cf-agent/mesh wall",
+             "cf-agent/mesh CPU", "mesh CPU / floor CPU");
+  fmt::print("|-{:->6}-|-{:->19}-|-{:->18}-|-{:->19}-|\n", "", "", "", "");
+  for (const auto& r : rows)
+    fmt::print("| {:>6} | {:>19} | {:>18} | {:>20} |\n", r.n, ratio(r.cf, r.mesh, &Series::wall),
+               ratio(r.cf, r.mesh, &Series::cpu), ratio(r.mesh, r.floor, &Series::cpu));
+  for (const auto& [n, rss] : idles)
+    fmt::print(
+        "\nidle agent (`mesh-host run`, builtin supervisor, {} files, after its first "
+        "cycle): RSS {:.1f} MiB, peak {:.1f} MiB",
+        n, rss.first, rss.second);
+  fmt::print("\n");
+  return 0;
+}

@@ -1,0 +1,413 @@
+#include "decl/compiled.hh"
+
+#include <elf.h>
+#include <link.h>
+
+#include <algorithm>
+#include <cstring>
+#include <set>
+
+#include "util/digest.hh"
+
+namespace mesh::decl {
+
+namespace {
+
+constexpr std::string_view kMagic = "mesh-host compiled declaration\n";
+// Bump with any change of the layout below (the build-id changes too, but a
+// build without one relies on this).
+constexpr uint64_t kFormat = 1;
+
+// A field added to the model must be written and read here too: these fail to
+// compile until this file has been looked at (and the sizes updated).
+static_assert(sizeof(FileSpec) == 232, "FileSpec changed: update compiled.cc");
+static_assert(sizeof(DirectorySpec) == 120, "DirectorySpec changed: update compiled.cc");
+static_assert(sizeof(LinkSpec) == 64, "LinkSpec changed: update compiled.cc");
+static_assert(sizeof(ArchiveSpec) == 88, "ArchiveSpec changed: update compiled.cc");
+static_assert(sizeof(CredentialSpec) == 200, "CredentialSpec changed: update compiled.cc");
+static_assert(sizeof(ProcessSpec) == 112, "ProcessSpec changed: update compiled.cc");
+static_assert(sizeof(Resource) == 432, "Resource changed: update compiled.cc");
+static_assert(sizeof(Declaration) == 216, "Declaration changed: update compiled.cc");
+
+class Writer {
+ public:
+  void u(uint64_t v) {
+    while (v >= 0x80) {
+      out_.push_back(static_cast<char>(v | 0x80));
+      v >>= 7;
+    }
+    out_.push_back(static_cast<char>(v));
+  }
+  void s(std::string_view v) {
+    u(v.size());
+    out_.append(v);
+  }
+  void b(bool v) { u(v ? 1 : 0); }
+  void digest(const Digest& d) { s(d.hex()); }
+  void optS(const std::optional<std::string>& v) {
+    b(v.has_value());
+    if (v) s(*v);
+  }
+  void principal(const std::optional<Principal>& p) {
+    b(p.has_value());
+    if (p) s(p->name);
+  }
+  void strings(const std::vector<std::string>& v) {
+    u(v.size());
+    for (const auto& x : v) s(x);
+  }
+  std::string& out() { return out_; }
+
+ private:
+  std::string out_;
+};
+
+struct Malformed {};
+
+class Reader {
+ public:
+  explicit Reader(std::string_view in) : in_(in) {}
+  uint64_t u() {
+    uint64_t v = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+      if (at_ >= in_.size()) throw Malformed{};
+      const auto byte = static_cast<unsigned char>(in_[at_++]);
+      v |= uint64_t{byte & 0x7fu} << shift;
+      if (!(byte & 0x80)) return v;
+    }
+    throw Malformed{};
+  }
+  std::string_view sv() {
+    const uint64_t n = u();
+    if (n > in_.size() - at_) throw Malformed{};
+    auto v = in_.substr(at_, n);
+    at_ += n;
+    return v;
+  }
+  std::string s() { return std::string(sv()); }
+  bool b() {
+    const uint64_t v = u();
+    if (v > 1) throw Malformed{};
+    return v == 1;
+  }
+  mode_t mode() {
+    const uint64_t v = u();
+    if (v > 07777) throw Malformed{};
+    return static_cast<mode_t>(v);
+  }
+  int i() {
+    const uint64_t v = u();
+    if (v > 0x7fffffff) throw Malformed{};
+    return static_cast<int>(v);
+  }
+  Digest digest() {
+    const auto hex = sv();
+    if (hex.empty()) return Digest::none();
+    auto d = Digest::parse(std::string("sha256:").append(hex));
+    if (!d) throw Malformed{};
+    return *d;
+  }
+  std::optional<std::string> optS() {
+    if (!b()) return std::nullopt;
+    return s();
+  }
+  std::optional<Principal> principal() {
+    if (!b()) return std::nullopt;
+    return Principal{s()};
+  }
+  std::vector<std::string> strings() {
+    const uint64_t n = count();
+    std::vector<std::string> v;
+    v.reserve(n);
+    for (uint64_t k = 0; k < n; ++k) v.push_back(s());
+    return v;
+  }
+  // A count of items that take at least a byte each.
+  uint64_t count() {
+    const uint64_t n = u();
+    if (n > in_.size() - at_) throw Malformed{};
+    return n;
+  }
+  bool done() const { return at_ == in_.size(); }
+
+ private:
+  std::string_view in_;
+  size_t at_ = 0;
+};
+
+void writeSpec(Writer& w, const FileSpec& s) {
+  w.s(s.path);
+  w.optS(s.content);
+  w.b(s.blob.has_value());
+  if (s.blob) w.digest(*s.blob);
+  w.digest(s.contentDigest);
+  w.u(s.mode);
+  w.principal(s.owner);
+  w.principal(s.group);
+}
+void writeSpec(Writer& w, const DirectorySpec& s) {
+  w.s(s.path);
+  w.u(s.mode);
+  w.principal(s.owner);
+  w.principal(s.group);
+}
+void writeSpec(Writer& w, const LinkSpec& s) {
+  w.s(s.path);
+  w.s(s.target);
+}
+void writeSpec(Writer& w, const ArchiveSpec& s) {
+  w.s(s.path);
+  w.digest(s.bundle);
+  w.u(s.maxEntries);
+  w.u(s.maxBytes);
+  w.b(s.replace);
+  w.b(s.keepModes);
+}
+void writeSpec(Writer& w, const CredentialSpec& s) {
+  w.s(s.path);
+  w.optS(s.from);
+  w.optS(s.sealed);
+  w.u(s.mode);
+  w.principal(s.owner);
+  w.principal(s.group);
+}
+void writeSpec(Writer& w, const ProcessSpec& s) {
+  w.digest(s.bundle);
+  w.u(s.unit.size());
+  for (const auto& [key, value] : s.unit) {
+    w.s(key);
+    w.strings(value);
+  }
+  w.s(s.service);
+}
+
+Spec readSpec(Reader& r, Kind kind) {
+  switch (kind) {
+    case Kind::File: {
+      FileSpec s;
+      s.path = r.s();
+      s.content = r.optS();
+      if (r.b()) s.blob = r.digest();
+      s.contentDigest = r.digest();
+      s.mode = r.mode();
+      s.owner = r.principal();
+      s.group = r.principal();
+      if (s.content.has_value() == s.blob.has_value()) throw Malformed{};
+      return s;
+    }
+    case Kind::Directory: {
+      DirectorySpec s;
+      s.path = r.s();
+      s.mode = r.mode();
+      s.owner = r.principal();
+      s.group = r.principal();
+      return s;
+    }
+    case Kind::Link: {
+      LinkSpec s;
+      s.path = r.s();
+      s.target = r.s();
+      return s;
+    }
+    case Kind::Archive: {
+      ArchiveSpec s;
+      s.path = r.s();
+      s.bundle = r.digest();
+      s.maxEntries = r.u();
+      s.maxBytes = r.u();
+      s.replace = r.b();
+      s.keepModes = r.b();
+      return s;
+    }
+    case Kind::Credential: {
+      CredentialSpec s;
+      s.path = r.s();
+      s.from = r.optS();
+      s.sealed = r.optS();
+      s.mode = r.mode();
+      s.owner = r.principal();
+      s.group = r.principal();
+      return s;
+    }
+    case Kind::Process: {
+      ProcessSpec s;
+      s.bundle = r.digest();
+      const uint64_t n = r.count();
+      for (uint64_t k = 0; k < n; ++k) {
+        auto key = r.s();
+        s.unit[std::move(key)] = r.strings();
+      }
+      s.service = r.s();
+      return s;
+    }
+  }
+  throw Malformed{};
+}
+
+void writeDeclaration(Writer& w, const Declaration& d) {
+  w.s(d.source);
+  w.s(d.baseDir);
+  w.optS(d.node);
+  w.b(d.serial.has_value());
+  if (d.serial) w.u(static_cast<uint64_t>(*d.serial));
+  w.b(d.empty);
+  w.digest(d.digest);
+  w.u(d.resources.size());
+  for (const auto& r : d.resources) {
+    w.s(r.module);
+    w.s(r.name);
+    w.u(static_cast<uint64_t>(r.kind));
+    // Nearly always the declaration's own file: one byte then.
+    w.b(r.pos.file == d.source);
+    if (r.pos.file != d.source) w.s(r.pos.file);
+    w.u(static_cast<uint64_t>(r.pos.line));
+    w.u(static_cast<uint64_t>(r.pos.column));
+    w.strings(r.requires_);
+    w.strings(r.restartOn);
+    std::visit([&w](const auto& s) { writeSpec(w, s); }, r.spec);
+  }
+}
+
+Declaration readDeclaration(Reader& r) {
+  Declaration d;
+  d.source = r.s();
+  d.baseDir = r.s();
+  d.node = r.optS();
+  if (r.b()) {
+    const uint64_t serial = r.u();
+    if (serial > static_cast<uint64_t>(INT64_MAX)) throw Malformed{};
+    d.serial = static_cast<int64_t>(serial);
+  }
+  d.empty = r.b();
+  d.digest = r.digest();
+  const uint64_t n = r.count();
+  d.resources.reserve(n);
+  for (uint64_t k = 0; k < n; ++k) {
+    Resource& res = d.resources.emplace_back();
+    res.module = r.s();
+    res.name = r.s();
+    res.id = res.module + "." + res.name;
+    const uint64_t kind = r.u();
+    if (kind > static_cast<uint64_t>(Kind::Process)) throw Malformed{};
+    res.kind = static_cast<Kind>(kind);
+    res.pos.file = r.b() ? d.source : r.s();
+    res.pos.line = r.i();
+    res.pos.column = r.i();
+    res.requires_ = r.strings();
+    res.restartOn = r.strings();
+    res.spec = readSpec(r, res.kind);
+  }
+  return d;
+}
+
+// Every name the declaration gives as a user or a group (numeric ids are not looked up).
+void principals(const Declaration& d, std::set<std::string>& users, std::set<std::string>& groups) {
+  auto add = [](std::set<std::string>& into, const std::optional<Principal>& p) {
+    if (p && !p->name.empty() &&
+        !std::all_of(p->name.begin(), p->name.end(), [](char c) { return c >= '0' && c <= '9'; }))
+      into.insert(p->name);
+  };
+  for (const auto& r : d.resources)
+    std::visit(
+        [&](const auto& s) {
+          if constexpr (requires { s.owner; }) {
+            add(users, s.owner);
+            add(groups, s.group);
+          }
+        },
+        r.spec);
+}
+
+// The main program's GNU build-id note, as hex; "" when it has none.
+std::string buildId() {
+  std::string id;
+  dl_iterate_phdr(
+      [](struct dl_phdr_info* info, size_t, void* out) -> int {
+        auto& hex = *static_cast<std::string*>(out);
+        for (int i = 0; i < info->dlpi_phnum; ++i) {
+          const auto& ph = info->dlpi_phdr[i];
+          if (ph.p_type != PT_NOTE) continue;
+          const char* at = reinterpret_cast<const char*>(info->dlpi_addr + ph.p_vaddr);
+          const char* end = at + ph.p_memsz;
+          while (at + sizeof(ElfW(Nhdr)) <= end) {
+            const auto* nh = reinterpret_cast<const ElfW(Nhdr)*>(at);
+            const char* name = at + sizeof(ElfW(Nhdr));
+            const char* desc = name + ((nh->n_namesz + 3) & ~3u);
+            const char* next = desc + ((nh->n_descsz + 3) & ~3u);
+            if (next > end) break;
+            if (nh->n_type == NT_GNU_BUILD_ID && nh->n_namesz == 4 &&
+                std::memcmp(name, "GNU", 4) == 0) {
+              hex = toHex(reinterpret_cast<const unsigned char*>(desc), nh->n_descsz);
+              return 1;
+            }
+            at = next;
+          }
+        }
+        return 1;  // the first object is the main program: stop there
+      },
+      &id);
+  return id;
+}
+
+}  // namespace
+
+const std::string& binaryIdentity() {
+  static const std::string identity = [] {
+    std::string id = buildId();
+    // Without a build-id, the version and when this file was compiled.
+    return std::string("mesh-host ") + MESH_HOST_VERSION + " " +
+           (id.empty() ? std::string(__DATE__ " " __TIME__) : id);
+  }();
+  return identity;
+}
+
+std::string compiledKey(const Digest& textDigest, const std::string& source,
+                        const ParseOptions& options) {
+  Writer w;
+  w.s(kMagic);
+  w.u(kFormat);
+  w.s(binaryIdentity());
+  w.s(textDigest.str());
+  w.s(source);
+  w.s(options.node);
+  w.s(options.baseDir);
+  w.s(options.stateDir);
+  return Digest::ofBytes(w.out()).str();
+}
+
+std::string compileDeclaration(const Declaration& d) {
+  Writer w;
+  w.out().append(kMagic);
+  w.u(kFormat);
+  writeDeclaration(w, d);
+  const Digest sum = Digest::ofBytes(w.out());
+  w.out().append(sum.hex());
+  return std::move(w.out());
+}
+
+std::optional<Declaration> loadCompiled(std::string_view form, const Digest& textDigest,
+                                        const ParseOptions& options) {
+  constexpr size_t kSum = 64;  // hex of a SHA-256
+  if (form.size() < kMagic.size() + kSum || !form.starts_with(kMagic)) return std::nullopt;
+  const auto payload = form.substr(0, form.size() - kSum);
+  if (Digest::ofBytes(payload).hex() != form.substr(payload.size())) return std::nullopt;
+  std::optional<Declaration> d;
+  try {
+    Reader r(payload.substr(kMagic.size()));
+    if (r.u() != kFormat) return std::nullopt;
+    d = readDeclaration(r);
+    if (!r.done()) return std::nullopt;
+  } catch (const Malformed&) {
+    return std::nullopt;
+  }
+  if (d->digest != textDigest) return std::nullopt;
+  std::set<std::string> users, groups;
+  principals(*d, users, groups);
+  for (const auto& u : users)
+    if (options.userExists && !options.userExists(u)) return std::nullopt;
+  for (const auto& g : groups)
+    if (options.groupExists && !options.groupExists(g)) return std::nullopt;
+  return d;
+}
+
+}  // namespace mesh::decl

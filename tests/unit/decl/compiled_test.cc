@@ -1,0 +1,133 @@
+// The compiled form of a declaration (decl/compiled.hh): what is read back is
+// what was parsed, to the letter, and anything else — a damaged, truncated or
+// foreign form, another text, a user gone since — is refused so the caller parses.
+#include "decl/compiled.hh"
+
+#include "decl_test.hh"
+
+namespace mesh::decl::test {
+namespace {
+
+const std::string kEveryKind = R"(node = "laptop"
+serial = 7
+
+[module.m.directory.etc]
+path = "/etc/m"
+mode = "0750"
+owner = "root"
+group = "0"
+
+[module.m.file.config]
+path = "/etc/m/config"
+content = "listen = 1\n"
+mode = "0640"
+requires = ["m.etc"]
+
+[module.m.file.blob]
+path = "/etc/m/blob"
+blob = ")" + kDigestA + R"("
+
+[module.m.credential.key]
+path = "/etc/m/key"
+from = "secret.txt"
+
+[module.m.link.current]
+path = "/opt/m/current"
+target = "../app"
+
+[module.m.archive.app]
+path = "/opt/m/app"
+bundle = ")" + kDigestB + R"("
+max-entries = 12
+replace = true
+
+[module.m.process.svc]
+bundle = ")" + kDigestB + R"("
+restart-on = ["m.config", "m.key"]
+unit = { ExecStart = "{bundle}/bin/svc", Environment = ["A=1", "B=2"] }
+)";
+
+TEST(Compiled, ReadsBackWhatWasParsedToTheLetter) {
+  const Declaration d = parse(kEveryKind);
+  const std::string form = compileDeclaration(d);
+  auto back = loadCompiled(form, d.digest, defaultOptions());
+  ASSERT_TRUE(back);
+  EXPECT_EQ(compileDeclaration(*back), form);
+  EXPECT_TRUE(back->text.empty());  // the caller holds the text
+  ASSERT_EQ(back->resources.size(), d.resources.size());
+  for (size_t i = 0; i < d.resources.size(); ++i) {
+    const auto &a = d.resources[i], &b = back->resources[i];
+    EXPECT_EQ(a.id, b.id);
+    EXPECT_EQ(a.kind, b.kind);
+    EXPECT_EQ(a.pos.str(), b.pos.str());
+    EXPECT_EQ(a.requires_, b.requires_);
+    EXPECT_EQ(a.restartOn, b.restartOn);
+    EXPECT_EQ(a.path(), b.path());
+  }
+  EXPECT_EQ(back->serial, 7);
+  EXPECT_EQ(back->node, "laptop");
+  EXPECT_EQ(back->baseDir, "/srv/decl");
+  const auto& file = std::get<FileSpec>(back->resources[1].spec);
+  EXPECT_EQ(back->resources[1].id, "m.config");
+  EXPECT_EQ(file.content, "listen = 1\n");
+  EXPECT_EQ(file.mode, 0640u);
+  EXPECT_EQ(file.contentDigest, std::get<FileSpec>(d.resources[1].spec).contentDigest);
+  const auto& dir = std::get<DirectorySpec>(back->resources[0].spec);
+  EXPECT_EQ(dir.owner->name, "root");
+  EXPECT_EQ(dir.group->name, "0");
+}
+
+TEST(Compiled, AnyDamagedByteIsRefused) {
+  const Declaration d = parse(kEveryKind);
+  const std::string form = compileDeclaration(d);
+  // Every byte, flipped in turn: the form's own SHA-256 (or its framing) catches it.
+  for (size_t i = 0; i < form.size(); i += 7) {
+    std::string bad = form;
+    bad[i] = static_cast<char>(bad[i] ^ 0x20);
+    EXPECT_FALSE(loadCompiled(bad, d.digest, defaultOptions())) << "byte " << i;
+  }
+  EXPECT_FALSE(loadCompiled(form.substr(0, form.size() / 2), d.digest, defaultOptions()));
+  EXPECT_FALSE(loadCompiled("", d.digest, defaultOptions()));
+  EXPECT_FALSE(loadCompiled(form + "x", d.digest, defaultOptions()));
+}
+
+TEST(Compiled, TheFormOfAnotherTextIsRefused) {
+  const Declaration d = parse(kEveryKind);
+  EXPECT_FALSE(loadCompiled(compileDeclaration(d), Digest::ofBytes("other"), defaultOptions()));
+}
+
+TEST(Compiled, AUserGoneSinceIsRefusedSoParsingSaysSo) {
+  const Declaration d = parse(kEveryKind);
+  auto options = defaultOptions();
+  options.userExists = [](const std::string& name) { return name != "root"; };
+  EXPECT_FALSE(loadCompiled(compileDeclaration(d), d.digest, options));
+  // A numeric group is never looked up.
+  options.userExists = nullptr;
+  options.groupExists = [](const std::string&) { return false; };
+  EXPECT_TRUE(loadCompiled(compileDeclaration(d), d.digest, options));
+}
+
+TEST(Compiled, TheKeyCoversTheTextTheOptionsAndThisBinary) {
+  const Digest text = Digest::ofBytes("text");
+  const auto o = defaultOptions();
+  const std::string key = compiledKey(text, "decl.toml", o);
+  EXPECT_TRUE(key.starts_with("sha256:"));
+  EXPECT_EQ(compiledKey(text, "decl.toml", o), key);
+  EXPECT_NE(compiledKey(Digest::ofBytes("other"), "decl.toml", o), key);
+  EXPECT_NE(compiledKey(text, "other.toml", o), key);
+  auto node = o;
+  node.node = "desktop";
+  EXPECT_NE(compiledKey(text, "decl.toml", node), key);
+  auto base = o;
+  base.baseDir = "/elsewhere";
+  EXPECT_NE(compiledKey(text, "decl.toml", base), key);
+  auto state = o;
+  state.stateDir = "/var/lib/mesh-host";
+  EXPECT_NE(compiledKey(text, "decl.toml", state), key);
+  // The binary: its version and (with the toolchain's default --build-id) build-id.
+  EXPECT_NE(binaryIdentity().find(MESH_HOST_VERSION), std::string::npos) << binaryIdentity();
+  EXPECT_GT(binaryIdentity().size(), std::string("mesh-host " MESH_HOST_VERSION " ").size() + 16);
+}
+
+}  // namespace
+}  // namespace mesh::decl::test
