@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
-# No-op cycles over 50 processes, with each supervisor backend: wall time of
-# `mesh-host apply`, the cycle's own time, and how many start/restart/reload calls
-# the cycle made (must be zero). Medians over 5 runs.
+# 50 processes, with each supervisor backend: the first apply (installs and
+# starts them all, from an empty root; then an empty declaration stops them),
+# and no-op cycles over them: wall time of `mesh-host apply`, the cycle's own
+# time, and how many start/restart/reload calls the no-op cycles made (must be
+# zero). Medians over 5 runs.
 #   bench/processes.sh [BUILD_DIR]   (default: build; run scripts/build first)
+#   env: MESH_BENCH_PROCESSES (50), MESH_BENCH_BIN (another mesh-host, e.g. a baseline)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
-bin="$PWD/$build/bin/mesh-host"
+bin=${MESH_BENCH_BIN:-$PWD/$build/bin/mesh-host}
 n=${MESH_BENCH_PROCESSES:-50}
 runs=5
 [ -x "$bin" ] || { echo "no $bin: run scripts/build first" >&2; exit 1; }
@@ -53,12 +56,13 @@ median() { sort -n | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a
 field() { grep -o "\"$1\":[0-9]*" | head -1 | cut -d: -f2; }
 
 echo "mesh-host: $("$bin" --version) ($bin)"
-echo "machine:   $(nproc) CPU(s), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
-echo "method:    $n process resources; one apply creates them, then $runs no-op applies;"
-echo "           medians of $runs; calls = start + restart + reload made by the no-op cycles."
+echo "machine:   $(. /etc/os-release; echo "$PRETTY_NAME"), $(nproc) CPU(s), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), shared"
+echo "method:    $n process resources; $runs first applies (each from an empty root, then"
+echo "           stopped), then $runs no-op applies; medians of $runs; calls = start +"
+echo "           restart + reload made by the no-op cycles."
 echo
-printf '| %-8s | %-9s | %-14s | %-15s | %-5s |\n' backend processes "wall ms (med)" "cycle ms (med)" calls
-printf '|----------|-----------|----------------|-----------------|-------|\n'
+printf '| %-8s | %-9s | %-17s | %-14s | %-15s | %-5s |\n' backend processes "first apply ms" "no-op wall ms" "no-op cycle ms" calls
+printf '|----------|-----------|-------------------|----------------|-----------------|-------|\n'
 
 for backend in builtin systemd; do
   if [ "$backend" = systemd ]; then
@@ -72,7 +76,15 @@ for backend in builtin systemd; do
   root="$work/root-$backend"
   mkdir -p "$root"
   common=(--root "$root" --blobs "$work/blobs" --node bench $(args "$backend"))
-  "$bin" apply "$decl" "${common[@]}" >/dev/null
+  firsts=()
+  for r in $(seq "$runs"); do
+    rm -rf "$root"; mkdir -p "$root"
+    start=$(date +%s%N)
+    "$bin" apply "$decl" "${common[@]}" >/dev/null
+    end=$(date +%s%N)
+    firsts+=($(( (end - start) / 1000000 )))
+    [ "$r" -lt "$runs" ] && "$bin" apply "$empty" "${common[@]}" >/dev/null
+  done
   walls=() cycles=() calls=0
   for _ in $(seq "$runs"); do
     start=$(date +%s%N)
@@ -84,6 +96,6 @@ for backend in builtin systemd; do
     sup=${summary##*\"supervisor\":}
     for k in start restart reload; do calls=$((calls + $(echo "$sup" | field "$k"))); done
   done
-  printf '| %-8s | %9s | %14s | %15s | %5s |\n' "$backend" "$n" \
-    "$(printf '%s\n' "${walls[@]}" | median)" "$(printf '%s\n' "${cycles[@]}" | median)" "$calls"
+  printf '| %-8s | %9s | %17s | %14s | %15s | %5s |\n' "$backend" "$n" \
+    "$(printf '%s\n' "${firsts[@]}" | median)" "$(printf '%s\n' "${walls[@]}" | median)" "$(printf '%s\n' "${cycles[@]}" | median)" "$calls"
 done

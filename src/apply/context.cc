@@ -36,12 +36,17 @@ Context::Place Context::place(const std::string& declared) {
   return p;
 }
 
-Context::Place Context::makePlace(const std::string& declared, std::vector<std::string>* created) {
+Context::Place Context::makePlace(const std::string& declared, std::vector<std::string>* created,
+                                  Beneath::Synced synced) {
   Place p = place(declared);
   if (p.dir >= 0) return p;
   auto [parent, name] = splitParent(std::string_view(declared).substr(1));
   const std::string key(parent);
-  p.dir = dirs_.emplace(key, root_->makeDirs(key, created)).first->second.get();
+  std::vector<std::string> made;
+  p.dir = dirs_.emplace(key, root_->makeDirs(key, &made, synced)).first->second.get();
+  if (synced == Beneath::Synced::Later)
+    for (const auto& dir : made) unsyncedParents_.emplace_back(splitParent(dir).first);
+  if (created) created->insert(created->end(), made.begin(), made.end());
   return p;
 }
 
@@ -55,6 +60,38 @@ std::optional<struct stat> Context::look(const Place& p) {
   if (p.dir < 0) return std::nullopt;
   if (planning() && !planRemoved_.empty() && planRemoved_.count(p.shown)) return std::nullopt;
   return statAt(p.dir, p.name, p.shown);
+}
+
+void Context::stageWrite(const Place& to, std::string_view content, mode_t mode, Ownership owner,
+                         Observe observe) {
+  writes_.stage(to.dir, to.name, content, mode, owner, to.shown);
+  observers_.push_back(std::move(observe));
+}
+
+void Context::syncMadeDirs() {
+  auto parents = std::move(unsyncedParents_);
+  unsyncedParents_.clear();
+  for (const auto& parent : parents) {
+    if (auto fd = root_->openDir(parent)) syncFd(fd->get(), root_->shown(parent));  // else gone
+  }
+}
+
+std::vector<Context::Committed> Context::commitWrites() {
+  unsyncedParents_.clear();  // the batch's syncfs covers them
+  auto observers = std::move(observers_);
+  observers_.clear();
+  auto results = writes_.commit();
+  std::vector<Committed> out(results.size());
+  for (size_t i = 0; i < results.size(); ++i) {
+    out[i].error = std::move(results[i].error);
+    if (!out[i].error && observers[i]) out[i].observed = observers[i](results[i].st);
+  }
+  return out;
+}
+
+void Context::dropWritesFrom(size_t from) {
+  writes_.dropFrom(from);
+  if (from < observers_.size()) observers_.resize(from);
 }
 
 blob::BlobSource& Context::blobs() {

@@ -23,6 +23,7 @@
 #include "trust/node_key.hh"
 #include "util/beneath.hh"
 #include "util/faults.hh"
+#include "util/write_batch.hh"
 
 namespace mesh::apply {
 
@@ -98,8 +99,10 @@ class Context {
   // Throws PathRefused when a component on the way is a link or not a directory.
   Place place(const std::string& declared);
   // The same, creating missing parents 0755 root:root; `created` (optional)
-  // receives what was made, for removeCreated when the act fails.
-  Place makePlace(const std::string& declared, std::vector<std::string>* created = nullptr);
+  // receives what was made, for removeCreated when the act fails. For a staged
+  // write (stageWrite), the batch's commit makes them durable (Synced::Later).
+  Place makePlace(const std::string& declared, std::vector<std::string>* created = nullptr,
+                  Beneath::Synced synced = Beneath::Synced::Each);
   void removeCreated(const std::vector<std::string>& created);
   // lstat of a place; nullopt when nothing is there (or, in a plan, when this
   // cycle would have removed what is there: see planRemoved).
@@ -120,6 +123,29 @@ class Context {
   // whatever is declared there now.
   void setSecretPaths(std::unordered_set<std::string> paths) { secretPaths_ = std::move(paths); }
   bool wasSecret(const std::string& path) const { return secretPaths_.count(path) != 0; }
+
+  // Replaces the file at `to` durably, as atomicWriteAt does, but in a batch
+  // (util/write_batch.hh): staged now, moved into place when the cycle commits
+  // the batch — before it records the outcome. `observe` turns the file's lstat
+  // once in place into the outcome's `observed`. Only inside change().
+  using Observe = std::function<std::string(const struct stat&)>;
+  void stageWrite(const Place& to, std::string_view content, mode_t mode, Ownership owner,
+                  Observe observe);
+  // For the cycle: how many writes are staged, whether it must commit before
+  // staging more, the commit (per staged write in order: the error, or what
+  // `observe` made of it), and dropping those of a resource that failed.
+  struct Committed {
+    std::optional<std::string> error;
+    std::string observed;
+  };
+  size_t stagedWrites() const { return writes_.size(); }
+  // Directories made for staged writes are durable once the batch commits; an
+  // act that writes at once (another kind) makes them durable first, since what
+  // it writes may lie in them.
+  void syncMadeDirs();
+  bool writesFull() const { return writes_.full(); }
+  std::vector<Committed> commitWrites();
+  void dropWritesFrom(size_t from);
 
   blob::BlobSource& blobs();
   // The node key: loaded or created when applying; when planning on a node that
@@ -187,6 +213,9 @@ class Context {
   bool sweep_ = false;
   std::unordered_set<std::string> secretPaths_;
   std::unordered_set<std::string> planRemoved_;
+  WriteBatch writes_;
+  std::vector<std::string> unsyncedParents_;  // of directories made for staged writes
+  std::vector<Observe> observers_;            // one per staged write
   std::unique_ptr<blob::BlobSource> blobs_;
   std::optional<trust::NodeKey> key_;
 };

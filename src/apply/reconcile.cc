@@ -96,12 +96,16 @@ class Cycle {
       };
     }
     prepareProcesses();
+    // Writes staged and not committed when the cycle ends early (an error, a
+    // crash point under test) are dropped: their temp files go, nothing moves.
+    Finally dropStaged([this] { ctx_.dropWritesFrom(0); });
     size_t done = 0;
     for (const auto& r : decl_.resources) {
       if (ctx_.stopRequested()) break;
       converge(r);
       if (ctx_.progress) ctx_.progress(++done, decl_.resources.size());
     }
+    commitStaged();
     report_.interrupted = ctx_.stopRequested();
     // An interrupted cycle prunes nothing (it has not seen everything) but still
     // starts what it installed: restarts it owes stay recorded either way.
@@ -221,8 +225,54 @@ class Cycle {
     });
   }
 
+  // Whether `r` must see the staged writes in place first: it requires or
+  // restarts on one of them (and, to fail or restart, needs its outcome).
+  bool needsStaged(const decl::Resource& r) const {
+    if (awaitingIds_.empty()) return false;
+    for (const auto* deps : {&r.requires_, &r.restartOn})
+      for (const auto& dep : *deps)
+        if (awaitingIds_.count(dep)) return true;
+    return false;
+  }
+
+  // Moves the staged writes into place (util/write_batch.hh) and records their
+  // outcomes — only now: a record never claims a file that is not yet durable.
+  // A write that did not make it fails its resource, leaving the old file.
+  void commitStaged() {
+    if (awaiting_.empty()) return;
+    auto done = ctx_.commitWrites();
+    // One transaction for the batch's records (one each would cost a commit,
+    // and WAL pages, per file); a record that must be synced gets its own.
+    std::optional<state::Store::Txn> shared;
+    size_t i = 0;
+    for (const auto& [p, writes] : awaiting_) {
+      Outcome& o = report_.results[p.resultIndex].outcome;
+      std::optional<std::string> error;
+      for (size_t k = 0; k < writes; ++k, ++i) {
+        if (done[i].error && !error) error = std::move(done[i].error);
+        if (!done[i].observed.empty()) o.observed = std::move(done[i].observed);
+      }
+      if (error) {
+        o = Outcome::failed(recordedHeld(p.rec), *error);
+        failed_.insert(p.id);
+        changed_.erase(p.id);
+        heldNow_.erase(p.id);
+      }
+      record(p, &shared);
+    }
+    if (shared) shared->commit();
+    awaiting_.clear();
+    awaitingIds_.clear();
+    stagedMark_ = 0;
+  }
+
   void converge(const decl::Resource& r) {
     const std::string kind = decl::kindName(r.kind);
+    if (needsStaged(r)) commitStaged();
+    // Only files and credentials stage their writes; any other act is made at
+    // once, maybe in a directory made for a staged write: durable first.
+    if (r.kind != decl::Kind::File && r.kind != decl::Kind::Credential) ctx_.syncMadeDirs();
+    stagedMark_ = ctx_.stagedWrites();  // what `r` stages lies past it
     const state::Record* rec = recordOf(r.id, kind);
     if (rec) ++declaredRecords_;
     // The same resource recorded under another path: it moved.
@@ -257,6 +307,9 @@ class Cycle {
         outcome = Outcome::failed(recordedHeld(rec), e.what());
       }
     }
+    // A resource that failed after staging a write leaves the old file.
+    if (outcome->notConverged()) ctx_.dropWritesFrom(stagedMark_);
+    const size_t staged = ctx_.stagedWrites() - stagedMark_;
     if (outcome->verdict() == Verdict::Skipped) skipped_.insert(r.id);
     if (outcome->notConverged())
       failed_.insert(r.id);
@@ -265,10 +318,15 @@ class Cycle {
     if (outcome->changed()) changed_.insert(r.id);
     Pending p{r.id, r.module, kind, r.path(), want, recordOf(r.id, kind), report_.results.size()};
     report_.results.push_back({r.id, r.module, kind, std::move(*outcome)});
-    if (report_.results.back().outcome.activation != Outcome::Activation::None)
+    if (report_.results.back().outcome.activation != Outcome::Activation::None) {
       activations_.push_back(std::move(p));  // recorded once started, in activate()
-    else
+    } else if (staged > 0) {
+      awaitingIds_.insert(r.id);
+      awaiting_.emplace_back(std::move(p), staged);  // recorded once in place
+    } else {
       record(p);
+    }
+    if (ctx_.writesFull()) commitStaged();
   }
 
   // Paths and ids of the declaration, built on first need (a move, a kind change).
@@ -291,6 +349,7 @@ class Cycle {
   }
 
   std::string makeRoom(const decl::Resource& r, const std::string& kind) {
+    commitStaged();  // what it erases from records_ may be a staged write's record
     indexDeclaration();
     const state::Record* old = nullptr;
     for (const auto& [id, rec] : records_)
@@ -457,7 +516,10 @@ class Cycle {
     }
   }
 
-  void record(const Pending& p) {
+  // Writes what `p`'s outcome changes in the store, in a transaction of its own
+  // — or in `*shared`, opened there when needed and committed by the caller,
+  // when given and the write need not be synced.
+  void record(const Pending& p, std::optional<state::Store::Txn>* shared = nullptr) {
     const Outcome& outcome = report_.results[p.resultIndex].outcome;
     count(report_.tally, outcome.verdict());
     if (!ctx_.applying()) return;
@@ -484,8 +546,16 @@ class Cycle {
     // is `updated` once more), restarting its processes (those that restart on
     // it by then) a second time.
     const bool synced = owesRestarts || (outcome.changed() && !outcome.movedFrom.empty());
-    state::Store::Txn txn(*store_,
-                          synced ? state::Store::Txn::Sync::Full : state::Store::Txn::Sync::Normal);
+    if (shared && *shared && synced) {  // transactions do not nest
+      (*shared)->commit();
+      shared->reset();
+    }
+    std::optional<state::Store::Txn> own;
+    if (!shared || synced)
+      own.emplace(*store_,
+                  synced ? state::Store::Txn::Sync::Full : state::Store::Txn::Sync::Normal);
+    else if (!*shared)
+      shared->emplace(*store_);
     if (!next)
       store_->deleteRecord(p.id);
     else if (recordChanged)
@@ -497,7 +567,7 @@ class Cycle {
     if (outcome.verdict() != Verdict::Unchanged)
       store_->addHistory({report_.cycle, p.id, verdictName(outcome.verdict()), outcome.reason(),
                           p.want.str(), outcome.held().str(), now});
-    txn.commit();
+    if (own) own->commit();
     if (owesRestarts) crashPoint(crash::kAfterChangeRecorded);
   }
 
@@ -533,6 +603,10 @@ class Cycle {
   std::unordered_set<std::string> skipped_;
   std::unordered_map<std::string, std::string> heldNow_;  // id → digest held after this cycle
   std::vector<Pending> activations_;
+  // Outcomes whose writes are staged (with how many), recorded by commitStaged().
+  std::vector<std::pair<Pending, size_t>> awaiting_;
+  std::unordered_set<std::string> awaitingIds_;
+  size_t stagedMark_ = 0;       // staged writes before the resource in hand
   size_t declaredRecords_ = 0;  // records that matched a declared resource
   bool indexed_ = false;
   std::unordered_set<std::string> declaredIds_;

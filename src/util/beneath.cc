@@ -62,13 +62,13 @@ std::optional<Fd> Beneath::openDir(std::string_view rel) const {
   return walk(rel, false, nullptr);
 }
 
-Fd Beneath::makeDirs(std::string_view rel, std::vector<std::string>* created) const {
+Fd Beneath::makeDirs(std::string_view rel, std::vector<std::string>* created, Synced synced) const {
   if (auto fd = openDir(rel)) return std::move(*fd);
-  return std::move(*walk(rel, true, created));
+  return std::move(*walk(rel, true, created, synced));
 }
 
 std::optional<Fd> Beneath::walk(std::string_view rel, bool create,
-                                std::vector<std::string>* created) const {
+                                std::vector<std::string>* created, Synced synced) const {
   Fd cur(::fcntl(top_.get(), F_DUPFD_CLOEXEC, 0));
   if (!cur) throwSys("cannot duplicate a descriptor");
   size_t start = 0;
@@ -100,7 +100,8 @@ std::optional<Fd> Beneath::walk(std::string_view rel, bool create,
         throwSys(fmt::format("cannot set the owner of {}", shown(walked)));
       if (::fchmod(next.get(), 0755) != 0)
         throwSys(fmt::format("cannot set the mode of {}", shown(walked)));
-      if (::fsync(cur.get()) != 0) throwSys(fmt::format("cannot sync {}", shown(walked)));
+      if (synced == Synced::Each && ::fsync(cur.get()) != 0)
+        throwSys(fmt::format("cannot sync {}", shown(walked)));
       if (created) created->emplace_back(walked);
       cur = std::move(next);
       break;

@@ -52,16 +52,20 @@ class Beneath {
 
   // The same, creating the missing directories 0755 and owned by root (by the
   // running user when not root) whatever the umask; each one is synced into its
-  // parent. `created` receives the rel paths made, outermost first.
-  Fd makeDirs(std::string_view rel, std::vector<std::string>* created = nullptr) const;
+  // parent — unless `synced` is Synced::Later: a caller whose next act is a
+  // syncfs of this file system (util/write_batch.hh), which makes them durable
+  // all at once. `created` receives the rel paths made, outermost first.
+  enum class Synced { Each, Later };
+  Fd makeDirs(std::string_view rel, std::vector<std::string>* created = nullptr,
+              Synced synced = Synced::Each) const;
 
   // Removes directories that makeDirs created (deepest first) when an act
   // failed, so a refused write leaves no trace; non-empty ones stay.
   void removeCreated(const std::vector<std::string>& created) const;
 
  private:
-  std::optional<Fd> walk(std::string_view rel, bool create,
-                         std::vector<std::string>* created) const;
+  std::optional<Fd> walk(std::string_view rel, bool create, std::vector<std::string>* created,
+                         Synced synced = Synced::Each) const;
   [[noreturn]] void refuse(int dir, const std::string& component, std::string_view walked) const;
 
   Fd top_;

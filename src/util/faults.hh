@@ -11,8 +11,11 @@ inline constexpr int kCrashExitCode = 86;
 namespace crash {
 // What a resource's change owes is durable; the change is not made yet.
 inline constexpr const char* kAfterIntent = "after-intent";
-// A file's new content is written and synced under its temp name, not yet renamed.
+// A file's new content (or a batch's) is written and synced under its temp name, not yet renamed.
 inline constexpr const char* kBeforeRename = "before-rename";
+// A batch of files (util/write_batch.hh) is in place and durable; none of their
+// records is written yet.
+inline constexpr const char* kBatchInPlace = "batch-in-place";
 // A new tree is switched in; the old one, beside it, is not removed yet.
 inline constexpr const char* kAfterSwitch = "after-switch";
 // The change is made; its record (and the restarts it owes) not yet written.

@@ -107,11 +107,10 @@ void writeAll(int fd, std::string_view content, const std::string& shown) {
   }
 }
 
-// Writes `content` to the new file `tmp` and renames it over `name`, then syncs
-// the directory; the temp file is removed on any error.
-void writeAndRename(int dir, const std::string& tmp, bool deterministic, const std::string& name,
-                    std::string_view content, mode_t mode, Ownership owner,
-                    const std::string& shown) {
+// Writes `content` to the new file `tmp`, then sets owner and mode; the temp
+// file is removed on any error.
+Fd writeTemp(int dir, const std::string& tmp, bool deterministic, std::string_view content,
+             mode_t mode, Ownership owner, const std::string& shown) {
   Fd fd = createTemp(dir, tmp, deterministic, shown);
   Finally cleanup([&] { ::unlinkat(dir, tmp.c_str(), 0); });
   writeAll(fd.get(), content, shown);
@@ -121,6 +120,17 @@ void writeAndRename(int dir, const std::string& tmp, bool deterministic, const s
   }
   // After fchown: chown clears setuid/setgid bits.
   if (::fchmod(fd.get(), mode) != 0) throwSys(fmt::format("cannot set the mode of {}", shown));
+  cleanup.dismiss();
+  return fd;
+}
+
+// Writes `content` to the new file `tmp` and renames it over `name`, then syncs
+// the directory; the temp file is removed on any error.
+void writeAndRename(int dir, const std::string& tmp, bool deterministic, const std::string& name,
+                    std::string_view content, mode_t mode, Ownership owner,
+                    const std::string& shown) {
+  Fd fd = writeTemp(dir, tmp, deterministic, content, mode, owner, shown);
+  Finally cleanup([&] { ::unlinkat(dir, tmp.c_str(), 0); });
   if (::fsync(fd.get()) != 0) throwSys(fmt::format("cannot sync {}", shown));
   crashPoint(crash::kBeforeRename);
   if (::renameat(dir, tmp.c_str(), dir, name.c_str()) != 0)
@@ -150,6 +160,13 @@ void atomicWrite(const std::string& path, std::string_view content, mode_t mode,
 void atomicWriteAt(int dir, const std::string& name, std::string_view content, mode_t mode,
                    Ownership owner, const std::string& shown) {
   writeAndRename(dir, tempNameFor(name, "tmp"), true, name, content, mode, owner, shown);
+}
+
+std::string writeTempAt(int dir, const std::string& name, std::string_view content, mode_t mode,
+                        Ownership owner, const std::string& shown) {
+  std::string tmp = tempNameFor(name, "tmp");
+  writeTemp(dir, tmp, true, content, mode, owner, shown);
+  return tmp;
 }
 
 void atomicSymlink(const std::string& path, const std::string& target) {

@@ -234,6 +234,18 @@ TEST_P(CrashPoints, BeforeRecord) {
 TEST_P(CrashPoints, BeforeRecordOfACredential) {
   crashAndRecover(crash::kBeforeRecord, text(), true);
 }
+// Files are written in batches (util/write_batch.hh): a kill after the config's
+// temp file is synced, before its rename, and one after the rename, before its
+// record, neither loses the restart nor makes two.
+TEST_P(CrashPoints, InTheBatchBeforeTheRename) {
+  crashAndRecover(crash::kBeforeRename, text("two"), false);
+}
+TEST_P(CrashPoints, InTheBatchAfterTheRename) {
+  crashAndRecover(crash::kBatchInPlace, text("two"), false);
+}
+TEST_P(CrashPoints, InTheBatchAfterTheRenameOfACredential) {
+  crashAndRecover(crash::kBatchInPlace, text(), true);
+}
 
 // A process restarting on an archive: a crash after the new tree is switched in,
 // while the old one is still being removed, neither loses the restart nor
@@ -318,7 +330,8 @@ TEST_P(Process, AFailedUpdateOwesNoRestartOnceReverted) {
   EXPECT_EQ(serviceStatus()["pid"], pidBefore);
 }
 
-// A real SIGKILL (strace) at the Nth fsync, then at the Nth fdatasync, of an
+// A real SIGKILL (strace) at the Nth fsync, then at the Nth fdatasync and the
+// Nth syncfs (a batch of files syncs with one), of an
 // apply that changes the config a running service restarts on, for every N
 // until the apply runs through: the next apply leaves the service restarted
 // (running the new config), and the one after restarts nothing. Only the
@@ -328,7 +341,7 @@ TEST_P(CrashPoints, AKillAtEveryFsyncNeverLosesTheOwedRestart) {
   if (runCommand({"strace", "-V"}).code != 0) GTEST_SKIP() << "strace is not installed";
   ASSERT_EQ(apply(declare(text("c0"))).code, 0);
   int round = 0;
-  for (const std::string syscall : {"fsync", "fdatasync"}) {
+  for (const std::string syscall : {"fsync", "fdatasync", "syncfs"}) {
     bool ranThrough = false;
     for (int n = 1; n <= 40 && !ranThrough; ++n) {
       const int pidBefore = serviceStatus()["pid"];

@@ -72,7 +72,6 @@ Outcome reconcileContentFile(Context& ctx, const std::string& declaredPath, cons
   const std::string reason = reasonToAct(rec, want, there, drift);
   std::string diff;
   std::string detail;
-  std::optional<struct stat> now;
   content.withBytes([&](std::string_view bytes) {
     detail = content.secret
                  ? fmt::format("secret, mode {}", modeString(attrs.mode))
@@ -87,20 +86,22 @@ Outcome reconcileContentFile(Context& ctx, const std::string& declaredPath, cons
     }
     ctx.change([&] {
       std::vector<std::string> created;
-      const auto to = ctx.makePlace(declaredPath, &created);
+      const auto to = ctx.makePlace(declaredPath, &created, Beneath::Synced::Later);
       try {
-        atomicWriteAt(to.dir, to.name, bytes, attrs.mode & 07777, ids, declaredPath);
+        // In place, and `observed` filled, when the cycle commits its batch.
+        ctx.stageWrite(to, bytes, attrs.mode & 07777, ids,
+                       [digest = content.digest](const struct stat& now) {
+                         return ContentObserved::of(now, digest).str();
+                       });
       } catch (...) {
         ctx.removeCreated(created);
         throw;
       }
-      now = statAt(to.dir, to.name, declaredPath);
     });
   });
 
   Outcome o =
       there ? Outcome::updated(want, reason, detail) : Outcome::created(want, reason, detail);
-  if (now) o.observed = ContentObserved::of(*now, content.digest).str();
   o.diff = std::move(diff);
   return o;
 }

@@ -147,6 +147,23 @@ std::optional<uint64_t> processStartTicks(pid_t pid) {
   return std::strtoull(stat->c_str() + pos, nullptr, 10);
 }
 
+bool processIsIdle(pid_t pid) {
+  if (pid <= 0) return false;
+  const std::string dir = "/proc/" + std::to_string(pid);
+  try {
+    auto stat = readFile(dir + "/stat");
+    if (!stat) return false;
+    auto close = stat->rfind(')');  // "pid (comm) S …": comm may hold anything
+    if (close == std::string::npos || close + 2 >= stat->size() || (*stat)[close + 2] != 'S')
+      return false;
+    // Children of its main thread (CONFIG_PROC_CHILDREN; missing: cannot tell).
+    auto children = readFile(dir + "/task/" + std::to_string(pid) + "/children");
+    return children && children->find_first_not_of(" \n") == std::string::npos;
+  } catch (const SysError&) {
+    return false;  // ESRCH while reading: it just exited
+  }
+}
+
 bool processIsAlive(pid_t pid, uint64_t startTicks) {
   auto ticks = processStartTicks(pid);
   return ticks && *ticks == startTicks;

@@ -84,6 +84,10 @@ void writeStatus(const std::string& path, const Status& s);
 // The process's start time in clock ticks since boot; nullopt when there is no
 // such process or it is a zombie.
 std::optional<uint64_t> processStartTicks(pid_t pid);
+// Whether `pid` sleeps (state S: waiting for work, a timer, input) and has no
+// child process: a service that has come up, not one still starting or about
+// to exit with what a child tells it. False when it cannot be told.
+bool processIsIdle(pid_t pid);
 // Alive and the same process (start time matches) — not a reused pid.
 bool processIsAlive(pid_t pid, uint64_t startTicks);
 

@@ -30,10 +30,16 @@ struct SupervisorArgs {
 };
 
 // How long a freshly exec'd service must stay up before a start counts as
-// done: a command that dies at once ("exit 3", a missing library) fails the
-// start with its exit status and last log line instead of reporting success.
-// Type=notify has no settle window: it is started when it sends READY=1.
+// done, at most: a command that dies at once ("exit 3", a missing library)
+// fails the start with its exit status and last log line instead of reporting
+// success. Type=notify has no settle window: it is started when it sends READY=1.
 constexpr int64_t kSettleUs = 100'000;
+// A service found idle before that — asleep, waiting for work, with no child
+// process it might be waiting on (processIsIdle) — once it has lived this long,
+// is started at once: looked at this often. A start then costs a few ms, not
+// 100 (50 services started one after another: 5 s of waiting, gone).
+constexpr int64_t kSettleMinUs = 3'000;
+constexpr int64_t kSettleStepUs = 2'000;
 // Crash restarts of a service that lived less than this back off exponentially…
 constexpr int64_t kQuickCrashUs = 10'000'000;
 // …up to this delay.

@@ -219,7 +219,7 @@ void ServiceSupervisor::launch() {
     armTimer(config_.timeoutStartUs == kInfinity ? 0 : config_.timeoutStartUs);
   } else {
     log_.note(fmt::format("started pid {}", pid));
-    armTimer(kSettleUs);
+    armTimer(kSettleMinUs);
   }
   setState("starting");
 }
@@ -285,6 +285,11 @@ void ServiceSupervisor::onTimer() {
                               formatDelay(config_.timeoutStartUs)));
         startTimedOut_ = true;
         beginStop(AfterStop::StartFailed);
+        break;
+      }
+      if (const int64_t lived = monotonicUs() - childStartMono_;
+          lived < kSettleUs && !processIsIdle(child_)) {
+        armTimer(std::min(kSettleStepUs, kSettleUs - lived));  // busy yet: look again
         break;
       }
       phase_ = Phase::Running;

@@ -24,7 +24,8 @@ using sdbus::BusError;
 constexpr auto kJobTimeout = 120s;
 // A Type=simple start job is "done" once the process is forked; a service that
 // dies at once is only seen a moment later. Watch it this long before calling the
-// start good; a later death is the next cycle's "not running".
+// start good; a later death is the next cycle's "not running". (Type=notify: its
+// job is done at READY=1, which is the readiness it declares; no window.)
 constexpr auto kSettle = 100ms;
 
 bool isRunning(const std::string& activeState) {
@@ -152,9 +153,12 @@ class SystemdSupervisor final : public Supervisor {
   }
 
   // A started service that failed within the settle window is a failed start.
+  // One that declares its readiness (Type=notify) was ready when its job was
+  // done: no window.
   void checkStillRunning(const char* verb, const std::string& name) {
     const std::string path = bus_->loadUnit(name);
     if (bus_->getString(path, "Unit", "ActiveState") != "failed") {
+      if (bus_->getString(path, "Service", "Type") == "notify") return;
       bus_->pump(kSettle);
       if (bus_->getString(path, "Unit", "ActiveState") != "failed") return;
     }
