@@ -29,7 +29,11 @@
 #include <thread>
 #include <vector>
 
+#include "bench_util.hh"
+
 namespace {
+
+using namespace mesh::bench;  // bench_util.hh
 
 namespace fs = std::filesystem;
 
@@ -44,13 +48,6 @@ struct Run {
   int code = -1;
   std::string out, err;
 };
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 // fork + exec + wait4: the child's own wall time and peak RSS, nothing of ours.
 Run runChild(const std::vector<std::string>& argv, const std::string& scratch) {
@@ -121,12 +118,6 @@ Summary summaryOf(const std::string& out) {
               "cycle %ld: %ld created, %ld updated, %ld unchanged, %ld removed, %ld failed in %ld",
               &cycle, &s.created, &s.updated, &s.unchanged, &s.removed, &s.failed, &s.ms);
   return s;
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 struct Row {
@@ -211,17 +202,6 @@ class Bench {
   int runs_;
   bool keep_ = false;
 };
-
-std::string firstLine(const std::string& s) {
-  return s.substr(0, s.find('\n'));
-}
-
-std::string cpuModel() {
-  std::ifstream in("/proc/cpuinfo");
-  for (std::string line; std::getline(in, line);)
-    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
-  return "unknown";
-}
 
 std::string filesystemOf(const std::string& dir) {
   struct statfs sf {};
@@ -324,8 +304,9 @@ int main(int argc, char** argv) {
                fmt::format("{:.1f} [{:.1f}..{:.1f}]", median(row.ms), *lo, *hi),
                median(row.cycleMs), median(row.rss));
   }
-  fmt::print("\nwall: the whole `mesh-host apply` process (start-up, reading and parsing the\n"
-             "declaration, the cycle, exit). cycle: the time mesh-host reports for the cycle\n"
-             "itself — what every cycle of the agent (`run`, declaration kept in memory) costs.\n");
+  fmt::print(
+      "\nwall: the whole `mesh-host apply` process (start-up, reading and parsing the\n"
+      "declaration, the cycle, exit). cycle: the time mesh-host reports for the cycle\n"
+      "itself — what every cycle of the agent (`run`, declaration kept in memory) costs.\n");
   return 0;
 }

@@ -32,22 +32,15 @@
 #include "trust/node_key.hh"
 #include "trust/operator_key.hh"
 
+#include "bench_util.hh"
+
 namespace {
+
+using namespace mesh::bench;  // bench_util.hh
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 using namespace mesh::fleet;
-
-std::string shellOut(const std::string& cmd) {
-  std::string out;
-  FILE* p = ::popen(cmd.c_str(), "r");
-  char buf[512];
-  size_t n;
-  while (p && (n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  if (p) ::pclose(p);
-  while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
-  return out.substr(out.rfind('\n') == std::string::npos ? 0 : out.rfind('\n') + 1);
-}
 
 // Runs argv with output to `log`; its exit code.
 int run(const std::vector<std::string>& argv, const std::string& log) {
@@ -65,11 +58,6 @@ int run(const std::vector<std::string>& argv, const std::string& log) {
   int status = 0;
   ::waitpid(pid, &status, 0);
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
 }
 
 // n nodes enrolled in cluster `cluster`, put in transactions of kEtcdMaxTxnOps.

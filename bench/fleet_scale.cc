@@ -60,7 +60,11 @@
 #include "trust/operator_key.hh"
 #include "util/digest.hh"
 
+#include "bench_util.hh"
+
 namespace {
+
+using namespace mesh::bench;  // bench_util.hh
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
@@ -90,21 +94,6 @@ double msSince(Clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
 }
 
-pid_t spawn(const std::vector<std::string>& argv, const std::string& log) {
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
-    ::dup2(fd, 1);
-    ::dup2(fd, 2);
-    std::vector<char*> args;
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    ::execv(args[0], args.data());
-    ::_exit(127);
-  }
-  return pid;
-}
-
 int waitFor(pid_t pid) {
   int status = 0;
   ::waitpid(pid, &status, 0);
@@ -112,25 +101,6 @@ int waitFor(pid_t pid) {
 }
 
 // The last line a shell command prints.
-std::string shellOut(const std::string& cmd) {
-  std::string out;
-  FILE* p = ::popen(cmd.c_str(), "r");
-  char buf[4096];
-  size_t n;
-  while (p && (n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  if (p) ::pclose(p);
-  while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
-  const auto nl = out.rfind('\n');
-  return nl == std::string::npos ? out : out.substr(nl + 1);
-}
-
-double percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[std::min(v.size() - 1,
-                    static_cast<size_t>(p * static_cast<double>(v.size() - 1) + 0.5))];
-}
-
 // etcd's database size in bytes (/v3/maintenance/status through the gateway).
 int64_t dbSize(const std::string& url) {
   const std::string out =

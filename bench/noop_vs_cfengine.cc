@@ -39,7 +39,11 @@
 #include <thread>
 #include <vector>
 
+#include "bench_util.hh"
+
 namespace {
+
+using namespace mesh::bench;  // bench_util.hh
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
@@ -55,13 +59,6 @@ struct Run {
   int code = -1;
   std::string out, err;
 };
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 pid_t spawn(const std::vector<std::string>& argv, const std::vector<std::string>& env,
             const std::string& outPath, const std::string& errPath) {
@@ -165,12 +162,6 @@ long unchangedIn(const std::string& out) {
       created != 0 || updated != 0)
     return -1;
   return unchanged;
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 struct Series {
@@ -310,17 +301,6 @@ class Bench {
   int runs_;
   bool keep_ = false;
 };
-
-std::string firstLine(const std::string& s) {
-  return s.substr(0, s.find('\n'));
-}
-
-std::string cpuModel() {
-  std::ifstream in("/proc/cpuinfo");
-  for (std::string line; std::getline(in, line);)
-    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
-  return "unknown";
-}
 
 std::string osName() {
   std::ifstream in("/etc/os-release");
