@@ -3,6 +3,7 @@
 #include <signal.h>
 
 #include <filesystem>
+#include <fstream>
 
 #include "process_fixture.hh"
 #include "util/faults.hh"
@@ -402,6 +403,42 @@ TEST_P(Process, RebuiltBinaryRestartsNothing) {
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(outcomeOf(r.json(), id())["outcome"], "unchanged");
   EXPECT_EQ(running(), pid);
+}
+
+// A mesh-host whose unit files read differently (a header, a default key) restarts
+// nothing: the want is what is declared, the file is rewritten and the supervisor
+// reloaded, the service keeps its pid (the render-unit-v2 seam renders as such a
+// mesh-host would).
+TEST_P(Process, ANewUnitRenderingRestartsNothing) {
+  auto decl = declare(text());
+  ASSERT_EQ(apply(decl).code, 0);
+  const Pid pid = running();
+  const std::map<std::string, std::string> upgraded = {{"MESH_HOST_FAULT", "render-unit-v2"}};
+  Result planned = mesh({"plan", decl}, upgraded);
+  EXPECT_NE(planned.out.find("would rewrite " + service() + ", not restarted"), std::string::npos)
+      << planned.out;
+  Result r = mesh({"apply", decl, "--json"}, upgraded);
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  auto o = outcomeOf(r.json(), id());
+  EXPECT_EQ(o["outcome"], "updated") << o.dump();
+  EXPECT_EQ(o["reason"], "unit rendering changed (mesh-host upgraded)") << o.dump();
+  EXPECT_EQ(o["restarted"], false) << o.dump();
+  EXPECT_EQ(r.json()["summary"]["supervisor"]["restart"], 0) << r.out;
+  EXPECT_EQ(r.json()["summary"]["supervisor"]["start"], 0) << r.out;
+  EXPECT_EQ(running(), pid);
+  // The file now reads the new way: the next cycle of that mesh-host is a no-op.
+  Result again = mesh({"apply", decl, "--json"}, upgraded);
+  EXPECT_EQ(outcomeOf(again.json(), id())["outcome"], "unchanged") << again.out;
+  EXPECT_EQ(running(), pid);
+  // A hand edit is still drift, and restarts (the file is not what mesh-host wrote).
+  const std::string unitFile =
+      GetParam() == "systemd" ? SystemdNamespace::instance().unitDir() + "/" + service() : "";
+  if (!unitFile.empty()) {
+    std::ofstream(unitFile, std::ios::app) << "# edited by hand\n";
+    Result edited = mesh({"apply", decl, "--json"}, upgraded);
+    EXPECT_EQ(outcomeOf(edited.json(), id())["reason"], "drift: unit edited") << edited.out;
+    EXPECT_NE(running(), pid);
+  }
 }
 
 TEST_P(Process, RemovedProcessIsStopped) {

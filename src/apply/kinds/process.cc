@@ -33,10 +33,14 @@ struct ProcessObserved {
   std::string service;
   int64_t restarts = 0;
   int64_t crashRestarts = 0;
+  // The digest of the unit text mesh-host installed ("" not known: a record from
+  // before it was kept). A unit file that still has it is mesh-host's own, untouched.
+  std::string unit;
 
   std::string str() const {
     json j{{"tree", tree.str()}, {"service", service}, {"restarts", restarts}};
     if (crashRestarts != 0) j["crash_restarts"] = crashRestarts;
+    if (!unit.empty()) j["unit"] = unit;
     return j.dump();
   }
   static ProcessObserved parse(const std::string& text) {
@@ -47,6 +51,7 @@ struct ProcessObserved {
     o.service = j.value("service", "");
     o.restarts = j.value("restarts", int64_t{0});
     o.crashRestarts = j.value("crash_restarts", int64_t{0});
+    o.unit = j.value("unit", "");
     return o;
   }
 };
@@ -87,8 +92,18 @@ class ProcessApplier : public Applier {
  public:
   Digest want(Context& ctx, const decl::Resource& r) const override {
     const auto& s = std::get<decl::ProcessSpec>(r.spec);
-    const auto unit = renderUnit(r.id, s, ctx.bundleDir(s.bundle), ctx.settings().root);
-    return WantBuilder("process/1").add("bundle", s.bundle.str()).add("unit", unit.text).finish();
+    // What is declared, not how this mesh-host renders it: an upgrade whose unit files
+    // read differently changes no want, and so restarts nothing (reconcile rewrites the
+    // file and reloads the supervisor). Where the bundle lives and --root are in it:
+    // they change the paths the service runs.
+    WantBuilder w("process/2");
+    w.add("bundle", s.bundle.str())
+        .add("service", s.service)
+        .add("dir", ctx.bundleDir(s.bundle))
+        .add("root", ctx.settings().root);
+    for (const auto& [key, values] : s.unit)
+      for (const auto& v : values) w.add("unit." + key, v);
+    return w.finish();
   }
 
   Outcome reconcile(Context& ctx, const decl::Resource& r, const Digest& want,
@@ -103,13 +118,21 @@ class ProcessApplier : public Applier {
     const std::string hex = s.bundle.hex();
 
     // Observe: the bundle tree, the installed unit, the running service.
-    ProcessObserved now{{}, s.service, prev.restarts, prev.crashRestarts};
+    ProcessObserved now{
+        {}, s.service, prev.restarts, prev.crashRestarts, Digest::ofBytes(unit.text).str()};
     const TreeObserved trusted = rec && rec->wrote == want.str() ? prev.tree : TreeObserved{};
     const auto bundleDrift = checkTree(ctx, {bundles ? bundles->get() : -1, hex, bundleDir},
                                        s.bundle, limits, trusted, now.tree);
     std::optional<std::string> unitDrift;
+    // The unit file is still what mesh-host installed for this very want, but it renders
+    // differently now (a mesh-host upgrade): rewritten, the supervisor reloaded, nothing
+    // restarted — the service runs what was declared either way.
+    bool rerendered = false;
     if (!svc.installed)
       unitDrift = "not installed";
+    else if (svc.installedText != unit.text && rec && rec->wrote == want.str() &&
+             !prev.unit.empty() && Digest::ofBytes(svc.installedText).str() == prev.unit)
+      rerendered = true;
     else if (svc.installedText != unit.text)
       unitDrift = "unit edited";
     else if (faultRecreateThisCycle(ctx))
@@ -124,6 +147,16 @@ class ProcessApplier : public Applier {
     }
 
     if (!bundleDrift && !unitDrift && svc.active && causes.empty()) {
+      if (rerendered) {
+        ctx.change([&] { ctx.supervisor().install(unit); });
+        Outcome o =
+            Outcome::updated(want, "unit rendering changed (mesh-host upgraded)",
+                             fmt::format("{} {}, not restarted",
+                                         ctx.planning() ? "would rewrite" : "rewrote", s.service));
+        o.observed = now.str();
+        if (ctx.planning()) o.diff = unifiedDiff(svc.installedText, unit.text, s.service);
+        return o;
+      }
       if (!svc.enabled) {
         // Disabled by hand: enable it again (so it survives a reboot); the
         // running service has no cause to restart.

@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <cstdlib>
+#include <string_view>
+
 #include <set>
 
 namespace mesh::apply {
@@ -30,6 +33,18 @@ std::string replaceAll(const std::string& value, const std::string& what, const 
   for (size_t hit; (hit = value.find(what, at)) != std::string::npos; at = hit + what.size())
     out += value.substr(at, hit - at) + with;
   return out + value.substr(at);
+}
+
+// TEST-ONLY SEAM (tests/e2e/process_test.cc; docs/development.md): with
+// MESH_HOST_FAULT=render-unit-v2 every unit is rendered with one more line, as a later
+// mesh-host might render it: an upgrade that changes the rendering must restart
+// nothing. Inert unless the variable is set.
+bool renderingV2ForTests() {
+  static const bool enabled = [] {
+    const char* v = std::getenv("MESH_HOST_FAULT");
+    return v && std::string_view(v) == "render-unit-v2";
+  }();
+  return enabled;
 }
 
 }  // namespace
@@ -62,6 +77,8 @@ supervise::Unit renderUnit(const std::string& id, const decl::ProcessSpec& spec,
   u.text = fmt::format("# Managed by mesh-host ({}); edits are drift and will be reverted.\n", id) +
            section("Unit", unitKeys) + "\n" + section("Service", u.service) + "\n" +
            section("Install", installKeys);
+  if (renderingV2ForTests())
+    u.text += "\n# (rendered by mesh-host's next unit format: a test seam)\n";
   return u;
 }
 
