@@ -1,5 +1,6 @@
 // The guarantees this project exists for: a process is restarted exactly when
 // there is a cause — never more, never less — with either supervisor backend.
+#include <fmt/format.h>
 #include <signal.h>
 
 #include <filesystem>
@@ -439,6 +440,28 @@ TEST_P(Process, ANewUnitRenderingRestartsNothing) {
     EXPECT_EQ(outcomeOf(edited.json(), id())["reason"], "drift: unit edited") << edited.out;
     EXPECT_NE(running(), pid);
   }
+}
+
+// A record written by a mesh-host of the earlier want scheme (the rendered text in the
+// want, no unit digest): the first cycle after the upgrade records the new want and
+// restarts nothing.
+TEST_P(Process, ARecordOfTheEarlierWantSchemeIsRerecordedWithoutARestart) {
+  auto decl = declare(text());
+  ASSERT_EQ(apply(decl).code, 0);
+  const Pid pid = running();
+  const std::string old = "sha256:" + std::string(64, '1');
+  Result edit = runCommand({"sqlite3", "-batch", stateDir() + "/state.db",
+                            fmt::format("UPDATE records SET want = '{}', wrote = '{}', observed = "
+                                        "json_remove(observed, '$.unit') WHERE id = '{}'",
+                                        old, old, id())});
+  ASSERT_EQ(edit.code, 0) << edit.err;
+  Result r = apply(decl);
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  auto o = outcomeOf(r.json(), id());
+  EXPECT_EQ(o["outcome"], "unchanged") << o.dump();
+  EXPECT_NE(o["wrote"], old) << "the new want is recorded";
+  EXPECT_EQ(r.json()["summary"]["supervisor"]["restart"], 0) << r.out;
+  EXPECT_EQ(running(), pid);
 }
 
 TEST_P(Process, RemovedProcessIsStopped) {
