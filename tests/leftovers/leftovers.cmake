@@ -26,6 +26,8 @@ foreach(_mesh_dir IN LISTS MESH_PROCESS_TEST_DIRS)
   set_property(DIRECTORY "${_mesh_dir}" APPEND PROPERTY TEST_INCLUDE_FILES "${_mesh_script}")
 endforeach()
 
+set_tests_properties(Demo.Runs PROPERTIES FIXTURES_REQUIRED mesh_test_processes)
+
 add_test(NAME Leftovers.RunStarts COMMAND ${CMAKE_COMMAND} -E touch "${_mesh_stamp}")
 set_tests_properties(Leftovers.RunStarts PROPERTIES FIXTURES_SETUP mesh_test_processes)
 # The tag is the mesh-host binary under test: what tests/leftovers/processes.hh
