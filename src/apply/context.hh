@@ -74,6 +74,14 @@ class Context {
     }
     act();
   }
+  // The gate for a change that owes no restart to anything (Outcome::restartsDependents
+  // false): the same, without the hook that records the restarts a change owes.
+  template <typename F>
+  void changeOwingNothing(F&& act) {
+    if (!applying()) return;
+    beforeAnyChange();
+    act();
+  }
   // Set by the cycle for the resource in hand; cleared once run or when the
   // resource is done.
   void setBeforeFirstChange(std::function<void()> hook) { beforeFirstChange_ = std::move(hook); }

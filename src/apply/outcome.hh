@@ -77,6 +77,9 @@ class Outcome {
   std::string diff;
   // Warnings that do not fail the resource (shown in plan and apply).
   std::string warning;
+  // False for a change of form only, not of what is declared (a unit file rendered anew
+  // by an upgraded mesh-host): the processes that restart on this resource owe nothing.
+  bool restartsDependents = true;
   // A resource whose path changed: where it was ("would move /a -> /b").
   std::string movedFrom, movedTo;
 

@@ -315,7 +315,7 @@ class Cycle {
       failed_.insert(r.id);
     else if (dependents_.count(r.id))  // only causes: intents are judged against them
       heldNow_[r.id] = outcome->held().str();
-    if (outcome->changed()) changed_.insert(r.id);
+    if (outcome->changed() && outcome->restartsDependents) changed_.insert(r.id);
     Pending p{r.id, r.module, kind, r.path(), want, recordOf(r.id, kind), report_.results.size()};
     report_.results.push_back({r.id, r.module, kind, std::move(*outcome)});
     if (report_.results.back().outcome.activation != Outcome::Activation::None) {
@@ -524,7 +524,8 @@ class Cycle {
     count(report_.tally, outcome.verdict());
     if (!ctx_.applying()) return;
     const int64_t now = nowMs();
-    const bool changed = outcome.changed() || outcome.verdict() == Verdict::Removed;
+    const bool changed =
+        (outcome.changed() || outcome.verdict() == Verdict::Removed) && outcome.restartsDependents;
     auto owes = dependents_.find(p.id);
     const bool owesRestarts = changed && owes != dependents_.end();
     const bool paysRestarts =

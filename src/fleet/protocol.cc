@@ -137,18 +137,28 @@ json optionalJson(const std::optional<int64_t>& v) {
 namespace {
 
 // Convergence by content: the cycle that applied the declaration in force.
+// The counts a status and its applied cycle both carry (created … failed), as JSON
+// and back.
+template <typename Counts>
+json countsJson(const Counts& c) {
+  return {{"created", c.created}, {"updated", c.updated},   {"unchanged", c.unchanged},
+          {"removed", c.removed}, {"released", c.released}, {"skipped", c.skipped},
+          {"failed", c.failed}};
+}
+
+template <typename Counts>
+void readCounts(Counts& c, const json& summary, const std::string& where) {
+  for (auto [name, member] :
+       {std::pair{"created", &Counts::created}, std::pair{"updated", &Counts::updated},
+        std::pair{"unchanged", &Counts::unchanged}, std::pair{"removed", &Counts::removed},
+        std::pair{"released", &Counts::released}, std::pair{"skipped", &Counts::skipped},
+        std::pair{"failed", &Counts::failed}})
+    c.*member = field<int64_t>(summary, name, 0, where);
+}
+
 json appliedCycleJson(const std::optional<NodeStatus::AppliedCycle>& a) {
   if (!a) return nullptr;
-  return {{"cycle", a->cycle},
-          {"at_ms", a->atMs},
-          {"summary",
-           {{"created", a->created},
-            {"updated", a->updated},
-            {"unchanged", a->unchanged},
-            {"removed", a->removed},
-            {"released", a->released},
-            {"skipped", a->skipped},
-            {"failed", a->failed}}}};
+  return {{"cycle", a->cycle}, {"at_ms", a->atMs}, {"summary", countsJson(*a)}};
 }
 
 std::optional<NodeStatus::AppliedCycle> appliedCycleOf(const json& j, const std::string& where) {
@@ -158,13 +168,7 @@ std::optional<NodeStatus::AppliedCycle> appliedCycleOf(const json& j, const std:
   NodeStatus::AppliedCycle out;
   out.cycle = field<int64_t>(a, "cycle", 0, where);
   out.atMs = field<int64_t>(a, "at_ms", 0, where);
-  out.created = field<int64_t>(summary, "created", 0, where);
-  out.updated = field<int64_t>(summary, "updated", 0, where);
-  out.unchanged = field<int64_t>(summary, "unchanged", 0, where);
-  out.removed = field<int64_t>(summary, "removed", 0, where);
-  out.released = field<int64_t>(summary, "released", 0, where);
-  out.skipped = field<int64_t>(summary, "skipped", 0, where);
-  out.failed = field<int64_t>(summary, "failed", 0, where);
+  readCounts(out, summary, where);
   return out;
 }
 
@@ -211,14 +215,7 @@ std::string encodeStatus(const NodeStatus& s) {
               {"last_cycle_at_ms", s.lastCycleAtMs},
               {"cycle_ms", s.cycleMs},
               {"trigger", s.trigger},
-              {"summary",
-               {{"created", s.created},
-                {"updated", s.updated},
-                {"unchanged", s.unchanged},
-                {"removed", s.removed},
-                {"released", s.released},
-                {"skipped", s.skipped},
-                {"failed", s.failed}}},
+              {"summary", countsJson(s)},
               {"failing", failing},
               {"churning", s.churning},
               {"cycle_error", s.cycleError},
@@ -260,13 +257,7 @@ NodeStatus decodeStatus(std::string_view text, const std::string& where) {
   s.cycleMs = field<int64_t>(j, "cycle_ms", 0, where);
   s.trigger = field<std::string>(j, "trigger", "", where);
   const json summary = objectField(j, "summary", where);
-  s.created = field<int64_t>(summary, "created", 0, where);
-  s.updated = field<int64_t>(summary, "updated", 0, where);
-  s.unchanged = field<int64_t>(summary, "unchanged", 0, where);
-  s.removed = field<int64_t>(summary, "removed", 0, where);
-  s.released = field<int64_t>(summary, "released", 0, where);
-  s.skipped = field<int64_t>(summary, "skipped", 0, where);
-  s.failed = field<int64_t>(summary, "failed", 0, where);
+  readCounts(s, summary, where);
   for (const auto& f : objectArrayField(j, "failing", where))
     s.failing.emplace_back(field<std::string>(f, "id", "", where),
                            field<std::string>(f, "reason", "", where));

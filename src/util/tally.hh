@@ -26,9 +26,6 @@ struct Tally {
   bool anyChange() const { return created + updated + removed > 0; }
   // Something did not converge (a skipped resource always follows a failed one).
   bool anyFailed() const { return failed + skipped > 0; }
-  int64_t total() const {
-    return created + updated + unchanged + removed + released + skipped + failed;
-  }
 
   // Every field with its outcome's name, in the order outputs list them.
   std::array<std::pair<std::string_view, int64_t>, 7> named() const {
@@ -40,20 +37,6 @@ struct Tally {
              {"skipped", skipped},
              {"failed", failed}}};
   }
-  // The field of an outcome's name; null for an unknown name.
-  int64_t* field(std::string_view outcome) {
-    for (auto [name, member] : std::array<std::pair<std::string_view, int64_t Tally::*>, 7>{
-             {{"created", &Tally::created},
-              {"updated", &Tally::updated},
-              {"unchanged", &Tally::unchanged},
-              {"removed", &Tally::removed},
-              {"released", &Tally::released},
-              {"skipped", &Tally::skipped},
-              {"failed", &Tally::failed}}})
-      if (name == outcome) return &(this->*member);
-    return nullptr;
-  }
-
   bool operator==(const Tally&) const = default;
 };
 

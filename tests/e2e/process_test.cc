@@ -411,7 +411,15 @@ TEST_P(Process, RebuiltBinaryRestartsNothing) {
 // reloaded, the service keeps its pid (the render-unit-v2 seam renders as such a
 // mesh-host would).
 TEST_P(Process, ANewUnitRenderingRestartsNothing) {
-  auto decl = declare(text());
+  // A second process restarts on the first: a re-rendered unit is no cause for it either.
+  auto decl = declare(text() + fmt::format(R"(
+[module.{0}.process.sidecar]
+bundle = "{1}"
+service = "{0}-sidecar.service"
+restart-on = ["{0}.runtime"]
+unit = {{ ExecStart = "{{bundle}}/bin/svc", Restart = "always", Environment = ["MESH_CONFIG={{root}}/etc/{0}/config"] }}
+)",
+                                           module, bundle));
   ASSERT_EQ(apply(decl).code, 0);
   const Pid pid = running();
   const std::map<std::string, std::string> upgraded = {{"MESH_HOST_FAULT", "render-unit-v2"}};
@@ -424,6 +432,7 @@ TEST_P(Process, ANewUnitRenderingRestartsNothing) {
   EXPECT_EQ(o["outcome"], "updated") << o.dump();
   EXPECT_EQ(o["reason"], "unit rendering changed (mesh-host upgraded)") << o.dump();
   EXPECT_EQ(o["restarted"], false) << o.dump();
+  EXPECT_EQ(outcomeOf(r.json(), module + ".sidecar")["restarted"], false) << r.out;
   EXPECT_EQ(r.json()["summary"]["supervisor"]["restart"], 0) << r.out;
   EXPECT_EQ(r.json()["summary"]["supervisor"]["start"], 0) << r.out;
   EXPECT_EQ(running(), pid);

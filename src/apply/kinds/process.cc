@@ -148,12 +148,13 @@ class ProcessApplier : public Applier {
 
     if (!bundleDrift && !unitDrift && svc.active && causes.empty()) {
       if (rerendered) {
-        ctx.change([&] { ctx.supervisor().install(unit); });
+        ctx.changeOwingNothing([&] { ctx.supervisor().install(unit); });
         Outcome o =
             Outcome::updated(want, "unit rendering changed (mesh-host upgraded)",
                              fmt::format("{} {}, not restarted",
                                          ctx.planning() ? "would rewrite" : "rewrote", s.service));
         o.observed = now.str();
+        o.restartsDependents = false;  // what it runs is as it was
         if (ctx.planning()) o.diff = unifiedDiff(svc.installedText, unit.text, s.service);
         return o;
       }
