@@ -1,5 +1,5 @@
 // Churn: a resource created or updated again and again while the declaration did
-// not ask for it (DESIGN.md, "Deciding an outcome"). A pure computation over the
+// not ask for it (docs/operating.md, "Churn"). A pure computation over the
 // history the state store keeps, so it tests on plain values.
 #pragma once
 

@@ -16,7 +16,7 @@ namespace mesh::cli {
 // mesh-host's version (CMakeLists.txt's project version), for --version and fleet status.
 inline constexpr const char* kVersion = MESH_HOST_VERSION;
 
-// Exit codes (the contract in DESIGN.md).
+// Exit codes (the contract in the README and docs/json.md).
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitFailed = 1;
 inline constexpr int kExitBadInput = 2;

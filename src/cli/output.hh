@@ -1,4 +1,4 @@
-// Rendering cycle reports: the human lines and the JSON object of DESIGN.md.
+// Rendering cycle reports: the human lines and the JSON object of docs/json.md.
 #pragma once
 
 #include <nlohmann/json.hpp>
