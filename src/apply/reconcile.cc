@@ -20,11 +20,6 @@ int64_t nowMs() {
 
 namespace {
 
-Digest recordedHeld(const state::Record* rec) {
-  if (!rec) return Digest::none();
-  return Digest::parse(rec->wrote).value_or(Digest::none());
-}
-
 // The record after this outcome; the store is written only when it differs.
 state::Record nextRecord(const state::Record* rec, const std::string& id, const std::string& module,
                          const std::string& kind, const std::string& path, const Digest& want,
@@ -253,7 +248,7 @@ class Cycle {
         if (!done[i].observed.empty()) o.observed = std::move(done[i].observed);
       }
       if (error) {
-        o = Outcome::failed(recordedHeld(p.rec), *error);
+        o = Outcome::failed(p.rec, *error);
         failed_.insert(p.id);
         changed_.erase(p.id);
         heldNow_.erase(p.id);
@@ -281,9 +276,8 @@ class Cycle {
     Digest want;
     std::optional<Outcome> outcome;
     if (auto dep = failedDependency(r); !dep.empty()) {
-      outcome = Outcome::skipped(recordedHeld(rec),
-                                 fmt::format("requires {}, which {}", dep,
-                                             skipped_.count(dep) ? "was skipped" : "failed"));
+      outcome = Outcome::skipped(rec, fmt::format("requires {}, which {}", dep,
+                                                  skipped_.count(dep) ? "was skipped" : "failed"));
     } else {
       try {
         const Applier& applier = applierFor(r.kind);
@@ -294,17 +288,17 @@ class Cycle {
         const state::Record* hint = movedFrom ? nullptr : rec;
         std::string roomMade;
         try {
-          outcome = applier.reconcile(ctx_, r, want, hint);
+          outcome = Outcome::of(applier.reconcile(ctx_, r, want, hint), want, hint);
         } catch (const InTheWay&) {
           roomMade = makeRoom(r, kind);
           if (roomMade.empty()) throw;
-          outcome = applier.reconcile(ctx_, r, want, hint);
+          outcome = Outcome::of(applier.reconcile(ctx_, r, want, hint), want, hint);
         }
         if (!roomMade.empty() && !outcome->notConverged())
           outcome = outcome->replacing(roomMade, outcome->detail());
         if (movedFrom && !outcome->notConverged()) outcome = leaveOldPath(r, *movedFrom, *outcome);
       } catch (const Error& e) {
-        outcome = Outcome::failed(recordedHeld(rec), e.what());
+        outcome = Outcome::failed(rec, e.what());
       }
     }
     // A resource that failed after staging a write leaves the old file.
@@ -344,7 +338,7 @@ class Cycle {
   // changed it since, it goes — the same rule as pruning — and the reason for
   // `r` says what it replaced. "" when nothing may go.
   // A removal that deleted what was there (a plan: would delete it).
-  static bool deletedIt(const Outcome& removal) {
+  static bool deletedIt(const Removal& removal) {
     return removal.detail() == "deleted" || removal.detail() == "would delete";
   }
 
@@ -356,7 +350,7 @@ class Cycle {
       if (rec.path == r.path() && rec.kind != kind && rec.changes > 0 && !rec.wrote.empty())
         old = &rec;
     if (!old) return {};
-    const Outcome removal = applierFor(old->kind).remove(ctx_, *old);
+    const Removal removal = applierFor(old->kind).remove(ctx_, *old);
     if (removal.verdict() != Verdict::Removed || !deletedIt(removal)) return {};
     const std::string reason = old->id == r.id
                                    ? fmt::format("kind changed: {} -> {}", old->kind, kind)
@@ -382,7 +376,7 @@ class Cycle {
       left = "old path left in place: mesh-host never wrote it";
     } else {
       try {
-        const Outcome removal = applierFor(old.kind).remove(ctx_, old);
+        const Removal removal = applierFor(old.kind).remove(ctx_, old);
         deleted = deletedIt(removal);
         left = deleted ? (ctx_.planning() ? "old path would be deleted" : "old path deleted")
                        : "old path " + removal.detail();
@@ -395,9 +389,7 @@ class Cycle {
     // Nothing changes now, so nothing restarts on it now; whether the restart
     // it owed is paid, its intent says (causesFor). The record learns the path.
     if (now.verdict() == Verdict::Unchanged && !deleted && intendedBefore(r.id, now.held())) {
-      Outcome done = Outcome::unchanged(now.held(), fmt::format("moved from {}", old.path));
-      done.observed = now.observed;
-      done.warning = now.warning;
+      Outcome done = now.retold(fmt::format("moved from {}", old.path));
       done.movedFrom = old.path;
       done.movedTo = r.path();
       return done;
@@ -463,18 +455,16 @@ class Cycle {
       std::optional<Outcome> outcome;
       if (rec->changes == 0) {
         // Only ever adopted as found: mesh-host never wrote it, so never deletes it.
-        outcome = Outcome::released(reasons::kNoLongerDeclared,
-                                    "left in place: mesh-host never wrote it");
+        outcome = Outcome::of(Removal::released("left in place: mesh-host never wrote it"));
       } else if (auto owner = declaredPaths.find(rec->path);
                  !rec->path.empty() && owner != declaredPaths.end()) {
-        outcome = Outcome::released(
-            reasons::kNoLongerDeclared,
-            fmt::format("left in place: {} now manages {}", owner->second, rec->path));
+        outcome = Outcome::of(Removal::released(
+            fmt::format("left in place: {} now manages {}", owner->second, rec->path)));
       } else {
         try {
-          outcome = applierFor(rec->kind).remove(ctx_, *rec);
+          outcome = Outcome::of(applierFor(rec->kind).remove(ctx_, *rec));
         } catch (const Error& e) {
-          outcome = Outcome::failed(recordedHeld(rec), e.what());
+          outcome = Outcome::failed(rec, e.what());
         }
       }
       if (outcome->verdict() == Verdict::Removed) changed_.insert(rec->id);
@@ -507,7 +497,7 @@ class Cycle {
           crashPoint(crash::kAfterRestart);
           o.restarted = o.activation == Outcome::Activation::Restart;
         } catch (const Error& e) {
-          Outcome failed = Outcome::failed(recordedHeld(p.rec), e.what());
+          Outcome failed = Outcome::failed(p.rec, e.what());
           failed.service = o.service;
           o = std::move(failed);
         }
