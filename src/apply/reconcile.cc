@@ -506,60 +506,78 @@ class Cycle {
     }
   }
 
-  // Writes what `p`'s outcome changes in the store, in a transaction of its own
-  // — or in `*shared`, opened there when needed and committed by the caller,
-  // when given and the write need not be synced.
+  // Counts `p`'s outcome and, applying, writes what it changes in the store.
   void record(const Pending& p, std::optional<state::Store::Txn>* shared = nullptr) {
     const Outcome& outcome = report_.results[p.resultIndex].outcome;
     count(report_.tally, outcome.verdict());
     if (!ctx_.applying()) return;
     const int64_t now = nowMs();
+    if (auto w = writeFor(p, outcome, now)) write(p, outcome, *w, now, shared);
+  }
+
+  // What the store must learn from one outcome.
+  struct Write {
+    std::optional<state::Record> next;                 // nullopt: the record goes
+    bool putRecord = false;                            // `next` differs from the record
+    const std::vector<std::string>* owedBy = nullptr;  // processes the change owes a restart
+    bool paysRestarts = false;                         // a start or restart was made
+    bool history = false;                              // anything but `unchanged`
+    bool synced = false;                               // committed with an fsync
+  };
+
+  // Whether `p`'s outcome needs a write, and which; nullopt in the no-op path.
+  std::optional<Write> writeFor(const Pending& p, const Outcome& outcome, int64_t now) const {
+    Write w;
     const bool changed =
         (outcome.changed() || outcome.verdict() == Verdict::Removed) && outcome.restartsDependents;
-    auto owes = dependents_.find(p.id);
-    const bool owesRestarts = changed && owes != dependents_.end();
-    const bool paysRestarts =
-        outcome.activation != Outcome::Activation::None && outcome.verdict() != Verdict::Failed;
-    if (!owesRestarts && !paysRestarts && unchangedAsRecorded(p, outcome)) return;  // no-op path
-    auto next = outcome.gone() ? std::optional<state::Record>()
-                               : nextRecord(p.rec, p.id, p.module, p.kind, p.path, p.want, outcome,
-                                            report_.cycle, now);
-    const bool recordChanged = !next || !p.rec || *next != *p.rec;
-    if (!recordChanged && !owesRestarts && !paysRestarts && outcome.verdict() == Verdict::Unchanged)
-      return;  // the no-op path: no write at all
-
-    if (owesRestarts) crashPoint(crash::kBeforeRecord);
-    // One transaction: the record, the restarts it owes or pays, its history.
+    if (auto owes = dependents_.find(p.id); changed && owes != dependents_.end())
+      w.owedBy = &owes->second;
+    w.paysRestarts = outcome.activation != Activation::None && outcome.verdict() != Verdict::Failed;
+    if (!w.owedBy && !w.paysRestarts && unchangedAsRecorded(p, outcome)) return std::nullopt;
+    if (!outcome.gone())
+      w.next =
+          nextRecord(p.rec, p.id, p.module, p.kind, p.path, p.want, outcome, report_.cycle, now);
+    w.putRecord = w.next && (!p.rec || *w.next != *p.rec);
+    w.history = outcome.verdict() != Verdict::Unchanged;
     // A change that owes restarts, and a move, is recorded synced (one fsync
     // per such change, none in a no-op cycle): the restarts may be made before
     // the next sync, and an OS crash that took back this commit but not the
     // change would leave a record that makes the change look new again (a move
     // is `updated` once more), restarting its processes (those that restart on
     // it by then) a second time.
-    const bool synced = owesRestarts || (outcome.changed() && !outcome.movedFrom.empty());
-    if (shared && *shared && synced) {  // transactions do not nest
+    w.synced = w.owedBy || (outcome.changed() && !outcome.movedFrom.empty());
+    return w;
+  }
+
+  // Writes `w` in one transaction — the record, the restarts it owes or pays, its
+  // history — of its own, or in `*shared`, opened there when needed and committed
+  // by the caller, when given and the write need not be synced.
+  void write(const Pending& p, const Outcome& outcome, const Write& w, int64_t now,
+             std::optional<state::Store::Txn>* shared) {
+    if (w.owedBy) crashPoint(crash::kBeforeRecord);
+    if (shared && *shared && w.synced) {  // transactions do not nest
       (*shared)->commit();
       shared->reset();
     }
     std::optional<state::Store::Txn> own;
-    if (!shared || synced)
+    if (!shared || w.synced)
       own.emplace(*store_,
-                  synced ? state::Store::Txn::Sync::Full : state::Store::Txn::Sync::Normal);
+                  w.synced ? state::Store::Txn::Sync::Full : state::Store::Txn::Sync::Normal);
     else if (!*shared)
       shared->emplace(*store_);
-    if (!next)
+    if (!w.next)
       store_->deleteRecord(p.id);
-    else if (recordChanged)
-      store_->putRecord(*next);
-    if (owesRestarts)
-      for (const auto& process : owes->second)
+    else if (w.putRecord)
+      store_->putRecord(*w.next);
+    if (w.owedBy)
+      for (const auto& process : *w.owedBy)
         store_->oweRestart({process, p.id, report_.cycle, now, ""});
-    if (paysRestarts) store_->clearOwedRestarts(p.id);
-    if (outcome.verdict() != Verdict::Unchanged)
+    if (w.paysRestarts) store_->clearOwedRestarts(p.id);
+    if (w.history)
       store_->addHistory({report_.cycle, p.id, verdictName(outcome.verdict()), outcome.reason(),
                           p.want.str(), outcome.held().str(), now});
     if (own) own->commit();
-    if (owesRestarts) crashPoint(crash::kAfterChangeRecorded);
+    if (w.owedBy) crashPoint(crash::kAfterChangeRecorded);
   }
 
   // An unchanged outcome that the record already says, word for word: nothing to
