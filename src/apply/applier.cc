@@ -11,52 +11,6 @@ const Applier& archiveApplier();
 const Applier& credentialApplier();
 const Applier& processApplier();
 
-const char* verdictName(Verdict v) {
-  switch (v) {
-    case Verdict::Unchanged:
-      return "unchanged";
-    case Verdict::Created:
-      return "created";
-    case Verdict::Updated:
-      return "updated";
-    case Verdict::Removed:
-      return "removed";
-    case Verdict::Released:
-      return "released";
-    case Verdict::Skipped:
-      return "skipped";
-    case Verdict::Failed:
-      return "failed";
-  }
-  return "?";
-}
-
-void count(Tally& t, Verdict v) {
-  switch (v) {
-    case Verdict::Unchanged:
-      ++t.unchanged;
-      break;
-    case Verdict::Created:
-      ++t.created;
-      break;
-    case Verdict::Updated:
-      ++t.updated;
-      break;
-    case Verdict::Removed:
-      ++t.removed;
-      break;
-    case Verdict::Released:
-      ++t.released;
-      break;
-    case Verdict::Skipped:
-      ++t.skipped;
-      break;
-    case Verdict::Failed:
-      ++t.failed;
-      break;
-  }
-}
-
 const Applier& applierFor(decl::Kind kind) {
   switch (kind) {
     case decl::Kind::File:
@@ -79,17 +33,6 @@ const Applier& applierFor(const std::string& kindName) {
   auto k = decl::kindFromName(kindName);
   if (!k) throw Error("the state store names an unknown kind '{}'", kindName);
   return applierFor(*k);
-}
-
-std::string reasonToAct(const state::Record* rec, const Digest& want, bool somethingThere,
-                        const std::string& driftWhat) {
-  if (!rec) return somethingThere ? reasons::kAdopted : reasons::kNew;
-  if (rec->wrote != want.str()) return reasons::kDeclared;
-  return "drift: " + driftWhat;
-}
-
-std::string reasonUnchanged(const state::Record* rec) {
-  return rec ? "" : reasons::kAdopted;
 }
 
 }  // namespace mesh::apply

@@ -1,6 +1,6 @@
 // The interface every resource kind implements, one file per kind under kinds/.
 // Each follows the same steps: want → observe → decide → act (through the
-// context's gate) → outcome.
+// context's gate) → a decision, which the cycle turns into the outcome.
 #pragma once
 
 #include "apply/context.hh"
@@ -20,13 +20,14 @@ class Applier {
 
   // Converges one declared resource. `rec` is the record of the last cycle, if
   // any: a hint and a fast path, never the only evidence. Throws on failure; the
-  // caller turns that into a `failed` outcome.
-  virtual Outcome reconcile(Context& ctx, const decl::Resource& r, const Digest& want,
-                            const state::Record* rec) const = 0;
+  // caller turns that into a `failed` outcome. The decision names no digest: the
+  // cycle's outcome holds `want`.
+  virtual Decision reconcile(Context& ctx, const decl::Resource& r, const Digest& want,
+                             const state::Record* rec) const = 0;
 
   // Removes what `rec` says mesh-host wrote, for a resource no longer declared.
   // Leaves in place anything changed since it was written.
-  virtual Outcome remove(Context& ctx, const state::Record& rec) const = 0;
+  virtual Removal remove(Context& ctx, const state::Record& rec) const = 0;
 };
 
 // Thrown by a kind when the path holds an object of another type (a directory
@@ -40,22 +41,5 @@ class InTheWay : public Error {
 
 const Applier& applierFor(decl::Kind kind);
 const Applier& applierFor(const std::string& kindName);  // throws for an unknown kind
-
-// Shared reasons, so every kind words them alike.
-namespace reasons {
-inline constexpr const char* kNew = "new";
-inline constexpr const char* kDeclared = "declared";
-inline constexpr const char* kAdopted = "adopted";
-inline constexpr const char* kNoLongerDeclared = "no longer declared";
-}  // namespace reasons
-
-// The reason for acting on a resource whose machine state differs from `want`:
-// "new", "adopted", "declared" or "drift: <what>".
-std::string reasonToAct(const state::Record* rec, const Digest& want, bool somethingThere,
-                        const std::string& driftWhat);
-
-// The reason attached to an `unchanged` outcome: "adopted" when there was no
-// record, "" otherwise.
-std::string reasonUnchanged(const state::Record* rec);
 
 }  // namespace mesh::apply

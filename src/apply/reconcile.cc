@@ -20,11 +20,6 @@ int64_t nowMs() {
 
 namespace {
 
-Digest recordedHeld(const state::Record* rec) {
-  if (!rec) return Digest::none();
-  return Digest::parse(rec->wrote).value_or(Digest::none());
-}
-
 // The record after this outcome; the store is written only when it differs.
 state::Record nextRecord(const state::Record* rec, const std::string& id, const std::string& module,
                          const std::string& kind, const std::string& path, const Digest& want,
@@ -253,7 +248,7 @@ class Cycle {
         if (!done[i].observed.empty()) o.observed = std::move(done[i].observed);
       }
       if (error) {
-        o = Outcome::failed(recordedHeld(p.rec), *error);
+        o = Outcome::failed(p.rec, *error);
         failed_.insert(p.id);
         changed_.erase(p.id);
         heldNow_.erase(p.id);
@@ -281,9 +276,8 @@ class Cycle {
     Digest want;
     std::optional<Outcome> outcome;
     if (auto dep = failedDependency(r); !dep.empty()) {
-      outcome = Outcome::skipped(recordedHeld(rec),
-                                 fmt::format("requires {}, which {}", dep,
-                                             skipped_.count(dep) ? "was skipped" : "failed"));
+      outcome = Outcome::skipped(rec, fmt::format("requires {}, which {}", dep,
+                                                  skipped_.count(dep) ? "was skipped" : "failed"));
     } else {
       try {
         const Applier& applier = applierFor(r.kind);
@@ -294,17 +288,17 @@ class Cycle {
         const state::Record* hint = movedFrom ? nullptr : rec;
         std::string roomMade;
         try {
-          outcome = applier.reconcile(ctx_, r, want, hint);
+          outcome = Outcome::of(applier.reconcile(ctx_, r, want, hint), want, hint);
         } catch (const InTheWay&) {
           roomMade = makeRoom(r, kind);
           if (roomMade.empty()) throw;
-          outcome = applier.reconcile(ctx_, r, want, hint);
+          outcome = Outcome::of(applier.reconcile(ctx_, r, want, hint), want, hint);
         }
         if (!roomMade.empty() && !outcome->notConverged())
           outcome = outcome->replacing(roomMade, outcome->detail());
         if (movedFrom && !outcome->notConverged()) outcome = leaveOldPath(r, *movedFrom, *outcome);
       } catch (const Error& e) {
-        outcome = Outcome::failed(recordedHeld(rec), e.what());
+        outcome = Outcome::failed(rec, e.what());
       }
     }
     // A resource that failed after staging a write leaves the old file.
@@ -344,7 +338,7 @@ class Cycle {
   // changed it since, it goes — the same rule as pruning — and the reason for
   // `r` says what it replaced. "" when nothing may go.
   // A removal that deleted what was there (a plan: would delete it).
-  static bool deletedIt(const Outcome& removal) {
+  static bool deletedIt(const Removal& removal) {
     return removal.detail() == "deleted" || removal.detail() == "would delete";
   }
 
@@ -356,7 +350,7 @@ class Cycle {
       if (rec.path == r.path() && rec.kind != kind && rec.changes > 0 && !rec.wrote.empty())
         old = &rec;
     if (!old) return {};
-    const Outcome removal = applierFor(old->kind).remove(ctx_, *old);
+    const Removal removal = applierFor(old->kind).remove(ctx_, *old);
     if (removal.verdict() != Verdict::Removed || !deletedIt(removal)) return {};
     const std::string reason = old->id == r.id
                                    ? fmt::format("kind changed: {} -> {}", old->kind, kind)
@@ -382,7 +376,7 @@ class Cycle {
       left = "old path left in place: mesh-host never wrote it";
     } else {
       try {
-        const Outcome removal = applierFor(old.kind).remove(ctx_, old);
+        const Removal removal = applierFor(old.kind).remove(ctx_, old);
         deleted = deletedIt(removal);
         left = deleted ? (ctx_.planning() ? "old path would be deleted" : "old path deleted")
                        : "old path " + removal.detail();
@@ -395,9 +389,7 @@ class Cycle {
     // Nothing changes now, so nothing restarts on it now; whether the restart
     // it owed is paid, its intent says (causesFor). The record learns the path.
     if (now.verdict() == Verdict::Unchanged && !deleted && intendedBefore(r.id, now.held())) {
-      Outcome done = Outcome::unchanged(now.held(), fmt::format("moved from {}", old.path));
-      done.observed = now.observed;
-      done.warning = now.warning;
+      Outcome done = now.retold(fmt::format("moved from {}", old.path));
       done.movedFrom = old.path;
       done.movedTo = r.path();
       return done;
@@ -463,18 +455,16 @@ class Cycle {
       std::optional<Outcome> outcome;
       if (rec->changes == 0) {
         // Only ever adopted as found: mesh-host never wrote it, so never deletes it.
-        outcome = Outcome::released(reasons::kNoLongerDeclared,
-                                    "left in place: mesh-host never wrote it");
+        outcome = Outcome::of(Removal::released("left in place: mesh-host never wrote it"));
       } else if (auto owner = declaredPaths.find(rec->path);
                  !rec->path.empty() && owner != declaredPaths.end()) {
-        outcome = Outcome::released(
-            reasons::kNoLongerDeclared,
-            fmt::format("left in place: {} now manages {}", owner->second, rec->path));
+        outcome = Outcome::of(Removal::released(
+            fmt::format("left in place: {} now manages {}", owner->second, rec->path)));
       } else {
         try {
-          outcome = applierFor(rec->kind).remove(ctx_, *rec);
+          outcome = Outcome::of(applierFor(rec->kind).remove(ctx_, *rec));
         } catch (const Error& e) {
-          outcome = Outcome::failed(recordedHeld(rec), e.what());
+          outcome = Outcome::failed(rec, e.what());
         }
       }
       if (outcome->verdict() == Verdict::Removed) changed_.insert(rec->id);
@@ -507,7 +497,7 @@ class Cycle {
           crashPoint(crash::kAfterRestart);
           o.restarted = o.activation == Outcome::Activation::Restart;
         } catch (const Error& e) {
-          Outcome failed = Outcome::failed(recordedHeld(p.rec), e.what());
+          Outcome failed = Outcome::failed(p.rec, e.what());
           failed.service = o.service;
           o = std::move(failed);
         }
@@ -516,60 +506,78 @@ class Cycle {
     }
   }
 
-  // Writes what `p`'s outcome changes in the store, in a transaction of its own
-  // — or in `*shared`, opened there when needed and committed by the caller,
-  // when given and the write need not be synced.
+  // Counts `p`'s outcome and, applying, writes what it changes in the store.
   void record(const Pending& p, std::optional<state::Store::Txn>* shared = nullptr) {
     const Outcome& outcome = report_.results[p.resultIndex].outcome;
     count(report_.tally, outcome.verdict());
     if (!ctx_.applying()) return;
     const int64_t now = nowMs();
+    if (auto w = writeFor(p, outcome, now)) write(p, outcome, *w, now, shared);
+  }
+
+  // What the store must learn from one outcome.
+  struct Write {
+    std::optional<state::Record> next;                 // nullopt: the record goes
+    bool putRecord = false;                            // `next` differs from the record
+    const std::vector<std::string>* owedBy = nullptr;  // processes the change owes a restart
+    bool paysRestarts = false;                         // a start or restart was made
+    bool history = false;                              // anything but `unchanged`
+    bool synced = false;                               // committed with an fsync
+  };
+
+  // Whether `p`'s outcome needs a write, and which; nullopt in the no-op path.
+  std::optional<Write> writeFor(const Pending& p, const Outcome& outcome, int64_t now) const {
+    Write w;
     const bool changed =
         (outcome.changed() || outcome.verdict() == Verdict::Removed) && outcome.restartsDependents;
-    auto owes = dependents_.find(p.id);
-    const bool owesRestarts = changed && owes != dependents_.end();
-    const bool paysRestarts =
-        outcome.activation != Outcome::Activation::None && outcome.verdict() != Verdict::Failed;
-    if (!owesRestarts && !paysRestarts && unchangedAsRecorded(p, outcome)) return;  // no-op path
-    auto next = outcome.gone() ? std::optional<state::Record>()
-                               : nextRecord(p.rec, p.id, p.module, p.kind, p.path, p.want, outcome,
-                                            report_.cycle, now);
-    const bool recordChanged = !next || !p.rec || *next != *p.rec;
-    if (!recordChanged && !owesRestarts && !paysRestarts && outcome.verdict() == Verdict::Unchanged)
-      return;  // the no-op path: no write at all
-
-    if (owesRestarts) crashPoint(crash::kBeforeRecord);
-    // One transaction: the record, the restarts it owes or pays, its history.
+    if (auto owes = dependents_.find(p.id); changed && owes != dependents_.end())
+      w.owedBy = &owes->second;
+    w.paysRestarts = outcome.activation != Activation::None && outcome.verdict() != Verdict::Failed;
+    if (!w.owedBy && !w.paysRestarts && unchangedAsRecorded(p, outcome)) return std::nullopt;
+    if (!outcome.gone())
+      w.next =
+          nextRecord(p.rec, p.id, p.module, p.kind, p.path, p.want, outcome, report_.cycle, now);
+    w.putRecord = w.next && (!p.rec || *w.next != *p.rec);
+    w.history = outcome.verdict() != Verdict::Unchanged;
     // A change that owes restarts, and a move, is recorded synced (one fsync
     // per such change, none in a no-op cycle): the restarts may be made before
     // the next sync, and an OS crash that took back this commit but not the
     // change would leave a record that makes the change look new again (a move
     // is `updated` once more), restarting its processes (those that restart on
     // it by then) a second time.
-    const bool synced = owesRestarts || (outcome.changed() && !outcome.movedFrom.empty());
-    if (shared && *shared && synced) {  // transactions do not nest
+    w.synced = w.owedBy || (outcome.changed() && !outcome.movedFrom.empty());
+    return w;
+  }
+
+  // Writes `w` in one transaction — the record, the restarts it owes or pays, its
+  // history — of its own, or in `*shared`, opened there when needed and committed
+  // by the caller, when given and the write need not be synced.
+  void write(const Pending& p, const Outcome& outcome, const Write& w, int64_t now,
+             std::optional<state::Store::Txn>* shared) {
+    if (w.owedBy) crashPoint(crash::kBeforeRecord);
+    if (shared && *shared && w.synced) {  // transactions do not nest
       (*shared)->commit();
       shared->reset();
     }
     std::optional<state::Store::Txn> own;
-    if (!shared || synced)
+    if (!shared || w.synced)
       own.emplace(*store_,
-                  synced ? state::Store::Txn::Sync::Full : state::Store::Txn::Sync::Normal);
+                  w.synced ? state::Store::Txn::Sync::Full : state::Store::Txn::Sync::Normal);
     else if (!*shared)
       shared->emplace(*store_);
-    if (!next)
+    if (!w.next)
       store_->deleteRecord(p.id);
-    else if (recordChanged)
-      store_->putRecord(*next);
-    if (owesRestarts)
-      for (const auto& process : owes->second)
+    else if (w.putRecord)
+      store_->putRecord(*w.next);
+    if (w.owedBy)
+      for (const auto& process : *w.owedBy)
         store_->oweRestart({process, p.id, report_.cycle, now, ""});
-    if (paysRestarts) store_->clearOwedRestarts(p.id);
-    if (outcome.verdict() != Verdict::Unchanged)
+    if (w.paysRestarts) store_->clearOwedRestarts(p.id);
+    if (w.history)
       store_->addHistory({report_.cycle, p.id, verdictName(outcome.verdict()), outcome.reason(),
                           p.want.str(), outcome.held().str(), now});
     if (own) own->commit();
-    if (owesRestarts) crashPoint(crash::kAfterChangeRecorded);
+    if (w.owedBy) crashPoint(crash::kAfterChangeRecorded);
   }
 
   // An unchanged outcome that the record already says, word for word: nothing to

@@ -63,8 +63,8 @@ class ArchiveApplier : public Applier {
     return w.finish();
   }
 
-  Outcome reconcile(Context& ctx, const decl::Resource& r, const Digest& want,
-                    const state::Record* rec) const override {
+  Decision reconcile(Context& ctx, const decl::Resource& r, const Digest& want,
+                     const state::Record* rec) const override {
     const auto& s = std::get<decl::ArchiveSpec>(r.spec);
     const auto place = ctx.place(s.path);
     const auto st = ctx.look(place);
@@ -77,7 +77,7 @@ class ArchiveApplier : public Applier {
       if (rec && rec->wrote == want.str()) prev = TreeObserved::parse(rec->observed);
       auto difference = checkTree(ctx, place, s.bundle, limits, prev, now);
       if (!difference) {
-        Outcome o = Outcome::unchanged(want, reasonUnchanged(rec));
+        Decision o = Decision::unchanged();
         o.observed = now.str();
         return o;
       }
@@ -97,7 +97,6 @@ class ArchiveApplier : public Applier {
                      S_ISLNK(st->st_mode) ? "symbolic link" : "file", s.path);
     }
 
-    const std::string reason = reasonToAct(rec, want, st.has_value(), drift);
     const std::string blob = ctx.blobs().fetch(s.bundle);
     TreeObserved now;
     ctx.change([&] {
@@ -119,33 +118,29 @@ class ArchiveApplier : public Applier {
       detail += fmt::format("; {} {} file(s) mesh-host did not write (replace = true): {}",
                             ctx.planning() ? "would delete" : "deleted", foreign.count,
                             firstNames(foreign));
-    Outcome o =
-        st ? Outcome::updated(want, reason, detail) : Outcome::created(want, reason, detail);
+    Decision o = Decision::act(st.has_value(), drift, detail);
     o.observed = now.str();
     if (ctx.planning() && foreign.count > 0) o.diff = deletionDiff(foreign, s.path);
     return o;
   }
 
-  Outcome remove(Context& ctx, const state::Record& rec) const override {
+  Removal remove(Context& ctx, const state::Record& rec) const override {
     const auto place = ctx.place(rec.path);
     const auto st = ctx.look(place);
-    if (!st) return Outcome::removed(reasons::kNoLongerDeclared, "already gone");
+    if (!st) return Removal::removed("already gone");
     auto prev = TreeObserved::parse(rec.observed);
     const auto tree = S_ISDIR(st->st_mode) ? openTree(place) : std::nullopt;
     if (!tree || !prev.manifest)
-      return Outcome::released(reasons::kNoLongerDeclared,
-                               "left in place: not the tree mesh-host wrote");
+      return Removal::released("left in place: not the tree mesh-host wrote");
     if (auto difference =
             bundle::verify(tree->get(), *prev.manifest, &prev.cache, nullptr, rec.path))
-      return Outcome::released(reasons::kNoLongerDeclared,
-                               fmt::format("left in place: {}", *difference));
+      return Removal::released(fmt::format("left in place: {}", *difference));
     ctx.change([&] {
       removeTreeAt(place.dir, place.name, rec.path);
       syncFd(place.dir, rec.path);
       ctx.forgetDirs();  // last: `place.dir` is one the context holds
     });
-    return Outcome::removed(reasons::kNoLongerDeclared,
-                            ctx.planning() ? "would delete" : "deleted");
+    return Removal::removed(ctx.planning() ? "would delete" : "deleted");
   }
 };
 

@@ -30,9 +30,9 @@ std::string hiddenDiff(const std::optional<struct stat>& st, const Attributes& a
 
 }  // namespace
 
-Outcome reconcileContentFile(Context& ctx, const std::string& declaredPath, const Attributes& attrs,
-                             const Digest& want, const state::Record* rec,
-                             const WantedContent& content) {
+Decision reconcileContentFile(Context& ctx, const std::string& declaredPath,
+                              const Attributes& attrs, const Digest& want, const state::Record* rec,
+                              const WantedContent& content) {
   const Ownership ids = resolveOwnership(attrs);
   const auto place = ctx.place(declaredPath);
   const auto st = ctx.look(place);
@@ -44,7 +44,7 @@ Outcome reconcileContentFile(Context& ctx, const std::string& declaredPath, cons
     // Fast path: nothing has written the file since we recorded it.
     if (rec && rec->wrote == want.str() && prev.fingerprint &&
         *prev.fingerprint == Fingerprint::of(*st) && prev.content == content.digest) {
-      Outcome o = Outcome::unchanged(want, reasonUnchanged(rec));
+      Decision o = Decision::unchanged();
       o.observed = rec->observed;
       return o;
     }
@@ -55,7 +55,7 @@ Outcome reconcileContentFile(Context& ctx, const std::string& declaredPath, cons
     else if (auto d = attributeDrift(*st, attrs, ids))
       drift = *d;
     else {
-      Outcome o = Outcome::unchanged(want, reasonUnchanged(rec));
+      Decision o = Decision::unchanged();
       o.observed = ContentObserved::of(*st, content.digest).str();
       return o;
     }
@@ -68,8 +68,6 @@ Outcome reconcileContentFile(Context& ctx, const std::string& declaredPath, cons
     drift = "deleted";
   }
 
-  const bool there = st.has_value();
-  const std::string reason = reasonToAct(rec, want, there, drift);
   std::string diff;
   std::string detail;
   content.withBytes([&](std::string_view bytes) {
@@ -100,33 +98,30 @@ Outcome reconcileContentFile(Context& ctx, const std::string& declaredPath, cons
     });
   });
 
-  Outcome o =
-      there ? Outcome::updated(want, reason, detail) : Outcome::created(want, reason, detail);
+  Decision o = Decision::act(st.has_value(), drift, detail);
   o.diff = std::move(diff);
   return o;
 }
 
-Outcome removeContentFile(Context& ctx, const state::Record& rec,
+Removal removeContentFile(Context& ctx, const state::Record& rec,
                           const std::function<std::string(int, const std::string&)>& digestOfFile) {
   const auto place = ctx.place(rec.path);
   const auto st = ctx.look(place);
-  if (!st) return Outcome::removed(reasons::kNoLongerDeclared, "already gone");
-  if (!S_ISREG(st->st_mode))
-    return Outcome::released(reasons::kNoLongerDeclared, "left in place: not a file now");
+  if (!st) return Removal::removed("already gone");
+  if (!S_ISREG(st->st_mode)) return Removal::released("left in place: not a file now");
   const auto prev = ContentObserved::parse(rec.observed);
   const bool untouched = prev.fingerprint && *prev.fingerprint == Fingerprint::of(*st);
   if (!untouched) {
     auto fd = openFileAt(place.dir, place.name, rec.path);
     if (prev.content.empty() || !fd || digestOfFile(fd->get(), rec.path) != prev.content)
-      return Outcome::released(reasons::kNoLongerDeclared,
-                               "left in place: modified since mesh-host wrote it");
+      return Removal::released("left in place: modified since mesh-host wrote it");
   }
   ctx.change([&] {
     if (::unlinkat(place.dir, place.name.c_str(), 0) != 0 && errno != ENOENT)
       throwSys(fmt::format("cannot remove {}", rec.path));
     syncFd(place.dir, rec.path);
   });
-  return Outcome::removed(reasons::kNoLongerDeclared, ctx.planning() ? "would delete" : "deleted");
+  return Removal::removed(ctx.planning() ? "would delete" : "deleted");
 }
 
 }  // namespace mesh::apply

@@ -23,12 +23,12 @@ struct WantedContent {
   bool secret = false;  // never shown: diff is "(secret changed)"
 };
 
-Outcome reconcileContentFile(Context& ctx, const std::string& declaredPath, const Attributes& attrs,
-                             const Digest& want, const state::Record* rec,
-                             const WantedContent& content);
+Decision reconcileContentFile(Context& ctx, const std::string& declaredPath,
+                              const Attributes& attrs, const Digest& want, const state::Record* rec,
+                              const WantedContent& content);
 
 // Removes the file `rec` describes when it still holds what was written.
-Outcome removeContentFile(Context& ctx, const state::Record& rec,
+Removal removeContentFile(Context& ctx, const state::Record& rec,
                           const std::function<std::string(int, const std::string&)>& digestOfFile);
 
 }  // namespace mesh::apply

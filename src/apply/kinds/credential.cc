@@ -52,8 +52,8 @@ class CredentialApplier : public Applier {
     return w.finish();
   }
 
-  Outcome reconcile(Context& ctx, const decl::Resource& r, const Digest& want,
-                    const state::Record* rec) const override {
+  Decision reconcile(Context& ctx, const decl::Resource& r, const Digest& want,
+                     const state::Record* rec) const override {
     const auto& s = std::get<decl::CredentialSpec>(r.spec);
     const auto& key = ctx.nodeKey();
     // Read (or opened) once, so the bytes written are the bytes digested.
@@ -70,7 +70,7 @@ class CredentialApplier : public Applier {
     return reconcileContentFile(ctx, s.path, attributesOf(s), want, rec, c);
   }
 
-  Outcome remove(Context& ctx, const state::Record& rec) const override {
+  Removal remove(Context& ctx, const state::Record& rec) const override {
     const auto& key = ctx.nodeKey();
     return removeContentFile(ctx, rec, [&](int fd, const std::string& shown) {
       return keyedDigestOfFile(key, fd, shown);

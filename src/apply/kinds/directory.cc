@@ -24,8 +24,10 @@ class DirectoryApplier : public Applier {
     return w.finish();
   }
 
-  Outcome reconcile(Context& ctx, const decl::Resource& r, const Digest& want,
-                    const state::Record* rec) const override {
+  // The machine against the declaration alone: neither the want nor the record
+  // changes what is decided (the cycle words the reason from them).
+  Decision reconcile(Context& ctx, const decl::Resource& r, const Digest& /*want*/,
+                     const state::Record* /*rec*/) const override {
     const auto& s = std::get<decl::DirectorySpec>(r.spec);
     const auto attrs = attributesOf(s);
     const Ownership ids = resolveOwnership(attrs);
@@ -35,14 +37,13 @@ class DirectoryApplier : public Applier {
     std::string drift = "deleted";
     if (st && S_ISDIR(st->st_mode)) {
       auto d = attributeDrift(*st, attrs, ids);
-      if (!d) return Outcome::unchanged(want, reasonUnchanged(rec));
+      if (!d) return Decision::unchanged();
       drift = *d;
     } else if (st) {
       throw InTheWay("a {} is in the way at {}; remove it or declare another path",
                      S_ISLNK(st->st_mode) ? "symbolic link" : "file", s.path);
     }
 
-    const std::string reason = reasonToAct(rec, want, st.has_value(), drift);
     ctx.change([&] {
       std::vector<std::string> created;
       const auto at = ctx.makePlace(s.path, &created);
@@ -69,15 +70,14 @@ class DirectoryApplier : public Applier {
       }
     });
     const std::string detail = fmt::format("mode {}", modeString(attrs.mode));
-    return st ? Outcome::updated(want, reason, detail) : Outcome::created(want, reason, detail);
+    return Decision::act(st.has_value(), drift, detail);
   }
 
-  Outcome remove(Context& ctx, const state::Record& rec) const override {
+  Removal remove(Context& ctx, const state::Record& rec) const override {
     const auto place = ctx.place(rec.path);
     const auto st = ctx.look(place);
-    if (!st) return Outcome::removed(reasons::kNoLongerDeclared, "already gone");
-    if (!S_ISDIR(st->st_mode))
-      return Outcome::released(reasons::kNoLongerDeclared, "left in place: not a directory now");
+    if (!st) return Removal::removed("already gone");
+    if (!S_ISDIR(st->st_mode)) return Removal::released("left in place: not a directory now");
     bool removed = true;
     ctx.change([&] {
       if (::unlinkat(place.dir, place.name.c_str(), AT_REMOVEDIR) == 0) {
@@ -90,11 +90,8 @@ class DirectoryApplier : public Applier {
       else if (errno != ENOENT)
         throwSys(fmt::format("cannot remove directory {}", rec.path));
     });
-    if (!removed)
-      return Outcome::released(reasons::kNoLongerDeclared,
-                               "left in place: holds files mesh-host did not write");
-    return Outcome::removed(reasons::kNoLongerDeclared,
-                            ctx.planning() ? "would delete" : "deleted");
+    if (!removed) return Removal::released("left in place: holds files mesh-host did not write");
+    return Removal::removed(ctx.planning() ? "would delete" : "deleted");
   }
 };
 

@@ -26,8 +26,8 @@ class FileApplier : public Applier {
     return w.finish();
   }
 
-  Outcome reconcile(Context& ctx, const decl::Resource& r, const Digest& want,
-                    const state::Record* rec) const override {
+  Decision reconcile(Context& ctx, const decl::Resource& r, const Digest& want,
+                     const state::Record* rec) const override {
     const auto& s = std::get<decl::FileSpec>(r.spec);
     WantedContent c;
     c.digest = s.contentDigest.str();
@@ -44,7 +44,7 @@ class FileApplier : public Applier {
     return reconcileContentFile(ctx, s.path, attributesOf(s), want, rec, c);
   }
 
-  Outcome remove(Context& ctx, const state::Record& rec) const override {
+  Removal remove(Context& ctx, const state::Record& rec) const override {
     return removeContentFile(ctx, rec, sha256OfFile);
   }
 };

@@ -15,8 +15,10 @@ class LinkApplier : public Applier {
     return WantBuilder("link/1").add("target", std::get<decl::LinkSpec>(r.spec).target).finish();
   }
 
-  Outcome reconcile(Context& ctx, const decl::Resource& r, const Digest& want,
-                    const state::Record* rec) const override {
+  // The machine against the declaration alone: neither the want nor the record
+  // changes what is decided (the cycle words the reason from them).
+  Decision reconcile(Context& ctx, const decl::Resource& r, const Digest& /*want*/,
+                     const state::Record* /*rec*/) const override {
     const auto& s = std::get<decl::LinkSpec>(r.spec);
     const auto place = ctx.place(s.path);
     const auto st = ctx.look(place);
@@ -25,7 +27,7 @@ class LinkApplier : public Applier {
     if (st && S_ISLNK(st->st_mode)) {
       auto target = readLinkAt(place.dir, place.name, s.path).value_or("");
       if (target == s.target) {
-        Outcome o = Outcome::unchanged(want, reasonUnchanged(rec));
+        Decision o = Decision::unchanged();
         o.observed = s.target;
         return o;
       }
@@ -35,7 +37,6 @@ class LinkApplier : public Applier {
                      S_ISDIR(st->st_mode) ? "directory" : "file", s.path);
     }
 
-    const std::string reason = reasonToAct(rec, want, st.has_value(), drift);
     ctx.change([&] {
       std::vector<std::string> created;
       const auto at = ctx.makePlace(s.path, &created);
@@ -47,27 +48,24 @@ class LinkApplier : public Applier {
       }
     });
     const std::string detail = fmt::format("-> {}", s.target);
-    Outcome o =
-        st ? Outcome::updated(want, reason, detail) : Outcome::created(want, reason, detail);
+    Decision o = Decision::act(st.has_value(), drift, detail);
     o.observed = s.target;
     return o;
   }
 
-  Outcome remove(Context& ctx, const state::Record& rec) const override {
+  Removal remove(Context& ctx, const state::Record& rec) const override {
     const auto place = ctx.place(rec.path);
     const auto st = ctx.look(place);
-    if (!st) return Outcome::removed(reasons::kNoLongerDeclared, "already gone");
+    if (!st) return Removal::removed("already gone");
     if (!S_ISLNK(st->st_mode) ||
         readLinkAt(place.dir, place.name, rec.path).value_or("") != rec.observed)
-      return Outcome::released(reasons::kNoLongerDeclared,
-                               "left in place: changed since mesh-host wrote it");
+      return Removal::released("left in place: changed since mesh-host wrote it");
     ctx.change([&] {
       if (::unlinkat(place.dir, place.name.c_str(), 0) != 0 && errno != ENOENT)
         throwSys(fmt::format("cannot remove link {}", rec.path));
       syncFd(place.dir, rec.path);
     });
-    return Outcome::removed(reasons::kNoLongerDeclared,
-                            ctx.planning() ? "would delete" : "deleted");
+    return Removal::removed(ctx.planning() ? "would delete" : "deleted");
   }
 };
 

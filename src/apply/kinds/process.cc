@@ -3,7 +3,7 @@
 // when the installed unit text equals the rendered one, the bundle is intact and
 // the service runs; then nothing is called at all. Otherwise the unit and bundle
 // are put in place here, and the start or restart is left to the end of the
-// cycle (Outcome::activation), after every other resource and one reload at most.
+// cycle (Decision::activation), after every other resource and one reload at most.
 #include <nlohmann/json.hpp>
 
 #include <cstdlib>
@@ -106,8 +106,8 @@ class ProcessApplier : public Applier {
     return w.finish();
   }
 
-  Outcome reconcile(Context& ctx, const decl::Resource& r, const Digest& want,
-                    const state::Record* rec) const override {
+  Decision reconcile(Context& ctx, const decl::Resource& r, const Digest& want,
+                     const state::Record* rec) const override {
     const auto& s = std::get<decl::ProcessSpec>(r.spec);
     const std::string bundleDir = ctx.bundleDir(s.bundle);
     const auto unit = renderUnit(r.id, s, bundleDir, ctx.settings().root);
@@ -149,10 +149,10 @@ class ProcessApplier : public Applier {
     if (!bundleDrift && !unitDrift && svc.active && causes.empty()) {
       if (rerendered) {
         ctx.changeOwingNothing([&] { ctx.supervisor().install(unit); });
-        Outcome o =
-            Outcome::updated(want, "unit rendering changed (mesh-host upgraded)",
-                             fmt::format("{} {}, not restarted",
-                                         ctx.planning() ? "would rewrite" : "rewrote", s.service));
+        Decision o =
+            Decision::updated("unit rendering changed (mesh-host upgraded)",
+                              fmt::format("{} {}, not restarted",
+                                          ctx.planning() ? "would rewrite" : "rewrote", s.service));
         o.observed = now.str();
         o.restartsDependents = false;  // what it runs is as it was
         if (ctx.planning()) o.diff = unifiedDiff(svc.installedText, unit.text, s.service);
@@ -162,30 +162,22 @@ class ProcessApplier : public Applier {
         // Disabled by hand: enable it again (so it survives a reboot); the
         // running service has no cause to restart.
         ctx.change([&] { ctx.supervisor().install(unit); });
-        Outcome o = Outcome::updated(want, "drift: not enabled",
-                                     (ctx.planning() ? "would enable " : "enabled ") + s.service);
+        Decision o = Decision::updated("drift: not enabled",
+                                       (ctx.planning() ? "would enable " : "enabled ") + s.service);
         o.observed = now.str();
         return o;
       }
-      Outcome o = Outcome::unchanged(want, reasonUnchanged(rec));
+      Decision o = Decision::unchanged();
       o.observed = now.str();
       o.warning = warning;
       return o;
     }
 
     // Decide: what to put in place, and whether to start or restart.
-    std::string reason;
-    if (bundleDrift || unitDrift) {
-      const std::string what =
-          unitDrift && svc.installed ? *unitDrift : "bundle " + bundleDrift.value_or("intact");
-      reason = reasonToAct(rec, want, svc.installed, what);
-    } else if (!svc.active) {
-      reason = "drift: not running";
-    }
+    std::optional<std::string> drift;  // what the cycle words the reason for
+    if (bundleDrift || unitDrift)
+      drift = unitDrift && svc.installed ? *unitDrift : "bundle " + bundleDrift.value_or("intact");
     const bool restart = svc.active;
-    // A service being started anew needs no cause; a restart names its causes.
-    if (restart && !causes.empty())
-      reason += (reason.empty() ? "" : "; ") + causeText(r.id, causes);
 
     // Act: the bundle and the unit now; the start or restart at the end of the cycle.
     // A running service whose unit or bundle is replaced is owed a restart,
@@ -233,8 +225,11 @@ class ProcessApplier : public Applier {
                            ctx.planning() ? (restart ? "would restart" : "would start")
                                           : (restart ? "restarted" : "started"),
                            s.service);
-    Outcome o = svc.installed ? Outcome::updated(want, reason, detail)
-                              : Outcome::created(want, reason, detail);
+    // Installed when nothing drifts: it is started, or restarted on its causes.
+    Decision o = drift ? Decision::act(svc.installed, *drift, detail)
+                       : Decision::updated(svc.active ? "" : "drift: not running", detail);
+    // A service being started anew needs no cause; a restart names its causes.
+    if (restart && !causes.empty()) o.addReason(causeText(r.id, causes));
     o.observed = now.str();
     o.warning = warning;
     // A plan shows what the unit file becomes.
@@ -242,24 +237,21 @@ class ProcessApplier : public Applier {
       o.diff = unifiedDiff(
           svc.installed ? std::optional<std::string_view>(svc.installedText) : std::nullopt,
           unit.text, s.service);
-    o.activation = restart ? Outcome::Activation::Restart : Outcome::Activation::Start;
+    o.activation = restart ? Activation::Restart : Activation::Start;
     o.service = s.service;
     return o;
   }
 
-  Outcome remove(Context& ctx, const state::Record& rec) const override {
+  Removal remove(Context& ctx, const state::Record& rec) const override {
     const auto prev = ProcessObserved::parse(rec.observed);
-    if (prev.service.empty())
-      return Outcome::released(reasons::kNoLongerDeclared, "no service recorded");
+    if (prev.service.empty()) return Removal::released("no service recorded");
     const auto& svc = ctx.service(prev.service);
     ctx.change([&] {
       if (svc.active) ctx.supervisor().stop(prev.service);
       if (svc.installed) ctx.supervisor().uninstall(prev.service);
     });
-    return Outcome::removed(
-        reasons::kNoLongerDeclared,
-        fmt::format("{} {}", ctx.planning() ? "would stop and remove" : "stopped and removed",
-                    prev.service));
+    return Removal::removed(fmt::format(
+        "{} {}", ctx.planning() ? "would stop and remove" : "stopped and removed", prev.service));
   }
 };
 
