@@ -84,8 +84,8 @@ class Outcome {
   std::string movedFrom, movedTo;
 
   // Processes: what the cycle must still do once every resource has been
-  // converged (starts and restarts run last, after one daemon-reload at most).
-  enum class Activation { None, Start, Restart };
+  // converged (starts, restarts and reloads run last, after one daemon-reload at most).
+  enum class Activation { None, Start, Restart, Reload };
   Activation activation = Activation::None;
   std::string service;     // the service to activate
   bool restarted = false;  // a restart was done (JSON "restarted")
