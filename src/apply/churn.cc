@@ -13,20 +13,31 @@ bool isChange(const std::string& outcome) {
   return outcome == "created" || outcome == "updated";
 }
 
-// The ids a pure restart-on reason names: "restart-on a, b" (possibly followed
-// by "; owed restart: …"). Empty when the reason has any other cause.
+// The ids a pure restart-on or reload-on reason names: "restart-on a, b",
+// "reload-on c", "restart-on a; reload-on c" (possibly followed by "; owed
+// restart: …" or "; owed reload: …"). Empty when the reason has any other cause.
 std::vector<std::string> restartOnCauses(const std::string& reason) {
-  static constexpr std::string_view kPrefix = "restart-on ";
-  if (reason.rfind(kPrefix, 0) != 0) return {};
-  std::string list = reason.substr(kPrefix.size());
-  list = list.substr(0, list.find(';'));
   std::vector<std::string> ids;
-  size_t pos = 0;
-  while (pos <= list.size()) {
-    size_t comma = list.find(", ", pos);
-    if (comma == std::string::npos) comma = list.size();
-    if (comma > pos) ids.push_back(list.substr(pos, comma - pos));
-    pos = comma + 2;
+  size_t at = 0;
+  for (bool first = true; at < reason.size(); first = false) {
+    size_t end = reason.find("; ", at);
+    if (end == std::string::npos) end = reason.size();
+    const std::string part = reason.substr(at, end - at);
+    at = end + 2;
+    std::string list;
+    for (std::string_view prefix : {"restart-on ", "reload-on "})
+      if (part.rfind(prefix, 0) == 0) list = part.substr(prefix.size());
+    if (list.empty()) {
+      if (first) return {};
+      continue;  // "owed restart: …": its cause was counted when it changed
+    }
+    size_t pos = 0;
+    while (pos <= list.size()) {
+      size_t comma = list.find(", ", pos);
+      if (comma == std::string::npos) comma = list.size();
+      if (comma > pos) ids.push_back(list.substr(pos, comma - pos));
+      pos = comma + 2;
+    }
   }
   return ids;
 }

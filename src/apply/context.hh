@@ -40,12 +40,17 @@ struct Settings {
   std::function<std::unique_ptr<supervise::Supervisor>()> makeSupervisor = {};
 };
 
-// Why a process must restart in this cycle, besides its own state.
+// Why a process must restart (or reload) in this cycle, besides its own state.
 struct RestartCauses {
   std::vector<std::string> changed;  // its restart-on ids created/updated/removed this cycle
   // Restarts owed by an earlier cycle that was cut short: (cause id, cycle).
   std::vector<std::pair<std::string, int64_t>> owed;
-  bool empty() const { return changed.empty() && owed.empty(); }
+  // The same for reload-on: a reload, unless a restart is due anyway (it wins).
+  std::vector<std::string> reloadChanged;
+  std::vector<std::pair<std::string, int64_t>> owedReload;
+  bool restarts() const { return !changed.empty() || !owed.empty(); }
+  bool reloads() const { return !reloadChanged.empty() || !owedReload.empty(); }
+  bool empty() const { return !restarts() && !reloads(); }
 };
 
 class Context {

@@ -25,8 +25,8 @@ const char* verdictName(Verdict v);  // "unchanged", "created", …
 void count(Tally& t, Verdict v);
 
 // Processes: what the cycle must still do once every resource has been
-// converged (starts and restarts run last, after one daemon-reload at most).
-enum class Activation { None, Start, Restart };
+// converged (starts, restarts and reloads run last, after one daemon-reload at most).
+enum class Activation { None, Start, Restart, Reload };
 
 // What a kind says beside its verdict; the outcome carries it on.
 struct Notes {

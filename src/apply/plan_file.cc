@@ -20,6 +20,8 @@ const char* wouldOf(const Outcome& o) {
       return "restart";
     case Outcome::Activation::Start:
       return "start";
+    case Outcome::Activation::Reload:
+      return "reload";
     case Outcome::Activation::None:
       break;
   }

@@ -120,7 +120,8 @@ class Cycle {
   void prepareProcesses() {
     std::vector<std::string> services;
     for (const auto& r : decl_.resources) {
-      for (const auto& cause : r.restartOn) dependents_[cause].push_back(r.id);
+      for (const auto& cause : r.restartOn) dependents_[cause].push_back({r.id, false});
+      for (const auto& cause : r.reloadOn) dependents_[cause].push_back({r.id, true});
       if (r.kind == decl::Kind::Process) {
         services.push_back(std::get<decl::ProcessSpec>(r.spec).service);
         serviceOf_[r.id] = services.back();
@@ -142,7 +143,7 @@ class Cycle {
   }
 
   std::string failedDependency(const decl::Resource& r) const {
-    for (const auto* deps : {&r.requires_, &r.restartOn})
+    for (const auto* deps : {&r.requires_, &r.restartOn, &r.reloadOn})
       for (const auto& dep : *deps)
         if (failed_.count(dep)) return dep;
     return {};
@@ -156,6 +157,8 @@ class Cycle {
     RestartCauses c;
     for (const auto& cause : r.restartOn)
       if (changed_.count(cause)) c.changed.push_back(cause);
+    for (const auto& cause : r.reloadOn)
+      if (changed_.count(cause)) c.reloadChanged.push_back(cause);
     auto it = owed_.find(r.id);
     if (it != owed_.end()) {
       const auto& svc = ctx_.service(std::get<decl::ProcessSpec>(r.spec).service);
@@ -164,7 +167,7 @@ class Cycle {
         if (svc.active && svc.sinceUs / 1000 > o.at) continue;  // started since: paid
         switch (o.intent.empty() ? IntentFate::Happened : intentFate(r, want, o)) {
           case IntentFate::Happened:
-            c.owed.emplace_back(o.cause, o.cycle);
+            (o.reload ? c.owedReload : c.owed).emplace_back(o.cause, o.cycle);
             break;
           case IntentFate::Unknown:  // the cause failed: decided in a later cycle
             unpaid = true;
@@ -176,7 +179,7 @@ class Cycle {
       }
       // Only what was owed when the cycle began: a cause converged before this
       // process may have recorded a restart since, which its restart pays.
-      if (c.owed.empty() && !unpaid && ctx_.applying())
+      if (c.owed.empty() && c.owedReload.empty() && !unpaid && ctx_.applying())
         store_->clearOwedRestarts(r.id, report_.cycle);
     }
     return c;
@@ -188,12 +191,12 @@ class Cycle {
     // Its own unit or bundle: if the process still wants what the intent named,
     // the change may have been made (the cycle then finds it in place, or makes
     // it and restarts anyway); wanting something else now, drift decides.
-    if (o.cause == r.id)
+    if (o.cause == r.id && !o.reload)
       return o.intent == want.str() ? IntentFate::Happened : IntentFate::NeverHappened;
-    // A cause the process no longer restarts on owes it nothing more (a
+    // A cause the process no longer restarts (reloads) on owes it nothing more (a
     // confirmed row is still paid: its change is known to have happened).
-    if (std::find(r.restartOn.begin(), r.restartOn.end(), o.cause) == r.restartOn.end())
-      return IntentFate::NeverHappened;
+    const auto& on = o.reload ? r.reloadOn : r.restartOn;
+    if (std::find(on.begin(), on.end(), o.cause) == on.end()) return IntentFate::NeverHappened;
     if (changed_.count(o.cause)) return IntentFate::Happened;
     auto held = heldNow_.find(o.cause);
     if (held == heldNow_.end()) return IntentFate::Unknown;
@@ -209,12 +212,12 @@ class Cycle {
     ctx_.setBeforeFirstChange([this, &r, want, processes = &owes->second] {
       std::vector<state::OwedRestart> intents;
       const int64_t now = nowMs();
-      for (const auto& process : *processes) {
+      for (const auto& [process, reload] : *processes) {
         // A confirmed row this intent may not replace, yet paid already: it goes
         // first, or its older time would have a start before this change pay
         // for it too.
         if (auto paid = paidAtStart(process, r.id)) store_->settleOwedRestart(process, r.id, *paid);
-        intents.push_back({process, r.id, report_.cycle, now, want.str()});
+        intents.push_back({process, r.id, report_.cycle, now, want.str(), reload});
       }
       store_->oweRestartsDurably(intents);
     });
@@ -224,7 +227,7 @@ class Cycle {
   // restarts on one of them (and, to fail or restart, needs its outcome).
   bool needsStaged(const decl::Resource& r) const {
     if (awaitingIds_.empty()) return false;
-    for (const auto* deps : {&r.requires_, &r.restartOn})
+    for (const auto* deps : {&r.requires_, &r.restartOn, &r.reloadOn})
       for (const auto& dep : *deps)
         if (awaitingIds_.count(dep)) return true;
     return false;
@@ -312,7 +315,7 @@ class Cycle {
     if (outcome->changed() && outcome->restartsDependents) changed_.insert(r.id);
     Pending p{r.id, r.module, kind, r.path(), want, recordOf(r.id, kind), report_.results.size()};
     report_.results.push_back({r.id, r.module, kind, std::move(*outcome)});
-    if (report_.results.back().outcome.activation != Outcome::Activation::None) {
+    if (report_.results.back().outcome.activation != Activation::None) {
       activations_.push_back(std::move(p));  // recorded once started, in activate()
     } else if (staged > 0) {
       awaitingIds_.insert(r.id);
@@ -419,7 +422,7 @@ class Cycle {
   bool intendedBefore(const std::string& cause, const Digest& held) const {
     auto processes = dependents_.find(cause);
     if (processes == dependents_.end()) return false;
-    for (const auto& process : processes->second)
+    for (const auto& [process, reload] : processes->second)
       if (auto rows = owed_.find(process); rows != owed_.end())
         for (const auto& o : rows->second)
           if (o.cause == cause && o.intent == held.str()) return true;
@@ -485,7 +488,10 @@ class Cycle {
         try {
           store_->checkIntegrity();  // as before any change (a start is one)
           crashPoint(crash::kBeforeRestart);
-          if (o.activation == Outcome::Activation::Restart) {
+          if (o.activation == Activation::Reload) {
+            // In place: the service stays up, so no restart slot is taken.
+            ctx_.supervisor().reloadService(o.service);
+          } else if (o.activation == Activation::Restart) {
             std::function<void()> freeSlot;
             if (ctx_.holdRestartSlot) freeSlot = ctx_.holdRestartSlot(o.service);
             Finally release([&freeSlot] {
@@ -495,7 +501,7 @@ class Cycle {
           } else
             ctx_.supervisor().start(o.service);
           crashPoint(crash::kAfterRestart);
-          o.restarted = o.activation == Outcome::Activation::Restart;
+          o.restarted = o.activation == Activation::Restart;
         } catch (const Error& e) {
           Outcome failed = Outcome::failed(p.rec, e.what());
           failed.service = o.service;
@@ -515,14 +521,21 @@ class Cycle {
     if (auto w = writeFor(p, outcome, now)) write(p, outcome, *w, now, shared);
   }
 
+  // A process that restarts (or reloads) when a cause of it changes.
+  struct Dependent {
+    std::string process;
+    bool reload = false;
+  };
+
   // What the store must learn from one outcome.
   struct Write {
-    std::optional<state::Record> next;                 // nullopt: the record goes
-    bool putRecord = false;                            // `next` differs from the record
-    const std::vector<std::string>* owedBy = nullptr;  // processes the change owes a restart
-    bool paysRestarts = false;                         // a start or restart was made
-    bool history = false;                              // anything but `unchanged`
-    bool synced = false;                               // committed with an fsync
+    std::optional<state::Record> next;  // nullopt: the record goes
+    bool putRecord = false;             // `next` differs from the record
+    const std::vector<Dependent>* owedBy =
+        nullptr;                // processes the change owes a restart or reload
+    bool paysRestarts = false;  // a start or restart was made
+    bool history = false;       // anything but `unchanged`
+    bool synced = false;        // committed with an fsync
   };
 
   // Whether `p`'s outcome needs a write, and which; nullopt in the no-op path.
@@ -570,9 +583,13 @@ class Cycle {
     else if (w.putRecord)
       store_->putRecord(*w.next);
     if (w.owedBy)
-      for (const auto& process : *w.owedBy)
-        store_->oweRestart({process, p.id, report_.cycle, now, ""});
-    if (w.paysRestarts) store_->clearOwedRestarts(p.id);
+      for (const auto& [process, reload] : *w.owedBy)
+        store_->oweRestart({process, p.id, report_.cycle, now, "", reload});
+    // A reload pays the reloads owed, never a restart; a start or restart pays both.
+    if (w.paysRestarts && outcome.activation == Activation::Reload)
+      store_->clearOwedReloads(p.id);
+    else if (w.paysRestarts)
+      store_->clearOwedRestarts(p.id);
     if (w.history)
       store_->addHistory({report_.cycle, p.id, verdictName(outcome.verdict()), outcome.reason(),
                           p.want.str(), outcome.held().str(), now});
@@ -606,8 +623,9 @@ class Cycle {
   state::Store* store_;
   std::unordered_map<std::string, state::Record> records_;
   std::map<std::string, std::vector<state::OwedRestart>> owed_;
-  std::unordered_map<std::string, std::vector<std::string>> dependents_;  // cause → processes
-  std::unordered_map<std::string, std::string> serviceOf_;                // process → service
+  // A process that restarts (reload false) or reloads on a cause.
+  std::unordered_map<std::string, std::vector<Dependent>> dependents_;  // cause → processes
+  std::unordered_map<std::string, std::string> serviceOf_;              // process → service
   std::unordered_set<std::string> failed_, changed_;  // failed_: failed or skipped
   std::unordered_set<std::string> skipped_;
   std::unordered_map<std::string, std::string> heldNow_;  // id → digest held after this cycle

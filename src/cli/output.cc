@@ -85,9 +85,10 @@ nlohmann::json reportJson(const apply::CycleReport& r, const std::string& node, 
     if (plan) {
       j["diff"] = o.diff;
       // What the apply would do to the service at the end of the cycle.
-      j["would"] = o.activation == apply::Outcome::Activation::Restart ? "restart"
-                   : o.activation == apply::Outcome::Activation::Start ? "start"
-                                                                       : "";
+      j["would"] = o.activation == apply::Outcome::Activation::Restart  ? "restart"
+                   : o.activation == apply::Outcome::Activation::Start  ? "start"
+                   : o.activation == apply::Outcome::Activation::Reload ? "reload"
+                                                                        : "";
     }
     if (!o.movedFrom.empty()) j["moved_from"] = o.movedFrom;
     outcomes.push_back(std::move(j));
@@ -103,6 +104,7 @@ nlohmann::json reportJson(const apply::CycleReport& r, const std::string& node, 
                                   {"restart", r.supervisorCalls.restart},
                                   {"stop", r.supervisorCalls.stop},
                                   {"reload", r.supervisorCalls.reload},
+                                  {"reload_service", r.supervisorCalls.reloadService},
                                   {"install", r.supervisorCalls.install}};
   if (plan) out["plan"] = true;
   return out;

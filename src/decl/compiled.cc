@@ -16,7 +16,7 @@ namespace {
 constexpr std::string_view kMagic = "mesh-host compiled declaration\n";
 // Bump with any change of the layout below (the build-id changes too, but a
 // build without one relies on this).
-constexpr uint64_t kFormat = 1;
+constexpr uint64_t kFormat = 2;
 
 // A field added to the model must be written and read here too: these fail to
 // compile until this file has been looked at (and the sizes updated).
@@ -26,7 +26,7 @@ static_assert(sizeof(LinkSpec) == 64, "LinkSpec changed: update compiled.cc");
 static_assert(sizeof(ArchiveSpec) == 88, "ArchiveSpec changed: update compiled.cc");
 static_assert(sizeof(CredentialSpec) == 200, "CredentialSpec changed: update compiled.cc");
 static_assert(sizeof(ProcessSpec) == 112, "ProcessSpec changed: update compiled.cc");
-static_assert(sizeof(Resource) == 432, "Resource changed: update compiled.cc");
+static_assert(sizeof(Resource) == 456, "Resource changed: update compiled.cc");
 static_assert(sizeof(Declaration) == 216, "Declaration changed: update compiled.cc");
 
 class Writer {
@@ -264,6 +264,7 @@ void writeDeclaration(Writer& w, const Declaration& d) {
     w.u(static_cast<uint64_t>(r.pos.column));
     w.strings(r.requires_);
     w.strings(r.restartOn);
+    w.strings(r.reloadOn);
     std::visit([&w](const auto& s) { writeSpec(w, s); }, r.spec);
   }
 }
@@ -295,6 +296,7 @@ Declaration readDeclaration(Reader& r) {
     res.pos.column = r.i();
     res.requires_ = r.strings();
     res.restartOn = r.strings();
+    res.reloadOn = r.strings();
     res.spec = readSpec(r, res.kind);
   }
   return d;

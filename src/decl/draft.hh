@@ -73,11 +73,12 @@ struct Ref {
 };
 
 // A resource as read from its table, with the positions the cross-resource
-// checks need. Resource::requires_/restartOn are filled once refs are checked.
+// checks need. Resource::requires_/restartOn/reloadOn are filled once refs are checked.
 struct Draft {
   Resource resource;
   std::vector<Ref> requires_;
   std::vector<Ref> restartOn;
+  std::vector<Ref> reloadOn;
   Position pathPos;     // of the path value; line 0 when there is no valid path
   Position servicePos;  // of the service value, or the resource's own position
 

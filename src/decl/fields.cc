@@ -146,9 +146,9 @@ Position Fields::at(const toml::node& node) const {
 }
 
 void Fields::rejectUnknown(std::initializer_list<std::string_view> allowed,
-                           std::string_view alsoHandled) {
+                           std::initializer_list<std::string_view> alsoHandled) {
   for (auto&& [key, value] : table_) {
-    if (key.str() == alsoHandled) continue;
+    if (std::find(alsoHandled.begin(), alsoHandled.end(), key.str()) != alsoHandled.end()) continue;
     if (std::find(allowed.begin(), allowed.end(), key.str()) != allowed.end()) continue;
     hadUnknownKeys_ = true;
     error(positionOf(diags_, key.source()),

@@ -34,9 +34,9 @@ class Fields {
   const std::string& subject() const { return subject_; }
 
   // Reports every key not in `allowed`, listing the allowed ones.
-  // `alsoHandled` is a key the caller has already reported on its own.
+  // `alsoHandled`: keys the caller has already reported on its own.
   void rejectUnknown(std::initializer_list<std::string_view> allowed,
-                     std::string_view alsoHandled = {});
+                     std::initializer_list<std::string_view> alsoHandled = {});
   // Reports that a required key is absent (at the table), with an example —
   // unless an unknown key was found, which is most likely that key misspelt.
   void missing(std::string_view key, std::string_view example);

@@ -58,7 +58,8 @@ void exactlyOne(Fields& f, std::string_view a, std::string_view b, std::string_v
 }
 
 FileSpec readFile(Fields& f, Draft& d, const ParseOptions& options) {
-  f.rejectUnknown({"path", "content", "blob", "mode", "owner", "group", "requires"}, "restart-on");
+  f.rejectUnknown({"path", "content", "blob", "mode", "owner", "group", "requires"},
+                  {"restart-on", "reload-on"});
   FileSpec s;
   readPath(f, d, s.path);
   exactlyOne(f, "content", "blob", "content = \"…\" or blob = \"sha256:…\"");
@@ -72,7 +73,7 @@ FileSpec readFile(Fields& f, Draft& d, const ParseOptions& options) {
 }
 
 DirectorySpec readDirectory(Fields& f, Draft& d, const ParseOptions& options) {
-  f.rejectUnknown({"path", "mode", "owner", "group", "requires"}, "restart-on");
+  f.rejectUnknown({"path", "mode", "owner", "group", "requires"}, {"restart-on", "reload-on"});
   DirectorySpec s;
   readPath(f, d, s.path);
   if (auto mode = f.mode("mode")) s.mode = *mode;
@@ -82,7 +83,7 @@ DirectorySpec readDirectory(Fields& f, Draft& d, const ParseOptions& options) {
 }
 
 LinkSpec readLink(Fields& f, Draft& d) {
-  f.rejectUnknown({"path", "target", "requires"}, "restart-on");
+  f.rejectUnknown({"path", "target", "requires"}, {"restart-on", "reload-on"});
   LinkSpec s;
   readPath(f, d, s.path);
   if (!f.find("target")) f.missing("target", "target = \"/opt/app/current\"");
@@ -93,7 +94,7 @@ LinkSpec readLink(Fields& f, Draft& d) {
 ArchiveSpec readArchive(Fields& f, Draft& d) {
   f.rejectUnknown(
       {"path", "bundle", "max-entries", "max-bytes", "replace", "keep-modes", "requires"},
-      "restart-on");
+      {"restart-on", "reload-on"});
   ArchiveSpec s;
   readPath(f, d, s.path);
   if (!f.find("bundle")) f.missing("bundle", "bundle = \"sha256:…\"");
@@ -106,7 +107,8 @@ ArchiveSpec readArchive(Fields& f, Draft& d) {
 }
 
 CredentialSpec readCredential(Fields& f, Draft& d, const ParseOptions& options) {
-  f.rejectUnknown({"path", "from", "sealed", "mode", "owner", "group", "requires"}, "restart-on");
+  f.rejectUnknown({"path", "from", "sealed", "mode", "owner", "group", "requires"},
+                  {"restart-on", "reload-on"});
   CredentialSpec s;
   readPath(f, d, s.path);
   exactlyOne(f, "from", "sealed", "sealed = \"…\" (from mesh-host seal)");
@@ -119,7 +121,7 @@ CredentialSpec readCredential(Fields& f, Draft& d, const ParseOptions& options) 
 }
 
 ProcessSpec readProcess(Fields& f, Draft& d) {
-  f.rejectUnknown({"bundle", "unit", "service", "restart-on", "requires"});
+  f.rejectUnknown({"bundle", "unit", "service", "restart-on", "reload-on", "requires"});
   ProcessSpec s;
   if (!f.find("bundle")) f.missing("bundle", "bundle = \"sha256:…\"");
   if (auto bundle = f.digest("bundle")) s.bundle = *bundle;
@@ -140,6 +142,7 @@ ProcessSpec readProcess(Fields& f, Draft& d) {
     }
   }
   d.restartOn = f.ids("restart-on");
+  d.reloadOn = f.ids("reload-on");
   return s;
 }
 
@@ -156,11 +159,12 @@ Draft readResource(const ResourceHeader& header, const toml::table& table, Diagn
   r.pos = header.pos;
   Fields f(table, header.pos, d.subject(), diags);
 
-  if (auto it = table.find("restart-on"); it != table.end() && r.kind != Kind::Process)
-    f.error(positionOf(diags, it->first.source()),
-            fmt::format("'restart-on' is only for processes, not {}; use 'requires' to order it "
-                        "after other resources",
-                        d.subject()));
+  for (const char* key : {"restart-on", "reload-on"})
+    if (auto it = table.find(key); it != table.end() && r.kind != Kind::Process)
+      f.error(positionOf(diags, it->first.source()),
+              fmt::format("'{}' is only for processes, not {}; use 'requires' to order it "
+                          "after other resources",
+                          key, d.subject()));
   d.requires_ = f.ids("requires");
 
   switch (r.kind) {

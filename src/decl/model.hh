@@ -96,6 +96,7 @@ struct Resource {
   Position pos;                        // of the resource's table header
   std::vector<std::string> requires_;  // resource ids
   std::vector<std::string> restartOn;  // resource ids (process only)
+  std::vector<std::string> reloadOn;   // resource ids (process only; none also in restartOn)
   Spec spec;
 
   // The managed path on the node; empty for a process.

@@ -11,7 +11,7 @@ namespace mesh::decl {
 
 namespace {
 
-enum class Why { Requires, RestartOn, Parent };
+enum class Why { Requires, RestartOn, ReloadOn, Parent };
 
 // An ordering edge: the resource owning the edge comes after `before`.
 struct Edge {
@@ -33,6 +33,7 @@ Graph buildGraph(const std::vector<Draft>& drafts) {
     const Resource& r = drafts[i].resource;
     for (const auto& id : r.requires_) graph[i].push_back({byId.at(id), Why::Requires});
     for (const auto& id : r.restartOn) graph[i].push_back({byId.at(id), Why::RestartOn});
+    for (const auto& id : r.reloadOn) graph[i].push_back({byId.at(id), Why::ReloadOn});
     // Every declared directory above this path must exist first.
     std::string path = r.path();
     for (size_t slash; !path.empty() && (slash = path.rfind('/')) != 0;) {
@@ -121,6 +122,7 @@ void reportCycle(std::vector<size_t> component, const Graph& graph,
     const std::string& toId = drafts[steps[(k + 1) % steps.size()].first].resource.id;
     names.push_back(fromId);
     if (why == Why::RestartOn) notes.push_back(fmt::format("{} restarts on {}", fromId, toId));
+    if (why == Why::ReloadOn) notes.push_back(fmt::format("{} reloads on {}", fromId, toId));
     if (why == Why::Parent) notes.push_back(fmt::format("{} is inside directory {}", fromId, toId));
   }
   names.push_back(drafts[start].resource.id);

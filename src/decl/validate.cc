@@ -233,6 +233,15 @@ void checkAcross(std::vector<Draft>& drafts, Diagnostics& diags, std::string_vie
   for (Draft& d : drafts) {
     d.resource.requires_ = resolve(d.requires_, "requires", d, ids, diags);
     d.resource.restartOn = resolve(d.restartOn, "restart-on", d, ids, diags);
+    d.resource.reloadOn = resolve(d.reloadOn, "reload-on", d, ids, diags);
+    // One change cannot both restart and reload the same process: say which.
+    for (const Ref& ref : d.reloadOn)
+      if (std::find(d.resource.restartOn.begin(), d.resource.restartOn.end(), ref.id) !=
+          d.resource.restartOn.end())
+        diags.error(ref.pos, fmt::format("{} lists '{}' in both restart-on and reload-on; keep it "
+                                         "in one (restart-on restarts the service, reload-on "
+                                         "reloads it)",
+                                         d.subject(), shown(ref.id)));
   }
 }
 

@@ -69,7 +69,7 @@ void createSchema(Db& db) {
 
 // Parts that came within schema version 1 (generations.serial, fleet_declaration,
 // compiled_declaration,
-// owed_restarts.intent, cycles.node, cycles.released and cycles.skipped):
+// owed_restarts.intent, owed_restarts.kind, cycles.node, cycles.released and cycles.skipped):
 // a store made before them gains them on its first read-write open. Idempotent.
 void addLateSchema(Db& db) {
   if (db.queryInt("SELECT count(*) FROM pragma_table_info('generations') WHERE name = 'serial'",
@@ -87,6 +87,11 @@ void addLateSchema(Db& db) {
                   "looking for owed_restarts.intent") == 0)
     db.exec("ALTER TABLE owed_restarts ADD COLUMN intent TEXT NOT NULL DEFAULT ''",
             "adding owed_restarts.intent");
+  // Every row of a store from before reload-on owes a restart: the default.
+  if (db.queryInt("SELECT count(*) FROM pragma_table_info('owed_restarts') WHERE name = 'kind'",
+                  "looking for owed_restarts.kind") == 0)
+    db.exec("ALTER TABLE owed_restarts ADD COLUMN kind TEXT NOT NULL DEFAULT 'restart'",
+            "adding owed_restarts.kind");
   if (db.queryInt("SELECT count(*) FROM pragma_table_info('cycles') WHERE name = 'node'",
                   "looking for cycles.node") == 0)
     db.exec("ALTER TABLE cycles ADD COLUMN node TEXT NOT NULL DEFAULT ''", "adding cycles.node");

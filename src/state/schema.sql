@@ -85,6 +85,7 @@ CREATE TABLE owed_restarts (
   cycle   INTEGER NOT NULL,   -- cycle that recorded it
   at      INTEGER NOT NULL,   -- unix ms; a service started after this has paid it
   intent  TEXT NOT NULL DEFAULT '',  -- '' confirmed; else the digest the cause was to hold
+  kind    TEXT NOT NULL DEFAULT 'restart',  -- 'restart' (restart-on, own unit) or 'reload' (reload-on)
   PRIMARY KEY (process, cause)
 );
 

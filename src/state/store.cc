@@ -130,11 +130,15 @@ void Store::deleteRecord(const std::string& id) {
 void Store::oweRestart(const OwedRestart& o) {
   impl_->checkIntegrity();
   Stmt s(impl_->db,
-         "INSERT INTO owed_restarts (process, cause, cycle, at, intent) VALUES (?, ?, ?, ?, ?) "
+         "INSERT INTO owed_restarts (process, cause, cycle, at, intent, kind) "
+         "VALUES (?, ?, ?, ?, ?, ?) "
          "ON CONFLICT (process, cause) DO UPDATE SET cycle = excluded.cycle, at = excluded.at, "
-         "intent = excluded.intent WHERE excluded.intent = '' OR owed_restarts.intent != ''",
+         "intent = excluded.intent, kind = CASE owed_restarts.kind WHEN 'restart' THEN 'restart' "
+         "ELSE excluded.kind END WHERE excluded.intent = '' OR owed_restarts.intent != ''",
          "recording an owed restart");
-  s.start().bind(o.process).bind(o.cause).bind(o.cycle).bind(o.at).bind(o.intent).run();
+  auto q = s.start();
+  q.bind(o.process).bind(o.cause).bind(o.cycle).bind(o.at).bind(o.intent);
+  q.bind(o.reload ? "reload" : "restart").run();
 }
 
 void Store::oweRestartsDurably(const std::vector<OwedRestart>& intents) {
@@ -160,12 +164,15 @@ void Store::settleOwedRestart(const std::string& process, const std::string& cau
 }
 
 std::vector<OwedRestart> Store::owedRestarts() {
-  Stmt s(impl_->db,
-         "SELECT process, cause, cycle, at, intent FROM owed_restarts ORDER BY process, cause",
-         "reading owed restarts");
+  Stmt s(
+      impl_->db,
+      "SELECT process, cause, cycle, at, intent, kind FROM owed_restarts ORDER BY process, cause",
+      "reading owed restarts");
   std::vector<OwedRestart> out;
   auto q = s.start();
-  while (q.next()) out.push_back({q.text(0), q.text(1), q.integer(2), q.integer(3), q.text(4)});
+  while (q.next())
+    out.push_back(
+        {q.text(0), q.text(1), q.integer(2), q.integer(3), q.text(4), q.text(5) == "reload"});
   return out;
 }
 
@@ -174,6 +181,13 @@ void Store::clearOwedRestarts(const std::string& process, std::optional<int64_t>
   Stmt s(impl_->db, "DELETE FROM owed_restarts WHERE process = ? AND cycle < ?",
          "clearing owed restarts");
   s.start().bind(process).bind(beforeCycle.value_or(std::numeric_limits<int64_t>::max())).run();
+}
+
+void Store::clearOwedReloads(const std::string& process) {
+  impl_->checkIntegrity();
+  Stmt s(impl_->db, "DELETE FROM owed_restarts WHERE process = ? AND kind = 'reload'",
+         "clearing owed reloads");
+  s.start().bind(process).run();
 }
 
 int64_t Store::beginCycle(int64_t startedAt, int64_t generation, const std::string& node) {

@@ -62,6 +62,9 @@ struct OwedRestart {
   // the digest the cause was about to hold when the row was written, before the
   // change was made; the next cycle pays it only if the cause holds it by then.
   std::string intent;
+  // A reload (the cause is in the process's reload-on), not a restart. A restart
+  // pays it too; a reload never pays a restart.
+  bool reload = false;
 };
 
 struct Generation {
@@ -124,6 +127,8 @@ class Store {
   // Restarts owed to processes (see schema.sql). Write them in the transaction
   // that records their cause; clear them in the one that records the restart.
   // A confirmed row replaces an intent; an intent never replaces a confirmed row.
+  // Reloads are owed the same way (OwedRestart::reload); a row that owes a
+  // restart stays one when a reload is owed for the same cause.
   void oweRestart(const OwedRestart& o);
   // Writes intents in their own transaction, synced to disk before it returns
   // (synchronous = FULL for it): what a change owes is durable before the change
@@ -135,6 +140,8 @@ class Store {
   // more since, for changes of its own that its restart has yet to pay).
   void clearOwedRestarts(const std::string& process,
                          std::optional<int64_t> beforeCycle = std::nullopt);
+  // Clears the reloads owed to `process` (what its reload paid), not its restarts.
+  void clearOwedReloads(const std::string& process);
   // Drops one intent whose change never happened.
   void cancelOwedRestart(const std::string& process, const std::string& cause);
   // Drops the restart owed to `process` for `cause` when it was recorded at

@@ -10,6 +10,7 @@ namespace mesh::supervise {
 
 struct CallCounts {
   int64_t observe = 0, install = 0, uninstall = 0, start = 0, restart = 0, stop = 0, reload = 0;
+  int64_t reloadService = 0;  // services reloaded in place (reload: the manager's daemon-reloads)
 };
 
 class CountingSupervisor : public Supervisor {
@@ -47,6 +48,10 @@ class CountingSupervisor : public Supervisor {
   void stop(const std::string& name) override {
     ++counts_.stop;
     inner_->stop(name);
+  }
+  void reloadService(const std::string& name) override {
+    ++counts_.reloadService;
+    inner_->reloadService(name);
   }
   void flush() override { inner_->flush(); }
   int64_t reloadCount() const override { return inner_->reloadCount(); }

@@ -75,6 +75,11 @@ class Supervisor {
   virtual void start(const std::string& name) = 0;
   virtual void restart(const std::string& name) = 0;
   virtual void stop(const std::string& name) = 0;
+  // Reloads a running service in place (its main process stays): systemd's
+  // ReloadUnit (the unit's ExecReload=); builtin: ExecReload=, else SIGHUP to the
+  // main process. Throws mesh::Error when the service is not running or the
+  // reload failed.
+  virtual void reloadService(const std::string& name) = 0;
 
   // Ends a cycle: a backend that owes a reload (after an uninstall) does it now.
   virtual void flush() {}

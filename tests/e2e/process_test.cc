@@ -1,8 +1,10 @@
 // The guarantees this project exists for: a process is restarted exactly when
 // there is a cause — never more, never less — with either supervisor backend.
 #include <fmt/format.h>
+#include <poll.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -164,6 +166,111 @@ TEST_P(Process, TwoCausesInOnePushRestartOnce) {
   EXPECT_EQ(restarts, 1) << r.out;
   EXPECT_EQ(outcomeOf(j, id())["reason"], fmt::format("restart-on {0}.key, {0}.config", module));
   EXPECT_EQ(serviceStatus()["restarts_by_mesh_host"], 1);
+}
+
+// reload-on: a service that reloads its config on SIGHUP (the builtin supervisor
+// sends it when the unit has no ExecReload=; under systemd, ExecReload= does).
+class ReloadingProcess : public ProcessNode {
+ protected:
+  std::string reloadText(const std::string& config) {
+    if (reloadBundle.empty())
+      reloadBundle = publish(makeArchive(
+          {{"bin/svc",
+            "#!/bin/sh\n"
+            "trap 'echo \"reloaded: $(cat \"$MESH_CONFIG\")\" >> \"$MESH_RELOADS\"' HUP\n"
+            "echo \"svc up: $(cat \"$MESH_CONFIG\")\"\n"
+            "sleep 100000 &\n"
+            "while :; do wait $!; done\n"}},
+          "chmod 755 bin/svc && tar -cf out bin"));
+    const std::string execReload =
+        GetParam() == "systemd" ? ", ExecReload = \"/bin/kill -HUP $MAINPID\"" : "";
+    return fmt::format(R"(
+[module.{0}.credential.key]
+path = "/etc/{0}/key"
+from = "{1}"
+
+[module.{0}.file.config]
+path = "/etc/{0}/config"
+content = "{2}"
+
+[module.{0}.process.runtime]
+bundle = "{3}"
+restart-on = ["{0}.key"]
+reload-on = ["{0}.config"]
+unit = {{ ExecStart = "{{bundle}}/bin/svc", Environment = ["MESH_CONFIG={{root}}/etc/{0}/config", "MESH_RELOADS={{root}}/reloads"]{4} }}
+)",
+                       module, secretFile, config, reloadBundle, execReload);
+  }
+
+  // The lines the service wrote on each SIGHUP, once there are `n` of them (a
+  // reload's job may be done a moment before the service's handler ran).
+  std::string reloads(size_t n) {
+    std::string text;
+    for (int i = 0; i < 500; ++i) {
+      std::ifstream in(at("/reloads"));
+      text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+      if (static_cast<size_t>(std::count(text.begin(), text.end(), '\n')) >= n) break;
+      ::poll(nullptr, 0, 10);
+    }
+    return text;
+  }
+
+  Pid running() {
+    auto s = serviceStatus();
+    EXPECT_TRUE(s.value("active", false)) << s.dump();
+    return {s.value("pid", 0), s.value("since", std::string())};
+  }
+
+  std::string reloadBundle;
+};
+
+TEST_P(ReloadingProcess, AReloadOnChangeReloadsTheServiceInPlace) {
+  ASSERT_EQ(apply(declare(reloadText("one"))).code, 0);
+  const Pid before = running();
+  Result r = apply(declare(reloadText("two"), "two.toml"));
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  const auto j = r.json();
+  auto o = outcomeOf(j, id());
+  EXPECT_EQ(o["outcome"], "updated") << o.dump();
+  EXPECT_EQ(o["reason"], "reload-on " + module + ".config");
+  EXPECT_EQ(o["detail"], "reloaded " + service());
+  EXPECT_EQ(o["restarted"], false);
+  EXPECT_EQ(j["summary"]["supervisor"]["restart"], 0) << r.out;
+  EXPECT_EQ(j["summary"]["supervisor"]["reload_service"], 1) << r.out;
+  EXPECT_EQ(reloads(1), "reloaded: two\n");
+  EXPECT_EQ(running(), before) << "a reload keeps the pid";
+  EXPECT_EQ(serviceStatus()["restarts_by_mesh_host"], 0);
+  Result again = apply(declare(reloadText("two"), "two.toml"));
+  EXPECT_EQ(outcomeOf(again.json(), id())["outcome"], "unchanged");
+  EXPECT_EQ(again.json()["summary"]["supervisor"]["reload_service"], 0);
+  EXPECT_EQ(running(), before);
+}
+
+TEST_P(ReloadingProcess, APlanSaysItWouldReload) {
+  ASSERT_EQ(apply(declare(reloadText("one"))).code, 0);
+  const Pid before = running();
+  Result p = plan(declare(reloadText("two"), "two.toml"), true);
+  EXPECT_EQ(p.code, 3) << p.out << p.err;
+  auto o = outcomeOf(p.json(), id());
+  EXPECT_EQ(o["would"], "reload") << o.dump();
+  EXPECT_EQ(o["detail"], "would reload " + service());
+  EXPECT_EQ(running(), before);
+}
+
+TEST_P(ReloadingProcess, ARestartAndAReloadInOneCycleMakeOneRestart) {
+  ASSERT_EQ(apply(declare(reloadText("one"))).code, 0);
+  const Pid before = running();
+  setSecret("rotated");
+  Result r = apply(declare(reloadText("two"), "two.toml"));
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  const auto j = r.json();
+  auto o = outcomeOf(j, id());
+  EXPECT_EQ(o["reason"], fmt::format("restart-on {0}.key; reload-on {0}.config", module));
+  EXPECT_EQ(o["detail"], "restarted " + service());
+  EXPECT_EQ(j["summary"]["supervisor"]["restart"], 1) << r.out;
+  EXPECT_EQ(j["summary"]["supervisor"]["reload_service"], 0) << r.out;
+  EXPECT_NE(running(), before);
+  EXPECT_FALSE(fs::exists(at("/reloads"))) << "the restart wins: no reload";
 }
 
 TEST_P(Process, UnitChangeRestarts) {
@@ -490,6 +597,8 @@ TEST_P(Process, RemovedProcessIsStopped) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, Process, ::testing::Values("builtin", "systemd"),
+                         [](const auto& info) { return info.param; });
+INSTANTIATE_TEST_SUITE_P(Backends, ReloadingProcess, ::testing::Values("builtin", "systemd"),
                          [](const auto& info) { return info.param; });
 INSTANTIATE_TEST_SUITE_P(Backends, SystemdProcess, ::testing::Values("systemd"),
                          [](const auto& info) { return info.param; });

@@ -24,6 +24,14 @@
 //     restart-on resources changed on disk, or its own unit did (a move onto
 //     what is already there changes nothing on disk: it may justify a restart,
 //     as mesh-host reports it `updated`, but owes none);
+//   - every reload has a cause: since the service's last start, one of its
+//     reload-on resources changed on disk (a reload made again after a crash
+//     between it and its record is allowed: the machine keeps no trace of it);
+//     a reload-on change never justifies a restart, and a reload never pays
+//     a restart (it leaves the start time as it was);
+//   - every reload owed is made: after a cycle that ran through without a
+//     failure, every running service was started or reloaded after the last
+//     change of each of its reload-on causes;
 //   - every cause is paid exactly once: after a cycle that ran through without
 //     a failure, every running service started after the last change of each
 //     of its causes and of its unit (so at most one cycle late after a crash),
@@ -110,6 +118,7 @@ struct World {
     std::string text;
     int64_t sinceUs = 0;
     uint64_t startTick = 0;
+    uint64_t reloadTick = 0;  // of the last reload (the pid stays)
     int pid = 0;
   };
   std::map<std::string, Service> services;
@@ -119,6 +128,7 @@ struct World {
     uint64_t prevStart = 0, tick = 0;
   };
   std::vector<Restart> restarts;  // of the cycle in hand
+  std::vector<Restart> reloads;   // of the cycle in hand (prevStart: the start it kept)
   uint64_t tick = 0;
   int pids = 100;
   int failNext = 0;  // the next N starts/restarts fail
@@ -200,6 +210,13 @@ class RecordingSupervisor : public supervise::Supervisor {
     w_.services[name].active = false;
     if (hung) timedOut("stop");
   }
+  void reloadService(const std::string& name) override {
+    ++w_.calls;
+    auto& s = running(name);
+    if (!s.active) throw Error("sim: reload of {}: it is not running", name);
+    s.reloadTick = ++w_.tick;
+    w_.reloads.push_back({name, s.startTick, s.reloadTick});
+  }
   std::vector<std::string> unsupportedKeys(const supervise::Unit&) const override { return {}; }
 
  private:
@@ -235,7 +252,8 @@ struct Model {
     bool present = true;
     int bundle = 0, env = 0;
     unsigned restartOn = 0;  // bits: f0 f1 f2 cred archive
-  } procs[2] = {{true, 0, 0, 0b11001}, {true, 1, 0, 0b00110}};
+    unsigned reloadOn = 0;   // the same bits, none also in restartOn
+  } procs[2] = {{true, 0, 0, 0b11001, 0b00010}, {true, 1, 0, 0b00110, 0b01000}};
 };
 
 const char* kCauses[] = {"s.f0", "s.f1", "s.f2", "s.cred", "s.site"};
@@ -257,11 +275,13 @@ class Sim {
         "seed %llu: %d steps, %d cycles, %d clean cycles, %d crashes, %d os-crashes, %d reboots, "
         "%d lost stores, %d corrupt pages, %d stores moved aside, %d full-disk steps, "
         "%d hung supervisors, %d supervisor faults, %d drifts, %llu restarts each with a cause, "
-        "%d causes owed and paid, %d causes forgiven with a lost store, %d mismatches\n",
+        "%llu reloads each with a cause, %d causes owed and paid, %d reload causes owed and paid, "
+        "%d causes forgiven with a lost store, %d mismatches\n",
         static_cast<unsigned long long>(seed_), step_ - 1, cycles_, cleanCycles_, crashes_,
         osCrashes_, reboots_, lostStores_, corruptPages_, movedAside_, fullDisks_, hangs_,
-        supervisorFaults_, drifts_, static_cast<unsigned long long>(restarts_), paid_,
-        forgivenCauses_, mismatches_);
+        supervisorFaults_, drifts_, static_cast<unsigned long long>(restarts_),
+        static_cast<unsigned long long>(reloads_), paid_, reloadsPaid_, forgivenCauses_,
+        mismatches_);
     return mismatches_ == 0 ? 0 : 1;
   }
 
@@ -334,15 +354,18 @@ class Sim {
     for (int p = 0; p < 2; ++p) {
       const auto& pr = model_.procs[p];
       if (!pr.present) continue;
-      std::string on;
-      for (int c = 0; c < 5; ++c)
+      std::string on, reloadOn;
+      for (int c = 0; c < 5; ++c) {
         if ((pr.restartOn >> c & 1) && causeDeclared(c))
           on += fmt::format("{}\"{}\"", on.empty() ? "" : ", ", kCauses[c]);
+        if ((pr.reloadOn >> c & 1) && causeDeclared(c))
+          reloadOn += fmt::format("{}\"{}\"", reloadOn.empty() ? "" : ", ", kCauses[c]);
+      }
       t += fmt::format(
           "[module.s.process.p{0}]\nbundle = \"{1}\"\nservice = \"s-p{0}.service\"\n"
-          "restart-on = [{2}]\nunit = {{ ExecStart = \"{{bundle}}/bin/svc\", Environment = "
-          "[\"V={3}\"] }}\n",
-          p, bins_[pr.bundle], on, pr.env);
+          "restart-on = [{2}]\nreload-on = [{4}]\nunit = {{ ExecStart = \"{{bundle}}/bin/svc\", "
+          "Environment = [\"V={3}\"] }}\n",
+          p, bins_[pr.bundle], on, pr.env, reloadOn);
     }
     return t;
   }
@@ -382,16 +405,25 @@ class Sim {
         break;
       case 7: {
         auto& p = model_.procs[pick(2)];
-        switch (pick(4)) {
+        switch (pick(5)) {
           case 0:
             p.bundle ^= 1;
             break;
           case 1:
             p.env = (p.env + 1) % 3;
             break;
-          case 2:
-            p.restartOn ^= 1u << pick(5);
+          case 2: {
+            const unsigned bit = 1u << pick(5);
+            p.restartOn ^= bit;
+            p.reloadOn &= ~bit;  // an edge in one list only
             break;
+          }
+          case 3: {
+            const unsigned bit = 1u << pick(5);
+            p.reloadOn ^= bit;
+            p.restartOn &= ~bit;
+            break;
+          }
           default:
             p.present = !p.present;
         }
@@ -509,6 +541,10 @@ class Sim {
       for (const auto& [cause, tick] : owedSince_[name])
         if (tick > s.startTick && tick > forgiven_[name + cause])
           forgiven_[name + cause] = tick, ++forgivenCauses_;
+      for (const auto& [cause, tick] : owedReloadSince_[name])
+        if (tick > std::max(s.startTick, s.reloadTick) &&
+            tick > forgiven_["reload " + name + cause])
+          forgiven_["reload " + name + cause] = tick, ++forgivenCauses_;
       if (world_.installTick[name] > s.startTick) forgivenUnit_[name] = world_.installTick[name];
     }
   }
@@ -547,6 +583,7 @@ class Sim {
     const int64_t callsBefore = world_.calls;
     cycleStart_ = ++world_.tick;
     world_.restarts.clear();
+    world_.reloads.clear();
     // An OS crash may also come after the last crash point: at the end of the
     // cycle, before anything synced what it committed last.
     crashAt = fault == Fault::Crash ? 1 + pick(4) : fault == Fault::OsCrash ? 1 + pick(6) : 0;
@@ -627,11 +664,15 @@ class Sim {
     }
     observeCauses(cycleStart_);
     judgeRestarts();
+    judgeReloads();
     if (snapshot(outside_) != outsideBefore_) mismatch("something outside the root changed");
     // A dropped restart-on edge owes nothing more for older changes.
     for (auto& [service, owed] : owedSince_)
       for (auto it = owed.begin(); it != owed.end();)
         it = restartOn_[service].count(it->first) ? std::next(it) : owed.erase(it);
+    for (auto& [service, owed] : owedReloadSince_)
+      for (auto it = owed.begin(); it != owed.end();)
+        it = reloadOn_[service].count(it->first) ? std::next(it) : owed.erase(it);
     if (damagedStore) {
       // A damaged store fails the cycle before it changes anything, and says
       // so where `status` looks (unless the disk is full too); then the
@@ -680,12 +721,18 @@ class Sim {
       const bool changed = disk != lastDisk, moved = where != lastWhere;
       if ((changed || moved) && std::getenv("MESH_SIM_VERBOSE"))
         std::fprintf(stderr, "   cause %s%s: %s\n", c, changed ? "" : " moved", disk.c_str());
-      if (changed || moved)
+      if (changed || moved) {
         for (const auto& [service, causes] : restartOn_)
           if (causes.count(c)) {
             changedSince_[service][c] = tick;
             if (changed) owedSince_[service][c] = tick;
           }
+        for (const auto& [service, causes] : reloadOn_)
+          if (causes.count(c)) {
+            reloadChangedSince_[service][c] = tick;
+            if (changed) owedReloadSince_[service][c] = tick;
+          }
+      }
       lastDisk = disk;
       lastWhere = where;
     }
@@ -693,10 +740,12 @@ class Sim {
 
   void noteEdges(const decl::Declaration& d) {
     restartOn_.clear();
+    reloadOn_.clear();
     for (const auto& res : d.resources)
       if (res.kind == decl::Kind::Process) {
-        auto& causes = restartOn_[std::get<decl::ProcessSpec>(res.spec).service];
-        causes.insert(res.restartOn.begin(), res.restartOn.end());
+        const auto& service = std::get<decl::ProcessSpec>(res.spec).service;
+        restartOn_[service].insert(res.restartOn.begin(), res.restartOn.end());
+        reloadOn_[service].insert(res.reloadOn.begin(), res.reloadOn.end());
       }
   }
 
@@ -738,6 +787,20 @@ class Sim {
     }
   }
 
+  // A reload is justified by a change of one of its reload-on causes since the
+  // service last started (not since its last reload: one made again after a
+  // crash between the reload and its record is allowed). It is never counted as
+  // a restart: World::Service::startTick stays.
+  void judgeReloads() {
+    for (const auto& [service, prevStart, tick] : world_.reloads) {
+      ++reloads_;
+      bool justified = false;
+      for (const auto& [cause, changed] : reloadChangedSince_[service])
+        justified |= changed > prevStart && changed < tick;
+      if (!justified) mismatch(fmt::format("{} was reloaded without a cause", service));
+    }
+  }
+
   void checkPaid(const decl::Declaration& d) {
     for (const auto& res : d.resources) {
       if (res.kind != decl::Kind::Process) continue;
@@ -756,6 +819,16 @@ class Sim {
                                  cause));
         } else if (tick > paidUpTo_[name + cause])
           ++paid_, paidUpTo_[name + cause] = tick;
+      }
+      for (const auto& [cause, tick] : owedReloadSince_[name]) {
+        if (tick > std::max(s.startTick, s.reloadTick)) {
+          if (tick > forgiven_["reload " + name + cause])
+            mismatch(
+                fmt::format("{} was neither reloaded nor restarted after {} changed: the "
+                            "reload was lost",
+                            name, cause));
+        } else if (tick > paidUpTo_["reload " + name + cause])
+          ++reloadsPaid_, paidUpTo_["reload " + name + cause] = tick;
       }
     }
   }
@@ -853,6 +926,9 @@ class Sim {
   // Unpaid when their store was moved aside: no longer expected (moveStoreAside).
   std::map<std::string, uint64_t> forgiven_, forgivenUnit_;  // service+cause / service → tick
   std::map<std::string, std::set<std::string>> restartOn_;   // service → its causes, now
+  std::map<std::string, std::set<std::string>> reloadOn_;    // the same for reload-on
+  // As owedSince_ and changedSince_, for reload-on causes.
+  std::map<std::string, std::map<std::string, uint64_t>> owedReloadSince_, reloadChangedSince_;
   std::map<std::string, std::map<std::string, uint64_t>> owedSince_;  // service → cause → tick
   // The same, kept when the edge is dropped: a change made while the edge was
   // there still justifies a restart (mesh-host pays a confirmed one), though
@@ -863,8 +939,9 @@ class Sim {
   bool damaged_ = false;  // a page of the store was overwritten; not moved aside yet
   int step_ = 0, cycles_ = 0, cleanCycles_ = 0, crashes_ = 0, osCrashes_ = 0, reboots_ = 0,
       lostStores_ = 0, corruptPages_ = 0, movedAside_ = 0, fullDisks_ = 0, hangs_ = 0,
-      supervisorFaults_ = 0, drifts_ = 0, paid_ = 0, forgivenCauses_ = 0, mismatches_ = 0;
-  uint64_t restarts_ = 0;
+      supervisorFaults_ = 0, drifts_ = 0, paid_ = 0, reloadsPaid_ = 0, forgivenCauses_ = 0,
+      mismatches_ = 0;
+  uint64_t restarts_ = 0, reloads_ = 0;
 };
 
 }  // namespace

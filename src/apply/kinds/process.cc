@@ -76,15 +76,31 @@ std::optional<Fd> openBundles(Context& ctx) {
   return ctx.stateDirBeneath().openDir("bundles");
 }
 
-// "restart-on a.key, a.config" and/or "owed from cycle 3: a.key".
+// "restart-on a.key, a.config", "reload-on a.conf" and/or "owed restart: a.key
+// (cycle 3)", "owed reload: a.conf (cycle 3)", joined by "; ". A restart lists the
+// reload causes it pays too.
 std::string causeText(const std::string& self, const RestartCauses& c) {
   std::string out;
-  for (const auto& x : c.changed) out += (out.empty() ? "restart-on " : ", ") + x;
-  std::string owed;
-  for (const auto& [cause, cycle] : c.owed)
-    owed += fmt::format("{}{} (cycle {})", owed.empty() ? "" : ", ",
-                        cause == self ? "own unit" : cause, cycle);
-  if (!owed.empty()) out += (out.empty() ? "" : "; ") + ("owed restart: " + owed);
+  auto add = [&out](std::string part) {
+    if (!part.empty()) out += (out.empty() ? "" : "; ") + part;
+  };
+  auto list = [](const char* prefix, const std::vector<std::string>& ids) {
+    std::string s;
+    for (const auto& x : ids) s += (s.empty() ? prefix : ", ") + x;
+    return s;
+  };
+  auto owed = [&self](const char* prefix,
+                      const std::vector<std::pair<std::string, int64_t>>& rows) {
+    std::string s;
+    for (const auto& [cause, cycle] : rows)
+      s += fmt::format("{}{} (cycle {})", s.empty() ? prefix : ", ",
+                       cause == self ? "own unit" : cause, cycle);
+    return s;
+  };
+  add(list("restart-on ", c.changed));
+  add(list("reload-on ", c.reloadChanged));
+  add(owed("owed restart: ", c.owed));
+  add(owed("owed reload: ", c.owedReload));
   return out;
 }
 
@@ -177,7 +193,11 @@ class ProcessApplier : public Applier {
     std::optional<std::string> drift;  // what the cycle words the reason for
     if (bundleDrift || unitDrift)
       drift = unitDrift && svc.installed ? *unitDrift : "bundle " + bundleDrift.value_or("intact");
-    const bool restart = svc.active;
+    // Only reload-on causes, nothing else to do: the running service is reloaded in
+    // place (its pid stays). Anything that restarts it wins and pays the reloads too.
+    const bool reload =
+        svc.active && !bundleDrift && !unitDrift && !causes.restarts() && causes.reloads();
+    const bool restart = svc.active && !reload;
 
     // Act: the bundle and the unit now; the start or restart at the end of the cycle.
     // A running service whose unit or bundle is replaced is owed a restart,
@@ -204,12 +224,16 @@ class ProcessApplier : public Applier {
         ctx.supervisor().install(unit);
         crashPoint(crash::kAfterUnitInstalled);
       });
+    } else if (rerendered) {
+      // Rendered anew by an upgraded mesh-host and acted on for another cause: the
+      // file is rewritten all the same, or the next cycle would take it for edited.
+      ctx.changeOwingNothing([&] { ctx.supervisor().install(unit); });
     }
     if (restart) now.restarts += 1;
     // The start or restart below begins the supervisor's count of Restart='s
     // restarts again: keep what it counted so far (one more call, only here).
     // A supervisor that cannot say loses that count; it never holds the restart up.
-    if (svc.installed && ctx.applying()) {
+    if (svc.installed && ctx.applying() && !reload) {
       try {
         now.crashRestarts += ctx.supervisor().observe({s.service}, true)[s.service].crashRestarts;
       } catch (const Error&) {
@@ -217,7 +241,9 @@ class ProcessApplier : public Applier {
     }
 
     std::string detail;
-    if (!svc.installed)
+    if (reload)
+      detail = fmt::format("{} {}", ctx.planning() ? "would reload" : "reloaded", s.service);
+    else if (!svc.installed)
       detail = fmt::format("{} file(s), running as {}",
                            now.tree.manifest ? now.tree.manifest->files() : 0, s.service);
     else
@@ -228,8 +254,8 @@ class ProcessApplier : public Applier {
     // Installed when nothing drifts: it is started, or restarted on its causes.
     Decision o = drift ? Decision::act(svc.installed, *drift, detail)
                        : Decision::updated(svc.active ? "" : "drift: not running", detail);
-    // A service being started anew needs no cause; a restart names its causes.
-    if (restart && !causes.empty()) o.addReason(causeText(r.id, causes));
+    // A service being started anew needs no cause; a restart or reload names its causes.
+    if (svc.active && !causes.empty()) o.addReason(causeText(r.id, causes));
     o.observed = now.str();
     o.warning = warning;
     // A plan shows what the unit file becomes.
@@ -237,7 +263,7 @@ class ProcessApplier : public Applier {
       o.diff = unifiedDiff(
           svc.installed ? std::optional<std::string_view>(svc.installedText) : std::nullopt,
           unit.text, s.service);
-    o.activation = restart ? Activation::Restart : Activation::Start;
+    o.activation = reload ? Activation::Reload : restart ? Activation::Restart : Activation::Start;
     o.service = s.service;
     return o;
   }

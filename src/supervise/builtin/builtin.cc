@@ -99,6 +99,7 @@ class BuiltinSupervisor : public Supervisor {
   void start(const std::string& name) override { act(name, "start"); }
   void restart(const std::string& name) override { act(name, "restart"); }
   void stop(const std::string& name) override { act(name, "stop"); }
+  void reloadService(const std::string& name) override { act(name, "reload"); }
 
   // The end of an applying cycle: a service this cycle found running without
   // its supervisor (killed?) and did not start, restart or stop gets a new
@@ -273,8 +274,11 @@ class BuiltinSupervisor : public Supervisor {
       auto [where, lock] = locate(name);
       p = where;
       if (!lock.held) {
-        bool adoptOnly = verb == "stop";
-        if (adoptOnly && !orphanAlive(p)) return;  // nothing runs: stopped already
+        bool adoptOnly = verb == "stop" || verb == "reload";
+        if (adoptOnly && !orphanAlive(p)) {
+          if (verb == "reload") throw failed("it is not running");
+          return;  // nothing runs: stopped already
+        }
         // A new supervisor keeps its records in the runtime directory; it finds
         // (and adopts) an orphan recorded in either place.
         p = paths(name);
@@ -283,6 +287,7 @@ class BuiltinSupervisor : public Supervisor {
         if (r.kind == Reply::Kind::Busy) continue;  // another one won the race: ask it
         if (r.kind == Reply::Kind::Fail) throw failed(r.detail);
         // It started a fresh process, or there was nothing to adopt for a stop: done.
+        if (r.detail != "adopted" && verb == "reload") throw failed("it is not running");
         if (r.detail != "adopted" || verb == "start") return;
       }
       auto line = builtin::exchange(p.socket, verb, waits(p).replyMs);

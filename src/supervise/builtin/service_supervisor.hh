@@ -95,6 +95,10 @@ class ServiceSupervisor {
   void retireLegacyRecords();
   void useOutput(const std::string& fifo);
   void beginStop(AfterStop after);
+  // A reload request: runs ExecReload= (with $MAINPID) and waits for it, at most
+  // TimeoutStartSec=, or sends SIGHUP to the main process when there is none. The
+  // main process stays as it is.
+  Reply reloadService();
   void onTimer();
   void onTerminate(int signo);
   // Reaps the service's process if it has exited (waitid on its pidfd, or on its

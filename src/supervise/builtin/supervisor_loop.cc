@@ -244,6 +244,7 @@ void ServiceSupervisor::command(const std::string& cmd, Fd conn) {
     while (!json.empty() && json.back() == '\n') json.pop_back();
     return reply(std::move(conn), Reply::ok(child_, json));
   }
+  if (cmd == "reload") return answer(std::move(conn), reloadService());
   if (!launchVerb && cmd != "stop")
     return reply(std::move(conn), Reply::fail(fmt::format("unknown command \"{}\"", cmd)));
   if (phase_ == Phase::Idle || phase_ == Phase::Done)

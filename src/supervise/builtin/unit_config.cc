@@ -71,7 +71,7 @@ int64_t timeSpan(const ServiceKeys& keys, const char* key, int64_t fallback) {
 const std::set<std::string, std::less<>> kHonoured = {
     "ExecStart", "Environment",  "EnvironmentFile", "WorkingDirectory", "User",
     "Group",     "Restart",      "RestartSec",      "TimeoutStopSec",   "TimeoutStartSec",
-    "Type",      "NotifyAccess", "X-LogMaxBytes"};
+    "Type",      "NotifyAccess", "X-LogMaxBytes",   "ExecReload"};
 
 // The last of a key's values (systemd: a later assignment wins), or nullptr.
 const std::string* last(const ServiceKeys& keys, const char* key) {
@@ -228,16 +228,17 @@ std::vector<std::string> substituteEnvironment(const std::vector<std::string>& a
   return out;
 }
 
-ServiceConfig parseServiceConfig(const ServiceKeys& keys) {
-  ServiceConfig c;
-  const std::string* exec = single(keys, "ExecStart");
-  if (!exec) throw Error("the unit has no ExecStart= in [Service]");
-  std::string_view cmd = *exec;
+namespace {
+
+// An Exec…= value: its prefixes ('-', '@', ':'; '+' and '!' refused), then the words.
+ServiceConfig::Command parseCommand(const char* key, const std::string& value) {
+  ServiceConfig::Command c;
+  std::string_view cmd = value;
   bool separateArgv0 = false;
   while (!cmd.empty() && std::string_view("-@:+!").find(cmd.front()) != std::string_view::npos) {
     char p = cmd.front();
     if (p == '+' || p == '!')
-      throw Error("ExecStart={}: the '{}' prefix is not supported by the builtin supervisor", *exec,
+      throw Error("{}={}: the '{}' prefix is not supported by the builtin supervisor", key, value,
                   p);
     if (p == '-') c.ignoreFailure = true;
     if (p == '@') separateArgv0 = true;
@@ -246,9 +247,25 @@ ServiceConfig parseServiceConfig(const ServiceKeys& keys) {
   }
   c.argv = splitWords(cmd);
   if (c.argv.empty() || (separateArgv0 && c.argv.size() < 2))
-    throw Error("ExecStart={}: no command", *exec);
+    throw Error("{}={}: no command", key, value);
   c.execPath = c.argv.front();
   if (separateArgv0) c.argv.erase(c.argv.begin());
+  return c;
+}
+
+}  // namespace
+
+ServiceConfig parseServiceConfig(const ServiceKeys& keys) {
+  ServiceConfig c;
+  const std::string* exec = single(keys, "ExecStart");
+  if (!exec) throw Error("the unit has no ExecStart= in [Service]");
+  auto start = parseCommand("ExecStart", *exec);
+  c.argv = std::move(start.argv);
+  c.execPath = std::move(start.execPath);
+  c.ignoreFailure = start.ignoreFailure;
+  c.substitute = start.substitute;
+  if (const std::string* reload = last(keys, "ExecReload"))
+    c.reload = parseCommand("ExecReload", *reload);
 
   if (auto it = keys.find("Environment"); it != keys.end())
     for (const auto& v : it->second)
@@ -334,6 +351,13 @@ std::vector<std::string> unsupportedServiceKeys(const ServiceKeys& keys) {
           out.push_back("ExecStart=" + prefix + "…");
       }
       if (values.size() > 1) out.push_back("ExecStart (given more than once)");
+    } else if (key == "ExecReload") {
+      for (const auto& v : values) {
+        auto prefix = v.substr(0, v.find_first_not_of("-@:+!"));
+        if (prefix.find_first_of("+!") != std::string::npos)
+          out.push_back("ExecReload=" + prefix + "…");
+      }
+      if (values.size() > 1) out.push_back("ExecReload (given more than once: only the last runs)");
     }
   }
   return out;

@@ -62,6 +62,15 @@ struct ServiceConfig {
   // take to send READY=1; kInfinity: wait for ever.
   int64_t timeoutStartUs = 90'000'000;
   uint64_t logMaxBytes = 1 << 20;  // X-LogMaxBytes=
+  // ExecReload=, with the same prefixes as ExecStart: run (with $MAINPID set) on
+  // a reload request; empty argv: the reload sends SIGHUP to the main process.
+  struct Command {
+    std::vector<std::string> argv;
+    std::string execPath;
+    bool ignoreFailure = false;
+    bool substitute = true;
+  };
+  Command reload;
 };
 
 // Throws mesh::Error naming the key and value it cannot use.

@@ -94,6 +94,15 @@ class SystemdSupervisor final : public Supervisor {
     }
   }
 
+  // ReloadUnit: the job runs the unit's ExecReload= (systemd refuses a unit
+  // without one: "Job type reload is not applicable"); the main process stays.
+  void reloadService(const std::string& name) override {
+    sdbus::UnitDir::checkName(name);
+    reloadIfOwed();
+    if (!reloadOwed_ && needsReload(name)) reload();
+    runJob("reload", "ReloadUnit", name);
+  }
+
   void flush() override { reloadIfOwed(); }
   int64_t reloadCount() const override { return reloads_; }
 

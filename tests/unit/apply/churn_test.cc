@@ -140,6 +140,26 @@ TEST(Churn, RestartOnCountsOnlyWhenItsCauseChurned) {
   EXPECT_EQ(churn.at("m.run").changes, 2);
 }
 
+// The same rule for reload-on causes, alone or after restart-on ones.
+TEST(Churn, ReloadOnCountsOnlyWhenItsCauseChurned) {
+  History h;
+  h.add(1, "m.config", "created", "new", "sha256:c1");
+  h.add(1, "m.run", "created", "new", "sha256:p");
+  h.add(2, "m.config", "updated", "declared", "sha256:c2");
+  h.add(2, "m.run", "updated", "reload-on m.config", "sha256:p");
+  h.add(3, "m.config", "updated", "declared", "sha256:c3");
+  h.add(3, "m.run", "updated", "restart-on m.key; reload-on m.config", "sha256:p");
+  EXPECT_TRUE(computeChurn(h.entries(), 3).empty()) << "a declared cause is no churn";
+  h.add(4, "m.config", "updated", "drift: content changed", "sha256:c3");
+  h.add(4, "m.run", "updated", "reload-on m.config", "sha256:p");
+  h.add(5, "m.config", "updated", "drift: content changed", "sha256:c3");
+  h.add(5, "m.run", "updated", "restart-on m.key; reload-on m.config", "sha256:p");
+  auto churn = computeChurn(h.entries(), 5);
+  EXPECT_TRUE(churn.at("m.config").churning);
+  EXPECT_TRUE(churn.at("m.run").churning);
+  EXPECT_EQ(churn.at("m.run").changes, 2);
+}
+
 TEST(Churn, UndeclaredChangeNeedsAChangeOutcome) {
   HistoryEntry h{1, "m.x", "unchanged", "", "sha256:a", "sha256:a", 0};
   EXPECT_FALSE(isUndeclaredChange(h, true, "sha256:a"));

@@ -38,7 +38,9 @@ int64_t nowUs() {
 struct Services {
   std::map<std::string, supervise::ServiceState> state;
   int restarts = 0;       // made by mesh-host
+  int reloads = 0;        // reloads made by mesh-host (the pid stays)
   bool failNext = false;  // the next start or restart fails
+  bool failNextReload = false;
 };
 
 class FakeSupervisor : public supervise::Supervisor {
@@ -66,6 +68,14 @@ class FakeSupervisor : public supervise::Supervisor {
     run(name);
   }
   void stop(const std::string& name) override { s_.state[name].active = false; }
+  void reloadService(const std::string& name) override {
+    if (!s_.state[name].active) throw Error("reload of {} failed: it is not running", name);
+    if (s_.failNextReload) {
+      s_.failNextReload = false;
+      throw Error("reload of {} failed: exit-code", name);
+    }
+    ++s_.reloads;
+  }
   std::vector<std::string> unsupportedKeys(const supervise::Unit&) const override { return {}; }
 
   // A start takes time: it ends in a later millisecond than anything before it.
@@ -117,6 +127,19 @@ class OwedRestarts : public ::testing::Test {
         "restart-on = [\"m.config\", \"m.key\"]\n"
         "unit = {{ ExecStart = \"{{bundle}}/bin/svc\" }}\n",
         configPath, x, key, bundle);
+  }
+
+  // The same node, its process reloading on m.config and restarting on m.key.
+  std::string reloading(int key = 1, int x = 1) const {
+    std::string t = declaration("/srv/a/config", key, x);
+    const std::string from = "restart-on = [\"m.config\", \"m.key\"]\n";
+    t.replace(t.find(from), from.size(), "restart-on = [\"m.key\"]\nreload-on = [\"m.config\"]\n");
+    return t;
+  }
+
+  std::vector<state::OwedRestart> owedRows() {
+    auto store = state::Store::open(stateDir(), state::Store::Access::ReadOnly);
+    return store.owedRestarts();
   }
 
   // One cycle; with `powerCut`, the disk as it stood for good at the cycle's
@@ -237,6 +260,117 @@ TEST_F(OwedRestarts, AMoveACrashCutShortIsNotMadeAgainAfterAReboot) {
   EXPECT_EQ(o.reason(), "moved from /srv/a/config");
   EXPECT_EQ(services.restarts, 0) << "the reboot had paid for the move";
   EXPECT_EQ(cycle(moved).tally.updated, 0);
+}
+
+TEST_F(OwedRestarts, AReloadOnChangeReloadsTheServiceAndRestartsNothing) {
+  cycle(reloading());
+  const int pid = services.state["svc.service"].pid;
+  const auto r = cycle(reloading(1, 2));
+  const auto& o = outcomeOf(r, "m.svc");
+  EXPECT_EQ(o.verdict(), Verdict::Updated);
+  EXPECT_EQ(o.reason(), "reload-on m.config");
+  EXPECT_EQ(o.detail(), "reloaded svc.service");
+  EXPECT_FALSE(o.restarted);
+  EXPECT_EQ(services.reloads, 1);
+  EXPECT_EQ(services.restarts, 0);
+  EXPECT_EQ(r.supervisorCalls.reloadService, 1);
+  EXPECT_EQ(r.supervisorCalls.restart, 0);
+  EXPECT_EQ(services.state["svc.service"].pid, pid);
+  EXPECT_TRUE(owedRows().empty()) << "the reload paid what it owed";
+  EXPECT_EQ(cycle(reloading(1, 2)).tally.updated, 0);
+  EXPECT_EQ(services.reloads, 1) << "a no-op cycle reloads nothing";
+}
+
+TEST_F(OwedRestarts, ARestartAndAReloadOwedInOneCycleMakeOneRestart) {
+  cycle(reloading());
+  const auto r = cycle(reloading(2, 2));  // the key (restart-on) and the config (reload-on)
+  const auto& o = outcomeOf(r, "m.svc");
+  EXPECT_EQ(o.reason(), "restart-on m.key; reload-on m.config");
+  EXPECT_EQ(o.detail(), "restarted svc.service");
+  EXPECT_EQ(services.restarts, 1);
+  EXPECT_EQ(services.reloads, 0) << "the restart wins";
+  EXPECT_TRUE(owedRows().empty()) << "the restart paid the reload too";
+}
+
+// The same intent rule as restarts: written, synced, before the change it owes.
+TEST_F(OwedRestarts, AReloadOwedByAChangeIsMadeByTheNextCycleWhenItsCycleDies) {
+  for (const char* point : {crash::kAfterIntent, crash::kBeforeRecord, crash::kAfterChangeRecorded,
+                            crash::kBeforeRestart}) {
+    SCOPED_TRACE(point);
+    services = {};
+    fs::remove_all(work + "/root");
+    sim::disk::forget(stateDir() + "/state.db");
+    cycle(reloading());
+    static std::string at;
+    at = point;
+    setCrashHook([](const char* p) {
+      if (at == p) throw std::logic_error("killed");
+    });
+    EXPECT_THROW(cycle(reloading(1, 2)), std::logic_error);
+    setCrashHook(nullptr);
+    ASSERT_EQ(services.reloads, 0);
+    auto rows = owedRows();
+    ASSERT_EQ(rows.size(), 1u);
+    EXPECT_TRUE(rows[0].reload);
+    EXPECT_EQ(rows[0].cause, "m.config");
+
+    const auto r = cycle(reloading(1, 2));
+    const auto& o = outcomeOf(r, "m.svc");
+    EXPECT_EQ(services.reloads, 1) << o.reason();
+    EXPECT_EQ(services.restarts, 0) << "a reload never counts as a restart";
+    EXPECT_NE(o.reason().find("reload"), std::string::npos) << o.reason();
+    EXPECT_TRUE(owedRows().empty());
+    cycle(reloading(1, 2));
+    EXPECT_EQ(services.reloads, 1);
+  }
+}
+
+TEST_F(OwedRestarts, AReloadOwedSurvivesAPowerCutAfterTheChange) {
+  cycle(reloading());
+  setCrashHook([](const char* point) {
+    if (std::string_view(point) == crash::kBeforeRestart) throw std::logic_error("killed");
+  });
+  std::optional<sim::disk::Images> disk;
+  EXPECT_THROW(cycle(reloading(1, 2), &disk), std::logic_error);
+  setCrashHook(nullptr);
+  disk = sim::disk::osCrash();
+  sim::disk::restoreAfterOsCrash(*disk);
+  cycle(reloading(1, 2));
+  EXPECT_EQ(services.reloads, 1) << "the reload the change owed was lost";
+  EXPECT_EQ(services.restarts, 0);
+}
+
+TEST_F(OwedRestarts, AFailedReloadStaysOwedAndAnIntentNeverReplacesItsRow) {
+  cycle(reloading());
+  services.failNextReload = true;
+  ASSERT_EQ(cycle(reloading(1, 2)).tally.failed, 1);
+  ASSERT_EQ(owedRows().size(), 1u);
+  const auto r = cycle(reloading(1, 2));
+  EXPECT_EQ(outcomeOf(r, "m.svc").reason().rfind("owed reload: m.config (cycle ", 0), 0u)
+      << outcomeOf(r, "m.svc").reason();
+  EXPECT_EQ(services.reloads, 1);
+  EXPECT_EQ(services.restarts, 0);
+  EXPECT_TRUE(owedRows().empty());
+}
+
+// A row that owes a restart stays one: a reload owed later for the same cause
+// (its edge moved from restart-on to reload-on) does not turn it into a reload.
+TEST_F(OwedRestarts, AnOwedRestartIsNotDowngradedToAReload) {
+  fs::create_directories(stateDir());
+  {
+    auto store = state::Store::open(stateDir());
+    store.oweRestart({"m.svc", "m.config", 1, 10, "", false});
+    store.oweRestart({"m.svc", "m.config", 2, 20, "", true});
+    auto rows = store.owedRestarts();
+    ASSERT_EQ(rows.size(), 1u);
+    EXPECT_FALSE(rows[0].reload);
+    EXPECT_EQ(rows[0].cycle, 2);
+    store.clearOwedReloads("m.svc");
+    EXPECT_EQ(store.owedRestarts().size(), 1u) << "clearing reloads cleared a restart";
+    store.oweRestart({"m.svc", "m.key", 2, 20, "", true});
+    store.clearOwedReloads("m.svc");
+    EXPECT_EQ(store.owedRestarts().size(), 1u);
+  }
 }
 
 }  // namespace

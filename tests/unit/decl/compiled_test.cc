@@ -43,7 +43,8 @@ replace = true
 
 [module.m.process.svc]
 bundle = ")" + kDigestB + R"("
-restart-on = ["m.config", "m.key"]
+restart-on = ["m.key"]
+reload-on = ["m.config"]
 unit = { ExecStart = "{bundle}/bin/svc", Environment = ["A=1", "B=2"] }
 )";
 
@@ -62,6 +63,7 @@ TEST(Compiled, ReadsBackWhatWasParsedToTheLetter) {
     EXPECT_EQ(a.pos.str(), b.pos.str());
     EXPECT_EQ(a.requires_, b.requires_);
     EXPECT_EQ(a.restartOn, b.restartOn);
+    EXPECT_EQ(a.reloadOn, b.reloadOn);
     EXPECT_EQ(a.path(), b.path());
   }
   EXPECT_EQ(back->serial, 7);

@@ -263,6 +263,31 @@ TEST(ParseError, UnknownIdInRestartOn) {
   expectError(msg, "decl.toml:4:15", {"unknown id 'm.nope' in restart-on of process m.p"});
 }
 
+TEST(ParseError, UnknownIdInReloadOn) {
+  auto msg = errorOf("[module.m.process.p]\nbundle = \"" + kDigestA +
+                     "\"\nunit = { ExecStart = \"x\" }\nreload-on = [\"m.nope\"]\n");
+  expectError(msg, "decl.toml:4:14", {"unknown id 'm.nope' in reload-on of process m.p"});
+}
+
+TEST(ParseError, ACauseInBothRestartOnAndReloadOn) {
+  auto msg = errorOf(
+      "[module.m.file.conf]\npath = \"/c\"\ncontent = \"\"\n"
+      "[module.m.process.p]\nbundle = \"" +
+      kDigestA +
+      "\"\nunit = { ExecStart = \"x\" }\nrestart-on = [\"m.conf\"]\nreload-on = [\"m.conf\"]\n");
+  expectError(msg, "decl.toml:8:14",
+              {"process m.p lists 'm.conf' in both restart-on and reload-on; keep it in one"});
+  EXPECT_EQ(lineCount(msg), 1u) << msg;
+}
+
+TEST(ParseError, ReloadOnOnlyForProcesses) {
+  auto msg = errorOf(
+      "[module.m.file.a]\npath = \"/a\"\ncontent = \"\"\n"
+      "[module.m.directory.b]\npath = \"/b\"\nreload-on = [\"m.a\"]\n");
+  expectError(msg, "decl.toml:6:1", {"'reload-on' is only for processes, not directory m.b"});
+  EXPECT_EQ(lineCount(msg), 1u) << msg;
+}
+
 TEST(ParseError, RequiresItself) {
   auto msg = errorOf("[module.m.directory.a]\npath = \"/a\"\nrequires = [\"m.a\"]\n");
   expectError(msg, "decl.toml:3:13", {"directory m.a lists itself in requires"});

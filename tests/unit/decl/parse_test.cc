@@ -201,6 +201,30 @@ ExecStart = "{bundle}/bin/worker"
   EXPECT_EQ(s.unit.at("ExecStart"), UnitValue{"{bundle}/bin/worker"});
 }
 
+TEST(Parse, ProcessReloadOn) {
+  auto d = parse(R"(
+[module.m.file.conf]
+path = "/etc/m.conf"
+content = "x"
+
+[module.m.file.key]
+path = "/etc/m.key"
+content = "k"
+
+[module.m.process.worker]
+bundle = ")" + kDigestA +
+                 R"("
+restart-on = ["m.key"]
+reload-on = ["m.conf"]
+unit = { ExecStart = "{bundle}/bin/worker", ExecReload = "/bin/kill -HUP $MAINPID" }
+)");
+  ASSERT_EQ(d.resources.size(), 3u);
+  const Resource& r = d.resources[2];
+  EXPECT_EQ(r.id, "m.worker") << "a process comes after what it reloads on";
+  EXPECT_EQ(r.restartOn, std::vector<std::string>{"m.key"});
+  EXPECT_EQ(r.reloadOn, std::vector<std::string>{"m.conf"});
+}
+
 TEST(Parse, ModeAsStringAndOctalLiteral) {
   auto d = parse(R"(
 [module.m.file.a]

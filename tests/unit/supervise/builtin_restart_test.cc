@@ -119,5 +119,53 @@ TEST_F(BuiltinTest, AGracefulServiceStopsWithoutWaitingForTheTimeout) {
   EXPECT_EQ(status("demo.service").lastExit, "killed by signal 15 (TERM)");
 }
 
+// reload-on: without ExecReload=, SIGHUP to the main process; the pid stays.
+TEST_F(BuiltinTest, AReloadSendsSighupAndKeepsThePid) {
+  const std::string marks = dir + "/hup";
+  pid_t pid = startUnit("demo.service",
+                        {{"ExecStart", "/bin/sh -c 'trap \"echo hup >> " + marks +
+                                           "\" HUP; sleep 100000 & while :; do wait $$!; done'"}});
+  ASSERT_GT(pid, 0);
+  sup->reloadService("demo.service");
+  ASSERT_TRUE(awaitFile(marks)) << log("demo.service");
+  EXPECT_EQ(observe("demo.service").pid, pid);
+  EXPECT_TRUE(observe("demo.service").active);
+  EXPECT_NE(log("demo.service").find("reload: sent SIGHUP to pid " + std::to_string(pid)),
+            std::string::npos)
+      << log("demo.service");
+}
+
+// With ExecReload=: it runs (with $MAINPID) and is waited for; its failure fails the reload.
+TEST_F(BuiltinTest, AReloadRunsExecReloadWithMainpid) {
+  const std::string out = dir + "/reloaded";
+  pid_t pid =
+      startUnit("demo.service", {{"ExecStart", "/bin/sleep 100000"},
+                                 {"ExecReload", "/bin/sh -c 'echo $$MAINPID > " + out + "'"}});
+  ASSERT_GT(pid, 0);
+  sup->reloadService("demo.service");
+  // Waited for: the file is there when the call returns.
+  EXPECT_EQ(readFile(out).value_or(""), std::to_string(pid) + "\n");
+  EXPECT_EQ(observe("demo.service").pid, pid);
+
+  sup->install(makeUnit(
+      "bad.service", {{"ExecStart", "/bin/sleep 100000"}, {"ExecReload", "/bin/sh -c 'exit 3'"}}));
+  sup->start("bad.service");
+  const pid_t badPid = observe("bad.service").pid;
+  try {
+    sup->reloadService("bad.service");
+    ADD_FAILURE() << "a failed ExecReload= was a success";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("ExecReload failed: exit status 3"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(observe("bad.service").pid, badPid) << "a failed reload leaves the process";
+}
+
+TEST_F(BuiltinTest, AReloadOfAServiceThatIsNotRunningFails) {
+  sup->install(makeUnit("demo.service", {{"ExecStart", "/bin/sleep 100000"}}));
+  EXPECT_THROW(sup->reloadService("demo.service"), Error);
+  EXPECT_FALSE(observe("demo.service").active) << "a reload starts nothing";
+}
+
 }  // namespace
 }  // namespace mesh::supervise::test

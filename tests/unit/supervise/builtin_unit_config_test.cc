@@ -105,6 +105,23 @@ TEST(BuiltinUnitConfig, RejectsWhatItCannotRun) {
   }
 }
 
+TEST(BuiltinUnitConfig, ReadsExecReload) {
+  auto c = parseServiceConfig(
+      parseServiceSection("[Service]\nExecStart=/bin/a\nExecReload=-/bin/kill -HUP $MAINPID\n"));
+  EXPECT_EQ(c.reload.execPath, "/bin/kill");
+  EXPECT_EQ(c.reload.argv, (Words{"/bin/kill", "-HUP", "$MAINPID"}));
+  EXPECT_TRUE(c.reload.ignoreFailure);
+  EXPECT_FALSE(c.ignoreFailure) << "ExecStart's prefixes are its own";
+  EXPECT_TRUE(
+      parseServiceConfig(parseServiceSection("[Service]\nExecStart=/bin/a\n")).reload.argv.empty());
+  EXPECT_THROW(
+      parseServiceConfig(parseServiceSection("[Service]\nExecStart=/bin/a\nExecReload=+/bin/b\n")),
+      Error);
+  EXPECT_TRUE(
+      unsupportedServiceKeys(parseServiceSection("[Service]\nExecStart=/a\nExecReload=/b\n"))
+          .empty());
+}
+
 TEST(BuiltinUnitConfig, ListsUnsupportedKeys) {
   auto keys = parseServiceSection(
       "[Unit]\nDescription=d\n[Service]\nExecStart=+/bin/a\nExecStartPre=/bin/b\n"

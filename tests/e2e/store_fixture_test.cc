@@ -1,0 +1,94 @@
+// A store written by the previous schema (tests/e2e/fixtures/store-before-reload,
+// whose README says how and by which commit it was made) opens under this build,
+// is migrated in place, and restarts nothing.
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "harness.hh"
+
+namespace mesh::e2e {
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::string kFixture =
+    std::string(MESH_SOURCE_DIR) + "/tests/e2e/fixtures/store-before-reload";
+// The root the fixture was made at: the store records it (a process's want holds
+// its root and bundle directory), so the node is recreated exactly there.
+const std::string kWork = "/tmp/mesh-host-store-fixture";
+const std::string kBundle = "05db2d32f17f53e9e849decc8e2a0175f8fc5cb1ee4104a13308f98b75e26b29";
+
+class StoreFixture : public Node {
+ protected:
+  void SetUp() override {
+    fs::remove_all(kWork);
+    work = kWork;
+    root = work + "/root";
+    blobs = work + "/blobs";
+    fs::create_directories(root);
+    fs::create_directories(blobs + "/sha256");
+    fs::copy_file(kFixture + "/bundle.tar", blobs + "/sha256/" + kBundle);
+    extraArgs = {"--supervisor", "builtin"};
+  }
+  void TearDown() override {
+    apply(declare("node = \"test\"\nempty = true\n", "empty.toml"));  // stops the service
+    Node::TearDown();
+  }
+
+  std::string sql(const std::string& query) {
+    Result r = runCommand({"sqlite3", "-batch", stateDir() + "/state.db", query});
+    EXPECT_EQ(r.code, 0) << r.err;
+    while (!r.out.empty() && r.out.back() == '\n') r.out.pop_back();
+    return r.out;
+  }
+
+  nlohmann::json service() {
+    Result st = mesh({"status", "--json"});
+    const auto j = st.json();  // held: a range over a temporary's member dangles
+    for (const auto& r : j["resources"])
+      if (r["id"] == "fx.svc") return r["service"];
+    ADD_FAILURE() << "no status for fx.svc: " << st.out << st.err;
+    return {};
+  }
+};
+
+TEST_F(StoreFixture, AStoreOfThePreviousSchemaIsMigratedAndRestartsNothing) {
+  std::ifstream in(kFixture + "/decl.toml");
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string decl = declare(text);
+  // The node as the previous mesh-host left it: the file in place, the service
+  // running its bundle. This build puts it there; then the store it wrote gives
+  // way to the one the previous version wrote for the very same node.
+  Result first = apply(decl);
+  ASSERT_EQ(first.code, 0) << first.out << first.err;
+  const auto before = service();
+  ASSERT_TRUE(before.value("active", false)) << before.dump();
+  for (const char* f : {"/state.db", "/state.db-wal", "/state.db-shm"}) fs::remove(stateDir() + f);
+  fs::copy_file(kFixture + "/state.db", stateDir() + "/state.db");
+  fs::permissions(stateDir() + "/state.db", fs::perms::owner_read | fs::perms::owner_write);
+  ASSERT_EQ(sql("SELECT count(*) FROM pragma_table_info('owed_restarts') WHERE name = 'kind'"), "0")
+      << "the fixture is not of the previous schema";
+  ASSERT_EQ(sql("SELECT count(*) FROM cycles"), "1");
+
+  Result r = apply(decl);
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  const auto j = r.json();
+  for (const auto& o : j["outcomes"]) EXPECT_EQ(o["outcome"], "unchanged") << o.dump();
+  EXPECT_EQ(j["outcomes"].size(), 2u);
+  EXPECT_EQ(j["summary"]["supervisor"]["restart"], 0) << r.out;
+  EXPECT_EQ(j["summary"]["supervisor"]["start"], 0) << r.out;
+  EXPECT_EQ(j["cycle"], 2) << "the fixture's history goes on";
+  const auto after = service();
+  EXPECT_EQ(after["pid"], before["pid"]) << after.dump();
+  EXPECT_EQ(after["since"], before["since"]) << after.dump();
+  // Migrated in place: the column is there, every row it gained owes a restart.
+  EXPECT_EQ(sql("PRAGMA user_version"), "1");
+  EXPECT_EQ(sql("SELECT count(*) FROM pragma_table_info('owed_restarts') WHERE name = 'kind'"),
+            "1");
+  EXPECT_EQ(sql("SELECT count(*) FROM owed_restarts"), "0");
+}
+
+}  // namespace
+}  // namespace mesh::e2e
