@@ -399,7 +399,8 @@ content = "plain = true\n"
   void expectRecovers() {
     Result r = apply(declPath);
     ASSERT_EQ(r.code, 0) << r.out << r.err;
-    for (const auto& o : r.json()["outcomes"])
+    const auto report = r.json();  // held: a range over a temporary's member dangles
+    for (const auto& o : report["outcomes"])
       EXPECT_TRUE(o["outcome"] == "created" || o["outcome"] == "updated" ||
                   o["outcome"] == "unchanged")
           << o.dump();

@@ -113,7 +113,8 @@ bundle = "{}"
                                                secret, bundle));
   Result r = applyUnderUmask(decl, "077");
   ASSERT_EQ(r.code, 0) << r.out << r.err;
-  for (const auto& o : r.json()["outcomes"]) EXPECT_EQ(o["outcome"], "created") << o.dump();
+  const auto report = r.json();  // held: a range over a temporary's member dangles
+  for (const auto& o : report["outcomes"]) EXPECT_EQ(o["outcome"], "created") << o.dump();
 
   for (const char* parent :
        {"/opt", "/opt/deep", "/opt/deep/a", "/opt/deep/a/b", "/opt/deep/l", "/opt/deep/l/m",

@@ -113,7 +113,8 @@ TEST_P(StatusTruth, AnUnreachableSupervisorFailsStatus) {
   Result js = mesh({"status", "--json"});
   EXPECT_EQ(js.code, 1);
   EXPECT_FALSE(js.json()["supervisor_error"].is_null()) << js.out;
-  for (const auto& r : js.json()["resources"]) {
+  const auto status = js.json();  // held: a range over a temporary's member dangles
+  for (const auto& r : status["resources"]) {
     if (r["id"] == id()) {
       EXPECT_EQ(r["service"]["state"], "unknown") << r.dump();
     }

@@ -616,7 +616,8 @@ TEST_F(Nodes, AStatementCopiedToAnotherNodesOrClustersKeyIsRefused) {
   EXPECT_NE(readAll(nodes["n2"].log).find("refused the pushed declaration"), std::string::npos);
   Result st = status({"--json"});
   EXPECT_EQ(st.code, 1) << st.out;
-  for (const auto& row : st.json().at("nodes"))
+  const auto shown = st.json();  // held: a range over a temporary's member dangles
+  for (const auto& row : shown.at("nodes"))
     if (row.at("node") == "n2") {
       EXPECT_EQ(row.at("state"), "refused") << row.dump();
     }

@@ -168,7 +168,8 @@ TEST_F(FleetStatus, ShowsEachNodesDigestAndAPerVersionSummary) {
   EXPECT_EQ(versions[0].at("nodes"), nlohmann::json::parse(R"(["a","b","c"])"));
   EXPECT_EQ(versions[0].at("serial"), 2);
   EXPECT_EQ(versions[0].at("digest"), Digest::ofBytes(declText(2)).str());
-  for (const auto& n : j.json().at("nodes"))
+  const auto shown = j.json();  // held: a range over a temporary's member dangles
+  for (const auto& n : shown.at("nodes"))
     if (n.at("node") == "d") {
       EXPECT_EQ(n.at("applied_digest"), Digest::ofBytes(declText(1)).str());
       EXPECT_EQ(n.at("wanted_digest"), Digest::ofBytes(declText(2)).str());
