@@ -191,13 +191,16 @@ class SimulatedNodes {
     for (auto& t : threads) t.join();
   }
 
-  void publish(EtcdClient& c, Node& n) {
+  // A node's signed status, as the agent puts it: on its lease, with its seen copy.
+  std::vector<EtcdOp> statusOps(Node& n) {
     n.status.publishedAtMs = unixMs();
     n.status.lease = n.lease;
     const std::string text = signNodeJson(encodeStatus(n.status), n.key);
-    c.put(keys_.status(n.name), text, n.lease);
-    c.put(keys_.seen(n.name), text);
+    return {EtcdOp::put(keys_.status(n.name), text, n.lease),
+            EtcdOp::put(keys_.seen(n.name), text)};
   }
+
+  void publish(EtcdClient& c, Node& n) { c.txn({}, statusOps(n)); }
 
   void keepAliveLoop() {
     EtcdClient c(url_);
@@ -244,29 +247,48 @@ class SimulatedNodes {
     if (refusals_.size() < 4096) refusals_ += what + "\n";
   }
 
+  // Statuses go out in transactions of up to kPublishBatch nodes (status and seen copy
+  // each): this one process stands for 10,000 nodes, each of which would put its own on
+  // its own connection; one put per node here would measure this process's round trips
+  // to etcd, not the push. Every node still verifies what it applies and signs its status.
+  static constexpr size_t kPublishBatch = kEtcdMaxTxnOps / 2;
+
   void workLoop() {
     EtcdClient c(url_, 30s);
     for (;;) {
-      Work w;
+      std::vector<Work> batch;
       {
         std::unique_lock<std::mutex> lock(mutex_);
         queueChanged_.wait(lock, [this] { return !queue_.empty() || !running_; });
         if (queue_.empty()) return;
-        w = std::move(queue_.front());
-        queue_.pop_front();
+        while (!queue_.empty() && batch.size() < kPublishBatch) {
+          batch.push_back(std::move(queue_.front()));
+          queue_.pop_front();
+        }
       }
-      Node& n = nodes_[w.node];
+      std::vector<EtcdOp> ops;
+      std::vector<std::string> names;
+      for (const auto& w : batch) {
+        Node& n = nodes_[w.node];
+        try {
+          apply(c, n, w, ops);
+          names.push_back(n.name);
+        } catch (const std::exception& e) {
+          note(n.name + ": " + e.what());
+        }
+      }
+      if (ops.empty()) continue;
       try {
-        apply(c, n, w);
+        c.txn({}, ops);
       } catch (const std::exception& e) {
-        note(n.name + ": " + e.what());
+        note(fmt::format("{}: {}", fmt::join(names, ", "), e.what()));
       }
     }
   }
 
   // What an agent does with a pushed value: verify, fetch the body by digest, apply,
-  // publish its status.
-  void apply(EtcdClient& c, Node& n, const Work& w) {
+  // sign its status (the puts go into `ops`).
+  void apply(EtcdClient& c, Node& n, const Work& w, std::vector<EtcdOp>& ops) {
     const std::string where = keys_.declaration(n.name);
     auto pushed = decodePushed(w.value, where);
     const Statement st = verified(pushed, where);
@@ -289,7 +311,7 @@ class SimulatedNodes {
     s.updated = 1;
     s.unchanged = 11;
     s.appliedCycle = appliedCycleOf(s);
-    publish(c, n);
+    for (auto& op : statusOps(n)) ops.push_back(std::move(op));
   }
 
   // The signed statement of a value, checked once per distinct value: each real node

@@ -90,9 +90,12 @@ NodeView viewOf(const std::string& node, const NodeKeys& k,
 void checkTrust(NodeView& v, const std::string& cluster, const NodeKeys& k,
                 const std::vector<trust::OperatorPublicKey>& trusted, int64_t now,
                 VerifiedMemo* memo) {
+  // Only what is judged by is checked: the live status, else the seen copy; the heartbeat
+  // only when the status does not name the live lease it sits on (statusOnItsLease).
+  const bool onItsLease = statusOnItsLease(k, v.status);
   std::vector<EtcdKeyValue> signedKeys;
-  for (const auto* kv : {&k.status, &k.seen, &k.heartbeat})
-    if (*kv) signedKeys.push_back(**kv);
+  for (const auto* kv : {k.status ? &k.status : &k.seen, onItsLease ? nullptr : &k.heartbeat})
+    if (kv && *kv) signedKeys.push_back(**kv);
   const auto t = checkNode(cluster, v.node, k.enrollment, signedKeys, trusted, memo);
   std::optional<Heartbeat> beat;
   if (t.verdict != NodeTrust::Verdict::Verified) {
@@ -100,7 +103,7 @@ void checkTrust(NodeView& v, const std::string& cluster, const NodeKeys& k,
     v.trustReason = t.reason;
     v.status.reset();
     v.up = false;
-  } else if (k.heartbeat) {
+  } else if (k.heartbeat && !onItsLease) {
     try {
       beat = decodeHeartbeat(k.heartbeat->value, k.heartbeat->key);
     } catch (const InputError& e) {
@@ -110,7 +113,8 @@ void checkTrust(NodeView& v, const std::string& cluster, const NodeKeys& k,
   if (v.up) {
     v.downReason = downReason(k, v.status, beat, now);
     v.up = v.downReason.empty();
-    if (v.up) v.heartbeatMs = beat->lease != 0 ? now : beat->atMs;  // its lease holds: seen now
+    // Its lease holds: seen now; an older agent's heartbeat says when it beat.
+    if (v.up) v.heartbeatMs = onItsLease || beat->lease != 0 ? now : beat->atMs;
   }
 }
 
@@ -309,9 +313,14 @@ size_t FleetView::count(NodeState s) const {
       std::count_if(nodes.begin(), nodes.end(), [s](const NodeView& n) { return n.state == s; }));
 }
 
+bool statusOnItsLease(const NodeKeys& k, const std::optional<NodeStatus>& status) {
+  return k.status && status && status->lease != 0 && status->lease == k.status->lease;
+}
+
 std::string downReason(const NodeKeys& k, const std::optional<NodeStatus>& status,
                        const std::optional<Heartbeat>& beat, int64_t nowMs) {
   if (!k.status) return "";
+  if (statusOnItsLease(k, status)) return "";
   const int64_t lease = k.status->lease;
   const int64_t staleMs = std::chrono::milliseconds(kHeartbeatStale).count();
   if (!beat) return "its status is on a live lease but it has no heartbeat";
