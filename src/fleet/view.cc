@@ -6,6 +6,7 @@
 #include <chrono>
 #include <thread>
 #include <tuple>
+#include <unordered_map>
 
 #include "fleet/enroll.hh"
 #include "fleet/node_signed.hh"
@@ -59,20 +60,51 @@ NodeState stateOf(const NodeView& v) {
   return NodeState::Converged;
 }
 
+// The declaration values that decode, each decoded once: a push puts the same value to
+// every node it names (read-only while nodes are judged in parallel).
+struct DecodedValue {
+  PushedDeclaration pushed;
+  Statement statement;
+  std::string digest;  // valueDigest()
+};
+using DecodedValues = std::unordered_map<std::string_view, DecodedValue>;
+
+DecodedValues decodeDistinct(const std::map<std::string, NodeKeys>& known) {
+  DecodedValues out;
+  for (const auto& [node, k] : known) {
+    if (!k.declaration || out.count(k.declaration->value)) continue;
+    try {
+      auto pushed = decodePushed(k.declaration->value, k.declaration->key);
+      auto st = peekStatement(pushed, k.declaration->key);
+      out.emplace(k.declaration->value, DecodedValue{std::move(pushed), std::move(st),
+                                                     valueDigest(k.declaration->value)});
+    } catch (const InputError&) {
+      // Decoded again for this node, to say why under its own key.
+    }
+  }
+  return out;
+}
+
 // What the keys say, before any trust is given to what the node signed.
-NodeView viewOf(const std::string& node, const NodeKeys& k,
+NodeView viewOf(const std::string& node, const NodeKeys& k, const DecodedValues& decoded,
                 std::optional<PushedDeclaration>& pushed) {
   NodeView v;
   v.node = node;
   v.up = k.status.has_value();
   if (k.declaration) {
     v.wantedRevision = k.declaration->modRevision;
-    v.wantedValue = valueDigest(k.declaration->value);
-    try {
-      pushed = decodePushed(k.declaration->value, k.declaration->key);
-      v.wanted = peekStatement(*pushed, k.declaration->key);
-    } catch (const InputError& e) {
-      v.unreadable.push_back(e.what());
+    if (const auto it = decoded.find(k.declaration->value); it != decoded.end()) {
+      v.wantedValue = it->second.digest;
+      pushed = it->second.pushed;
+      v.wanted = it->second.statement;
+    } else {
+      v.wantedValue = valueDigest(k.declaration->value);
+      try {
+        pushed = decodePushed(k.declaration->value, k.declaration->key);
+        v.wanted = peekStatement(*pushed, k.declaration->key);
+      } catch (const InputError& e) {
+        v.unreadable.push_back(e.what());
+      }
     }
   }
   if (const auto& kv = k.status ? k.status : k.seen) {
@@ -360,12 +392,13 @@ FleetView viewFleet(const EtcdRange& range, const FleetKeys& keys,
   for (const auto& entry : known) order.push_back(&entry);
   out.nodes.resize(order.size());
   std::vector<std::optional<PushedDeclaration>> pushed(order.size());
+  const DecodedValues decoded = decodeDistinct(known);
   // Each node is judged on its own (a signature or two to check, a few JSON values to
   // read): across the machine's cores for a large fleet, in order for a small one.
   const auto judge = [&](size_t from, size_t step) {
     for (size_t i = from; i < order.size(); i += step) {
       const auto& [node, k] = *order[i];
-      NodeView v = viewOf(node, k, pushed[i]);
+      NodeView v = viewOf(node, k, decoded, pushed[i]);
       checkTrust(v, keys.cluster, k, trusted, nowMs, memo);
       v.state = stateOf(v);
       if (v.state != NodeState::Converged) {
