@@ -372,8 +372,10 @@ void FleetLink::heartbeatLoop() {
       if (!written || !fleet::sameMaterially(*written, status)) {
         status.publishedAtMs = apply::nowMs();
         const std::string text = fleet::signNodeJson(fleet::encodeStatus(status), nodeKey_);
-        etcd.put(statusKey, text, lease);
-        etcd.put(seenKey, text);
+        // One transaction: one request and one etcd revision for both (and the seen copy
+        // an agent from before put under the node's prefix, gone).
+        etcd.txn({}, {fleet::EtcdOp::put(statusKey, text, lease), fleet::EtcdOp::put(seenKey, text),
+                      fleet::EtcdOp::del(keys_.legacySeen(o_.node))});
         written = status;
         put = true;
       }

@@ -99,7 +99,8 @@ int runFleetForget(const FleetOptions& f, const FleetForgetOptions& g) {
   }
   json out = json::array();
   for (const auto& node : g.nodes) {
-    const auto removed = client.delPrefix(fleet::nodePrefix(keys, node));
+    const auto removed =
+        client.delPrefix(fleet::nodePrefix(keys, node)) + (client.del(keys.seen(node)) ? 1 : 0);
     if (f.json)
       out.push_back({{"node", node}, {"keys", removed}});
     else

@@ -70,7 +70,7 @@ int runFleetStatus(const FleetOptions& f) {
   const auto keys = keysOf(f);
   const auto trusted = f.trust.load();
   fleet::EtcdClient client(etcdConfigOf(f));
-  const auto range = client.getPrefix(keys.nodesPrefix());
+  const auto range = fleet::readFleet(client, keys);
   const auto view = fleet::viewFleet(range, keys, trusted, nowMs());
 
   if (f.json) {

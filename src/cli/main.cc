@@ -194,13 +194,13 @@ int main(int argc, char** argv) {
   fleetOptions.addTo(*fleetStatus);
   fleetOptions.trust.addTo(*fleetStatus);
   fleetStatus->footer(
-      "STATE, first that applies: forged (a status, heartbeat or enrollment that does not verify "
-      "against the node's enrolled key and --trust), unenrolled (a node that publishes but whose "
-      "key is not enrolled), down (no status key: the node's lease is gone; or its status and "
-      "heartbeat are not on the one live lease they name), refused (it refused the value pushed "
-      "now), failing, behind (its status does not "
-      "carry the pushed digest and serial), churning, converged. Reads every key in one range, at "
-      "one etcd revision. See "
+      "STATE, first that applies: forged (a status, heartbeat or enrollment it judges by that does "
+      "not verify against the node's enrolled key and --trust), unenrolled (a node that publishes "
+      "but whose key is not enrolled), down (no status key: the node's lease is gone; or its "
+      "status is not on the live lease it names, nor with its heartbeat on one live lease they "
+      "both name), refused (it refused the value pushed now), failing, behind (its status does "
+      "not carry the pushed digest and serial), churning, converged. Reads every node's keys in "
+      "one range, at one etcd revision (and the seen copies when a node is down). See "
       "docs/fleet.md.");
   fleetStatus->callback([&] {
     nothingDone = "";

@@ -61,7 +61,7 @@ FleetFeed::Snapshot FleetFeed::waitNewer(uint64_t seq, std::chrono::milliseconds
 }
 
 void FleetFeed::refresh() {
-  const auto range = client_->getPrefix(keys_.nodesPrefix());
+  const auto range = readFleet(*client_, keys_);
   auto json = std::make_shared<const std::string>(
       fleetJson(viewFleet(range, keys_, trusted_, unixNowMs(), &verified_)).dump());
   {

@@ -1,6 +1,7 @@
 #include "fleet/node_signed.hh"
 
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "util/error.hh"
 
@@ -30,7 +31,43 @@ std::string signNodeJson(std::string_view jsonObject, const trust::NodeKey& key)
   return j.dump();
 }
 
+namespace {
+
+// The text as signNodeJson writes it is the signed dump with a "signature" member among
+// its sorted keys: cut that member out and the signed bytes are left, with no JSON parsed
+// and dumped again (a `fleet status` of 10,000 nodes checks 10,000 statuses). `signature`
+// receives the member's value; nullopt when there is no such member to cut.
+std::optional<std::string> cutSignature(std::string_view text, std::string_view& signature) {
+  constexpr std::string_view kMember = "\"signature\":\"";
+  const auto at = text.find(kMember);
+  if (at == std::string_view::npos) return std::nullopt;
+  const auto from = at + kMember.size();
+  const auto end = text.find('"', from);
+  if (end == std::string_view::npos) return std::nullopt;
+  signature = text.substr(from, end - from);
+  std::string out;
+  if (at > 0 && text[at - 1] == ',')
+    out.append(text.substr(0, at - 1)).append(text.substr(end + 1));
+  else if (end + 1 < text.size() && text[end + 1] == ',')
+    out.append(text.substr(0, at)).append(text.substr(end + 2));
+  else
+    out.append(text.substr(0, at)).append(text.substr(end + 1));
+  return out;
+}
+
+}  // namespace
+
 NodeSignature checkNodeJson(std::string_view text, const trust::NodePublicKey& key, json* parsed) {
+  // What the node wrote, as it wrote it: only the bytes it signed are parsed then.
+  std::string_view cutValue;
+  if (const auto signedBytes = cutSignature(text, cutValue);
+      signedBytes && trust::nodeSignatureMatches(key, *signedBytes, cutValue)) {
+    json j = json::parse(*signedBytes, nullptr, /*allow_exceptions=*/false);
+    if (j.is_object() && !j.contains(kSignatureField)) {
+      if (parsed) *parsed = std::move(j);
+      return NodeSignature::Valid;
+    }
+  }
   json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (!j.is_object()) return NodeSignature::Invalid;
   auto it = j.find(kSignatureField);

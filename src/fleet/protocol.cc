@@ -30,7 +30,13 @@ std::string FleetKeys::declaration(const std::string& node) const {
 std::string FleetKeys::status(const std::string& node) const {
   return nodesPrefix() + node + "/status";
 }
+std::string FleetKeys::seenPrefix() const {
+  return "/mesh/" + cluster + "/seen/";
+}
 std::string FleetKeys::seen(const std::string& node) const {
+  return seenPrefix() + node;
+}
+std::string FleetKeys::legacySeen(const std::string& node) const {
   return nodesPrefix() + node + "/seen";
 }
 std::string FleetKeys::restartSlots(const std::string& service) const {
@@ -61,17 +67,37 @@ std::string FleetKeys::push(int64_t pushedAtMs, const std::string& digest) const
 
 std::map<std::string, NodeKeys> nodesIn(const EtcdRange& range, const FleetKeys& keys) {
   std::map<std::string, NodeKeys> nodes;
+  const std::string seenPrefix = keys.seenPrefix();
+  // Of a node's two seen copies (an older agent's under its node prefix), the newer.
+  const auto seen = [](std::optional<EtcdKeyValue>& slot, const EtcdKeyValue& kv) {
+    if (!slot || slot->modRevision < kv.modRevision) slot = kv;
+  };
   for (const auto& kv : range.kvs) {
+    if (kv.key.starts_with(seenPrefix)) {
+      const std::string node = kv.key.substr(seenPrefix.size());
+      if (!node.empty() && node.find('/') == std::string::npos) seen(nodes[node].seen, kv);
+      continue;
+    }
     const auto split = keys.splitNodeKey(kv.key);
     if (!split) continue;
     const auto& [node, what] = *split;
     if (what == "declaration") nodes[node].declaration = kv;
     if (what == "status") nodes[node].status = kv;
-    if (what == "seen") nodes[node].seen = kv;
+    if (what == "seen") seen(nodes[node].seen, kv);
     if (what == "enrollment") nodes[node].enrollment = kv;
     if (what == "heartbeat") nodes[node].heartbeat = kv;
   }
   return nodes;
+}
+
+EtcdRange readFleet(EtcdClient& etcd, const FleetKeys& keys) {
+  EtcdRange range = etcd.getPrefix(keys.nodesPrefix());
+  const auto known = nodesIn(range, keys);
+  const bool someDown = std::any_of(known.begin(), known.end(),
+                                    [](const auto& entry) { return !entry.second.status; });
+  if (someDown)
+    for (auto& kv : etcd.getPrefix(keys.seenPrefix()).kvs) range.kvs.push_back(std::move(kv));
+  return range;
 }
 
 std::optional<std::pair<std::string, std::string>> FleetKeys::splitNodeKey(

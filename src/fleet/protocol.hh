@@ -8,9 +8,12 @@
 //   /mesh/<cluster>/nodes/<node>/status        NodeStatus on the node's lease (gone when
 //                                              the node is), put only when it changed
 //                                              materially (sameMaterially) or the lease is new
-//   /mesh/<cluster>/nodes/<node>/seen          NodeStatus, no lease: the last one put,
+//   /mesh/<cluster>/seen/<node>                NodeStatus, no lease: the last one put,
 //                                              so that `fleet status` can say what a down
-//                                              node had applied
+//                                              node had applied; out of the nodes prefix,
+//                                              read only when a node is down (readFleet).
+//                                              An agent from before put it at
+//                                              .../nodes/<node>/seen (legacySeen)
 //   /mesh/<cluster>/restarts/<service>/<slot>  a rolling-restart slot held by a node
 //   /mesh/<cluster>/push-lock                  held by the `fleet push` writing (fleet/push.hh)
 //   /mesh/<cluster>/declarations/<hex>         a declaration's bytes, stored once by digest;
@@ -46,7 +49,9 @@ struct FleetKeys {
   std::string nodesPrefix() const;  // "/mesh/<cluster>/nodes/"
   std::string declaration(const std::string& node) const;
   std::string status(const std::string& node) const;
-  std::string seen(const std::string& node) const;
+  std::string seen(const std::string& node) const;             // seenPrefix() + node
+  std::string seenPrefix() const;                              // "/mesh/<cluster>/seen/"
+  std::string legacySeen(const std::string& node) const;       // ".../nodes/<node>/seen"
   std::string restartSlots(const std::string& service) const;  // ".../restarts/<service>/"
   std::string pushLock() const;                                // "/mesh/<cluster>/push-lock"
   // Declaration bodies, stored once by digest: "/mesh/<cluster>/declarations/".
@@ -73,8 +78,15 @@ struct NodeKeys {
 };
 
 // Every node with a declaration, status, seen, enrollment or heartbeat key under
-// keys.nodesPrefix(); other keys are ignored.
+// keys.nodesPrefix(), or a seen copy under keys.seenPrefix() (of two seen copies, the
+// newer); other keys are ignored.
 std::map<std::string, NodeKeys> nodesIn(const EtcdRange& range, const FleetKeys& keys);
+
+// What `fleet status` and `fleet serve` judge by: every key under the nodes prefix and,
+// only when a node there has no live status, the seen copies too (appended: the range
+// stays sorted). A node known by nothing but a seen copy is not listed while every other
+// node is up.
+EtcdRange readFleet(EtcdClient& etcd, const FleetKeys& keys);
 
 struct NodeStatus {
   std::string node;

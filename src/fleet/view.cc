@@ -6,6 +6,7 @@
 #include <chrono>
 #include <thread>
 #include <tuple>
+#include <unordered_map>
 
 #include "fleet/enroll.hh"
 #include "fleet/node_signed.hh"
@@ -59,20 +60,51 @@ NodeState stateOf(const NodeView& v) {
   return NodeState::Converged;
 }
 
+// The declaration values that decode, each decoded once: a push puts the same value to
+// every node it names (read-only while nodes are judged in parallel).
+struct DecodedValue {
+  PushedDeclaration pushed;
+  Statement statement;
+  std::string digest;  // valueDigest()
+};
+using DecodedValues = std::unordered_map<std::string_view, DecodedValue>;
+
+DecodedValues decodeDistinct(const std::map<std::string, NodeKeys>& known) {
+  DecodedValues out;
+  for (const auto& [node, k] : known) {
+    if (!k.declaration || out.count(k.declaration->value)) continue;
+    try {
+      auto pushed = decodePushed(k.declaration->value, k.declaration->key);
+      auto st = peekStatement(pushed, k.declaration->key);
+      out.emplace(k.declaration->value, DecodedValue{std::move(pushed), std::move(st),
+                                                     valueDigest(k.declaration->value)});
+    } catch (const InputError&) {
+      // Decoded again for this node, to say why under its own key.
+    }
+  }
+  return out;
+}
+
 // What the keys say, before any trust is given to what the node signed.
-NodeView viewOf(const std::string& node, const NodeKeys& k,
+NodeView viewOf(const std::string& node, const NodeKeys& k, const DecodedValues& decoded,
                 std::optional<PushedDeclaration>& pushed) {
   NodeView v;
   v.node = node;
   v.up = k.status.has_value();
   if (k.declaration) {
     v.wantedRevision = k.declaration->modRevision;
-    v.wantedValue = valueDigest(k.declaration->value);
-    try {
-      pushed = decodePushed(k.declaration->value, k.declaration->key);
-      v.wanted = peekStatement(*pushed, k.declaration->key);
-    } catch (const InputError& e) {
-      v.unreadable.push_back(e.what());
+    if (const auto it = decoded.find(k.declaration->value); it != decoded.end()) {
+      v.wantedValue = it->second.digest;
+      pushed = it->second.pushed;
+      v.wanted = it->second.statement;
+    } else {
+      v.wantedValue = valueDigest(k.declaration->value);
+      try {
+        pushed = decodePushed(k.declaration->value, k.declaration->key);
+        v.wanted = peekStatement(*pushed, k.declaration->key);
+      } catch (const InputError& e) {
+        v.unreadable.push_back(e.what());
+      }
     }
   }
   if (const auto& kv = k.status ? k.status : k.seen) {
@@ -90,9 +122,12 @@ NodeView viewOf(const std::string& node, const NodeKeys& k,
 void checkTrust(NodeView& v, const std::string& cluster, const NodeKeys& k,
                 const std::vector<trust::OperatorPublicKey>& trusted, int64_t now,
                 VerifiedMemo* memo) {
+  // Only what is judged by is checked: the live status, else the seen copy; the heartbeat
+  // only when the status does not name the live lease it sits on (statusOnItsLease).
+  const bool onItsLease = statusOnItsLease(k, v.status);
   std::vector<EtcdKeyValue> signedKeys;
-  for (const auto* kv : {&k.status, &k.seen, &k.heartbeat})
-    if (*kv) signedKeys.push_back(**kv);
+  for (const auto* kv : {k.status ? &k.status : &k.seen, onItsLease ? nullptr : &k.heartbeat})
+    if (kv && *kv) signedKeys.push_back(**kv);
   const auto t = checkNode(cluster, v.node, k.enrollment, signedKeys, trusted, memo);
   std::optional<Heartbeat> beat;
   if (t.verdict != NodeTrust::Verdict::Verified) {
@@ -100,7 +135,7 @@ void checkTrust(NodeView& v, const std::string& cluster, const NodeKeys& k,
     v.trustReason = t.reason;
     v.status.reset();
     v.up = false;
-  } else if (k.heartbeat) {
+  } else if (k.heartbeat && !onItsLease) {
     try {
       beat = decodeHeartbeat(k.heartbeat->value, k.heartbeat->key);
     } catch (const InputError& e) {
@@ -110,7 +145,8 @@ void checkTrust(NodeView& v, const std::string& cluster, const NodeKeys& k,
   if (v.up) {
     v.downReason = downReason(k, v.status, beat, now);
     v.up = v.downReason.empty();
-    if (v.up) v.heartbeatMs = beat->lease != 0 ? now : beat->atMs;  // its lease holds: seen now
+    // Its lease holds: seen now; an older agent's heartbeat says when it beat.
+    if (v.up) v.heartbeatMs = onItsLease || beat->lease != 0 ? now : beat->atMs;
   }
 }
 
@@ -309,9 +345,14 @@ size_t FleetView::count(NodeState s) const {
       std::count_if(nodes.begin(), nodes.end(), [s](const NodeView& n) { return n.state == s; }));
 }
 
+bool statusOnItsLease(const NodeKeys& k, const std::optional<NodeStatus>& status) {
+  return k.status && status && status->lease != 0 && status->lease == k.status->lease;
+}
+
 std::string downReason(const NodeKeys& k, const std::optional<NodeStatus>& status,
                        const std::optional<Heartbeat>& beat, int64_t nowMs) {
   if (!k.status) return "";
+  if (statusOnItsLease(k, status)) return "";
   const int64_t lease = k.status->lease;
   const int64_t staleMs = std::chrono::milliseconds(kHeartbeatStale).count();
   if (!beat) return "its status is on a live lease but it has no heartbeat";
@@ -351,12 +392,13 @@ FleetView viewFleet(const EtcdRange& range, const FleetKeys& keys,
   for (const auto& entry : known) order.push_back(&entry);
   out.nodes.resize(order.size());
   std::vector<std::optional<PushedDeclaration>> pushed(order.size());
+  const DecodedValues decoded = decodeDistinct(known);
   // Each node is judged on its own (a signature or two to check, a few JSON values to
   // read): across the machine's cores for a large fleet, in order for a small one.
   const auto judge = [&](size_t from, size_t step) {
     for (size_t i = from; i < order.size(); i += step) {
       const auto& [node, k] = *order[i];
-      NodeView v = viewOf(node, k, pushed[i]);
+      NodeView v = viewOf(node, k, decoded, pushed[i]);
       checkTrust(v, keys.cluster, k, trusted, nowMs, memo);
       v.state = stateOf(v);
       if (v.state != NodeState::Converged) {

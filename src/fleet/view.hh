@@ -76,8 +76,13 @@ struct FleetView {
   bool allConverged() const { return count(NodeState::Converged) == nodes.size(); }
 };
 
+// Whether the node's status key sits on the lease its (signed) status names: then the
+// node is up by that alone, and its heartbeat is neither needed nor checked.
+bool statusOnItsLease(const NodeKeys& k, const std::optional<NodeStatus>& status);
+
 // Liveness, the one rule. An idle node writes nothing: liveness is the lease. A node whose
-// status key exists is up while its status and its verified heartbeat sit on one live
+// status key exists is up while its status sits on the live lease it names
+// (statusOnItsLease), or else while its status and its verified heartbeat sit on one live
 // lease that both name; a status or heartbeat put back on another lease is down. A
 // heartbeat naming no lease is an older agent's, put every few seconds: it counts while
 // it is no older than kHeartbeatStale by `nowMs`. Returns why a node whose status key

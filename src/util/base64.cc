@@ -2,6 +2,8 @@
 
 #include <sodium.h>
 
+#include <array>
+#include <cstdint>
 #include <cstring>
 
 namespace mesh {
@@ -27,6 +29,37 @@ std::optional<std::string> base64Decode(std::string_view text, const char* ignor
       end != text.data() + text.size())
     return std::nullopt;
   out.resize(len);
+  return out;
+}
+
+std::optional<std::string> base64DecodePublic(std::string_view text) {
+  static constexpr auto kTable = [] {
+    std::array<signed char, 256> t{};
+    t.fill(-1);
+    const char* alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    for (int i = 0; i < 64; ++i)
+      t[static_cast<unsigned char>(alphabet[i])] = static_cast<signed char>(i);
+    return t;
+  }();
+  if (text.size() % 4 != 0) return std::nullopt;
+  size_t pad = 0;
+  if (!text.empty() && text.back() == '=') pad = text[text.size() - 2] == '=' ? 2 : 1;
+  std::string out(text.size() / 4 * 3 - pad, '\0');
+  size_t o = 0;
+  const auto* in = reinterpret_cast<const unsigned char*>(text.data());
+  for (size_t i = 0; i < text.size(); i += 4) {
+    const bool last = i + 4 == text.size();
+    const int a = kTable[in[i]], b = kTable[in[i + 1]];
+    const int c = last && pad == 2 ? 0 : kTable[in[i + 2]];
+    const int d = last && pad >= 1 ? 0 : kTable[in[i + 3]];
+    if ((a | b | c | d) < 0) return std::nullopt;
+    const uint32_t n = (uint32_t(a) << 18) | (uint32_t(b) << 12) | (uint32_t(c) << 6) | uint32_t(d);
+    out[o++] = static_cast<char>(n >> 16);
+    if (o < out.size()) out[o++] = static_cast<char>(n >> 8);
+    if (o < out.size()) out[o++] = static_cast<char>(n);
+    // Padding bits must be zero, as a canonical encoder writes them.
+    if (last && ((pad == 2 && (n & 0xffff)) || (pad == 1 && (n & 0xff)))) return std::nullopt;
+  }
   return out;
 }
 

@@ -202,6 +202,31 @@ TEST_F(FleetEnroll, ANodeIdleForHoursOnItsLiveLeaseIsUp) {
   EXPECT_GT(row.at("last_seen_ms").get<int64_t>(), unixMs() - 60'000) << "up: seen now";
 }
 
+// Issue 13 (at scale): a status that names the live lease it sits on says, signed, that
+// its node is up; its heartbeat is then not read, so a heartbeat of someone else's making
+// next to it changes nothing — while a status not signed by the node is forged as ever.
+TEST_F(FleetEnroll, AStatusOnTheLeaseItNamesIsUpWhateverItsHeartbeat) {
+  const auto rev = putDeclaration("web1", 4);
+  publish(nodeStatus("web1", rev, 4), true);
+  const auto forger = trust::NodeKey::ephemeral();
+  const Heartbeat h{"web1", cluster, 4242, unixMs(), lease};
+  client->put(heartbeatKey(keys, "web1"), signNodeJson(encodeHeartbeat(h), forger), lease);
+  Result r = status({"--json"});
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(rowsOf(r).at("web1").at("state"), "converged") << r.out;
+  client->del(heartbeatKey(keys, "web1"));
+  Result without = status({"--json"});
+  EXPECT_EQ(without.code, 0) << without.out;
+  EXPECT_EQ(rowsOf(without).at("web1").at("state"), "converged") << without.out;
+
+  auto fake = nodeStatus("web1", rev, 4);
+  fake.lease = lease;
+  client->put(keys.status("web1"), signNodeJson(encodeStatus(fake), forger), lease);
+  Result forged = status({"--json"});
+  EXPECT_EQ(forged.code, 1);
+  EXPECT_EQ(rowsOf(forged).at("web1").at("state"), "forged") << forged.out;
+}
+
 // A dead node's genuine status and heartbeat, put back by an etcd writer on a lease of
 // its own, do not make it look alive: both name the lease they were put on.
 TEST_F(FleetEnroll, AStatusOrHeartbeatPutBackOnAnotherLeaseIsDown) {

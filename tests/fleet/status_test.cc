@@ -240,6 +240,25 @@ TEST_F(FleetStatus, AnOldRefusalDoesNotMakeANodeRefused) {
   EXPECT_EQ(statesIn(r.out).at("web1"), "behind") << r.out;
 }
 
+// Issue 13 (at scale): the seen copy lives at /mesh/<cluster>/seen/<node>, read only when
+// a node is down; a down node whose older agent left its copy under the node's prefix is
+// shown from that one.
+TEST_F(FleetStatus, ADownNodesSeenCopyIsReadFromEitherPlace) {
+  const auto rev = putDeclaration("new", 3);
+  publish(nodeStatus("new", rev, 3), false);
+  ASSERT_TRUE(client->get("/mesh/" + cluster + "/seen/new"));
+  const auto oldRev = putDeclaration("old", 3);
+  publish(nodeStatus("old", oldRev, 3), false);
+  client->put(keys.legacySeen("old"), client->get(keys.seen("old"))->value);
+  client->del(keys.seen("old"));
+  Result r = status({"--json"});
+  EXPECT_EQ(r.code, 1);
+  for (const auto& n : r.json().at("nodes")) {
+    EXPECT_EQ(n.at("state"), "down") << n.dump();
+    EXPECT_EQ(n.at("applied_serial"), 3) << n.dump();
+  }
+}
+
 TEST_F(FleetStatus, AllConvergedExitsZero) {
   for (const char* node : {"a", "b"}) {
     const auto rev = putDeclaration(node, 2);

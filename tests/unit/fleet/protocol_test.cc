@@ -156,11 +156,32 @@ TEST(FleetProtocol, MalformedValuesAreInputErrorsNamingTheKey) {
     EXPECT_THROW(decodeStatus(bad, "k"), InputError) << bad;
 }
 
+// A node's seen copy lives out of the nodes prefix; an older agent's under it still
+// counts, and of the two the newer is the one.
+TEST(FleetProtocol, NodesInTakesTheNewerOfTwoSeenCopies) {
+  FleetKeys k{"prod"};
+  EtcdRange range;
+  range.kvs.push_back({k.legacySeen("a"), "old a", 5, 5, 0});
+  range.kvs.push_back({k.status("b"), "b", 6, 6, 7});
+  range.kvs.push_back({k.seen("a"), "new a", 9, 9, 0});
+  range.kvs.push_back({k.seen("c"), "c", 3, 3, 0});
+  range.kvs.push_back({k.seenPrefix() + "x/y", "not a node", 3, 3, 0});
+  const auto nodes = nodesIn(range, k);
+  ASSERT_EQ(nodes.size(), 3u);
+  EXPECT_EQ(nodes.at("a").seen->value, "new a");
+  EXPECT_FALSE(nodes.at("b").seen);
+  EXPECT_EQ(nodes.at("c").seen->value, "c");
+  std::swap(range.kvs[0].modRevision, range.kvs[2].modRevision);
+  EXPECT_EQ(nodesIn(range, k).at("a").seen->value, "old a");
+}
+
 TEST(FleetProtocol, KeysAndTheirSplit) {
   FleetKeys k{"prod"};
   EXPECT_EQ(k.declaration("web-1"), "/mesh/prod/nodes/web-1/declaration");
   EXPECT_EQ(k.status("web-1"), "/mesh/prod/nodes/web-1/status");
-  EXPECT_EQ(k.seen("web-1"), "/mesh/prod/nodes/web-1/seen");
+  EXPECT_EQ(k.seen("web-1"), "/mesh/prod/seen/web-1");
+  EXPECT_EQ(k.seenPrefix(), "/mesh/prod/seen/");
+  EXPECT_EQ(k.legacySeen("web-1"), "/mesh/prod/nodes/web-1/seen");
   EXPECT_EQ(k.restartSlots("app.service"), "/mesh/prod/restarts/app.service/");
   EXPECT_EQ(k.splitNodeKey("/mesh/prod/nodes/web-1/status"),
             (std::pair<std::string, std::string>{"web-1", "status"}));
