@@ -46,7 +46,8 @@ class StoreFixture : public Node {
 
   nlohmann::json service() {
     Result st = mesh({"status", "--json"});
-    for (const auto& r : st.json()["resources"])
+    const auto j = st.json();
+    for (const auto& r : j["resources"])
       if (r["id"] == "fx.svc") return r["service"];
     ADD_FAILURE() << "no status for fx.svc: " << st.out << st.err;
     return {};
