@@ -133,8 +133,9 @@ void Store::oweRestart(const OwedRestart& o) {
          "INSERT INTO owed_restarts (process, cause, cycle, at, intent, kind) "
          "VALUES (?, ?, ?, ?, ?, ?) "
          "ON CONFLICT (process, cause) DO UPDATE SET cycle = excluded.cycle, at = excluded.at, "
-         "intent = excluded.intent, kind = CASE owed_restarts.kind WHEN 'restart' THEN 'restart' "
-         "ELSE excluded.kind END WHERE excluded.intent = '' OR owed_restarts.intent != ''",
+         "intent = excluded.intent, kind = CASE WHEN owed_restarts.kind = 'restart' AND "
+         "owed_restarts.intent = '' THEN 'restart' ELSE excluded.kind END "
+         "WHERE excluded.intent = '' OR owed_restarts.intent != ''",
          "recording an owed restart");
   auto q = s.start();
   q.bind(o.process).bind(o.cause).bind(o.cycle).bind(o.at).bind(o.intent);

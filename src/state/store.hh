@@ -127,8 +127,9 @@ class Store {
   // Restarts owed to processes (see schema.sql). Write them in the transaction
   // that records their cause; clear them in the one that records the restart.
   // A confirmed row replaces an intent; an intent never replaces a confirmed row.
-  // Reloads are owed the same way (OwedRestart::reload); a row that owes a
-  // restart stays one when a reload is owed for the same cause.
+  // Reloads are owed the same way (OwedRestart::reload); a confirmed row that owes
+  // a restart stays one when a reload is owed for the same cause (an intent, whose
+  // change may never have happened, takes the new row's kind).
   void oweRestart(const OwedRestart& o);
   // Writes intents in their own transaction, synced to disk before it returns
   // (synchronous = FULL for it): what a change owes is durable before the change

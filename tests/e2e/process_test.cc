@@ -476,6 +476,52 @@ TEST_P(CrashPoints, AKillAtEveryFsyncNeverLosesTheOwedRestart) {
   }
 }
 
+// The reload twin: a SIGKILL at the Nth fsync, fdatasync or syncfs of an apply that
+// changes a config the service reloads on; the next apply leaves the service
+// reloaded for the new config (once more at most: a reload leaves no trace to judge
+// it by), never restarted, and the one after reloads nothing.
+TEST_P(ReloadingProcess, AKillAtEveryFsyncNeverLosesTheOwedReload) {
+  if (GetParam() != "builtin") GTEST_SKIP() << "one backend is enough for the syscall sweep";
+  if (runCommand({"strace", "-V"}).code != 0) GTEST_SKIP() << "strace is not installed";
+  ASSERT_EQ(apply(declare(reloadText("c0"))).code, 0);
+  const Pid pid = running();
+  auto lines = [this] {
+    std::ifstream in(at("/reloads"));
+    std::vector<std::string> out;
+    for (std::string line; std::getline(in, line);) out.push_back(line);
+    return out;
+  };
+  int round = 0;
+  for (const std::string syscall : {"fsync", "fdatasync", "syncfs"}) {
+    bool ranThrough = false;
+    for (int n = 1; n <= 40 && !ranThrough; ++n) {
+      const size_t before = lines().size();
+      const std::string config = fmt::format("c{}", ++round);
+      const auto changed = declare(reloadText(config), "changed.toml");
+      std::vector<std::string> argv = {
+          "strace",      "-qq",    "-o",
+          "/dev/null",   "-e",     fmt::format("inject={}:signal=KILL:when={}", syscall, n),
+          MESH_HOST_BIN, "apply",  changed,
+          "--root",      root,     "--blobs",
+          blobs,         "--node", "test"};
+      argv.insert(argv.end(), extraArgs.begin(), extraArgs.end());
+      ranThrough = runCommand(argv, extraEnv).code == 0;
+      Result next = apply(changed);
+      ASSERT_EQ(next.code, 0) << syscall << " " << n << ": " << next.out << next.err;
+      reloads(before + 1);
+      const auto after = lines();
+      ASSERT_GT(after.size(), before) << syscall << " " << n << ": the owed reload was lost";
+      EXPECT_EQ(after.back(), "reloaded: " + config) << syscall << " " << n;
+      EXPECT_LE(after.size(), before + 2) << syscall << " " << n << ": reloaded more than twice";
+      EXPECT_EQ(running(), pid) << syscall << " " << n << ": restarted";
+      Result noop = apply(changed);
+      EXPECT_EQ(outcomeOf(noop.json(), id())["outcome"], "unchanged") << syscall << " " << n;
+      EXPECT_EQ(noop.json()["summary"]["supervisor"]["reload_service"], 0) << syscall << " " << n;
+    }
+    EXPECT_TRUE(ranThrough) << "no apply ran through within 40 calls of " << syscall;
+  }
+}
+
 TEST_P(Process, StoppedByHandIsStartedAgain) {
   auto decl = declare(text());
   ASSERT_EQ(apply(decl).code, 0);

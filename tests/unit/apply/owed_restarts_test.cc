@@ -353,8 +353,8 @@ TEST_F(OwedRestarts, AFailedReloadStaysOwedAndAnIntentNeverReplacesItsRow) {
   EXPECT_TRUE(owedRows().empty());
 }
 
-// A row that owes a restart stays one: a reload owed later for the same cause
-// (its edge moved from restart-on to reload-on) does not turn it into a reload.
+// A confirmed row that owes a restart stays one: a reload owed later for the same
+// cause (its edge moved from restart-on to reload-on) does not turn it into a reload.
 TEST_F(OwedRestarts, AnOwedRestartIsNotDowngradedToAReload) {
   fs::create_directories(stateDir());
   {
@@ -370,6 +370,15 @@ TEST_F(OwedRestarts, AnOwedRestartIsNotDowngradedToAReload) {
     store.oweRestart({"m.svc", "m.key", 2, 20, "", true});
     store.clearOwedReloads("m.svc");
     EXPECT_EQ(store.owedRestarts().size(), 1u);
+    // Regression (found by the fault simulation): an intent to restart, whose change
+    // never happened (its cycle died first), was kept a restart when the edge moved
+    // to reload-on and the next cycle owed a reload: a restart without a cause.
+    store.oweRestart({"m.svc", "m.key", 3, 30, "sha256:x", false});
+    store.oweRestart({"m.svc", "m.key", 4, 40, "sha256:y", true});
+    rows = store.owedRestarts();
+    ASSERT_EQ(rows.size(), 2u);
+    EXPECT_EQ(rows[1].cause, "m.key");
+    EXPECT_TRUE(rows[1].reload);
   }
 }
 
