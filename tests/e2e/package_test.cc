@@ -113,7 +113,7 @@ TEST_F(Package, LintianFindsNoErrorAndOnlyExplainedWarnings) {
 TEST_F(Package, DependsOnTheLibrariesItLinks) {
   Result r = runCommand({"dpkg-deb", "--field", deb(), "Depends"});
   ASSERT_EQ(r.code, 0) << r.err;
-  for (const char* lib : {"libsqlite3-0", "libarchive13", "libsodium23", "libsystemd0", "libfmt9",
+  for (const char* lib : {"libsqlite3-0", "libarchive13", "libcurl4", "libsodium23", "libsystemd0", "libfmt9",
                           "libc6", "libstdc++6"})
     EXPECT_NE(r.out.find(lib), std::string::npos) << lib << " missing from " << r.out;
 }
