@@ -1,12 +1,13 @@
-// Shared libraries that only some commands need (libcurl for HTTP blobs and etcd,
-// libarchive for unpacking bundles), loaded on their first use instead of at every
-// start: a one-shot `apply` or `status` and the idle agent do not pay for loading
-// and relocating them and the ~40 libraries they bring (TLS, LDAP, Kerberos, ICU…).
+// Shared libraries that only some commands need — libcurl (HTTP blobs, etcd),
+// libarchive (unpacking bundles), libsystemd (the agent's sd_notify and journal,
+// the systemd backend's sd-bus) — loaded on their first use instead of at every
+// start: a one-shot `apply` or `status` does not pay for loading and relocating
+// them and the ~45 libraries they bring (TLS, LDAP, Kerberos, ICU, libgcrypt…).
 //
-// curl.cc and archive.cc define the library's functions that mesh-host calls, with
-// the library's own names and signatures (checked against its header); each
-// forwards to the real function, looked up on first call. Code calls the library
-// as usual and does not link it.
+// curl.cc, archive.cc and systemd.cc define the library's functions that mesh-host
+// calls, with the library's own names and signatures (checked against its header);
+// each forwards to the real function, looked up on first call. Code calls the
+// library as usual and does not link it.
 #pragma once
 
 namespace mesh::lazy {

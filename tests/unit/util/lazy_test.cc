@@ -43,9 +43,9 @@ TEST(Lazy, LoadsOnFirstUseOnly) {
   EXPECT_TRUE(loaded("libz.so.1"));
 }
 
-TEST(Lazy, TheBinaryDoesNotLinkCurlArchiveOrHttplib) {
-  // Read the ELF dynamic section of mesh-host: libcurl, libarchive and the HTTP
-  // server's library (fleet serve's module) are not needed to start it.
+TEST(Lazy, TheBinaryDoesNotLinkTheLibrariesItLoadsOnUse) {
+  // Read the ELF dynamic section of mesh-host: libcurl, libarchive, libsystemd and
+  // the HTTP server's library (fleet serve's module) are not needed to start it.
   const std::string cmd = std::string("readelf -d ") + MESH_HOST_BINARY + " 2>&1";
   FILE* p = ::popen(cmd.c_str(), "r");
   ASSERT_NE(p, nullptr);
@@ -56,6 +56,7 @@ TEST(Lazy, TheBinaryDoesNotLinkCurlArchiveOrHttplib) {
   ASSERT_NE(out.find("(NEEDED)"), std::string::npos) << out;
   EXPECT_EQ(out.find("libcurl"), std::string::npos) << out;
   EXPECT_EQ(out.find("libarchive"), std::string::npos) << out;
+  EXPECT_EQ(out.find("libsystemd"), std::string::npos) << out;
   EXPECT_EQ(out.find("httplib"), std::string::npos) << out;
 }
 
