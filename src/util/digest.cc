@@ -33,8 +33,16 @@ std::optional<Digest> Digest::parse(std::string_view text) {
   if (text.substr(0, prefix.size()) != prefix) return std::nullopt;
   auto hex = text.substr(prefix.size());
   if (hex.size() != 64) return std::nullopt;
-  for (char c : hex)
-    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return std::nullopt;
+  // A table, not a branch per character: every record's digests are parsed each cycle.
+  static constexpr auto kLowerHex = [] {
+    std::array<bool, 256> t{};
+    for (char c = '0'; c <= '9'; ++c) t[static_cast<unsigned char>(c)] = true;
+    for (char c = 'a'; c <= 'f'; ++c) t[static_cast<unsigned char>(c)] = true;
+    return t;
+  }();
+  bool ok = true;
+  for (char c : hex) ok &= kLowerHex[static_cast<unsigned char>(c)];
+  if (!ok) return std::nullopt;
   Digest d;
   d.hex_ = std::string(hex);
   return d;
