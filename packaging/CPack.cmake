@@ -105,14 +105,17 @@ set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "systemd")
 find_program(MESH_DPKG_SHLIBDEPS dpkg-shlibdeps)
 # The maintainer scripts enable and start the agent with deb-systemd-helper and
 # deb-systemd-invoke, as debhelper's do; the libraries come after.
-set(CPACK_DEBIAN_PACKAGE_DEPENDS "init-system-helpers (>= 1.54~)")
+# libcurl, libarchive and libsystemd are loaded when first used (src/util/lazy), not
+# linked, so dpkg-shlibdeps cannot see them: they are named here.
+set(CPACK_DEBIAN_PACKAGE_DEPENDS
+    "init-system-helpers (>= 1.54~), libcurl4, libarchive13, libsystemd0")
 if(MESH_DPKG_SHLIBDEPS)
-  # Depends computed from what the binaries really link (libsqlite3-0, libarchive13,
-  # libsodium23, libsystemd0, libfmt9, libssl3, libc6, libstdc++6 …), appended.
+  # Depends computed from what the binaries really link (libsqlite3-0,
+  # libsodium23, libfmt9, libssl3, libc6, libstdc++6 …), appended.
   set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 else()
   string(APPEND CPACK_DEBIAN_PACKAGE_DEPENDS
-         ", libc6, libstdc++6, libgcc-s1, libsqlite3-0, libarchive13, libsodium23, libsystemd0, libfmt9, libssl3")
+         ", libc6, libstdc++6, libgcc-s1, libsqlite3-0, libsodium23, libfmt9, libssl3")
 endif()
 set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA ${_mesh_deb}/postinst ${_mesh_deb}/prerm ${_mesh_deb}/postrm
                                       ${_mesh_pkg}/conffiles)

@@ -1,5 +1,6 @@
 #include "agent/agent.hh"
 
+#include <malloc.h>
 #include <signal.h>
 #include <string.h>
 #include <unistd.h>
@@ -417,6 +418,10 @@ class Agent {
       notifier_.status(status);  // READY=1 is the link's to give (fleetReadiness)
     else
       notifier_.ready(status);
+    run = {};
+    // What the cycle allocated (records, report, the worker thread's arena) goes
+    // back to the system: between cycles the agent holds only what it keeps.
+    ::malloc_trim(0);
   }
 
   // Logs the cycle's outcomes (changes, or all with -v) and its summary; returns

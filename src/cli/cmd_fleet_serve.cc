@@ -3,23 +3,27 @@
 // `fleet status`'s (fleet/view.hh). Loopback only unless asked: the page shows every node
 // of the cluster to whoever can reach it, and it has no login. docs/fleet.md.
 #include <arpa/inet.h>
-#include <httplib.h>
 #include <pthread.h>
 #include <signal.h>
 
 #include <fmt/format.h>
 
 #include <cstdio>
+#include <filesystem>
+#include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <thread>
 
 #include "cli/commands.hh"
 #include "cli/fleet_common.hh"
+#include "cli/http_server.hh"
 #include "cli/serve_page.hh"
 #include "fleet/feed.hh"
 #include "util/error.hh"
+#include "util/lazy/lazy_lib.hh"
 
 namespace mesh::cli {
 
@@ -72,34 +76,46 @@ std::string sseEvent(const char* name, const std::string& data) {
 // The browsers' stream: the newest view at once, then every newer one as it comes (a
 // client that reads slowly gets the newest when it is ready and skips the rest), an etcd
 // error when it changes, and a comment every 15 s that keeps proxies from closing it.
-void serveEvents(fleet::FleetFeed& feed, httplib::Response& res) {
-  res.set_header("Cache-Control", "no-store");
+std::function<std::optional<std::string>()> eventsFor(fleet::FleetFeed& feed) {
   struct Sent {
     uint64_t seq = 0;
     std::string etcdError;
     bool first = true;
   };
-  auto sent = std::make_shared<Sent>();
-  res.set_chunked_content_provider(
-      "text/event-stream", [&feed, sent](size_t, httplib::DataSink& sink) {
-        const auto snap = feed.waitNewer(sent->seq, std::chrono::seconds(15));
-        if (feed.stopped()) return false;  // shutting down: end the stream
-        std::string out = sent->first ? "retry: 1000\n\n" : "";
-        if (snap.seq == sent->seq) {
-          out += ": keep-alive\n\n";
-        } else {
-          if (sent->first || snap.etcdError != sent->etcdError)
-            out += sseEvent("etcd", nlohmann::json{{"error", snap.etcdError}}.dump());
-          if (snap.json) out += sseEvent("fleet", *snap.json);
-          sent->seq = snap.seq;
-          sent->etcdError = snap.etcdError;
-        }
-        sent->first = false;
-        return sink.write(out.data(), out.size());
-      });
+  return [&feed, sent = std::make_shared<Sent>()]() -> std::optional<std::string> {
+    const auto snap = feed.waitNewer(sent->seq, std::chrono::seconds(15));
+    if (feed.stopped()) return std::nullopt;  // shutting down: end the stream
+    std::string out = sent->first ? "retry: 1000\n\n" : "";
+    if (snap.seq == sent->seq) {
+      out += ": keep-alive\n\n";
+    } else {
+      if (sent->first || snap.etcdError != sent->etcdError)
+        out += sseEvent("etcd", nlohmann::json{{"error", snap.etcdError}}.dump());
+      if (snap.json) out += sseEvent("fleet", *snap.json);
+      sent->seq = snap.seq;
+      sent->etcdError = snap.etcdError;
+    }
+    sent->first = false;
+    return out;
+  };
 }
 
 }  // namespace
+
+namespace http {
+
+std::unique_ptr<Server> makeServer(Routes routes) {
+  std::error_code ec;
+  const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) throw Error("cannot find mesh-host's own binary: {}", ec.message());
+  const std::string module =
+      (self.parent_path().parent_path() / "lib/mesh-host/mesh-host-http.so").string();
+  auto* make = reinterpret_cast<decltype(&mesh_http_server_new)>(
+      lazy::symbol(module.c_str(), "mesh_http_server_new"));
+  return std::unique_ptr<Server>(make(&routes));
+}
+
+}  // namespace http
 
 void FleetServeOptions::addTo(CLI::App& cmd) {
   cmd.add_option("--listen", listen,
@@ -134,40 +150,43 @@ int runFleetServe(const FleetOptions& f, const FleetServeOptions& s) {
   fleet::FleetFeed feed(config, keys, trusted);
   feed.start();  // an etcd that cannot be read at start is an error (exit 1)
 
-  httplib::Server server;
-  server.new_task_queue = [] { return new httplib::ThreadPool(32); };  // 32 browsers at once
-  server.set_keep_alive_timeout(1);  // an idle connection does not hold up a shutdown
+  http::Routes routes;
+  routes.threads = 32;  // 32 browsers at once
   if (!s.listenPublic)
     // A page on loopback can still be reached by another site's script through DNS
     // rebinding: only a request addressed to a loopback name or address is answered.
-    server.set_pre_routing_handler([](const httplib::Request& req, httplib::Response& res) {
-      if (isLoopback(hostOf(req.get_header_value("Host"))))
-        return httplib::Server::HandlerResponse::Unhandled;
-      res.status = 403;
-      res.set_content("mesh-host fleet serve answers loopback names only\n", "text/plain");
-      return httplib::Server::HandlerResponse::Handled;
-    });
-  server.Get("/", [](const httplib::Request&, httplib::Response& res) {
-    res.set_header("Cache-Control", "no-store");
-    res.set_header("Content-Security-Policy",
-                   "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
-                   "connect-src 'self'; img-src 'self'");
-    res.set_header("X-Content-Type-Options", "nosniff");
-    res.set_content(std::string(fleetPage()), "text/html; charset=utf-8");
+    routes.screen = [](const std::string& host) -> std::optional<http::Response> {
+      if (isLoopback(hostOf(host))) return std::nullopt;
+      return http::Response{
+          403, "text/plain", "mesh-host fleet serve answers loopback names only\n", {}};
+    };
+  routes.get.emplace_back("/", [] {
+    return http::Response{200,
+                          "text/html; charset=utf-8",
+                          std::string(fleetPage()),
+                          {{"Cache-Control", "no-store"},
+                           {"Content-Security-Policy",
+                            "default-src 'none'; script-src 'unsafe-inline'; style-src "
+                            "'unsafe-inline'; connect-src 'self'; img-src 'self'"},
+                           {"X-Content-Type-Options", "nosniff"}}};
   });
-  server.Get("/api/fleet", [&feed](const httplib::Request&, httplib::Response& res) {
+  routes.get.emplace_back("/api/fleet", [&feed] {
     const auto snap = feed.latest();
-    res.set_header("Cache-Control", "no-store");
-    res.set_content(snap.json ? *snap.json : "{}", "application/json");
+    return http::Response{
+        200, "application/json", snap.json ? *snap.json : "{}", {{"Cache-Control", "no-store"}}};
   });
-  server.Get("/events",
-             [&feed](const httplib::Request&, httplib::Response& res) { serveEvents(feed, res); });
+  routes.streams.emplace_back("/events", http::Routes::Stream{"text/event-stream",
+                                                              {{"Cache-Control", "no-store"}},
+                                                              [&feed] { return eventsFor(feed); }});
+  std::unique_ptr<http::Server> server;
+  try {
+    server = http::makeServer(std::move(routes));
+  } catch (...) {
+    feed.stop();
+    throw;
+  }
 
-  int port = address.port;
-  if (port == 0)
-    port = server.bind_to_any_port(address.host);
-  else if (!server.bind_to_port(address.host, port))
-    port = -1;
+  int port = server->bind(address.host, address.port);
   if (port < 0) {
     feed.stop();
     throw Error("cannot listen on {}: the address is in use or not this machine's", s.listen);
@@ -183,9 +202,9 @@ int runFleetServe(const FleetOptions& f, const FleetServeOptions& s) {
     int signal = 0;
     sigwait(&stopSignals, &signal);
     feed.stop();  // ends every event stream
-    server.stop();
+    server->stop();
   });
-  const bool served = server.listen_after_bind();
+  const bool served = server->listen();
   if (!feed.stopped()) ::pthread_kill(stopper.native_handle(), SIGTERM);  // it ended by itself
   stopper.join();
   if (!served) throw Error("serving on {} failed", s.listen);

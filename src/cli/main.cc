@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "cli/commands.hh"
+#include "cli/heap.hh"
 #include "cli/output.hh"
 #include "util/error.hh"
 
@@ -278,5 +279,7 @@ int main(int argc, char** argv) {
     if (answer.json) std::puts(errorJson(InputError(e.what()), true, "").dump().c_str());
     return answer.detailed ? kExitFailed : kExitBadInput;
   }
+  // The agent and the page server run for long; every other command is one shot.
+  if (!app.got_subcommand("run") && !serve->parsed()) tuneHeapForOneShot();
   return guarded(answer, chosen, nothingDone);
 }

@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-struct evp_md_ctx_st;  // OpenSSL's EVP_MD_CTX
+struct SHA256state_st;  // OpenSSL's SHA256_CTX
 
 namespace mesh {
 
@@ -48,7 +48,7 @@ class Hasher {
   Digest finish();
 
  private:
-  ::evp_md_ctx_st* ctx_;
+  ::SHA256state_st* ctx_;
 };
 
 // Builds a want digest from labelled fields; every field is length-prefixed so

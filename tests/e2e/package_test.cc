@@ -53,9 +53,10 @@ TEST_F(Package, ListsEveryFile) {
   ASSERT_EQ(r.code, 0) << r.err;
   for (const char* path :
        {"./usr/bin/mesh-host", "./usr/bin/mesh-host-supervise",
-        "./usr/lib/systemd/system/mesh-host.service", "./usr/share/man/man1/mesh-host.1.gz",
-        "./usr/share/man/man8/mesh-host-supervise.8.gz", "./usr/share/doc/mesh-host/copyright",
-        "./usr/share/doc/mesh-host/changelog.gz", "./etc/mesh-host/", "./etc/default/mesh-host"})
+        "./usr/lib/mesh-host/mesh-host-http.so", "./usr/lib/systemd/system/mesh-host.service",
+        "./usr/share/man/man1/mesh-host.1.gz", "./usr/share/man/man8/mesh-host-supervise.8.gz",
+        "./usr/share/doc/mesh-host/copyright", "./usr/share/doc/mesh-host/changelog.gz",
+        "./etc/mesh-host/", "./etc/default/mesh-host"})
     EXPECT_NE(r.out.find(std::string(path) + "\n"), std::string::npos) << path << "\n" << r.out;
   EXPECT_EQ(r.out.find("/usr/local/"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("test"), std::string::npos) << "tests packaged: " << r.out;
@@ -113,8 +114,8 @@ TEST_F(Package, LintianFindsNoErrorAndOnlyExplainedWarnings) {
 TEST_F(Package, DependsOnTheLibrariesItLinks) {
   Result r = runCommand({"dpkg-deb", "--field", deb(), "Depends"});
   ASSERT_EQ(r.code, 0) << r.err;
-  for (const char* lib : {"libsqlite3-0", "libarchive13", "libsodium23", "libsystemd0", "libfmt9",
-                          "libc6", "libstdc++6"})
+  for (const char* lib : {"libsqlite3-0", "libarchive13", "libcurl4", "libsodium23", "libsystemd0",
+                          "libfmt9", "libc6", "libstdc++6"})
     EXPECT_NE(r.out.find(lib), std::string::npos) << lib << " missing from " << r.out;
 }
 

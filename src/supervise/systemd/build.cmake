@@ -1,10 +1,9 @@
 # The systemd backend: unit files in --unit-dir, services driven over D-Bus with
-# sd-bus (libsystemd).
-pkg_check_modules(LIBSYSTEMD REQUIRED IMPORTED_TARGET libsystemd)
+# sd-bus (libsystemd, loaded on first use: src/util/lazy).
 target_sources(mesh_supervise PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/bus.cc
   ${CMAKE_CURRENT_LIST_DIR}/explain.cc
   ${CMAKE_CURRENT_LIST_DIR}/manager.cc
   ${CMAKE_CURRENT_LIST_DIR}/systemd.cc
   ${CMAKE_CURRENT_LIST_DIR}/unit_dir.cc)
-target_link_libraries(mesh_supervise PRIVATE PkgConfig::LIBSYSTEMD)
+target_link_libraries(mesh_supervise PRIVATE mesh_lazy_systemd)

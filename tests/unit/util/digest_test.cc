@@ -26,6 +26,15 @@ TEST(Digest, ParseRejectsMalformed) {
   EXPECT_FALSE(Digest::parse("sha256:" + std::string(65, 'a')));
   EXPECT_FALSE(Digest::parse("sha256:" + std::string(64, 'A')));  // lowercase only
   EXPECT_FALSE(Digest::parse("sha256:" + std::string(63, 'a') + "g"));
+  // Each neighbour of the hex ranges, and a byte past ASCII, anywhere in the 64.
+  for (char bad : {'/', ':', '`', 'g', '\xe9', '\0'})
+    for (size_t at : {size_t{0}, size_t{31}, size_t{63}}) {
+      std::string hex(64, '0');
+      hex[at] = bad;
+      EXPECT_FALSE(Digest::parse("sha256:" + hex)) << int(bad) << " at " << at;
+    }
+  EXPECT_TRUE(
+      Digest::parse("sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"));
 }
 
 TEST(Digest, NoneIsEmpty) {

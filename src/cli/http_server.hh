@@ -1,0 +1,61 @@
+// fleet serve's HTTP server, in a module of its own (mesh-host-http.so, loaded by
+// `fleet serve` only): the HTTP library it uses is built with TLS, and loading it
+// initialises OpenSSL — ~3.5 MiB resident and a millisecond that every other
+// command and the agent would pay at each start.
+//
+// The module knows HTTP and nothing of mesh-host: what it answers comes from the
+// callbacks below. Both sides are built from this tree with the same compiler.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace mesh::cli::http {
+
+struct Response {
+  int status = 200;
+  std::string contentType;
+  std::string body;
+  std::vector<std::pair<std::string, std::string>> headers;
+};
+
+struct Routes {
+  // Before any route: a response here answers the request instead (nullopt: go on).
+  // Its argument is the request's Host header.
+  std::function<std::optional<Response>(const std::string& host)> screen;
+  // GET paths answered with one response.
+  std::vector<std::pair<std::string, std::function<Response()>>> get;
+  // GET paths answered with a stream: the response's headers, then each chunk
+  // `next` returns until it returns nullopt (or the client goes).
+  struct Stream {
+    std::string contentType;
+    std::vector<std::pair<std::string, std::string>> headers;
+    std::function<std::function<std::optional<std::string>()>()> open;  // one `next` per client
+  };
+  std::vector<std::pair<std::string, Stream>> streams;
+  int threads = 8;              // clients served at once
+  int keepAliveTimeoutSec = 1;  // an idle connection does not hold up a stop
+};
+
+class Server {
+ public:
+  virtual ~Server() = default;
+  // Binds `host`:`port` (0: any free port); returns the port, or -1 when it cannot.
+  virtual int bind(const std::string& host, int port) = 0;
+  // Serves until stop(); false when serving failed.
+  virtual bool listen() = 0;
+  virtual void stop() = 0;
+};
+
+// Loads the module, installed beside the binary (<bindir>/../lib/mesh-host/
+// mesh-host-http.so), and makes a server; throws mesh::Error when it cannot.
+std::unique_ptr<Server> makeServer(Routes routes);
+
+}  // namespace mesh::cli::http
+
+// The module's one entry point.
+extern "C" mesh::cli::http::Server* mesh_http_server_new(mesh::cli::http::Routes* routes);
