@@ -15,7 +15,7 @@
 #include "agent/last_good.hh"
 #include "agent/log.hh"
 #include "apply/context.hh"
-#include "apply/reconcile.hh"
+#include "apply/cycle.hh"
 
 namespace mesh::agent {
 

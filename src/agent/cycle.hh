@@ -9,7 +9,7 @@
 #include <string>
 
 #include "apply/context.hh"
-#include "apply/reconcile.hh"
+#include "apply/cycle.hh"
 #include "decl/model.hh"
 #include "state/store.hh"
 

@@ -9,7 +9,7 @@
 
 #include "agent/duration.hh"
 #include "agent/fleet_accept.hh"
-#include "apply/reconcile.hh"
+#include "apply/cycle.hh"
 #include "fleet/bodies.hh"
 #include "fleet/etcd.hh"
 #include "fleet/node_signed.hh"

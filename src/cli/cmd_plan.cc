@@ -5,8 +5,8 @@
 
 #include <filesystem>
 
+#include "apply/cycle.hh"
 #include "apply/plan_file.hh"
-#include "apply/reconcile.hh"
 #include "cli/commands.hh"
 #include "cli/output.hh"
 #include "cli/progress.hh"
