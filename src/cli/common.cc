@@ -7,6 +7,7 @@
 #include "cli/time_text.hh"
 #include "decl/parse.hh"
 #include "state/store.hh"
+#include "trust/replay.hh"
 #include "trust/signing.hh"
 #include "util/error.hh"
 #include "util/fs.hh"
@@ -107,17 +108,24 @@ void checkSerial(const decl::Declaration& d, const std::string& path, const Comm
   auto store = state::Store::open(o.stateDir, state::Store::Access::ReadOnly);
   const auto applied = store.highestSerial();
   if (!applied) return;
-  if (!d.serial)
-    throw InputError(
-        "declaration {} has no serial but serial {} was applied on {} (generation {}); add "
-        "serial = {} or more and sign it again",
-        path, applied->serial, isoTime(applied->lastAppliedAt), applied->generation,
-        applied->serial + 1);
-  if (*d.serial < applied->serial)
-    throw InputError(
-        "declaration {}: serial {} is older than serial {} applied on {} (generation {}); a "
-        "replayed declaration is refused; use mesh-host rollback to go back on purpose",
-        path, *d.serial, applied->serial, isoTime(applied->lastAppliedAt), applied->generation);
+  // No digest: `apply` takes the applied serial again with any content.
+  switch (trust::judgeReplay(d.serial, "", {applied->serial, ""})) {
+    case trust::Replay::Newer:
+    case trust::Replay::Same:
+    case trust::Replay::Conflict:  // not without a digest
+      return;
+    case trust::Replay::Unserialed:
+      throw InputError(
+          "declaration {} has no serial but serial {} was applied on {} (generation {}); add "
+          "serial = {} or more and sign it again",
+          path, applied->serial, isoTime(applied->lastAppliedAt), applied->generation,
+          applied->serial + 1);
+    case trust::Replay::Older:
+      throw InputError(
+          "declaration {}: serial {} is older than serial {} applied on {} (generation {}); a "
+          "replayed declaration is refused; use mesh-host rollback to go back on purpose",
+          path, *d.serial, applied->serial, isoTime(applied->lastAppliedAt), applied->generation);
+  }
 }
 
 }  // namespace
