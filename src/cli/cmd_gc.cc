@@ -110,8 +110,9 @@ std::vector<Candidate> candidatesIn(const std::string& dir, const std::string& w
 
 int runGc(CommonOptions& o, const GcOptions& g) {
   o.resolve();
-  if (!lstatPath(o.stateDir + "/state.db"))
-    throw InputError("no state store at {} yet: nothing to collect", o.stateDir + "/state.db");
+  const state::StateDir dir{o.stateDir};
+  if (!dir.hasStore())
+    throw InputError("no state store at {} yet: nothing to collect", dir.store());
   auto lock = state::StateLock::acquire(o.stateDir, state::StateLock::Kind::Exclusive);
   auto store = state::Store::open(o.stateDir, state::Store::Access::ReadOnly);
 
@@ -141,8 +142,8 @@ int runGc(CommonOptions& o, const GcOptions& g) {
     }
   }
 
-  auto candidates = candidatesIn(o.stateDir + "/bundles", "bundle", keep);
-  for (auto& c : candidatesIn(o.stateDir + "/blobs/sha256", "blob", keep))
+  auto candidates = candidatesIn(dir.bundles(), "bundle", keep);
+  for (auto& c : candidatesIn(dir.blobs() + "/sha256", "blob", keep))
     candidates.push_back(std::move(c));
   uint64_t freed = 0;
   nlohmann::json removed = nlohmann::json::array();

@@ -29,7 +29,7 @@ int runPlan(const std::string& declPath, CommonOptions& o, const PlanOptions& p)
   const auto declaration = loadDeclarationFor(declPath, o, &parsed);
   std::optional<state::StateLock> lock;
   std::optional<state::Store> store;
-  if (lstatPath(o.stateDir + "/state.db")) {
+  if (state::StateDir{o.stateDir}.hasStore()) {
     lock = state::StateLock::acquire(o.stateDir, state::StateLock::Kind::Shared);
     store = state::Store::open(o.stateDir, state::Store::Access::ReadOnly);
   }

@@ -67,7 +67,7 @@ void CommonOptions::resolve() {
     throw InputError("--root {}: not a directory; create it first", root);
   if (stateDir.empty()) stateDir = (root == "/" ? "" : root) + "/var/lib/mesh-host";
   stateDir = std::filesystem::absolute(stateDir).lexically_normal().string();
-  if (blobs.empty()) blobs = stateDir + "/blobs";
+  if (blobs.empty()) blobs = state::StateDir{stateDir}.blobs();
   if (node.empty()) {
     char host[256] = {};
     if (::gethostname(host, sizeof host - 1) != 0) throwSys("cannot read the hostname");
@@ -104,9 +104,9 @@ namespace {
 // Replay: a signed declaration older than one this node applied is refused;
 // `rollback` (which does not come through here) is the way back on purpose.
 void checkSerial(const decl::Declaration& d, const std::string& path, const CommonOptions& o) {
-  if (!lstatPath(o.stateDir + "/state.db")) return;  // nothing applied yet
-  auto store = state::Store::open(o.stateDir, state::Store::Access::ReadOnly);
-  const auto applied = store.highestSerial();
+  auto store = state::Store::openIfExists(o.stateDir);
+  if (!store) return;  // nothing applied yet
+  const auto applied = store->highestSerial();
   if (!applied) return;
   // No digest: `apply` takes the applied serial again with any content.
   switch (trust::judgeReplay(d.serial, "", {applied->serial, ""})) {
