@@ -75,15 +75,13 @@ struct Candidate {
   uint64_t bytes = 0;
 };
 
-// The leftover of an unpack cut short in <state-dir>/bundles: ".mesh-new.<16 hex>"
-// (util/fs.hh tempNameFor), or ".<hex>.mesh-new.*" as earlier versions named it.
+// The leftover of an unpack cut short in <state-dir>/bundles: util/fs.hh
+// tempNameFor(…, kUnpackTag), or ".<hex>.mesh-new.*" as earlier versions named it.
 // Never needed, whichever bundle it was for: gc runs under the exclusive lock.
 bool isLeftover(const std::string& name) {
-  static const std::string tag = ".mesh-new.";
-  if (name.size() == tag.size() + 16 && name.compare(0, tag.size(), tag) == 0 &&
-      name.find_first_not_of("0123456789abcdef", tag.size()) == std::string::npos)
-    return true;
-  return name.size() > 65 && name[0] == '.' && isHex64(name.substr(1, 64)) && name.find(tag) == 65;
+  if (isTempName(name, kUnpackTag)) return true;
+  return name.size() > 65 && name[0] == '.' && isHex64(name.substr(1, 64)) &&
+         name.find(".mesh-new.") == 65;
 }
 
 // Entries of `dir` that are not kept: <hex> not in `keep`, and (for bundles)
