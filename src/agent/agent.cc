@@ -14,11 +14,11 @@
 
 #include <fmt/format.h>
 
-#include "agent/cycle.hh"
 #include "agent/drift_watch.hh"
 #include "agent/duration.hh"
 #include "agent/events.hh"
 #include "agent/fleet_start.hh"
+#include "agent/locked_run.hh"
 #include "agent/notify.hh"
 #include "agent/schedule.hh"
 #include "apply/churn.hh"
@@ -251,14 +251,14 @@ class Agent {
     cycleStarted_ = Clock::now();
     hungReported_ = false;
     log_.info("cycle starting: " + runningTrigger_, {{"trigger", runningTrigger_}});
-    CycleHooks hooks{nullptr, o_.afterCycle, nullptr};
+    LockedRunHooks hooks{nullptr, o_.afterCycle, nullptr};
     if (fleet_) fleetHooks(hooks);
     // The thread gets its own copy: a reload while it runs must not change it.
     const bool releaseStale = fleet_ && !staleSlotsReleased_;
     staleSlotsReleased_ = staleSlotsReleased_ || releaseStale;
     worker_ =
         std::thread([this, &events, decl = *current(), hooks = std::move(hooks), releaseStale] {
-          result_ = runAgentCycle(
+          result_ = runLocked(
               o_.settings, decl, stop_,
               [this](const std::string& msg) {
                 log_.log(Level::Notice, msg, {{"state_dir", o_.settings.stateDir}});
@@ -274,7 +274,7 @@ class Agent {
   // Fleet mode: the cycle caches the pushed declaration it runs (so that the node
   // converges to it when etcd is away at its next start), takes restart slots, and
   // leaves the node's status for finishCycle to publish.
-  void fleetHooks(CycleHooks& hooks) {
+  void fleetHooks(LockedRunHooks& hooks) {
     const AcceptedDeclaration& a = *accepted_;
     hooks.before = [key = fleet_->declarationKey(), revision = a.revision,
                     envelope = a.envelope](state::Store& store) {
@@ -338,7 +338,7 @@ class Agent {
   // repair by event, where an outside writer may have put its content back meanwhile: one
   // check cycle follows, a no-op unless someone wrote. A repair that keeps being undone
   // (an outside writer that fights back) backs off.
-  void rewatch(Clock::time_point now, const CycleRun& run) {
+  void rewatch(Clock::time_point now, const LockedRun& run) {
     if (!drift_) return;
     auto during = std::exchange(driftDuringCycle_, {});
     during.merge(drift_->drain());
@@ -385,7 +385,7 @@ class Agent {
   void finishCycle(Clock::time_point now) {
     worker_.join();
     running_ = false;
-    CycleRun run = std::move(result_);
+    LockedRun run = std::move(result_);
     result_ = {};
     rewatch(now, run);
     if (fleet_) {
@@ -515,7 +515,7 @@ class Agent {
   Clock::time_point cycleStarted_;
   bool hungReported_ = false;
   std::thread worker_;
-  CycleRun result_;  // written by the worker before it signals; read after join
+  LockedRun result_;  // written by the worker before it signals; read after join
 
   FleetLink* fleet_ = nullptr;                    // fleet mode only
   std::optional<AcceptedDeclaration> accepted_;   // fleet mode: the declaration in force

@@ -10,12 +10,12 @@
 #include <optional>
 #include <string>
 
-#include "agent/cycle.hh"
 #include "agent/fleet_link.hh"
 #include "agent/last_good.hh"
+#include "agent/locked_run.hh"
 #include "agent/log.hh"
 #include "apply/context.hh"
-#include "apply/reconcile.hh"
+#include "apply/cycle.hh"
 
 namespace mesh::agent {
 

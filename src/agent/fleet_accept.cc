@@ -18,24 +18,29 @@ std::string higherThan(int64_t serial) {
 
 void checkReplay(const fleet::Statement& st, const std::string& where, const ReplayFloor& floor,
                  const std::optional<fleet::Statement>& inForce) {
-  if (!floor.serial) return;
-  if (st.serial < *floor.serial)
-    throw InputError(
-        "{}: serial {} is older than serial {} this node already has; a replayed declaration is "
-        "refused ({})",
-        where, st.serial, *floor.serial, higherThan(*floor.serial));
-  if (st.serial > *floor.serial) return;
-  if (!floor.digest.empty() && st.declarationDigest != floor.digest)
-    throw InputError(
-        "{}: serial {} is in force here with other content ({}, not {}); a second declaration "
-        "with the same serial is refused ({})",
-        where, st.serial, fleet::shortDigest(floor.digest),
-        fleet::shortDigest(st.declarationDigest), higherThan(st.serial));
-  if (inForce && inForce->serial == st.serial && st.pushedAtMs < inForce->pushedAtMs)
-    throw InputError(
-        "{}: this push of serial {} (at {} ms) is older than the one in force (at {} ms); a "
-        "replayed push is refused",
-        where, st.serial, st.pushedAtMs, inForce->pushedAtMs);
+  switch (trust::judgeReplay(st.serial, st.declarationDigest, floor)) {
+    case trust::Replay::Newer:
+    case trust::Replay::Unserialed:  // a statement always has a serial
+      return;
+    case trust::Replay::Older:
+      throw InputError(
+          "{}: serial {} is older than serial {} this node already has; a replayed declaration "
+          "is refused ({})",
+          where, st.serial, *floor.serial, higherThan(*floor.serial));
+    case trust::Replay::Conflict:
+      throw InputError(
+          "{}: serial {} is in force here with other content ({}, not {}); a second declaration "
+          "with the same serial is refused ({})",
+          where, st.serial, fleet::shortDigest(floor.digest),
+          fleet::shortDigest(st.declarationDigest), higherThan(st.serial));
+    case trust::Replay::Same:
+      if (inForce && inForce->serial == st.serial && st.pushedAtMs < inForce->pushedAtMs)
+        throw InputError(
+            "{}: this push of serial {} (at {} ms) is older than the one in force (at {} ms); a "
+            "replayed push is refused",
+            where, st.serial, st.pushedAtMs, inForce->pushedAtMs);
+      return;
+  }
 }
 
 }  // namespace

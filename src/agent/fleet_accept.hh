@@ -23,15 +23,13 @@
 
 #include "agent/fleet_link.hh"
 #include "fleet/statement.hh"
+#include "trust/replay.hh"
 
 namespace mesh::agent {
 
 // The replay floor: the highest serial this node applied or accepted, and the digest
 // of that declaration ("" unknown).
-struct ReplayFloor {
-  std::optional<int64_t> serial;
-  std::string digest;
-};
+using ReplayFloor = trust::ReplayFloor;
 
 // The declaration bytes of a "sha256:…" digest as etcd stores them once
 // (FleetKeys::body); nullopt when they are not there.

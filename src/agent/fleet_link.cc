@@ -9,7 +9,7 @@
 
 #include "agent/duration.hh"
 #include "agent/fleet_accept.hh"
-#include "apply/reconcile.hh"
+#include "apply/cycle.hh"
 #include "fleet/bodies.hh"
 #include "fleet/etcd.hh"
 #include "fleet/node_signed.hh"
@@ -53,11 +53,10 @@ FleetLink::FleetLink(FleetOptions options, std::string stateDir, Logger& log,
   // `apply`); from now on every serial this node applies comes through here. Read
   // once: the watcher never opens the store while a cycle may be creating it.
   try {
-    if (lstatPath(stateDir_ + "/state.db"))
-      if (auto store = state::Store::open(stateDir_, state::Store::Access::ReadOnly);
-          auto h = store.highestSerial()) {
+    if (auto store = state::Store::openIfExists(stateDir_))
+      if (auto h = store->highestSerial()) {
         appliedSerial_ = h->serial;
-        if (auto g = store.generationDeclaration(h->generation))
+        if (auto g = store->generationDeclaration(h->generation))
           appliedDigest_ = Digest::ofBytes(g->text).str();
       }
   } catch (const std::exception& e) {
@@ -101,9 +100,9 @@ AcceptedDeclaration FleetLink::check(const std::string& value, int64_t revision)
 std::optional<AcceptedDeclaration> FleetLink::loadCached() {
   std::optional<state::Store::FleetDeclaration> cached;
   try {
-    if (!lstatPath(stateDir_ + "/state.db")) return std::nullopt;
-    cached = state::Store::open(stateDir_, state::Store::Access::ReadOnly)
-                 .fleetDeclaration(declarationKey_);
+    auto store = state::Store::openIfExists(stateDir_);
+    if (!store) return std::nullopt;
+    cached = store->fleetDeclaration(declarationKey_);
   } catch (const std::exception& e) {
     log_.log(Level::Warning, std::string("mesh-host: warning: cannot read the cached pushed "
                                          "declaration: ") +

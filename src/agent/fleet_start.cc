@@ -9,9 +9,9 @@ fleet::NodeStatus statusFromStore(const std::string& stateDir, const AcceptedDec
   fleet::NodeStatus st;
   st.trigger = "before this agent's first cycle";
   try {
-    if (!lstatPath(stateDir + "/state.db")) return st;
-    auto store = state::Store::open(stateDir, state::Store::Access::ReadOnly);
-    const auto last = store.lastFinishedCycle();
+    auto store = state::Store::openIfExists(stateDir);
+    if (!store) return st;
+    const auto last = store->lastFinishedCycle();
     if (!last) return st;
     st.generation = last->generation;
     st.cycle = last->cycle;
@@ -25,7 +25,7 @@ fleet::NodeStatus statusFromStore(const std::string& stateDir, const AcceptedDec
     st.skipped = last->tally.skipped;
     st.failed = last->tally.failed;
     if (!cached) return st;
-    for (const auto& g : store.generations())
+    for (const auto& g : store->generations())
       if (g.generation == last->generation && g.digest == cached->declaration.digest.str()) {
         st.serial = cached->declaration.serial;
         st.declarationDigest = g.digest;

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include "state/state_dir.hh"
 #include "util/error.hh"
 #include "util/fs.hh"
 
@@ -96,7 +97,7 @@ void Context::dropWritesFrom(size_t from) {
 
 blob::BlobSource& Context::blobs() {
   if (!blobs_) {
-    blobs_ = blob::openBlobSource(settings_.blobs, settings_.stateDir + "/blobs");
+    blobs_ = blob::openBlobSource(settings_.blobs, state::StateDir{settings_.stateDir}.blobs());
     if (byteProgress) blobs_->setProgress(byteProgress);
   }
   return *blobs_;
@@ -148,7 +149,7 @@ const supervise::ServiceState& Context::service(const std::string& name) {
 }
 
 std::string Context::bundleDir(const Digest& bundle) const {
-  return settings_.stateDir + "/bundles/" + bundle.hex();
+  return state::StateDir{settings_.stateDir}.bundle(bundle.hex());
 }
 
 Beneath& Context::stateDirBeneath() {

@@ -1,5 +1,7 @@
 #include "apply/outcome.hh"
 
+#include <iterator>
+
 #include "state/store.hh"
 #include "util/error.hh"
 
@@ -13,52 +15,40 @@ Digest recordedHeld(const state::Record* rec) {
   return Digest::parse(rec->wrote).value_or(Digest::none());
 }
 
+// One row per verdict, in the enum's order: its word, and its field in a Tally.
+struct VerdictRow {
+  Verdict verdict;
+  const char* name;
+  int64_t Tally::*field;
+};
+constexpr VerdictRow kVerdicts[] = {
+    {Verdict::Unchanged, "unchanged", &Tally::unchanged},
+    {Verdict::Created, "created", &Tally::created},
+    {Verdict::Updated, "updated", &Tally::updated},
+    {Verdict::Removed, "removed", &Tally::removed},
+    {Verdict::Released, "released", &Tally::released},
+    {Verdict::Skipped, "skipped", &Tally::skipped},
+    {Verdict::Failed, "failed", &Tally::failed},
+};
+static_assert(std::size(kVerdicts) == static_cast<size_t>(Verdict::Failed) + 1);
+static_assert([] {
+  for (size_t i = 0; i < std::size(kVerdicts); ++i)
+    if (static_cast<size_t>(kVerdicts[i].verdict) != i) return false;
+  return true;
+}());
+
+const VerdictRow& rowOf(Verdict v) {
+  return kVerdicts[static_cast<size_t>(v)];
+}
+
 }  // namespace
 
 const char* verdictName(Verdict v) {
-  switch (v) {
-    case Verdict::Unchanged:
-      return "unchanged";
-    case Verdict::Created:
-      return "created";
-    case Verdict::Updated:
-      return "updated";
-    case Verdict::Removed:
-      return "removed";
-    case Verdict::Released:
-      return "released";
-    case Verdict::Skipped:
-      return "skipped";
-    case Verdict::Failed:
-      return "failed";
-  }
-  return "?";
+  return rowOf(v).name;
 }
 
 void count(Tally& t, Verdict v) {
-  switch (v) {
-    case Verdict::Unchanged:
-      ++t.unchanged;
-      break;
-    case Verdict::Created:
-      ++t.created;
-      break;
-    case Verdict::Updated:
-      ++t.updated;
-      break;
-    case Verdict::Removed:
-      ++t.removed;
-      break;
-    case Verdict::Released:
-      ++t.released;
-      break;
-    case Verdict::Skipped:
-      ++t.skipped;
-      break;
-    case Verdict::Failed:
-      ++t.failed;
-      break;
-  }
+  ++(t.*rowOf(v).field);
 }
 
 Outcome Outcome::of(Decision d, const Digest& want, const state::Record* rec) {

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "apply/reconcile.hh"
+#include "apply/cycle.hh"
 
 namespace mesh::apply {
 

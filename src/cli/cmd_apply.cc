@@ -8,8 +8,8 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "apply/cycle.hh"
 #include "apply/plan_file.hh"
-#include "apply/reconcile.hh"
 #include "cli/commands.hh"
 #include "cli/metrics.hh"
 #include "cli/output.hh"

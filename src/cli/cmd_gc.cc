@@ -75,15 +75,13 @@ struct Candidate {
   uint64_t bytes = 0;
 };
 
-// The leftover of an unpack cut short in <state-dir>/bundles: ".mesh-new.<16 hex>"
-// (util/fs.hh tempNameFor), or ".<hex>.mesh-new.*" as earlier versions named it.
+// The leftover of an unpack cut short in <state-dir>/bundles: util/fs.hh
+// tempNameFor(…, kUnpackTag), or ".<hex>.mesh-new.*" as earlier versions named it.
 // Never needed, whichever bundle it was for: gc runs under the exclusive lock.
 bool isLeftover(const std::string& name) {
-  static const std::string tag = ".mesh-new.";
-  if (name.size() == tag.size() + 16 && name.compare(0, tag.size(), tag) == 0 &&
-      name.find_first_not_of("0123456789abcdef", tag.size()) == std::string::npos)
-    return true;
-  return name.size() > 65 && name[0] == '.' && isHex64(name.substr(1, 64)) && name.find(tag) == 65;
+  if (isTempName(name, kUnpackTag)) return true;
+  return name.size() > 65 && name[0] == '.' && isHex64(name.substr(1, 64)) &&
+         name.find(".mesh-new.") == 65;
 }
 
 // Entries of `dir` that are not kept: <hex> not in `keep`, and (for bundles)
@@ -110,8 +108,9 @@ std::vector<Candidate> candidatesIn(const std::string& dir, const std::string& w
 
 int runGc(CommonOptions& o, const GcOptions& g) {
   o.resolve();
-  if (!lstatPath(o.stateDir + "/state.db"))
-    throw InputError("no state store at {} yet: nothing to collect", o.stateDir + "/state.db");
+  const state::StateDir dir{o.stateDir};
+  if (!dir.hasStore())
+    throw InputError("no state store at {} yet: nothing to collect", dir.store());
   auto lock = state::StateLock::acquire(o.stateDir, state::StateLock::Kind::Exclusive);
   auto store = state::Store::open(o.stateDir, state::Store::Access::ReadOnly);
 
@@ -141,8 +140,8 @@ int runGc(CommonOptions& o, const GcOptions& g) {
     }
   }
 
-  auto candidates = candidatesIn(o.stateDir + "/bundles", "bundle", keep);
-  for (auto& c : candidatesIn(o.stateDir + "/blobs/sha256", "blob", keep))
+  auto candidates = candidatesIn(dir.bundles(), "bundle", keep);
+  for (auto& c : candidatesIn(dir.blobs() + "/sha256", "blob", keep))
     candidates.push_back(std::move(c));
   uint64_t freed = 0;
   nlohmann::json removed = nlohmann::json::array();

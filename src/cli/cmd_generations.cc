@@ -104,9 +104,9 @@ int runGenerations(CommonOptions& o) {
 
 int runRollback(CommonOptions& o, const RollbackOptions& r) {
   o.resolve();
-  if (!lstatPath(o.stateDir + "/state.db"))
-    throw InputError("no state store at {} yet: there is nothing to roll back to",
-                     o.stateDir + "/state.db");
+  const state::StateDir dir{o.stateDir};
+  if (!dir.hasStore())
+    throw InputError("no state store at {} yet: there is nothing to roll back to", dir.store());
   auto lock = state::StateLock::acquire(o.stateDir, state::StateLock::Kind::Exclusive);
   auto store = state::Store::open(o.stateDir);
   const auto current = currentGeneration(store);

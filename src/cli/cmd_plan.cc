@@ -5,8 +5,8 @@
 
 #include <filesystem>
 
+#include "apply/cycle.hh"
 #include "apply/plan_file.hh"
-#include "apply/reconcile.hh"
 #include "cli/commands.hh"
 #include "cli/output.hh"
 #include "cli/progress.hh"
@@ -29,7 +29,7 @@ int runPlan(const std::string& declPath, CommonOptions& o, const PlanOptions& p)
   const auto declaration = loadDeclarationFor(declPath, o, &parsed);
   std::optional<state::StateLock> lock;
   std::optional<state::Store> store;
-  if (lstatPath(o.stateDir + "/state.db")) {
+  if (state::StateDir{o.stateDir}.hasStore()) {
     lock = state::StateLock::acquire(o.stateDir, state::StateLock::Kind::Shared);
     store = state::Store::open(o.stateDir, state::Store::Access::ReadOnly);
   }

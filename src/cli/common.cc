@@ -7,6 +7,7 @@
 #include "cli/time_text.hh"
 #include "decl/parse.hh"
 #include "state/store.hh"
+#include "trust/replay.hh"
 #include "trust/signing.hh"
 #include "util/error.hh"
 #include "util/fs.hh"
@@ -66,7 +67,7 @@ void CommonOptions::resolve() {
     throw InputError("--root {}: not a directory; create it first", root);
   if (stateDir.empty()) stateDir = (root == "/" ? "" : root) + "/var/lib/mesh-host";
   stateDir = std::filesystem::absolute(stateDir).lexically_normal().string();
-  if (blobs.empty()) blobs = stateDir + "/blobs";
+  if (blobs.empty()) blobs = state::StateDir{stateDir}.blobs();
   if (node.empty()) {
     char host[256] = {};
     if (::gethostname(host, sizeof host - 1) != 0) throwSys("cannot read the hostname");
@@ -103,21 +104,28 @@ namespace {
 // Replay: a signed declaration older than one this node applied is refused;
 // `rollback` (which does not come through here) is the way back on purpose.
 void checkSerial(const decl::Declaration& d, const std::string& path, const CommonOptions& o) {
-  if (!lstatPath(o.stateDir + "/state.db")) return;  // nothing applied yet
-  auto store = state::Store::open(o.stateDir, state::Store::Access::ReadOnly);
-  const auto applied = store.highestSerial();
+  auto store = state::Store::openIfExists(o.stateDir);
+  if (!store) return;  // nothing applied yet
+  const auto applied = store->highestSerial();
   if (!applied) return;
-  if (!d.serial)
-    throw InputError(
-        "declaration {} has no serial but serial {} was applied on {} (generation {}); add "
-        "serial = {} or more and sign it again",
-        path, applied->serial, isoTime(applied->lastAppliedAt), applied->generation,
-        applied->serial + 1);
-  if (*d.serial < applied->serial)
-    throw InputError(
-        "declaration {}: serial {} is older than serial {} applied on {} (generation {}); a "
-        "replayed declaration is refused; use mesh-host rollback to go back on purpose",
-        path, *d.serial, applied->serial, isoTime(applied->lastAppliedAt), applied->generation);
+  // No digest: `apply` takes the applied serial again with any content.
+  switch (trust::judgeReplay(d.serial, "", {applied->serial, ""})) {
+    case trust::Replay::Newer:
+    case trust::Replay::Same:
+    case trust::Replay::Conflict:  // not without a digest
+      return;
+    case trust::Replay::Unserialed:
+      throw InputError(
+          "declaration {} has no serial but serial {} was applied on {} (generation {}); add "
+          "serial = {} or more and sign it again",
+          path, applied->serial, isoTime(applied->lastAppliedAt), applied->generation,
+          applied->serial + 1);
+    case trust::Replay::Older:
+      throw InputError(
+          "declaration {}: serial {} is older than serial {} applied on {} (generation {}); a "
+          "replayed declaration is refused; use mesh-host rollback to go back on purpose",
+          path, *d.serial, applied->serial, isoTime(applied->lastAppliedAt), applied->generation);
+  }
 }
 
 }  // namespace

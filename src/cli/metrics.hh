@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "apply/reconcile.hh"
+#include "apply/cycle.hh"
 #include "state/store.hh"
 
 namespace mesh::cli {

@@ -4,7 +4,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "apply/reconcile.hh"
+#include "apply/cycle.hh"
 #include "util/json_schema.hh"
 
 namespace mesh::cli {

@@ -12,6 +12,7 @@
 #include "fleet/batch_put.hh"
 #include "fleet/bodies.hh"
 #include "fleet/push_lock.hh"
+#include "trust/replay.hh"
 #include "trust/signing.hh"
 #include "util/digest.hh"
 #include "util/error.hh"
@@ -137,20 +138,28 @@ std::string checkOverwrite(Plan& plan, const Statement& ours, const std::string&
                            Verified& verified) {
   if (!plan.there) return "";
   const auto was = countedStatement(plan.node, *plan.there, cluster, pushing, events, verified);
-  if (!was || was->serial < ours.serial) return "";
+  if (!was) return "";
   const int64_t revision = plan.there->modRevision;
-  if (was->serial > ours.serial)
-    return fmt::format(
-        "node {}: serial {} is older than serial {} already pushed (revision {}); a node would "
-        "refuse it as a replay: {}",
-        plan.node, ours.serial, was->serial, revision, higherThan(was->serial));
-  if (was->declarationDigest != ours.declarationDigest)
-    return fmt::format(
-        "node {}: serial {} was already pushed (revision {}) with different text ({}); {}",
-        plan.node, ours.serial, revision, shortDigest(was->declarationDigest),
-        ours.serial == std::numeric_limits<int64_t>::max()
-            ? higherThan(ours.serial)
-            : fmt::format("bump serial to {} to push this one", ours.serial + 1));
+  switch (trust::judgeReplay(ours.serial, ours.declarationDigest,
+                             {was->serial, was->declarationDigest})) {
+    case trust::Replay::Newer:
+      return "";
+    case trust::Replay::Older:
+      return fmt::format(
+          "node {}: serial {} is older than serial {} already pushed (revision {}); a node would "
+          "refuse it as a replay: {}",
+          plan.node, ours.serial, was->serial, revision, higherThan(was->serial));
+    case trust::Replay::Conflict:
+      return fmt::format(
+          "node {}: serial {} was already pushed (revision {}) with different text ({}); {}",
+          plan.node, ours.serial, revision, shortDigest(was->declarationDigest),
+          ours.serial == std::numeric_limits<int64_t>::max()
+              ? higherThan(ours.serial)
+              : fmt::format("bump serial to {} to push this one", ours.serial + 1));
+    case trust::Replay::Same:
+    case trust::Replay::Unserialed:  // a statement always has a serial
+      break;
+  }
   plan.unchanged = true;
   if (was->maxParallelRestarts != ours.maxParallelRestarts && events.warn)
     events.warn(fmt::format(

@@ -26,7 +26,7 @@ namespace mesh::state {
 namespace {
 
 std::string pidPath(const std::string& stateDir) {
-  return stateDir + "/lock";
+  return StateDir{stateDir}.lock();
 }
 
 // O_RDONLY is enough to flock, so a group member who may only read the

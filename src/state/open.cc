@@ -208,7 +208,7 @@ void Store::checkIntegrity() {
 
 Store Store::open(const std::string& stateDir, Access access) {
   auto open = [&] {
-    const std::string path = stateDir + "/state.db";
+    const std::string path = StateDir{stateDir}.store();
     // NOMUTEX: a Store belongs to one thread, so SQLite's own locking is pure cost.
     int flags = SQLITE_OPEN_NOMUTEX;
     if (access == Access::ReadWrite) {
@@ -243,6 +243,11 @@ Store Store::open(const std::string& stateDir, Access access) {
     noteCycleError(stateDir, e.what());
     throw;
   }
+}
+
+std::optional<Store> Store::openIfExists(const std::string& stateDir, Access access) {
+  if (!StateDir{stateDir}.hasStore()) return std::nullopt;
+  return open(stateDir, access);
 }
 
 }  // namespace mesh::state

@@ -282,7 +282,7 @@ std::optional<std::string> Store::peekCompiledDeclaration(const std::string& sta
   try {
     // A URI, its path escaped where SQLite's URI syntax would read it otherwise.
     std::string uri = "file:";
-    for (char c : stateDir + "/state.db") {
+    for (char c : StateDir{stateDir}.store()) {
       if (c == '%' || c == '?' || c == '#')
         uri += fmt::format("%{:02X}", static_cast<unsigned char>(c));
       else
@@ -507,11 +507,11 @@ void Store::Txn::commit() {
 namespace {
 
 std::string cycleErrorPath(const std::string& stateDir) {
-  return stateDir + "/last-error";
+  return StateDir{stateDir}.lastError();
 }
 
 std::string declarationErrorPath(const std::string& stateDir) {
-  return stateDir + "/declaration-error";
+  return StateDir{stateDir}.declarationError();
 }
 
 }  // namespace

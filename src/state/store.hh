@@ -13,6 +13,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "state/state_dir.hh"
 #include "util/tally.hh"
 
 namespace mesh::state {
@@ -100,6 +101,10 @@ class Store {
   // is damaged. A ReadWrite open is a cycle's: when it fails, the error is also
   // left in <stateDir>/last-error (noteCycleError) for `status` to show.
   static Store open(const std::string& stateDir, Access access = Access::ReadWrite);
+  // The same, ReadOnly by default, for a reader: nullopt when no store was ever
+  // created there (nothing applied yet).
+  static std::optional<Store> openIfExists(const std::string& stateDir,
+                                           Access access = Access::ReadOnly);
   Store(Store&&) noexcept;
   Store& operator=(Store&&) noexcept;
   ~Store();

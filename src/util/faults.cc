@@ -20,6 +20,11 @@ int writeFault(const char* shown) {
   return writeFaultHook ? writeFaultHook(shown) : 0;
 }
 
+bool faultSet(const char* seam) {
+  static const char* set = std::getenv("MESH_HOST_FAULT");
+  return set && std::strcmp(set, seam) == 0;
+}
+
 void setCrashHook(CrashHook hook) {
   crashHook = hook;
 }

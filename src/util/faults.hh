@@ -1,6 +1,8 @@
-// Fault injection for crash tests. Compiled into every build and inert unless
-// MESH_HOST_CRASH_AT names a point: then reaching that point ends the process at
-// once with exit code 86 (no destructors, no flushing — as a crash would).
+// Fault injection for tests, every seam of it listed here. Compiled into every
+// build and inert unless set: MESH_HOST_CRASH_AT names a crash point (reaching it
+// ends the process at once with exit code 86: no destructors, no flushing — as a
+// crash would); MESH_HOST_FAULT names one behaviour seam (namespace fault); the
+// in-process hooks are set only by tests/sim. Never set either on a real node.
 #pragma once
 
 namespace mesh {
@@ -41,5 +43,19 @@ void setCrashHook(CrashHook hook);
 using WriteFaultHook = int (*)(const char* shown);
 void setWriteFaultHook(WriteFaultHook hook);
 int writeFault(const char* shown);
+
+// TEST-ONLY SEAMS: MESH_HOST_FAULT=<name> turns one on (docs/development.md).
+namespace fault {
+// The process applier (apply/kinds/process.cc) takes the installed unit for edited
+// on even-numbered cycles: every process is replaced and restarted every other
+// cycle, the churn `status` must flag (tests/e2e/churn_test.cc, tests/fleet).
+inline constexpr const char* kRecreateEveryOtherCycle = "recreate-every-other-cycle";
+// Every unit is rendered with one more line (apply/kinds/unit_text.cc), as a later
+// mesh-host might: an upgrade must restart nothing (tests/e2e/process_test.cc).
+inline constexpr const char* kRenderUnitV2 = "render-unit-v2";
+}  // namespace fault
+
+// Whether MESH_HOST_FAULT names `seam` (one of namespace fault; read once).
+bool faultSet(const char* seam);
 
 }  // namespace mesh

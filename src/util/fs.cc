@@ -149,6 +149,12 @@ std::string tempNameFor(std::string_view name, std::string_view tag) {
   return fmt::format(".mesh-{}.{}", tag, Digest::ofBytes(name).hex().substr(0, 16));
 }
 
+bool isTempName(std::string_view entry, std::string_view tag) {
+  const std::string prefix = fmt::format(".mesh-{}.", tag);
+  return entry.size() == prefix.size() + 16 && entry.starts_with(prefix) &&
+         entry.find_first_not_of("0123456789abcdef", prefix.size()) == std::string_view::npos;
+}
+
 void atomicWrite(const std::string& path, std::string_view content, mode_t mode, Ownership owner) {
   const std::string dir = parentOf(path);
   makeDirs(dir);

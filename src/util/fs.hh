@@ -44,6 +44,11 @@ void atomicSymlink(const std::string& path, const std::string& target);
 // cycle cannot sweep (removeLeftoversAt). Deterministic names need one writer
 // per directory: the cycle, under the state lock.
 std::string tempNameFor(std::string_view name, std::string_view tag);  // ".mesh-<tag>.<16 hex>"
+// Whether `entry` is a name tempNameFor makes with `tag`, for some name.
+bool isTempName(std::string_view entry, std::string_view tag);
+// The tag of a tree being unpacked beside the one it replaces (apply/kinds/tree.cc),
+// whose leftover gc finds again.
+inline constexpr std::string_view kUnpackTag = "new";
 void atomicWriteAt(int dir, const std::string& name, std::string_view content, mode_t mode,
                    Ownership owner, const std::string& shown);
 // The first half of atomicWriteAt, for a caller that syncs and renames many

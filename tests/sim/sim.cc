@@ -72,7 +72,7 @@
 #include <string>
 #include <vector>
 
-#include "apply/reconcile.hh"
+#include "apply/cycle.hh"
 #include "decl/parse.hh"
 #include "disk.hh"
 #include "state/store.hh"

@@ -6,7 +6,6 @@
 // cycle (Decision::activation), after every other resource and one reload at most.
 #include <nlohmann/json.hpp>
 
-#include <cstdlib>
 #include <string_view>
 
 #include "apply/applier.hh"
@@ -56,16 +55,9 @@ struct ProcessObserved {
   }
 };
 
-// TEST-ONLY SEAM (tests/e2e/churn_test.cc; docs/development.md): with
-// MESH_HOST_FAULT=recreate-every-other-cycle the installed unit is taken for edited
-// on even-numbered cycles, so the process is replaced and restarted every other
-// cycle: the churn `status` must expose. Inert unless the variable is set.
+// TEST-ONLY SEAM fault::kRecreateEveryOtherCycle (util/faults.hh).
 bool faultRecreateThisCycle(const Context& ctx) {
-  static const bool enabled = [] {
-    const char* v = std::getenv("MESH_HOST_FAULT");
-    return v && std::string_view(v) == "recreate-every-other-cycle";
-  }();
-  return enabled && ctx.cycle() > 0 && ctx.cycle() % 2 == 0;
+  return faultSet(fault::kRecreateEveryOtherCycle) && ctx.cycle() > 0 && ctx.cycle() % 2 == 0;
 }
 
 // <state-dir>/bundles, opened beneath the state dir without following a link: a

@@ -94,7 +94,7 @@ bundle::Manifest unpackAndSwitch(Context& ctx, const std::string& blob, const Co
                                  const bundle::Limits& limits) {
   // Fixed length whatever the name's, and found again by name: a tree a kill cut
   // short is ours to remove (one writer per directory: the cycle, under the lock).
-  const std::string fresh = tempNameFor(at.name, "new");
+  const std::string fresh = tempNameFor(at.name, kUnpackTag);
   if (statAt(at.dir, fresh, at.shown)) removeTreeAt(at.dir, fresh, at.shown + " (leftover)");
   removeLegacyLeftovers(at);
   bundle::Manifest manifest =

@@ -2,10 +2,9 @@
 
 #include <fmt/format.h>
 
-#include <cstdlib>
-#include <string_view>
-
 #include <set>
+
+#include "util/faults.hh"
 
 namespace mesh::apply {
 
@@ -35,16 +34,9 @@ std::string replaceAll(const std::string& value, const std::string& what, const 
   return out + value.substr(at);
 }
 
-// TEST-ONLY SEAM (tests/e2e/process_test.cc; docs/development.md): with
-// MESH_HOST_FAULT=render-unit-v2 every unit is rendered with one more line, as a later
-// mesh-host might render it: an upgrade that changes the rendering must restart
-// nothing. Inert unless the variable is set.
+// TEST-ONLY SEAM fault::kRenderUnitV2 (util/faults.hh).
 bool renderingV2ForTests() {
-  static const bool enabled = [] {
-    const char* v = std::getenv("MESH_HOST_FAULT");
-    return v && std::string_view(v) == "render-unit-v2";
-  }();
-  return enabled;
+  return faultSet(fault::kRenderUnitV2);
 }
 
 }  // namespace

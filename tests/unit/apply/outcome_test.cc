@@ -156,6 +156,17 @@ TEST(Outcome, RetoldKeepsVerdictAndDigest) {
   EXPECT_EQ(r.held(), d);
 }
 
+// Each verdict is counted in the Tally field of its own name, and only there.
+TEST(Verdicts, EachCountsInTheFieldOfItsName) {
+  for (auto v : {Verdict::Unchanged, Verdict::Created, Verdict::Updated, Verdict::Removed,
+                 Verdict::Released, Verdict::Skipped, Verdict::Failed}) {
+    Tally t;
+    count(t, v);
+    for (const auto& [name, n] : t.named())
+      EXPECT_EQ(n, name == verdictName(v) ? 1 : 0) << verdictName(v) << " in " << name;
+  }
+}
+
 TEST(Reasons, ToAct) {
   auto want = Digest::ofBytes("want");
   EXPECT_EQ(reasonToAct(nullptr, want, false, "x"), "new");

@@ -17,7 +17,7 @@
 #include <stdexcept>
 #include <string_view>
 
-#include "apply/reconcile.hh"
+#include "apply/cycle.hh"
 #include "decl/parse.hh"
 #include "disk.hh"
 #include "state/store.hh"

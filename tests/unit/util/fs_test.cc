@@ -22,6 +22,17 @@ class FsTest : public ::testing::Test {
   std::string dir;
 };
 
+// The name a writer makes is the name its sweeper (gc) finds again, and no other.
+TEST(TempName, IsFoundAgainByItsTagOnly) {
+  const std::string made = tempNameFor("0123abcd", kUnpackTag);
+  EXPECT_TRUE(isTempName(made, kUnpackTag));
+  EXPECT_FALSE(isTempName(made, "tmp"));
+  EXPECT_FALSE(isTempName(made + "0", kUnpackTag));
+  EXPECT_FALSE(isTempName(made.substr(0, made.size() - 1), kUnpackTag));
+  EXPECT_FALSE(isTempName(".mesh-new.0123456789ABCDEF", kUnpackTag));
+  EXPECT_FALSE(isTempName("0123abcd", kUnpackTag));
+}
+
 TEST_F(FsTest, AtomicWriteCreatesParentsAndSetsMode) {
   auto p = dir + "/a/b/c.txt";
   atomicWrite(p, "hello", 0640);

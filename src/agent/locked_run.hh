@@ -9,13 +9,13 @@
 #include <string>
 
 #include "apply/context.hh"
-#include "apply/reconcile.hh"
+#include "apply/cycle.hh"
 #include "decl/model.hh"
 #include "state/store.hh"
 
 namespace mesh::agent {
 
-struct CycleRun {
+struct LockedRun {
   std::optional<apply::CycleReport> report;  // none: the cycle did not run
   std::string error;                         // why it did not (empty: stopped first)
   std::string afterCycleError;               // the after-cycle hook failed (metrics …)
@@ -24,7 +24,7 @@ struct CycleRun {
 // Called after the cycle, still under the state lock, with its store (metrics).
 using AfterCycle = std::function<void(const apply::CycleReport&, state::Store&)>;
 
-struct CycleHooks {
+struct LockedRunHooks {
   // Before the cycle, under the state lock (fleet mode caches the declaration).
   std::function<void(state::Store&)> before;
   AfterCycle after;
@@ -37,9 +37,9 @@ struct CycleHooks {
 // `waiting` is called once when another mesh-host holds the state lock. An error
 // thrown by hooks.before ends the cycle like a store error; one thrown by
 // hooks.after comes back in afterCycleError.
-CycleRun runAgentCycle(const apply::Settings& settings, const decl::Declaration& declaration,
-                       const std::atomic<bool>& stop,
-                       const std::function<void(const std::string&)>& waiting,
-                       const CycleHooks& hooks);
+LockedRun runLocked(const apply::Settings& settings, const decl::Declaration& declaration,
+                    const std::atomic<bool>& stop,
+                    const std::function<void(const std::string&)>& waiting,
+                    const LockedRunHooks& hooks);
 
 }  // namespace mesh::agent

@@ -1,4 +1,4 @@
-#include "agent/cycle.hh"
+#include "agent/locked_run.hh"
 
 #include <chrono>
 #include <thread>
@@ -28,11 +28,11 @@ std::optional<state::StateLock> lockState(const std::string& stateDir,
 
 }  // namespace
 
-CycleRun runAgentCycle(const apply::Settings& settings, const decl::Declaration& declaration,
-                       const std::atomic<bool>& stop,
-                       const std::function<void(const std::string&)>& waiting,
-                       const CycleHooks& hooks) {
-  CycleRun run;
+LockedRun runLocked(const apply::Settings& settings, const decl::Declaration& declaration,
+                    const std::atomic<bool>& stop,
+                    const std::function<void(const std::string&)>& waiting,
+                    const LockedRunHooks& hooks) {
+  LockedRun run;
   try {
     makeDirs(settings.stateDir, 0750);
     auto lock = lockState(settings.stateDir, stop, waiting);

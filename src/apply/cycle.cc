@@ -1,4 +1,4 @@
-#include "apply/reconcile.hh"
+#include "apply/cycle.hh"
 
 #include <algorithm>
 #include <chrono>
