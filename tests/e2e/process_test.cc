@@ -168,11 +168,12 @@ TEST_P(Process, TwoCausesInOnePushRestartOnce) {
   EXPECT_EQ(serviceStatus()["restarts_by_mesh_host"], 1);
 }
 
-// reload-on: a service that reloads its config on SIGHUP (the builtin supervisor
-// sends it when the unit has no ExecReload=; under systemd, ExecReload= does).
+// reload-on: a service that reloads its config on SIGHUP. Each backend runs the unit's
+// ExecReload= when it has one, and sends SIGHUP to the main process itself otherwise.
 class ReloadingProcess : public ProcessNode {
  protected:
-  std::string reloadText(const std::string& config) {
+  // Without `execReload` the reload is SIGHUP to the main process, on both backends.
+  std::string reloadText(const std::string& config, bool execReload = false) {
     if (reloadBundle.empty())
       reloadBundle = publish(makeArchive(
           {{"bin/svc",
@@ -180,10 +181,10 @@ class ReloadingProcess : public ProcessNode {
             "trap 'echo \"reloaded: $(cat \"$MESH_CONFIG\")\" >> \"$MESH_RELOADS\"' HUP\n"
             "echo \"svc up: $(cat \"$MESH_CONFIG\")\"\n"
             "sleep 100000 &\n"
-            "while :; do wait $!; done\n"}},
-          "chmod 755 bin/svc && tar -cf out bin"));
-    const std::string execReload =
-        GetParam() == "systemd" ? ", ExecReload = \"/bin/kill -HUP $MAINPID\"" : "";
+            "while :; do wait $!; done\n"},
+           {"bin/reload",
+            "#!/bin/sh\necho \"ExecReload ran\" >> \"$MESH_RELOADS\"\nkill -HUP \"$MAINPID\"\n"}},
+          "chmod 755 bin/svc bin/reload && tar -cf out bin"));
     return fmt::format(R"(
 [module.{0}.credential.key]
 path = "/etc/{0}/key"
@@ -199,7 +200,8 @@ restart-on = ["{0}.key"]
 reload-on = ["{0}.config"]
 unit = {{ ExecStart = "{{bundle}}/bin/svc", Environment = ["MESH_CONFIG={{root}}/etc/{0}/config", "MESH_RELOADS={{root}}/reloads"]{4} }}
 )",
-                       module, secretFile, config, reloadBundle, execReload);
+                       module, secretFile, config, reloadBundle,
+                       execReload ? ", ExecReload = \"{bundle}/bin/reload\"" : "");
   }
 
   // The lines the service wrote on each SIGHUP, once there are `n` of them (a
@@ -244,6 +246,20 @@ TEST_P(ReloadingProcess, AReloadOnChangeReloadsTheServiceInPlace) {
   EXPECT_EQ(outcomeOf(again.json(), id())["outcome"], "unchanged");
   EXPECT_EQ(again.json()["summary"]["supervisor"]["reload_service"], 0);
   EXPECT_EQ(running(), before);
+}
+
+TEST_P(ReloadingProcess, AReloadRunsTheDeclaredExecReload) {
+  ASSERT_EQ(apply(declare(reloadText("one", true))).code, 0);
+  const Pid before = running();
+  Result r = apply(declare(reloadText("two", true), "two.toml"));
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  auto o = outcomeOf(r.json(), id());
+  EXPECT_EQ(o["reason"], "reload-on " + module + ".config") << o.dump();
+  EXPECT_EQ(o["detail"], "reloaded " + service());
+  // The declared ExecReload= ran (with $MAINPID and the service's environment) and sent
+  // the service its SIGHUP; mesh-host sent none of its own.
+  EXPECT_EQ(reloads(2), "ExecReload ran\nreloaded: two\n");
+  EXPECT_EQ(running(), before) << "a reload keeps the pid";
 }
 
 TEST_P(ReloadingProcess, APlanSaysItWouldReload) {

@@ -171,6 +171,13 @@ std::string Manager::runJob(const char* method, const std::string& unit,
   return jobResult_;
 }
 
+void Manager::killUnit(const std::string& unit, const char* whom, int signal) {
+  CallError err;
+  int r = sd_bus_call_method(bus_.get(), kDest, kPath, kManager, "KillUnit", err.get(), nullptr,
+                             "ssi", unit.c_str(), whom, signal);
+  if (r < 0) err.raise(r);
+}
+
 std::string Manager::loadUnit(const std::string& unit) {
   CallError err;
   sd_bus_message* raw = nullptr;

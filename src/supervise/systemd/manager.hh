@@ -49,6 +49,11 @@ class Manager {
   std::string runJob(const char* method, const std::string& unit,
                      std::chrono::milliseconds timeout);
 
+  // Manager.KillUnit: sends `signal` to the unit's processes `whom` names ("main",
+  // "control", "all"). No job: done when it returns. Throws BusError (systemd's
+  // message) when refused, e.g. for a unit with no main process.
+  void killUnit(const std::string& unit, const char* whom, int signal);
+
   // Manager.LoadUnit: the unit's object path (loads it when needed).
   std::string loadUnit(const std::string& unit);
 

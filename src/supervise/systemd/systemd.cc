@@ -3,6 +3,8 @@
 // writing or removing a unit file only marks a daemon-reload as owed, and the
 // reload happens once, just before the next start/restart/stop or at flush(). So a
 // cycle makes at most one reload, and a cycle that installs nothing makes none.
+#include <signal.h>
+
 #include <chrono>
 #include <optional>
 
@@ -94,13 +96,24 @@ class SystemdSupervisor final : public Supervisor {
     }
   }
 
-  // ReloadUnit: the job runs the unit's ExecReload= (systemd refuses a unit
-  // without one: "Job type reload is not applicable"); the main process stays.
+  // As the builtin supervisor does: the unit's ExecReload= when it has one
+  // (ReloadUnit, a job that runs it), else SIGHUP to the main process (KillUnit;
+  // systemd itself refuses to reload a unit without ExecReload=). The main process
+  // stays either way. A service that is not running fails the reload.
   void reloadService(const std::string& name) override {
     sdbus::UnitDir::checkName(name);
     reloadIfOwed();
     if (!reloadOwed_ && needsReload(name)) reload();
-    runJob("reload", "ReloadUnit", name);
+    const std::string path = bus_->loadUnit(name);
+    if (bus_->getBool(path, "Unit", "CanReload")) return runJob("reload", "ReloadUnit", name);
+    if (bus_->getString(path, "Unit", "ActiveState") != "active")
+      throw Error("reload of {} failed: it is not running; see journalctl -u {}", name, name);
+    try {
+      bus_->killUnit(name, "main", SIGHUP);
+    } catch (const Error& e) {
+      throw Error("reload of {} failed: SIGHUP to its main process: {}; see journalctl -u {}", name,
+                  e.what(), name);
+    }
   }
 
   void flush() override { reloadIfOwed(); }
