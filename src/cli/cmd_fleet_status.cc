@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 
 #include "cli/commands.hh"
 #include "cli/fleet_common.hh"
@@ -64,6 +65,16 @@ void printVersions(const std::vector<fleet::VersionView>& versions, int64_t now)
   }
 }
 
+// Where `fleet status` keeps what it verified between runs: $XDG_CACHE_HOME/mesh-host, else
+// ~/.cache/mesh-host; "" (verify everything) when neither is known.
+std::string memoDir() {
+  const char* xdg = std::getenv("XDG_CACHE_HOME");
+  if (xdg && xdg[0] == '/') return std::string(xdg) + "/mesh-host";
+  const char* home = std::getenv("HOME");
+  if (home && home[0] == '/') return std::string(home) + "/.cache/mesh-host";
+  return "";
+}
+
 }  // namespace
 
 int runFleetStatus(const FleetOptions& f) {
@@ -71,7 +82,13 @@ int runFleetStatus(const FleetOptions& f) {
   const auto trusted = f.trust.load();
   fleet::EtcdClient client(etcdConfigOf(f));
   const auto range = fleet::readFleet(client, keys);
-  const auto view = fleet::viewFleet(range, keys, trusted, nowMs());
+  // Statuses change rarely and enrollments almost never: most signatures were checked by
+  // the run before (docs/fleet.md, "What fleet status remembers").
+  fleet::VerifiedMemo memo;
+  const std::string dir = memoDir();
+  const bool kept = !dir.empty() && memo.persistIn(dir);
+  const auto view = fleet::viewFleet(range, keys, trusted, nowMs(), &memo);
+  if (kept) memo.save();
 
   if (f.json) {
     std::puts(fleet::fleetJson(view).dump().c_str());

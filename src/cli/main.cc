@@ -201,8 +201,10 @@ int main(int argc, char** argv) {
       "status is not on the live lease it names, nor with its heartbeat on one live lease they "
       "both name), refused (it refused the value pushed now), failing, behind (its status does "
       "not carry the pushed digest and serial), churning, converged. Reads every node's keys in "
-      "one range, at one etcd revision (and the seen copies when a node is down). See "
-      "docs/fleet.md.");
+      "one range, at one etcd revision (and the seen copies when a node is down). Signatures it "
+      "verified are remembered in $XDG_CACHE_HOME/mesh-host (else ~/.cache/mesh-host; remove it "
+      "to forget them): a value changed since is verified again, and an enrollment's signer is "
+      "checked against --trust every time. See docs/fleet.md.");
   fleetStatus->callback([&] {
     nothingDone = "";
     chosen = [&] { return runFleetStatus(fleetOptions); };

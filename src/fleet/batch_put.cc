@@ -115,4 +115,44 @@ void putAllIfUnchanged(EtcdClient& etcd, const std::vector<ConditionalPut>& puts
   if (tick) tick();
 }
 
+std::vector<EtcdKeyValue> readKeysAt(EtcdClient& etcd, const std::vector<std::string>& keys,
+                                     int64_t revision, std::size_t streams) {
+  const std::size_t chunks = (keys.size() + kEtcdMaxTxnOps - 1) / kEtcdMaxTxnOps;
+  std::vector<std::vector<EtcdKeyValue>> read(chunks);
+  const auto readChunk = [&](EtcdClient& client, std::size_t c) {
+    const auto from = keys.begin() + static_cast<std::ptrdiff_t>(c * kEtcdMaxTxnOps);
+    const auto to = c + 1 == chunks ? keys.end() : from + kEtcdMaxTxnOps;
+    read[c] = client.getKeys({from, to}, revision);
+  };
+  streams = std::min(std::max<std::size_t>(streams, 1), chunks);
+  if (streams <= 1) {
+    for (std::size_t c = 0; c < chunks; ++c) readChunk(etcd, c);
+  } else {
+    std::atomic<std::size_t> next{0};
+    std::atomic<bool> failed{false};
+    std::mutex mutex;
+    std::exception_ptr error;
+    std::vector<std::thread> threads;
+    for (std::size_t s = 0; s < streams; ++s)
+      threads.emplace_back([&] {
+        try {
+          EtcdClient own(etcd.config(), etcd.requestTimeout());
+          for (std::size_t c; !failed && (c = next++) < chunks;) readChunk(own, c);
+        } catch (...) {
+          std::lock_guard<std::mutex> lock(mutex);
+          if (!error) error = std::current_exception();
+          failed = true;
+        }
+      });
+    for (auto& t : threads) t.join();
+    if (error) std::rethrow_exception(error);
+  }
+  std::vector<EtcdKeyValue> out;
+  for (auto& chunk : read)
+    for (auto& kv : chunk) out.push_back(std::move(kv));
+  std::sort(out.begin(), out.end(),
+            [](const EtcdKeyValue& a, const EtcdKeyValue& b) { return a.key < b.key; });
+  return out;
+}
+
 }  // namespace mesh::fleet

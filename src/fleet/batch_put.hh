@@ -38,4 +38,11 @@ void putAllIfUnchanged(EtcdClient& etcd, const std::vector<ConditionalPut>& puts
                        const std::string& value, const BatchLimits& limits, const PutDone& done,
                        const std::function<void()>& tick);
 
+// Reads the keys of `keys` that exist, at `revision` (one snapshot), in read-only
+// transactions of up to kEtcdMaxTxnOps keys, `streams` of them at once on connections
+// of their own: a few values scattered among many keys (each node's declaration) without
+// reading everything between them. Sorted by key.
+std::vector<EtcdKeyValue> readKeysAt(EtcdClient& etcd, const std::vector<std::string>& keys,
+                                     int64_t revision, std::size_t streams);
+
 }  // namespace mesh::fleet

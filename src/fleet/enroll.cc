@@ -2,7 +2,13 @@
 
 #include <fmt/format.h>
 
+#include <fcntl.h>
+#include <sodium.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "fleet/node_signed.hh"
@@ -74,15 +80,107 @@ Enrollment verifyEnrollment(const std::string& text, const std::string& cluster,
   return e;
 }
 
+std::string VerifiedMemo::entryOf(const std::string& digest) const {
+  if (dir_.empty()) return digest;
+  std::string tag(crypto_auth_hmacsha256_BYTES, '\0');
+  crypto_auth_hmacsha256(reinterpret_cast<unsigned char*>(tag.data()),
+                         reinterpret_cast<const unsigned char*>(digest.data()), digest.size(),
+                         reinterpret_cast<const unsigned char*>(key_.data()));
+  return tag;
+}
+
 bool VerifiedMemo::has(const std::string& digest) const {
   std::lock_guard lock(mutex_);
-  return seen_.count(digest) != 0;
+  auto entry = entryOf(digest);
+  if (seen_.count(entry) == 0) return false;
+  if (!dir_.empty()) used_.insert(std::move(entry));
+  return true;
 }
 
 void VerifiedMemo::add(const std::string& digest) {
   std::lock_guard lock(mutex_);
   if (seen_.size() >= kMaxEntries) seen_.clear();
-  seen_.insert(digest);
+  auto entry = entryOf(digest);
+  if (!dir_.empty()) used_.insert(entry);
+  seen_.insert(std::move(entry));
+  added_ = true;
+}
+
+namespace {
+
+constexpr size_t kTagBytes = crypto_auth_hmacsha256_BYTES;
+
+std::optional<std::string> readSmallFile(const std::string& path, size_t max) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return std::nullopt;
+  struct stat st {};
+  std::optional<std::string> out;
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == ::geteuid() &&
+      (st.st_mode & 077) == 0 && static_cast<size_t>(st.st_size) <= max) {
+    std::string bytes(static_cast<size_t>(st.st_size), '\0');
+    if (::read(fd, bytes.data(), bytes.size()) == st.st_size) out = std::move(bytes);
+  }
+  ::close(fd);
+  return out;
+}
+
+bool writeWhole(int fd, const std::string& bytes) {
+  size_t done = 0;
+  while (done < bytes.size()) {
+    const auto n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n <= 0) return false;
+    done += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+}  // namespace
+
+bool VerifiedMemo::persistIn(const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec || ::chmod(dir.c_str(), 0700) != 0) return false;
+  const std::string keyPath = dir + "/key";
+  if (const int fd = ::open(keyPath.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+      fd >= 0) {
+    std::string key(crypto_auth_hmacsha256_KEYBYTES, '\0');
+    randombytes_buf(key.data(), key.size());
+    const bool ok = writeWhole(fd, key) && ::fsync(fd) == 0;
+    ::close(fd);
+    if (!ok) {
+      ::unlink(keyPath.c_str());
+      return false;
+    }
+  }
+  const auto key = readSmallFile(keyPath, crypto_auth_hmacsha256_KEYBYTES);
+  if (!key || key->size() != crypto_auth_hmacsha256_KEYBYTES) return false;
+  std::lock_guard lock(mutex_);
+  dir_ = dir;
+  key_ = *key;
+  seen_.clear();
+  used_.clear();
+  added_ = false;
+  const auto memo = readSmallFile(dir + "/verified", kMaxEntries * kTagBytes);
+  if (memo && memo->size() % kTagBytes == 0)
+    for (size_t at = 0; at < memo->size(); at += kTagBytes)
+      seen_.insert(memo->substr(at, kTagBytes));
+  loaded_ = seen_.size();
+  return true;
+}
+
+void VerifiedMemo::save() const {
+  std::lock_guard lock(mutex_);
+  if (dir_.empty() || (!added_ && used_.size() == loaded_)) return;
+  std::string bytes;
+  bytes.reserve(used_.size() * kTagBytes);
+  for (const auto& e : used_) bytes += e;
+  const std::string path = dir_ + "/verified";
+  const std::string tmp = fmt::format("{}.{}.tmp", path, ::getpid());
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return;
+  const bool ok = writeWhole(fd, bytes);
+  ::close(fd);
+  if (!ok || ::rename(tmp.c_str(), path.c_str()) != 0) ::unlink(tmp.c_str());
 }
 
 namespace {
@@ -107,11 +205,18 @@ NodeTrust checkNode(const std::string& cluster, const std::string& node,
   NodeTrust t;
   if (enrollment) {
     try {
-      // The trusted keys are the memo owner's, fixed for its life.
+      // The memo vouches for the signature alone: whether its signer is one of the
+      // keys trusted now is checked every time.
       const std::string d =
           memo ? memoDigest({"enrollment", cluster, node, enrollment->value}) : "";
+      std::optional<Enrollment> remembered;
       if (memo && memo->has(d)) {
-        t.enrollment = readEnrollment(enrollment->value, cluster, node, enrollment->key).first;
+        auto [e, sig] = readEnrollment(enrollment->value, cluster, node, enrollment->key);
+        if (std::find(trusted.begin(), trusted.end(), sig.signer) != trusted.end())
+          remembered = std::move(e);
+      }
+      if (remembered) {
+        t.enrollment = std::move(remembered);
       } else {
         t.enrollment = verifyEnrollment(enrollment->value, cluster, node, trusted, enrollment->key);
         if (memo) memo->add(d);

@@ -59,20 +59,42 @@ struct NodeTrust {
   std::optional<Enrollment> enrollment;
 };
 
-// What a long-running reader (fleet serve, push --wait) has already found good: a
-// value's bytes with the key that verified them (or the cluster and node an enrollment
-// was checked for), by digest. A value checked again with the same inputs is good
-// without its signature checked again; one changed by a single byte has another digest.
-// Only successes are kept, at most kMaxEntries (then it starts afresh). Thread-safe.
+// What a reader has already found good: a value's bytes with the key that verified them
+// (or the cluster and node an enrollment was checked for), by digest. A value checked
+// again with the same inputs is good without its signature checked again; one changed by
+// a single byte has another digest. Whether an enrollment's signer is trusted is checked
+// every time, never remembered. Only successes are kept, at most kMaxEntries (then it
+// starts afresh). Thread-safe.
+//
+// A long-running reader (fleet serve, push --wait) keeps one in memory. `fleet status`
+// keeps one between runs with persistIn(dir): there each entry is HMAC-SHA256(key,
+// digest) under a random 32-byte key made once in DIR/key (mode 0600, DIR 0700), so an
+// entry that counts can be made only by someone who can read that key; a missing,
+// unreadable or malformed key or memo file just means everything is verified afresh.
 class VerifiedMemo {
  public:
   static constexpr size_t kMaxEntries = 100000;
   bool has(const std::string& digest) const;
   void add(const std::string& digest);
 
+  // Loads DIR/verified (made with DIR/key, which is created when missing) and keeps the
+  // memo there from now on; false (an in-memory memo, as before) when DIR or its key
+  // cannot be made or read, or the key is readable by others.
+  bool persistIn(const std::string& dir);
+  // Writes DIR/verified (atomically, 0600): the entries used or added since persistIn,
+  // so that what no longer is in etcd drops out. Does nothing for an in-memory memo or
+  // when nothing changed; never throws (the memo only spares work).
+  void save() const;
+
  private:
+  std::string entryOf(const std::string& digest) const;  // under mutex_
   mutable std::mutex mutex_;
   std::unordered_set<std::string> seen_;
+  std::string dir_;                               // "" in memory only
+  std::string key_;                               // the HMAC key, with dir_
+  mutable std::unordered_set<std::string> used_;  // with dir_: what save() writes
+  size_t loaded_ = 0;                             // entries read by persistIn
+  bool added_ = false;
 };
 
 // `enrollment` is the node's record, if any; `signedKeys` its status, seen and heartbeat

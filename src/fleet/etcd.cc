@@ -687,13 +687,41 @@ EtcdTxnResult EtcdClient::txn(const std::vector<EtcdCompare>& compares,
 EtcdRange EtcdClient::keysUnder(const std::string& prefix) {
   MESH_ETCD_UNARY;
   const std::string what = "list keys under " + shown(prefix);
+  EtcdRange out;
+  call.range = &out;
   auto r = call.post(
       "/v3/kv/range",
       {{"key", b64(prefix)}, {"range_end", b64(prefixEnd(prefix))}, {"keys_only", true}}, what);
-  EtcdRange out;
   out.revision = i64(r["header"], "revision");
   if (auto kvs = r.find("kvs"); kvs != r.end() && kvs->is_array())
     for (const auto& kv : *kvs) out.kvs.push_back(parseKv(kv, what));
+  return out;
+}
+
+std::vector<EtcdKeyValue> EtcdClient::getKeys(const std::vector<std::string>& keys,
+                                              std::int64_t revision) {
+  if (keys.size() > kEtcdMaxTxnOps)
+    throw Error("etcd get of {} keys: over the {} one transaction may read", keys.size(),
+                kEtcdMaxTxnOps);
+  MESH_ETCD_UNARY;
+  json ranges = json::array();
+  for (const auto& key : keys) {
+    json one = {{"key", b64(key)}};
+    if (revision != 0) one["revision"] = std::to_string(revision);
+    ranges.push_back({{"request_range", std::move(one)}});
+  }
+  const std::string what =
+      fmt::format("get {} key(s){}", keys.size(), keys.empty() ? "" : ", first " + shown(keys[0]));
+  auto r =
+      call.post("/v3/kv/txn", {{"compare", json::array()}, {"success", std::move(ranges)}}, what);
+  std::vector<EtcdKeyValue> out;
+  if (auto responses = r.find("responses"); responses != r.end() && responses->is_array())
+    for (const auto& one : *responses) {
+      const auto range = one.find("response_range");
+      if (range == one.end() || !range->is_object()) continue;
+      if (auto kvs = range->find("kvs"); kvs != range->end() && kvs->is_array())
+        for (const auto& kv : *kvs) out.push_back(parseKv(kv, what));
+    }
   return out;
 }
 

@@ -177,6 +177,12 @@ class EtcdClient {
   // without reading them.
   EtcdRange keysUnder(const std::string& prefix);
 
+  // The keys that exist among `keys`, read at `revision` (0: now) in one read-only
+  // transaction of up to kEtcdMaxTxnOps ranges: a few scattered keys without reading
+  // everything between them.
+  std::vector<EtcdKeyValue> getKeys(const std::vector<std::string>& keys,
+                                    std::int64_t revision = 0);
+
   // Compacts the history up to revision (watches from before it then throw EtcdCompacted).
   void compact(std::int64_t revision);
 

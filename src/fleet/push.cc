@@ -169,6 +169,25 @@ std::string checkOverwrite(Plan& plan, const Statement& ours, const std::string&
   return "";
 }
 
+// What a push needs of the nodes etcd knows: their names (any key under a node's prefix,
+// listed without values) and the value at each declaration key, read at the listing's
+// revision — not every status and enrollment (most of the bytes under the prefix). The
+// other keys of a node are there with empty values: a push reads only `declaration`.
+std::map<std::string, NodeKeys> knownForPush(EtcdClient& etcd, const FleetKeys& keys) {
+  EtcdRange range = etcd.keysUnder(keys.nodesPrefix());
+  std::vector<std::string> declarations;
+  for (const auto& kv : range.kvs)
+    if (const auto split = keys.splitNodeKey(kv.key); split && split->second == "declaration")
+      declarations.push_back(kv.key);
+  auto values = readKeysAt(etcd, declarations, range.revision, kPushStreams);
+  std::erase_if(range.kvs, [&](const EtcdKeyValue& kv) {
+    const auto split = keys.splitNodeKey(kv.key);
+    return split && split->second == "declaration";
+  });
+  for (auto& kv : values) range.kvs.push_back(std::move(kv));
+  return nodesIn(range, keys);
+}
+
 // Deletes the declaration bodies no node's statement names any more (still under the
 // push lock, so no push is writing one). A node that was about to read the body of a
 // statement just replaced refuses it and takes the new one on its next event. `named`
@@ -187,8 +206,7 @@ void dropUnusedBodies(EtcdClient& etcd, const FleetKeys& keys,
     }
   };
   if (conflicts) {
-    for (const auto& [node, k] : nodesIn(etcd.getPrefix(keys.nodesPrefix()), keys))
-      nameOf(k.declaration);
+    for (const auto& [node, k] : knownForPush(etcd, keys)) nameOf(k.declaration);
   } else {
     for (const auto& [node, k] : known)
       if (!std::binary_search(targets.begin(), targets.end(), node)) nameOf(k.declaration);
@@ -239,7 +257,7 @@ PushReport push(EtcdClient& etcd, const trust::OperatorKey& key, const PushReque
   st.maxParallelRestarts = request.maxParallelRestarts;
 
   PushLock lock(etcd, keys, st.pushedBy, request.lockTimeout, events.warn);
-  const auto known = nodesIn(etcd.getPrefix(keys.nodesPrefix()), keys);
+  const auto known = knownForPush(etcd, keys);
   const auto names = resolveTargets(request.selector, known, request.cluster);
   st.serial = checkDeclaration(request.declarationPath, request.text, names);
 

@@ -7,8 +7,9 @@
 //  1. take the cluster's push lock (/mesh/<cluster>/push-lock: a key created only when
 //     absent, on a lease of its own): a second push waits for it, up to lockTimeout,
 //     then fails having written nothing;
-//  2. read every node key in one range; resolve the selector's globs against the nodes
-//     etcd knows (a glob matching none is bad input);
+//  2. list the node keys (names only) and read each node's declaration key at that
+//     revision, in read-only transactions; resolve the selector's globs against the
+//     nodes etcd knows (a glob matching none is bad input);
 //  3. parse the declaration as a node would; it needs a serial, and a `node = "…"` may
 //     only be pushed to that node;
 //  4. per node, compare with what is there, counting only a statement this push's key

@@ -2,6 +2,7 @@
 // `fleet status` makes of a status, heartbeat or enrollment it cannot verify. Nodes are
 // simulated by putting what a node's agent puts (the fixture signs it with the node's key).
 #include <chrono>
+#include <filesystem>
 #include <map>
 
 #include <fmt/format.h>
@@ -15,6 +16,7 @@ namespace mesh::fleet::test {
 namespace {
 
 using FleetEnroll = FleetTest;
+namespace fs = std::filesystem;
 
 int64_t unixMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -119,6 +121,29 @@ TEST_F(FleetEnroll, AnEnrollmentSignedByAnUntrustedOperatorIsForged) {
   // enrollment's signer, nothing else.
   Result trusting = status({"--trust", writer.publicKey().text(), "--json"});
   EXPECT_EQ(rowsOf(trusting).at("web1").at("trust"), "verified") << trusting.out;
+  // What that run verified is remembered (the test's $XDG_CACHE_HOME), but not the trust:
+  // without the writer's key it is forged again.
+  ASSERT_TRUE(fs::exists(work + "/cache/mesh-host/verified"));
+  Result after = status({"--json"});
+  EXPECT_EQ(after.code, 1);
+  EXPECT_EQ(rowsOf(after).at("web1").at("state"), "forged") << after.out;
+}
+
+// `fleet status` remembers what it verified between runs: a status changed since, even by
+// one byte and keeping its signature, is checked again.
+TEST_F(FleetEnroll, AStatusChangedAfterARememberedCheckIsForged) {
+  const auto rev = putDeclaration("web1", 4);
+  publish(nodeStatus("web1", rev, 4), true);
+  for (int i = 0; i < 2; ++i) {
+    Result r = status({"--json"});
+    ASSERT_EQ(r.code, 0) << r.out << r.err;
+  }
+  auto text = client->get(keys.status("web1"))->value;
+  text.replace(text.find("\"serial\":4"), 10, "\"serial\":5");
+  client->put(keys.status("web1"), text, lease);
+  Result r = status({"--json"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(rowsOf(r).at("web1").at("state"), "forged") << r.out;
 }
 
 TEST_F(FleetEnroll, EnrollRefusesWhatIsNotAFullNodeKeyAndStatusNeedsTrust) {

@@ -110,6 +110,9 @@ void FleetTest::SetUp() {
   client = std::make_unique<EtcdClient>(url);
   char tmpl[] = "/tmp/mesh-fleet.XXXXXX";
   work = ::mkdtemp(tmpl);
+  // `fleet status` keeps what it verified under $XDG_CACHE_HOME: the test's own, so every
+  // status after the first in a test runs with that memo (and none outlives the test).
+  ::setenv("XDG_CACHE_HOME", (work + "/cache").c_str(), 1);
   keyFile = work + "/ops.key";
   auto key = trust::OperatorKey::generate();
   key.saveNew(keyFile);

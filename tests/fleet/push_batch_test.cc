@@ -3,6 +3,8 @@
 // declarations over etcd's request limit stored in chunks.
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <map>
 #include <set>
 
 #include "fleet/batch_put.hh"
@@ -139,6 +141,35 @@ TEST_F(FleetBatch, PutAllIfUnchangedPutsEveryKeyButTheChangedOnes) {
     }
   }
   EXPECT_GE(ticks, 1);
+}
+
+// A push reads only the declaration keys' values (scattered among every node's keys):
+// in transactions of up to kEtcdMaxTxnOps keys on several streams, all at one revision,
+// keys missing left out.
+TEST_F(FleetBatch, ReadKeysAtReadsScatteredKeysAtOneRevision) {
+  std::vector<std::string> wanted;
+  for (int i = 0; i < 300; ++i) {
+    const std::string key = keys.nodesPrefix() + fmt::format("k{:03}", i);
+    if (i % 7 != 3) client->put(key, fmt::format("v{}", i));
+    wanted.push_back(key);
+  }
+  const int64_t revision = client->put(keys.nodesPrefix() + "k000", "v0 again");
+  client->put(keys.nodesPrefix() + "k001", "after");  // not at `revision`
+  const auto read = readKeysAt(*client, wanted, revision, 3);
+  std::map<std::string, std::string> got;
+  for (const auto& kv : read) got[kv.key] = kv.value;
+  EXPECT_EQ(got.size(), read.size()) << "a key read twice";
+  EXPECT_TRUE(std::is_sorted(read.begin(), read.end(),
+                             [](const auto& a, const auto& b) { return a.key < b.key; }));
+  for (int i = 0; i < 300; ++i) {
+    const auto it = got.find(wanted[static_cast<size_t>(i)]);
+    if (i % 7 == 3) {
+      EXPECT_EQ(it, got.end()) << i;
+      continue;
+    }
+    ASSERT_NE(it, got.end()) << i;
+    EXPECT_EQ(it->second, i == 0 ? "v0 again" : fmt::format("v{}", i)) << i;
+  }
 }
 
 // Issue 13: a 2 MB declaration was refused by etcd with its raw "request is too large".

@@ -6,7 +6,12 @@
 #include <gtest/gtest.h>
 #include <sodium.h>
 
+#include <sys/stat.h>
+
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 
 #include "fleet/enroll.hh"
 #include "fleet/node_signed.hh"
@@ -31,9 +36,12 @@ struct Fleet {
   // A node as an agent leaves it: enrolled, its status (and seen copy) and heartbeat
   // signed by its key on one lease. `signer` signs instead of its own key (forged);
   // `up` false: no lease-bound keys (down).
-  void node(const std::string& name, bool up = true, const trust::NodeKey* signer = nullptr) {
+  // `enroller` enrolls it instead of `op`.
+  void node(const std::string& name, bool up = true, const trust::NodeKey* signer = nullptr,
+            const trust::OperatorKey* enroller = nullptr) {
     const auto key = trust::NodeKey::ephemeral();
-    put(enrollmentKey(keys, name), encodeEnrollment("c", name, key.publicKey(), kNow, op));
+    put(enrollmentKey(keys, name),
+        encodeEnrollment("c", name, key.publicKey(), kNow, enroller ? *enroller : op));
     NodeStatus s;
     s.node = name;
     s.cluster = "c";
@@ -100,6 +108,110 @@ TEST(FleetView, AMemoSparesCheckingAgainButNeverHidesAChange) {
   EXPECT_EQ(view.nodes[1].state, NodeState::Forged) << stateName(view.nodes[1].state);
   EXPECT_EQ(view.nodes[2].state, NodeState::Forged) << stateName(view.nodes[2].state);
   EXPECT_EQ(view.count(NodeState::Converged), 2u);
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), {}};
+}
+
+struct TempDir {
+  std::string path;
+  TempDir() {
+    char tmpl[] = "/tmp/mesh-memo.XXXXXX";
+    path = ::mkdtemp(tmpl);
+  }
+  ~TempDir() { std::filesystem::remove_all(path); }
+};
+
+// `fleet status` keeps its memo between runs in a directory: an entry counts only when
+// tagged with the directory's own key; one changed, or tagged with another key, does not.
+TEST(FleetView, AMemoKeptBetweenRunsCountsOnlyEntriesTaggedWithItsKey) {
+  ASSERT_GE(sodium_init(), 0);
+  TempDir tmp;
+  const std::string dir = tmp.path + "/mesh-host";
+  {
+    VerifiedMemo memo;
+    ASSERT_TRUE(memo.persistIn(dir));
+    memo.add("sha256:aa");
+    memo.add("sha256:bb");
+    memo.save();
+  }
+  struct stat st {};
+  ASSERT_EQ(::stat(dir.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+  ASSERT_EQ(::stat((dir + "/key").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  std::string entries = slurp(dir + "/verified");
+  ASSERT_EQ(entries.size(), 2u * crypto_auth_hmacsha256_BYTES);
+  EXPECT_EQ(entries.find("sha256:aa"), std::string::npos) << "entries are tags, not digests";
+  {
+    VerifiedMemo memo;
+    ASSERT_TRUE(memo.persistIn(dir));
+    EXPECT_TRUE(memo.has("sha256:aa"));
+    EXPECT_TRUE(memo.has("sha256:bb"));
+    EXPECT_FALSE(memo.has("sha256:cc"));
+  }
+  // Tampered: one entry changed by a bit, and one a writer without the key made for
+  // "sha256:cc" (the digest itself, and a tag under a key of their own).
+  entries[0] = static_cast<char>(entries[0] ^ 1);
+  unsigned char otherKey[crypto_auth_hmacsha256_KEYBYTES];
+  randombytes_buf(otherKey, sizeof otherKey);
+  std::string forged(crypto_auth_hmacsha256_BYTES, '\0');
+  const std::string cc = "sha256:cc";
+  crypto_auth_hmacsha256(reinterpret_cast<unsigned char*>(forged.data()),
+                         reinterpret_cast<const unsigned char*>(cc.data()), cc.size(), otherKey);
+  entries += forged;
+  entries += (cc + std::string(crypto_auth_hmacsha256_BYTES, '\0')).substr(0, forged.size());
+  std::ofstream(dir + "/verified", std::ios::binary | std::ios::trunc) << entries;
+  {
+    VerifiedMemo memo;
+    ASSERT_TRUE(memo.persistIn(dir));
+    EXPECT_EQ(memo.has("sha256:aa") + memo.has("sha256:bb"), 1) << "a changed entry counted";
+    EXPECT_FALSE(memo.has("sha256:cc")) << "an entry made without the key counted";
+  }
+  // A key others can read is not used at all.
+  ASSERT_EQ(::chmod((dir + "/key").c_str(), 0644), 0);
+  VerifiedMemo loose;
+  EXPECT_FALSE(loose.persistIn(dir));
+  EXPECT_FALSE(loose.has("sha256:bb"));
+}
+
+// Between runs, what was verified is remembered, but a value changed since is checked
+// again (forged), and an enrollment counts only while its signer is trusted now.
+TEST(FleetView, AMemoKeptBetweenRunsNeverHidesAChangeOrAnUntrustedEnroller) {
+  ASSERT_GE(sodium_init(), 0);
+  TempDir tmp;
+  Fleet f;
+  const auto writer = trust::OperatorKey::generate();
+  for (int i = 0; i < 3; ++i) f.node(fmt::format("n-{}", i));
+  f.node("n-3", true, nullptr, &writer);
+  std::sort(f.range.kvs.begin(), f.range.kvs.end(),
+            [](const EtcdKeyValue& a, const EtcdKeyValue& b) { return a.key < b.key; });
+  const auto run = [&](const std::vector<trust::OperatorPublicKey>& trusted) {
+    VerifiedMemo memo;
+    EXPECT_TRUE(memo.persistIn(tmp.path));
+    auto view = viewFleet(f.range, f.keys, trusted, kNow, &memo);
+    memo.save();
+    return view;
+  };
+  // The operator trusts the writer's key once: n-3's enrollment is remembered as good.
+  EXPECT_EQ(run({f.op.publicKey(), writer.publicKey()}).count(NodeState::Converged), 4u);
+  const auto again = run({f.op.publicKey()});
+  EXPECT_EQ(again.nodes[3].state, NodeState::Forged) << stateName(again.nodes[3].state);
+  EXPECT_NE(again.nodes[3].trustReason.find("not a trusted operator key"), std::string::npos)
+      << again.nodes[3].trustReason;
+  EXPECT_EQ(again.count(NodeState::Converged), 3u);
+  for (auto& kv : f.range.kvs) {
+    if (kv.key == f.keys.status("n-1") || kv.key == f.keys.seen("n-1"))
+      kv.value.replace(kv.value.find("\"cycle\":3"), 9, "\"cycle\":4");
+    if (kv.key == enrollmentKey(f.keys, "n-2"))
+      kv.value.replace(kv.value.find("\"enrolled_at_ms\":"), 17, "\"enrolled_at_ms\":1");
+  }
+  const auto changed = run({f.op.publicKey()});
+  EXPECT_EQ(changed.nodes[1].state, NodeState::Forged) << stateName(changed.nodes[1].state);
+  EXPECT_EQ(changed.nodes[2].state, NodeState::Forged) << stateName(changed.nodes[2].state);
+  EXPECT_EQ(changed.nodes[0].state, NodeState::Converged);
 }
 
 }  // namespace
