@@ -1,11 +1,11 @@
 // TEST-ONLY SEAM fault::kRecreateEveryOtherCycle (util/faults.hh), as a
-// Supervisor decorator like CountingSupervisor (counting.hh), so that no applier
-// holds test code. Inert unless MESH_HOST_FAULT names the seam.
+// Supervisor decorator like CountingSupervisor (counting.hh, decorator.hh), so
+// that no applier holds test code. Inert unless MESH_HOST_FAULT names the seam.
 #pragma once
 
 #include <memory>
 
-#include "supervise/supervisor.hh"
+#include "supervise/decorator.hh"
 #include "util/faults.hh"
 
 namespace mesh::supervise {
@@ -13,15 +13,14 @@ namespace mesh::supervise {
 // On even-numbered cycles (`cycle`, read at each call: the owner's counter),
 // shows every installed unit as edited by hand, so the process applier replaces
 // and restarts every process every other cycle: the churn `status` must flag.
-class RecreateEveryOtherCycle : public Supervisor {
+class RecreateEveryOtherCycle : public SupervisorDecorator {
  public:
   RecreateEveryOtherCycle(std::unique_ptr<Supervisor> inner, const int64_t& cycle)
-      : inner_(std::move(inner)), cycle_(cycle) {}
+      : SupervisorDecorator(std::move(inner)), cycle_(cycle) {}
 
-  std::string name() const override { return inner_->name(); }
   std::map<std::string, ServiceState> observe(const std::vector<std::string>& names,
                                               bool detailed) override {
-    auto states = inner_->observe(names, detailed);
+    auto states = SupervisorDecorator::observe(names, detailed);
     if (cycle_ > 0 && cycle_ % 2 == 0)
       for (auto& [name, st] : states)
         if (st.installed) {
@@ -30,20 +29,8 @@ class RecreateEveryOtherCycle : public Supervisor {
         }
     return states;
   }
-  void install(const Unit& unit) override { inner_->install(unit); }
-  void uninstall(const std::string& name) override { inner_->uninstall(name); }
-  void start(const std::string& name) override { inner_->start(name); }
-  void restart(const std::string& name) override { inner_->restart(name); }
-  void stop(const std::string& name) override { inner_->stop(name); }
-  void reloadService(const std::string& name) override { inner_->reloadService(name); }
-  void flush() override { inner_->flush(); }
-  int64_t reloadCount() const override { return inner_->reloadCount(); }
-  std::vector<std::string> unsupportedKeys(const Unit& unit) const override {
-    return inner_->unsupportedKeys(unit);
-  }
 
  private:
-  std::unique_ptr<Supervisor> inner_;
   const int64_t& cycle_;
 };
 
