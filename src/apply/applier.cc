@@ -1,5 +1,8 @@
 #include "apply/applier.hh"
 
+#include <array>
+
+#include "decl/kind_info.hh"
 #include "util/error.hh"
 
 namespace mesh::apply {
@@ -11,22 +14,35 @@ const Applier& archiveApplier();
 const Applier& credentialApplier();
 const Applier& processApplier();
 
+namespace {
+
+struct ApplierRow {
+  decl::Kind kind;
+  const Applier& (*applier)();
+};
+
+// One row per kind, in Kind order (decl/kind_info.hh).
+constexpr std::array<ApplierRow, decl::kKindCount> kAppliers = {{
+    {decl::Kind::File, fileApplier},
+    {decl::Kind::Directory, directoryApplier},
+    {decl::Kind::Link, linkApplier},
+    {decl::Kind::Archive, archiveApplier},
+    {decl::Kind::Credential, credentialApplier},
+    {decl::Kind::Process, processApplier},
+}};
+
+static_assert([] {
+  for (size_t i = 0; i < kAppliers.size(); ++i)
+    if (static_cast<size_t>(kAppliers[i].kind) != i) return false;
+  return true;
+}());
+
+}  // namespace
+
 const Applier& applierFor(decl::Kind kind) {
-  switch (kind) {
-    case decl::Kind::File:
-      return fileApplier();
-    case decl::Kind::Directory:
-      return directoryApplier();
-    case decl::Kind::Link:
-      return linkApplier();
-    case decl::Kind::Archive:
-      return archiveApplier();
-    case decl::Kind::Credential:
-      return credentialApplier();
-    case decl::Kind::Process:
-      return processApplier();
-  }
-  throw Error("unknown resource kind");
+  const auto i = static_cast<size_t>(kind);
+  if (i >= kAppliers.size()) throw Error("unknown resource kind");
+  return kAppliers[i].applier();
 }
 
 const Applier& applierFor(const std::string& kindName) {

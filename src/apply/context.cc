@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include "state/state_dir.hh"
+#include "supervise/fault.hh"
 #include "util/error.hh"
 #include "util/fs.hh"
 
@@ -120,9 +121,10 @@ supervise::Supervisor& Context::supervisor() {
     supervise::Options o;
     o.stateDir = settings_.stateDir;
     o.unitDir = settings_.unitDir;
-    supervisor_ = std::make_unique<supervise::CountingSupervisor>(
+    supervisor_ = std::make_unique<supervise::CountingSupervisor>(supervise::withFaults(
         settings_.makeSupervisor ? settings_.makeSupervisor()
-                                 : supervise::openSupervisor(settings_.supervisor, o));
+                                 : supervise::openSupervisor(settings_.supervisor, o),
+        cycle_));
   }
   return *supervisor_;
 }

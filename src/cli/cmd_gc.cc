@@ -8,12 +8,12 @@
 #include <cstdio>
 #include <filesystem>
 #include <nlohmann/json.hpp>
-#include <regex>
 #include <set>
 
 #include "cli/commands.hh"
 #include "cli/generations.hh"
 #include "cli/output.hh"
+#include "decl/references.hh"
 #include "util/error.hh"
 #include "util/fs.hh"
 
@@ -35,26 +35,6 @@ namespace fs = std::filesystem;
 
 bool isHex64(const std::string& s) {
   return s.size() == 64 && s.find_first_not_of("0123456789abcdef") == std::string::npos;
-}
-
-// Every bundle and blob a declaration names (hex digests).
-void collectDigests(const decl::Declaration& d, std::set<std::string>& out) {
-  for (const auto& r : d.resources) {
-    if (const auto* f = std::get_if<decl::FileSpec>(&r.spec); f && f->blob)
-      out.insert(f->blob->hex());
-    else if (const auto* a = std::get_if<decl::ArchiveSpec>(&r.spec))
-      out.insert(a->bundle.hex());
-    else if (const auto* p = std::get_if<decl::ProcessSpec>(&r.spec))
-      out.insert(p->bundle.hex());
-  }
-}
-
-// When an old generation no longer parses (a `from` file gone, a changed rule),
-// every digest its text mentions is kept: gc errs on the side of keeping.
-void collectDigestsFromText(const std::string& text, std::set<std::string>& out) {
-  static const std::regex digest("sha256:([0-9a-f]{64})");
-  for (std::sregex_iterator it(text.begin(), text.end(), digest), end; it != end; ++it)
-    out.insert((*it)[1].str());
 }
 
 uint64_t sizeOf(const fs::path& p) {
@@ -130,13 +110,13 @@ int runGc(CommonOptions& o, const GcOptions& g) {
   std::set<std::string> keep;
   for (int64_t n : kept) {
     try {
-      collectDigests(parseGeneration(store, n, o, /*checkPrincipals=*/false), keep);
+      decl::collectReferences(parseGeneration(store, n, o, /*checkPrincipals=*/false), keep);
     } catch (const Error& e) {
       std::fprintf(stderr,
                    "mesh-host: warning: generation %lld no longer parses (%s); keeping every "
                    "digest its text names\n",
                    static_cast<long long>(n), e.what());
-      if (auto text = store.generationText(n)) collectDigestsFromText(*text, keep);
+      if (auto text = store.generationText(n)) decl::collectReferencesFromText(*text, keep);
     }
   }
 

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "apply/churn.hh"
+#include "apply/health.hh"
 #include "apply/process_info.hh"
 #include "cli/commands.hh"
 #include "cli/output.hh"
@@ -196,19 +197,20 @@ int showStatus(CommonOptions& o, const StatusOptions& so,
   for (const auto& [id, r] : records) sorted.emplace(id, &r);
 
   const auto services = servicesOf(sorted, o);
-  int failing = 0, churning = 0;
+  apply::NodeHealth health;
   nlohmann::json resources = nlohmann::json::array();
   std::vector<std::string> lines;
   for (const auto& [id, r] : sorted) {
     const auto c = churn.count(id) ? churn.at(id) : apply::Churn{};
     const auto s = services.views.find(id);
-    const bool failed = r->outcome == "failed" || r->outcome == "skipped";
-    // Not running: stopped, failed, starting, or waiting for Restart=. A
-    // supervisor that cannot be asked fails the node once, below.
-    const bool down =
-        s != services.views.end() && services.error.empty() && !s->second.running && !failed;
-    failing += failed || down;
-    churning += c.churning;
+    // A supervisor that cannot be asked fails the node once, below.
+    const auto h =
+        apply::resourceHealth(r->outcome, s != services.views.end() && services.error.empty()
+                                              ? std::optional<bool>(s->second.running)
+                                              : std::nullopt);
+    const bool failed = h.failed, down = h.down;
+    health.add(h);
+    health.churning += c.churning;
     nlohmann::json reasons = nlohmann::json::object();
     for (const auto& [reason, n] : c.reasons) reasons[reason] = n;
     resources.push_back(
@@ -244,6 +246,10 @@ int showStatus(CommonOptions& o, const StatusOptions& so,
                                   s != services.views.end() ? serviceText(s->second) : ""));
   }
   const bool cutShort = unfinished && !unfinished->running;
+  health.cycleError = cycleError.has_value();
+  health.declarationError = declarationError.has_value();
+  health.supervisorError = !services.error.empty();
+  health.cutShort = cutShort;
   const std::string supervisorError =
       services.error.empty() ? ""
                              : fmt::format("the supervisor cannot be reached: {}", services.error);
@@ -268,8 +274,8 @@ int showStatus(CommonOptions& o, const StatusOptions& so,
         {"running_cycle", std::move(running)},
         {"interrupted_cycle", std::move(interrupted)},
         {"churn", {{"threshold", policy.threshold}, {"window", policy.window}}},
-        {"failing", failing},
-        {"churning", churning},
+        {"failing", health.failing},
+        {"churning", health.churning},
         {"last_error", cycleErrorJson(cycleError)},
         {"declaration_error", declarationErrorJson(declarationError)},
         {"supervisor_error",
@@ -295,14 +301,11 @@ int showStatus(CommonOptions& o, const StatusOptions& so,
     std::puts(fmt::format("node {}: {} resource(s), last cycle {} at {} ({} ms): {} failing, {} "
                           "churning{}",
                           node, sorted.size(), last ? last->cycle : 0,
-                          last ? isoTime(last->finishedAt) : "never", last ? last->ms : 0, failing,
-                          churning, running)
+                          last ? isoTime(last->finishedAt) : "never", last ? last->ms : 0,
+                          health.failing, health.churning, running)
                   .c_str());
   }
-  return failing + churning > 0 || cycleError || declarationError || !services.error.empty() ||
-                 cutShort
-             ? kExitFailed
-             : kExitOk;
+  return health.healthy() ? kExitOk : kExitFailed;
 }
 
 }  // namespace

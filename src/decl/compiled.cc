@@ -7,6 +7,7 @@
 #include <cstring>
 #include <set>
 
+#include "decl/kind_info.hh"
 #include "util/digest.hh"
 
 namespace mesh::decl {
@@ -289,7 +290,7 @@ Declaration readDeclaration(Reader& r) {
     res.name = r.s();
     res.id = res.module + "." + res.name;
     const uint64_t kind = r.u();
-    if (kind > static_cast<uint64_t>(Kind::Process)) throw Malformed{};
+    if (kind >= kKindCount) throw Malformed{};
     res.kind = static_cast<Kind>(kind);
     res.pos.file = r.b() ? d.source : r.s();
     res.pos.line = r.i();

@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "decl/fields.hh"
+#include "decl/kind_info.hh"
 
 namespace mesh::decl {
 
@@ -82,7 +83,7 @@ DirectorySpec readDirectory(Fields& f, Draft& d, const ParseOptions& options) {
   return s;
 }
 
-LinkSpec readLink(Fields& f, Draft& d) {
+LinkSpec readLink(Fields& f, Draft& d, const ParseOptions&) {
   f.rejectUnknown({"path", "target", "requires"}, {"restart-on", "reload-on"});
   LinkSpec s;
   readPath(f, d, s.path);
@@ -91,7 +92,7 @@ LinkSpec readLink(Fields& f, Draft& d) {
   return s;
 }
 
-ArchiveSpec readArchive(Fields& f, Draft& d) {
+ArchiveSpec readArchive(Fields& f, Draft& d, const ParseOptions&) {
   f.rejectUnknown(
       {"path", "bundle", "max-entries", "max-bytes", "replace", "keep-modes", "requires"},
       {"restart-on", "reload-on"});
@@ -120,7 +121,7 @@ CredentialSpec readCredential(Fields& f, Draft& d, const ParseOptions& options) 
   return s;
 }
 
-ProcessSpec readProcess(Fields& f, Draft& d) {
+ProcessSpec readProcess(Fields& f, Draft& d, const ParseOptions&) {
   f.rejectUnknown({"bundle", "unit", "service", "restart-on", "reload-on", "requires"});
   ProcessSpec s;
   if (!f.find("bundle")) f.missing("bundle", "bundle = \"sha256:…\"");
@@ -146,7 +147,67 @@ ProcessSpec readProcess(Fields& f, Draft& d) {
   return s;
 }
 
+// A reader as the table holds it: any kind's reader, returning the Spec.
+template <auto reader>
+Spec readAs(Fields& f, Draft& d, const ParseOptions& options) {
+  return reader(f, d, options);
+}
+
+std::vector<Digest> noBlobs(const Spec&) {
+  return {};
+}
+
+std::vector<Digest> fileBlobs(const Spec& s) {
+  const auto& file = std::get<FileSpec>(s);
+  if (file.blob) return {*file.blob};
+  return {};
+}
+
+template <typename S>
+std::vector<Digest> bundleOf(const Spec& s) {
+  return {std::get<S>(s).bundle};
+}
+
 }  // namespace
+
+constexpr std::array<KindInfo, kKindCount> kKindTable = {{
+    {Kind::File, "file", readAs<readFile>, fileBlobs},
+    {Kind::Directory, "directory", readAs<readDirectory>, noBlobs},
+    {Kind::Link, "link", readAs<readLink>, noBlobs},
+    {Kind::Archive, "archive", readAs<readArchive>, bundleOf<ArchiveSpec>},
+    {Kind::Credential, "credential", readAs<readCredential>, noBlobs},
+    {Kind::Process, "process", readAs<readProcess>, bundleOf<ProcessSpec>},
+}};
+
+// Row k is Kind k, and every kind has a row.
+static_assert([] {
+  for (size_t i = 0; i < kKindTable.size(); ++i)
+    if (static_cast<size_t>(kKindTable[i].kind) != i) return false;
+  return true;
+}());
+
+const KindInfo& kindInfo(Kind k) {
+  return kKindTable.at(static_cast<size_t>(k));
+}
+
+const char* kindName(Kind k) {
+  return kindInfo(k).name.data();
+}
+
+std::optional<Kind> kindFromName(std::string_view name) {
+  for (const auto& info : kKindTable)
+    if (name == info.name) return info.kind;
+  return std::nullopt;
+}
+
+std::string kindList() {
+  std::string out;
+  for (const auto& info : kKindTable) {
+    if (!out.empty()) out += ", ";
+    out += info.name;
+  }
+  return out;
+}
 
 Draft readResource(const ResourceHeader& header, const toml::table& table, Diagnostics& diags,
                    const ParseOptions& options) {
@@ -167,26 +228,7 @@ Draft readResource(const ResourceHeader& header, const toml::table& table, Diagn
                           key, d.subject()));
   d.requires_ = f.ids("requires");
 
-  switch (r.kind) {
-    case Kind::File:
-      r.spec = readFile(f, d, options);
-      break;
-    case Kind::Directory:
-      r.spec = readDirectory(f, d, options);
-      break;
-    case Kind::Link:
-      r.spec = readLink(f, d);
-      break;
-    case Kind::Archive:
-      r.spec = readArchive(f, d);
-      break;
-    case Kind::Credential:
-      r.spec = readCredential(f, d, options);
-      break;
-    case Kind::Process:
-      r.spec = readProcess(f, d);
-      break;
-  }
+  r.spec = kindInfo(r.kind).read(f, d, options);
   return d;
 }
 

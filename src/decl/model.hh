@@ -17,6 +17,7 @@ namespace mesh::decl {
 
 enum class Kind { File, Directory, Link, Archive, Credential, Process };
 
+// Name and lookup by name, from the kinds table (decl/kind_info.hh).
 const char* kindName(Kind k);  // "file", "directory", …
 std::optional<Kind> kindFromName(std::string_view name);
 

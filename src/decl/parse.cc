@@ -17,6 +17,7 @@
 
 #include "decl/compiled.hh"
 #include "decl/fields.hh"
+#include "decl/kind_info.hh"
 #include "decl/kinds.hh"
 #include "decl/order.hh"
 #include "decl/validate.hh"
@@ -26,7 +27,6 @@ namespace mesh::decl {
 
 namespace {
 
-constexpr std::string_view kKinds = "file, directory, link, archive, credential, process";
 constexpr std::string_view kNameRule = "use letters, digits, '_' and '-'";
 
 // toml++ says "Error while parsing <thing>: <what>"; lead with the what.
@@ -150,7 +150,7 @@ void Walker::module(const std::string& module, const toml::table& table) {
     if (!kindOf) {
       diags_.error(at(key.source()),
                    fmt::format("unknown key '{}' in module {}; allowed keys (resource kinds): {}",
-                               shown(key.str()), module, kKinds));
+                               shown(key.str()), module, kindList()));
     } else if (const auto* kindTable = value.as_table()) {
       kind(module, *kindOf, *kindTable);
     } else {

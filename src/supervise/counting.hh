@@ -4,7 +4,7 @@
 
 #include <memory>
 
-#include "supervise/supervisor.hh"
+#include "supervise/decorator.hh"
 
 namespace mesh::supervise {
 
@@ -13,54 +13,47 @@ struct CallCounts {
   int64_t reloadService = 0;  // services reloaded in place (reload: the manager's daemon-reloads)
 };
 
-class CountingSupervisor : public Supervisor {
+class CountingSupervisor : public SupervisorDecorator {
  public:
-  explicit CountingSupervisor(std::unique_ptr<Supervisor> inner) : inner_(std::move(inner)) {}
+  using SupervisorDecorator::SupervisorDecorator;
 
   CallCounts counts() const {
     CallCounts c = counts_;
-    c.reload = inner_->reloadCount();
+    c.reload = reloadCount();
     return c;
   }
 
-  std::string name() const override { return inner_->name(); }
   std::map<std::string, ServiceState> observe(const std::vector<std::string>& names,
                                               bool detailed) override {
     ++counts_.observe;
-    return inner_->observe(names, detailed);
+    return SupervisorDecorator::observe(names, detailed);
   }
   void install(const Unit& unit) override {
     ++counts_.install;
-    inner_->install(unit);
+    SupervisorDecorator::install(unit);
   }
   void uninstall(const std::string& name) override {
     ++counts_.uninstall;
-    inner_->uninstall(name);
+    SupervisorDecorator::uninstall(name);
   }
   void start(const std::string& name) override {
     ++counts_.start;
-    inner_->start(name);
+    SupervisorDecorator::start(name);
   }
   void restart(const std::string& name) override {
     ++counts_.restart;
-    inner_->restart(name);
+    SupervisorDecorator::restart(name);
   }
   void stop(const std::string& name) override {
     ++counts_.stop;
-    inner_->stop(name);
+    SupervisorDecorator::stop(name);
   }
   void reloadService(const std::string& name) override {
     ++counts_.reloadService;
-    inner_->reloadService(name);
-  }
-  void flush() override { inner_->flush(); }
-  int64_t reloadCount() const override { return inner_->reloadCount(); }
-  std::vector<std::string> unsupportedKeys(const Unit& unit) const override {
-    return inner_->unsupportedKeys(unit);
+    SupervisorDecorator::reloadService(name);
   }
 
  private:
-  std::unique_ptr<Supervisor> inner_;
   CallCounts counts_;
 };
 

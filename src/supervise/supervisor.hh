@@ -27,7 +27,10 @@ struct Unit {
 struct ServiceState {
   bool installed = false;     // a unit with this name is installed by us
   std::string installedText;  // its text ("" when not installed)
-  bool active = false;        // running, starting, or waiting to be restarted by Restart=
+  // When known, what changed the installed unit outside mesh-host: said in the
+  // drift reason, "unit edited (<this>)" (the fault seam of fault.hh sets it).
+  std::string unitEdit;
+  bool active = false;  // running, starting, or waiting to be restarted by Restart=
   // Its main process runs now: active and not starting, stopping or waiting for
   // Restart=. What `status` calls up; anything else is down.
   bool running = false;

@@ -46,9 +46,10 @@ int writeFault(const char* shown);
 
 // TEST-ONLY SEAMS: MESH_HOST_FAULT=<name> turns one on (docs/development.md).
 namespace fault {
-// The process applier (apply/kinds/process.cc) takes the installed unit for edited
-// on even-numbered cycles: every process is replaced and restarted every other
-// cycle, the churn `status` must flag (tests/e2e/churn_test.cc, tests/fleet).
+// A supervisor decorator (supervise/fault.hh, put on by apply/context.cc) shows
+// every installed unit as edited on even-numbered cycles: every process is replaced
+// and restarted every other cycle, the churn `status` must flag
+// (tests/e2e/churn_test.cc, tests/fleet).
 inline constexpr const char* kRecreateEveryOtherCycle = "recreate-every-other-cycle";
 // Every unit is rendered with one more line (apply/kinds/unit_text.cc), as a later
 // mesh-host might: an upgrade must restart nothing (tests/e2e/process_test.cc).

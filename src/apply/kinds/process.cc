@@ -55,11 +55,6 @@ struct ProcessObserved {
   }
 };
 
-// TEST-ONLY SEAM fault::kRecreateEveryOtherCycle (util/faults.hh).
-bool faultRecreateThisCycle(const Context& ctx) {
-  return faultSet(fault::kRecreateEveryOtherCycle) && ctx.cycle() > 0 && ctx.cycle() % 2 == 0;
-}
-
 // <state-dir>/bundles, opened beneath the state dir without following a link: a
 // link planted there (or the state dir's own path aside) is refused, not followed.
 // nullopt when missing; a plan on a node never applied to has no state dir yet.
@@ -142,9 +137,7 @@ class ProcessApplier : public Applier {
              !prev.unit.empty() && Digest::ofBytes(svc.installedText).str() == prev.unit)
       rerendered = true;
     else if (svc.installedText != unit.text)
-      unitDrift = "unit edited";
-    else if (faultRecreateThisCycle(ctx))
-      unitDrift = "unit edited (fault injected)";
+      unitDrift = svc.unitEdit.empty() ? "unit edited" : "unit edited (" + svc.unitEdit + ")";
     const auto& causes = ctx.restartCauses();
 
     std::string warning;

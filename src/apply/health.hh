@@ -1,0 +1,34 @@
+// The health rule `mesh-host status` reports and exits by (docs/operating.md):
+// what makes a resource failing or down, and the node unhealthy. Pure, over
+// what the state store and the supervisor show, so it tests on plain values.
+#pragma once
+
+#include <optional>
+#include <string_view>
+
+namespace mesh::apply {
+
+struct ResourceHealth {
+  bool failed = false;  // its last outcome was `failed` or `skipped`
+  bool down = false;    // its service is not running, and it did not fail
+};
+
+// `serviceRunning`: what the supervisor says of the resource's service; nullopt
+// when it has none, or when the supervisor could not be asked (that fails the
+// node once, in NodeHealth, not each resource).
+ResourceHealth resourceHealth(std::string_view outcome, std::optional<bool> serviceRunning);
+
+struct NodeHealth {
+  int failing = 0;                // resources failed or down
+  int churning = 0;               // resources churning (apply/churn.hh)
+  bool cycleError = false;        // the last cycle could not run
+  bool declarationError = false;  // the agent's declaration does not load
+  bool supervisorError = false;   // the supervisor cannot be asked
+  bool cutShort = false;          // a cycle never finished: mesh-host died in it
+
+  void add(const ResourceHealth& r) { failing += r.failed || r.down; }
+  // Healthy: nothing failing or churning and no error; otherwise status exits 1.
+  bool healthy() const;
+};
+
+}  // namespace mesh::apply

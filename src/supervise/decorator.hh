@@ -1,0 +1,36 @@
+// A Supervisor that hands every call to another: the base of the decorators
+// (counting.hh, fault.hh), which override only the calls they look at.
+#pragma once
+
+#include <memory>
+
+#include "supervise/supervisor.hh"
+
+namespace mesh::supervise {
+
+class SupervisorDecorator : public Supervisor {
+ public:
+  explicit SupervisorDecorator(std::unique_ptr<Supervisor> inner) : inner_(std::move(inner)) {}
+
+  std::string name() const override { return inner_->name(); }
+  std::map<std::string, ServiceState> observe(const std::vector<std::string>& names,
+                                              bool detailed) override {
+    return inner_->observe(names, detailed);
+  }
+  void install(const Unit& unit) override { inner_->install(unit); }
+  void uninstall(const std::string& name) override { inner_->uninstall(name); }
+  void start(const std::string& name) override { inner_->start(name); }
+  void restart(const std::string& name) override { inner_->restart(name); }
+  void stop(const std::string& name) override { inner_->stop(name); }
+  void reloadService(const std::string& name) override { inner_->reloadService(name); }
+  void flush() override { inner_->flush(); }
+  int64_t reloadCount() const override { return inner_->reloadCount(); }
+  std::vector<std::string> unsupportedKeys(const Unit& unit) const override {
+    return inner_->unsupportedKeys(unit);
+  }
+
+ private:
+  std::unique_ptr<Supervisor> inner_;
+};
+
+}  // namespace mesh::supervise
