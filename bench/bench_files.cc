@@ -53,22 +53,7 @@ struct Run {
 Run runChild(const std::vector<std::string>& argv, const std::string& scratch) {
   const std::string outPath = scratch + "/child.out", errPath = scratch + "/child.err";
   const auto start = std::chrono::steady_clock::now();
-  pid_t pid = ::fork();
-  if (pid < 0) throw std::runtime_error("fork failed");
-  if (pid == 0) {
-    int out = ::open(outPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    int err = ::open(errPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    int in = ::open("/dev/null", O_RDONLY);
-    if (out < 0 || err < 0 || in < 0) ::_exit(126);
-    ::dup2(in, 0);
-    ::dup2(out, 1);
-    ::dup2(err, 2);
-    std::vector<char*> args;
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    ::execv(args[0], args.data());
-    ::_exit(127);
-  }
+  const pid_t pid = spawnTo(argv, outPath, errPath);
   int status = 0;
   struct rusage ru {};
   while (::wait4(pid, &status, 0, &ru) < 0) {

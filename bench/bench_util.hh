@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <fstream>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,30 @@ inline pid_t spawn(const std::vector<std::string>& argv, const std::string& log)
     for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
     args.push_back(nullptr);
     ::execv(args[0], args.data());
+    ::_exit(127);
+  }
+  return pid;
+}
+
+// Starts argv[0] (a path, or a name looked up in PATH) with stdin from /dev/null and
+// stdout and stderr in the files named (truncated), `env` ("K=V") added; its pid.
+inline pid_t spawnTo(const std::vector<std::string>& argv, const std::string& outPath,
+                     const std::string& errPath, const std::vector<std::string>& env = {}) {
+  const pid_t pid = ::fork();
+  if (pid < 0) throw std::runtime_error("fork failed");
+  if (pid == 0) {
+    const int out = ::open(outPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    const int err = ::open(errPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    const int in = ::open("/dev/null", O_RDONLY);
+    if (out < 0 || err < 0 || in < 0) ::_exit(126);
+    ::dup2(in, 0);
+    ::dup2(out, 1);
+    ::dup2(err, 2);
+    for (const auto& e : env) ::putenv(const_cast<char*>(e.c_str()));
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    ::execvp(args[0], args.data());
     ::_exit(127);
   }
   return pid;

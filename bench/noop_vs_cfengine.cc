@@ -60,28 +60,6 @@ struct Run {
   std::string out, err;
 };
 
-pid_t spawn(const std::vector<std::string>& argv, const std::vector<std::string>& env,
-            const std::string& outPath, const std::string& errPath) {
-  pid_t pid = ::fork();
-  if (pid < 0) throw std::runtime_error("fork failed");
-  if (pid == 0) {
-    int out = ::open(outPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    int err = ::open(errPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    int in = ::open("/dev/null", O_RDONLY);
-    if (out < 0 || err < 0 || in < 0) ::_exit(126);
-    ::dup2(in, 0);
-    ::dup2(out, 1);
-    ::dup2(err, 2);
-    for (const auto& e : env) ::putenv(const_cast<char*>(e.c_str()));
-    std::vector<char*> args;
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    ::execvp(args[0], args.data());
-    ::_exit(127);
-  }
-  return pid;
-}
-
 // Through mesh_bench_measure (bench/measure.c): the command's own wall time, CPU
 // and peak RSS, none of ours.
 std::string gMeasure;
@@ -93,7 +71,7 @@ Run runChild(const std::vector<std::string>& argv, const std::string& scratch,
   std::vector<std::string> measured{gMeasure, figures};
   measured.insert(measured.end(), argv.begin(), argv.end());
   ::unlink(figures.c_str());
-  const pid_t pid = spawn(measured, env, outPath, errPath);
+  const pid_t pid = spawnTo(measured, outPath, errPath, env);
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0)
     if (errno != EINTR) throw std::runtime_error("waitpid failed");
@@ -241,9 +219,10 @@ class Bench {
     const std::string decl = dir + "/decl.toml", log = dir + "/agent.log";
     fs::create_directories(root);
     std::ofstream(decl, std::ios::binary) << declaration(n);
-    const pid_t pid = spawn({bin_, "run", "--declaration", decl, "--root", root, "--node", "bench",
-                             "--supervisor", "builtin", "--interval", "1h", "--splay", "0s"},
-                            {}, dir + "/agent.out", log);
+    const pid_t pid =
+        spawnTo({bin_, "run", "--declaration", decl, "--root", root, "--node", "bench",
+                 "--supervisor", "builtin", "--interval", "1h", "--splay", "0s"},
+                dir + "/agent.out", log);
     const auto deadline = Clock::now() + std::chrono::seconds(120);
     while (slurp(log).find("cycle 1") == std::string::npos) {
       if (Clock::now() > deadline || ::waitpid(pid, nullptr, WNOHANG) != 0) {
