@@ -81,7 +81,7 @@ Enrollment verifyEnrollment(const std::string& text, const std::string& cluster,
 }
 
 std::string VerifiedMemo::entryOf(const std::string& digest) const {
-  if (dir_.empty()) return digest;
+  if (!dir_) return digest;
   std::string tag(crypto_auth_hmacsha256_BYTES, '\0');
   crypto_auth_hmacsha256(reinterpret_cast<unsigned char*>(tag.data()),
                          reinterpret_cast<const unsigned char*>(digest.data()), digest.size(),
@@ -93,7 +93,7 @@ bool VerifiedMemo::has(const std::string& digest) const {
   std::lock_guard lock(mutex_);
   auto entry = entryOf(digest);
   if (seen_.count(entry) == 0) return false;
-  if (!dir_.empty()) used_.insert(std::move(entry));
+  if (dir_) used_.insert(std::move(entry));
   return true;
 }
 
@@ -101,7 +101,7 @@ void VerifiedMemo::add(const std::string& digest) {
   std::lock_guard lock(mutex_);
   if (seen_.size() >= kMaxEntries) seen_.clear();
   auto entry = entryOf(digest);
-  if (!dir_.empty()) used_.insert(entry);
+  if (dir_) used_.insert(entry);
   seen_.insert(std::move(entry));
   added_ = true;
 }
@@ -110,18 +110,28 @@ namespace {
 
 constexpr size_t kTagBytes = crypto_auth_hmacsha256_BYTES;
 
-std::optional<std::string> readSmallFile(const std::string& path, size_t max) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-  if (fd < 0) return std::nullopt;
+// `name` in the directory `dir`, not through a link, only when it is a regular file of
+// the running user's that no one else may read, and at most `max` bytes.
+std::optional<std::string> readSmallFile(int dir, const char* name, size_t max) {
+  Fd fd(::openat(dir, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+  if (!fd) return std::nullopt;
   struct stat st {};
-  std::optional<std::string> out;
-  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == ::geteuid() &&
-      (st.st_mode & 077) == 0 && static_cast<size_t>(st.st_size) <= max) {
-    std::string bytes(static_cast<size_t>(st.st_size), '\0');
-    if (::read(fd, bytes.data(), bytes.size()) == st.st_size) out = std::move(bytes);
-  }
-  ::close(fd);
-  return out;
+  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != ::geteuid() ||
+      (st.st_mode & 077) != 0 || static_cast<size_t>(st.st_size) > max)
+    return std::nullopt;
+  std::string bytes(static_cast<size_t>(st.st_size), '\0');
+  if (::read(fd.get(), bytes.data(), bytes.size()) != st.st_size) return std::nullopt;
+  return bytes;
+}
+
+// The directory `name` in `at` (a path when `at` is AT_FDCWD), opened without following
+// a link in its last component, and only when it belongs to the running user: a root
+// `fleet status` run with another user's HOME must not write where that user points it.
+std::optional<Fd> ownDirectory(int at, const std::string& name) {
+  Fd fd(::openat(at, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  struct stat st {};
+  if (!fd || ::fstat(fd.get(), &st) != 0 || st.st_uid != ::geteuid()) return std::nullopt;
+  return fd;
 }
 
 bool writeWhole(int fd, const std::string& bytes) {
@@ -137,30 +147,37 @@ bool writeWhole(int fd, const std::string& bytes) {
 }  // namespace
 
 bool VerifiedMemo::persistIn(const std::string& dir) {
+  const auto slash = dir.find_last_of('/');
+  if (slash == std::string::npos || slash + 1 == dir.size()) return false;
+  const std::string parent = slash == 0 ? "/" : dir.substr(0, slash), name = dir.substr(slash + 1);
   std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec || ::chmod(dir.c_str(), 0700) != 0) return false;
-  const std::string keyPath = dir + "/key";
-  if (const int fd = ::open(keyPath.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-      fd >= 0) {
+  std::filesystem::create_directories(parent, ec);
+  // The parent and DIR itself are the running user's, reached without a link at their
+  // last component; everything after goes through DIR's descriptor.
+  const auto base = ownDirectory(AT_FDCWD, parent);
+  if (!base) return false;
+  ::mkdirat(base->get(), name.c_str(), 0700);
+  auto own = ownDirectory(base->get(), name);
+  if (!own || ::fchmod(own->get(), 0700) != 0) return false;
+  if (Fd fd(
+          ::openat(own->get(), "key", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+      fd) {
     std::string key(crypto_auth_hmacsha256_KEYBYTES, '\0');
     randombytes_buf(key.data(), key.size());
-    const bool ok = writeWhole(fd, key) && ::fsync(fd) == 0;
-    ::close(fd);
-    if (!ok) {
-      ::unlink(keyPath.c_str());
+    if (!writeWhole(fd.get(), key) || ::fsync(fd.get()) != 0) {
+      ::unlinkat(own->get(), "key", 0);
       return false;
     }
   }
-  const auto key = readSmallFile(keyPath, crypto_auth_hmacsha256_KEYBYTES);
+  const auto key = readSmallFile(own->get(), "key", crypto_auth_hmacsha256_KEYBYTES);
   if (!key || key->size() != crypto_auth_hmacsha256_KEYBYTES) return false;
   std::lock_guard lock(mutex_);
-  dir_ = dir;
+  dir_ = std::move(*own);
   key_ = *key;
   seen_.clear();
   used_.clear();
   added_ = false;
-  const auto memo = readSmallFile(dir + "/verified", kMaxEntries * kTagBytes);
+  const auto memo = readSmallFile(dir_.get(), "verified", kMaxEntries * kTagBytes);
   if (memo && memo->size() % kTagBytes == 0)
     for (size_t at = 0; at < memo->size(); at += kTagBytes)
       seen_.insert(memo->substr(at, kTagBytes));
@@ -170,17 +187,18 @@ bool VerifiedMemo::persistIn(const std::string& dir) {
 
 void VerifiedMemo::save() const {
   std::lock_guard lock(mutex_);
-  if (dir_.empty() || (!added_ && used_.size() == loaded_)) return;
+  if (!dir_ || (!added_ && used_.size() == loaded_)) return;
   std::string bytes;
   bytes.reserve(used_.size() * kTagBytes);
   for (const auto& e : used_) bytes += e;
-  const std::string path = dir_ + "/verified";
-  const std::string tmp = fmt::format("{}.{}.tmp", path, ::getpid());
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) return;
-  const bool ok = writeWhole(fd, bytes);
-  ::close(fd);
-  if (!ok || ::rename(tmp.c_str(), path.c_str()) != 0) ::unlink(tmp.c_str());
+  const std::string tmp = fmt::format("verified.{}.tmp", ::getpid());
+  Fd fd(::openat(dir_.get(), tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                 0600));
+  if (!fd) return;
+  const bool ok = writeWhole(fd.get(), bytes);
+  fd.reset();
+  if (!ok || ::renameat(dir_.get(), tmp.c_str(), dir_.get(), "verified") != 0)
+    ::unlinkat(dir_.get(), tmp.c_str(), 0);
 }
 
 namespace {

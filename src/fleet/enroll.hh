@@ -22,6 +22,7 @@
 #include "fleet/protocol.hh"
 #include "trust/node_key.hh"
 #include "trust/operator_key.hh"
+#include "util/fd.hh"
 
 namespace mesh::fleet {
 
@@ -79,7 +80,8 @@ class VerifiedMemo {
 
   // Loads DIR/verified (made with DIR/key, which is created when missing) and keeps the
   // memo there from now on; false (an in-memory memo, as before) when DIR or its key
-  // cannot be made or read, or the key is readable by others.
+  // cannot be made or read, or the key is readable by others — or when DIR or its parent
+  // is a symbolic link or is not the running user's (nothing is written there then).
   bool persistIn(const std::string& dir);
   // Writes DIR/verified (atomically, 0600): the entries used or added since persistIn,
   // so that what no longer is in etcd drops out. Does nothing for an in-memory memo or
@@ -90,7 +92,7 @@ class VerifiedMemo {
   std::string entryOf(const std::string& digest) const;  // under mutex_
   mutable std::mutex mutex_;
   std::unordered_set<std::string> seen_;
-  std::string dir_;                               // "" in memory only
+  Fd dir_;                                        // unset: in memory only
   std::string key_;                               // the HMAC key, with dir_
   mutable std::unordered_set<std::string> used_;  // with dir_: what save() writes
   size_t loaded_ = 0;                             // entries read by persistIn

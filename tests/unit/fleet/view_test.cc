@@ -7,6 +7,7 @@
 #include <sodium.h>
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -175,6 +176,40 @@ TEST(FleetView, AMemoKeptBetweenRunsCountsOnlyEntriesTaggedWithItsKey) {
   VerifiedMemo loose;
   EXPECT_FALSE(loose.persistIn(dir));
   EXPECT_FALSE(loose.has("sha256:bb"));
+}
+
+// The memo's directory is reached without following a link and only when it is the
+// running user's: a root `fleet status` run with another user's HOME (or cache dir) that
+// they replaced by a link to /etc must write nothing there, nor chmod what it points at.
+TEST(FleetView, AMemoIsNotKeptThroughALinkOrInADirectoryOfAnotherUser) {
+  ASSERT_GE(sodium_init(), 0);
+  TempDir tmp;
+  const std::string target = tmp.path + "/etc";
+  ASSERT_EQ(::mkdir(target.c_str(), 0755), 0);
+
+  // DIR itself a link.
+  ASSERT_EQ(::symlink(target.c_str(), (tmp.path + "/mesh-host").c_str()), 0);
+  VerifiedMemo viaLink;
+  EXPECT_FALSE(viaLink.persistIn(tmp.path + "/mesh-host"));
+  // Its parent a link (the cache directory swapped for one).
+  ASSERT_EQ(::symlink(target.c_str(), (tmp.path + "/cache").c_str()), 0);
+  VerifiedMemo viaParent;
+  EXPECT_FALSE(viaParent.persistIn(tmp.path + "/cache/mesh-host"));
+  struct stat st {};
+  ASSERT_EQ(::stat(target.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0755u) << "the link's target was chmod-ed";
+  EXPECT_TRUE(std::filesystem::is_empty(target)) << "something was written through a link";
+
+  // A directory of another user's.
+  const std::string theirs = tmp.path + "/theirs";
+  ASSERT_EQ(::mkdir(theirs.c_str(), 0700), 0);
+  ASSERT_EQ(::chown(theirs.c_str(), ::geteuid() + 1, ::getegid()), 0);
+  VerifiedMemo foreign;
+  EXPECT_FALSE(foreign.persistIn(theirs));
+  EXPECT_TRUE(std::filesystem::is_empty(theirs));
+  foreign.add("sha256:aa");
+  foreign.save();  // an in-memory memo: nothing written
+  EXPECT_TRUE(std::filesystem::is_empty(theirs));
 }
 
 // Between runs, what was verified is remembered, but a value changed since is checked
