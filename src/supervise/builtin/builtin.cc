@@ -18,6 +18,7 @@
 #include "supervise/supervisor.hh"
 #include "util/error.hh"
 #include "util/fs.hh"
+#include "util/trusted_path.hh"
 
 namespace mesh::supervise {
 
@@ -150,12 +151,27 @@ class BuiltinSupervisor : public Supervisor {
   }
 
   // Creates the runtime directory; refuses one that is not ours (a link, or
-  // made by another user in a shared /tmp). It is as open as the state
-  // directory: 0750, in the state directory's group, so that the operators who
-  // may read the state directory (`mesh-host status`) may read it too.
+  // made by another user in a shared /tmp), or one another user could swap under
+  // us: its sockets, locks and status files are then used by path, so every
+  // directory and link on the way must be root's or ours (requireTrustedDirectory),
+  // checked before anything is made there and again once it is. It is as open as
+  // the state directory: 0750, in the state directory's group, so that the
+  // operators who may read the state directory (`mesh-host status`) may read it too.
   void prepareRuntimeDir() const {
+    const auto requireTrusted = [this](const std::string& dir, bool mayBeMissing) {
+      try {
+        requireTrustedDirectory(dir, mayBeMissing);
+      } catch (const Error& e) {
+        throw Error(
+            "{}; the builtin supervisor keeps its runtime records in {} (set "
+            "MESH_HOST_RUNTIME_DIR to use another)",
+            e.what(), runtimeDir_);
+      }
+    };
+    requireTrusted(runtimeDir_, /*mayBeMissing=*/true);
     makeDirs(parentOf(runtimeDir_), 0755);
     makeDirs(runtimeDir_, 0750);
+    requireTrusted(parentOf(runtimeDir_), /*mayBeMissing=*/false);
     auto st = lstatPath(runtimeDir_);
     if (!st || !S_ISDIR(st->st_mode) || (st->st_uid != ::geteuid() && st->st_uid != 0))
       throw Error(

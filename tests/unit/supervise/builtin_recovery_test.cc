@@ -271,6 +271,36 @@ TEST_F(RecoveryTest, ASupervisorOfAnOlderMeshHostIsFoundAndItsOrphanAdopted) {
   EXPECT_TRUE(awaitGone(pid, 2000));
 }
 
+// The runtime directory's sockets, locks and status files are used by path, as
+// root: an unprivileged user who owns a directory on the way could point it
+// anywhere. Here eve (uid 65534) plants a link in her directory, on the way to
+// the runtime directory, to a directory of root's: nothing is made there and the
+// start fails, naming her directory.
+TEST_F(RecoveryTest, ARuntimeDirectoryOnAnotherUsersPathIsRefused) {
+  if (::geteuid() != 0) GTEST_SKIP() << "giving a directory to another user needs root";
+  const std::string eve = dir + "/eve", victim = dir + "/victim";
+  ASSERT_EQ(::mkdir(eve.c_str(), 0755), 0);
+  ASSERT_EQ(::chown(eve.c_str(), 65534, 65534), 0);
+  ASSERT_EQ(::mkdir(victim.c_str(), 0755), 0);
+  ASSERT_EQ(::symlink(victim.c_str(), (eve + "/x").c_str()), 0);
+  ASSERT_EQ(::lchown((eve + "/x").c_str(), 65534, 65534), 0);
+
+  Options o = options();
+  o.runtimeDir = eve + "/x/run";
+  auto planted = openBuiltin(o);
+  try {
+    planted->install(makeUnit("demo.service", kSleeper));
+    planted->start("demo.service");
+    ADD_FAILURE() << "started with its runtime directory behind eve's link";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find(eve + " belongs to uid 65534"), std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("MESH_HOST_RUNTIME_DIR"), std::string::npos);
+  }
+  EXPECT_TRUE(fs::is_empty(victim)) << "something was made behind the link";
+  EXPECT_TRUE(supervisorsUnder(eve).empty());
+}
+
 TEST(RuntimeDirTest, IsDerivedFromTheStateDirectoryAndNeverInsideIt) {
   const char* saved = std::getenv("MESH_HOST_RUNTIME_DIR");
   ::unsetenv("MESH_HOST_RUNTIME_DIR");
