@@ -5,6 +5,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <optional>
 #include <vector>
 
@@ -13,10 +14,15 @@
 #include "state/store_impl.hh"
 #include "util/fd.hh"
 #include "util/fs.hh"
+#include "util/trusted_path.hh"
 
 namespace mesh::state {
 
 namespace {
+
+std::string absoluteStateDir(const std::string& stateDir) {
+  return std::filesystem::absolute(stateDir).lexically_normal().string();
+}
 
 // "MESH" in ASCII: tells a mesh-host store from any other SQLite file, so that a
 // --state-dir pointed at the wrong place fails loudly instead of growing our tables
@@ -214,7 +220,12 @@ Store Store::open(const std::string& stateDir, Access access) {
     if (access == Access::ReadWrite) {
       // 0750/0640: operators in the directory's group may read status; nothing in it
       // is secret (credentials appear only as keyed digests).
+      // What the records say decides what a root cycle writes and removes, and the
+      // store, blobs, bundles and logs are opened by path: a state directory another
+      // user could swap (a directory or link of theirs on the way) is refused.
+      requireTrustedDirectory(absoluteStateDir(stateDir), /*mayBeMissing=*/true);
       makeDirs(stateDir, 0750);
+      requireTrustedDirectory(absoluteStateDir(stateDir));
       createDbFile(path);
       flags |= SQLITE_OPEN_READWRITE;
     } else {

@@ -6,12 +6,14 @@
 #include <cerrno>
 #include <charconv>
 #include <chrono>
+#include <filesystem>
 #include <limits>
 #include <nlohmann/json.hpp>
 
 #include "state/store_impl.hh"
 #include "util/fd.hh"
 #include "util/fs.hh"
+#include "util/trusted_path.hh"
 
 namespace mesh::state {
 
@@ -522,6 +524,8 @@ void noteCycleError(const std::string& stateDir, const std::string& message) noe
     // Into an existing state directory only: a missing one is the error itself,
     // and creating it here would do it with the wrong mode.
     if (!lstatPath(stateDir)) return;
+    // Nor into one another user could swap: the note is written by path.
+    requireTrustedDirectory(std::filesystem::absolute(stateDir).lexically_normal().string());
     const int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
                             std::chrono::system_clock::now().time_since_epoch())
                             .count();
