@@ -156,8 +156,8 @@ TEST_F(Leftover, TheNameOfALeftoverDoesNotDependOnTheNameLength) {
 }
 
 // A real kill (SIGKILL from strace) at the Nth fsync (and, apart, the Nth
-// fdatasync and the Nth syncfs — a batch of files syncs its temp files with
-// one: strace counts each syscall on its own) of an apply, for every N
+// fdatasync, syncfs, rename and unlink of each kind — a batch of files syncs its
+// temp files with one syncfs: strace counts each syscall on its own) of an apply, for every N
 // until the apply runs through: afterwards, one more apply leaves no temp file
 // anywhere and the credential holds one whole secret, the old or the new.
 TEST_F(Leftover, AKillAtEveryFsyncLeavesNothingBehindAfterTheNextCycle) {
@@ -166,7 +166,8 @@ TEST_F(Leftover, AKillAtEveryFsyncLeavesNothingBehindAfterTheNextCycle) {
   ASSERT_EQ(apply(d).code, 0);
   int killedWithLeftover = 0;  // kills that hit the window this test is about
   int round = 0;
-  for (const std::string syscall : {"fsync", "fdatasync", "syncfs"}) {
+  for (const std::string syscall :
+       {"fsync", "fdatasync", "syncfs", "rename", "renameat", "renameat2", "unlink", "unlinkat"}) {
     bool ranThrough = false;
     for (int n = 1; n <= 40 && !ranThrough; ++n) {
       const std::string before = read("/etc/m/key"), wanted = fmt::format("secret-{}", ++round);

@@ -455,8 +455,16 @@ TEST_P(Process, AFailedUpdateOwesNoRestartOnceReverted) {
   EXPECT_EQ(serviceStatus()["pid"], pidBefore);
 }
 
-// A real SIGKILL (strace) at the Nth fsync, then at the Nth fdatasync and the
-// Nth syncfs (a batch of files syncs with one), of an
+// The system calls the crash sweeps below kill an apply at, each on its own (strace
+// counts each apart): every way a write is made durable (a batch of files syncs
+// with one syncfs; SQLite uses fdatasync) and every way one is put in place or
+// taken away — the windows between a config written and the restart it owes
+// recorded. (Calls an apply does not make run through at once: a guard for later code.)
+const char* const kKillPoints[] = {"fsync",    "fdatasync", "syncfs", "rename",
+                                   "renameat", "renameat2", "unlink", "unlinkat"};
+
+// A real SIGKILL (strace) at the Nth fsync, then at the Nth call of each of the
+// other kill points above, of an
 // apply that changes the config a running service restarts on, for every N
 // until the apply runs through: the next apply leaves the service restarted
 // (running the new config), and the one after restarts nothing. Only the
@@ -466,7 +474,7 @@ TEST_P(CrashPoints, AKillAtEveryFsyncNeverLosesTheOwedRestart) {
   if (runCommand({"strace", "-V"}).code != 0) GTEST_SKIP() << "strace is not installed";
   ASSERT_EQ(apply(declare(text("c0"))).code, 0);
   int round = 0;
-  for (const std::string syscall : {"fsync", "fdatasync", "syncfs"}) {
+  for (const std::string syscall : kKillPoints) {
     bool ranThrough = false;
     for (int n = 1; n <= 40 && !ranThrough; ++n) {
       const int pidBefore = serviceStatus()["pid"];
@@ -492,7 +500,7 @@ TEST_P(CrashPoints, AKillAtEveryFsyncNeverLosesTheOwedRestart) {
   }
 }
 
-// The reload twin: a SIGKILL at the Nth fsync, fdatasync or syncfs of an apply that
+// The reload twin: a SIGKILL at the Nth call of each kill point of an apply that
 // changes a config the service reloads on; the next apply leaves the service
 // reloaded for the new config (once more at most: a reload leaves no trace to judge
 // it by), never restarted, and the one after reloads nothing.
@@ -508,7 +516,7 @@ TEST_P(ReloadingProcess, AKillAtEveryFsyncNeverLosesTheOwedReload) {
     return out;
   };
   int round = 0;
-  for (const std::string syscall : {"fsync", "fdatasync", "syncfs"}) {
+  for (const std::string syscall : kKillPoints) {
     bool ranThrough = false;
     for (int n = 1; n <= 40 && !ranThrough; ++n) {
       const size_t before = lines().size();
