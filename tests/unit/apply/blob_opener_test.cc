@@ -50,15 +50,14 @@ TEST(BlobOpener, WithoutAnOpenerTheBlobSourceIsADirectoryAndAUrlIsRefused) {
   EXPECT_EQ(Context(s).blobs().describe(), "/srv/blobs");
 
   s.blobs = "http://127.0.0.1:1/store";
-  Context ctx(s);
+  std::string refused = "(not refused)";
   try {
-    ctx.blobs();
-    FAIL() << "a URL opened without an opener";
+    Context(s).blobs();
   } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("blob source http://127.0.0.1:1/store is a URL"),
-              std::string::npos)
-        << e.what();
+    refused = e.what();
   }
+  EXPECT_NE(refused.find("blob source http://127.0.0.1:1/store is a URL"), std::string::npos)
+      << refused;
 }
 
 }  // namespace
