@@ -98,7 +98,9 @@ void Context::dropWritesFrom(size_t from) {
 
 blob::BlobSource& Context::blobs() {
   if (!blobs_) {
-    blobs_ = blob::openBlobSource(settings_.blobs, state::StateDir{settings_.stateDir}.blobs());
+    blobs_ = settings_.openBlobs
+                 ? settings_.openBlobs(settings_.blobs, state::StateDir{settings_.stateDir}.blobs())
+                 : blob::openDirectorySource(settings_.blobs);
     if (byteProgress) blobs_->setProgress(byteProgress);
   }
   return *blobs_;

@@ -31,6 +31,12 @@ struct Settings {
   std::string root = "/";  // every declared absolute path lives under it
   std::string stateDir;
   std::string blobs;  // blob source spec
+  // Opens `blobs` (a directory or a URL), caching fetched blobs under the cache
+  // directory given; unset, `blobs` must be a directory. The cycle never links the
+  // network itself: its callers pass blob::openBlobSource (blob/http_source.hh).
+  std::function<std::unique_ptr<blob::BlobSource>(const std::string& spec,
+                                                  const std::string& cacheDir)>
+      openBlobs = {};
   std::string node;
   bool plan = false;
   std::string supervisor = "auto";  // auto | builtin | systemd

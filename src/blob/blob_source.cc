@@ -1,6 +1,5 @@
 #include "blob/blob_source.hh"
 
-#include "blob/http_source.hh"
 #include "util/error.hh"
 #include "util/fs.hh"
 
@@ -35,10 +34,15 @@ class DirectorySource : public BlobSource {
 
 }  // namespace
 
-std::unique_ptr<BlobSource> openBlobSource(const std::string& spec, const std::string& cacheDir) {
-  if (spec.rfind("http://", 0) == 0 || spec.rfind("https://", 0) == 0)
-    return openHttpSource(spec, cacheDir, HttpOptions::fromEnvironment());
-  return std::make_unique<DirectorySource>(spec);
+bool isUrl(const std::string& spec) {
+  return spec.rfind("http://", 0) == 0 || spec.rfind("https://", 0) == 0;
+}
+
+std::unique_ptr<BlobSource> openDirectorySource(const std::string& dir) {
+  if (isUrl(dir))
+    throw InputError("blob source {} is a URL, and this caller fetches blobs from a directory only",
+                     dir);
+  return std::make_unique<DirectorySource>(dir);
 }
 
 }  // namespace mesh::blob

@@ -1,7 +1,8 @@
 // Where bundles and file blobs come from, addressed by digest. A directory
 // source holds them at <dir>/sha256/<hex>; an http(s) source serves them at
-// <url>/sha256/<hex> and is cached locally (fleet/http_source.hh). Every blob
-// handed out has been hashed and matched against its digest.
+// <url>/sha256/<hex> and is cached locally (blob/http_source.hh, a library of its
+// own, mesh_blob_http: the one part of this layer that reaches the network). Every
+// blob handed out has been hashed and matched against its digest.
 #pragma once
 
 #include <memory>
@@ -23,9 +24,12 @@ class BlobSource {
   virtual void setProgress(ByteProgress) {}
 };
 
-// `spec` is a directory path or an http(s):// URL; blobs fetched from a URL are
-// cached under `cacheDir` (<state-dir>/blobs).
-std::unique_ptr<BlobSource> openBlobSource(const std::string& spec, const std::string& cacheDir);
+// A directory source; throws InputError when `dir` is an http(s):// URL (fetching
+// over the network is openBlobSource's, in blob/http_source.hh).
+std::unique_ptr<BlobSource> openDirectorySource(const std::string& dir);
+
+// Whether `spec` is an http:// or https:// URL.
+bool isUrl(const std::string& spec);
 
 // The path of a blob inside a directory store.
 std::string blobPathIn(const std::string& dir, const Digest& d);

@@ -265,4 +265,9 @@ std::unique_ptr<BlobSource> openHttpSource(const std::string& url, const std::st
   return std::make_unique<HttpSource>(url, cacheDir, options);
 }
 
+std::unique_ptr<BlobSource> openBlobSource(const std::string& spec, const std::string& cacheDir) {
+  if (isUrl(spec)) return openHttpSource(spec, cacheDir, HttpOptions::fromEnvironment());
+  return openDirectorySource(spec);
+}
+
 }  // namespace mesh::blob

@@ -29,4 +29,8 @@ struct HttpOptions {
 std::unique_ptr<BlobSource> openHttpSource(const std::string& url, const std::string& cacheDir,
                                            const HttpOptions& options);
 
+// `spec` is a directory path or an http(s):// URL; blobs fetched from a URL are
+// cached under `cacheDir` (<state-dir>/blobs), with HttpOptions::fromEnvironment().
+std::unique_ptr<BlobSource> openBlobSource(const std::string& spec, const std::string& cacheDir);
+
 }  // namespace mesh::blob

@@ -4,6 +4,7 @@
 
 #include <filesystem>
 
+#include "blob/http_source.hh"
 #include "cli/time_text.hh"
 #include "decl/parse.hh"
 #include "state/store.hh"
@@ -81,6 +82,7 @@ apply::Settings CommonOptions::settings(bool plan) const {
   s.root = root;
   s.stateDir = stateDir;
   s.blobs = blobs;
+  s.openBlobs = blob::openBlobSource;
   s.node = node;
   s.plan = plan;
   s.supervisor = supervisor;

@@ -4,8 +4,11 @@
 #include <link.h>
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <set>
+#include <type_traits>
+#include <variant>
 
 #include "decl/kind_info.hh"
 #include "util/digest.hh"
@@ -136,21 +139,31 @@ class Reader {
   size_t at_ = 0;
 };
 
+// Mode, owner and group, in this order, for the kinds that have them.
+template <typename S>
+void writeOwnership(Writer& w, const S& s) {
+  w.u(s.mode);
+  w.principal(s.owner);
+  w.principal(s.group);
+}
+template <typename S>
+void readOwnership(Reader& r, S& s) {
+  s.mode = r.mode();
+  s.owner = r.principal();
+  s.group = r.principal();
+}
+
 void writeSpec(Writer& w, const FileSpec& s) {
   w.s(s.path);
   w.optS(s.content);
   w.b(s.blob.has_value());
   if (s.blob) w.digest(*s.blob);
   w.digest(s.contentDigest);
-  w.u(s.mode);
-  w.principal(s.owner);
-  w.principal(s.group);
+  writeOwnership(w, s);
 }
 void writeSpec(Writer& w, const DirectorySpec& s) {
   w.s(s.path);
-  w.u(s.mode);
-  w.principal(s.owner);
-  w.principal(s.group);
+  writeOwnership(w, s);
 }
 void writeSpec(Writer& w, const LinkSpec& s) {
   w.s(s.path);
@@ -168,9 +181,7 @@ void writeSpec(Writer& w, const CredentialSpec& s) {
   w.s(s.path);
   w.optS(s.from);
   w.optS(s.sealed);
-  w.u(s.mode);
-  w.principal(s.owner);
-  w.principal(s.group);
+  writeOwnership(w, s);
 }
 void writeSpec(Writer& w, const ProcessSpec& s) {
   w.digest(s.bundle);
@@ -182,67 +193,89 @@ void writeSpec(Writer& w, const ProcessSpec& s) {
   w.s(s.service);
 }
 
-Spec readSpec(Reader& r, Kind kind) {
-  switch (kind) {
-    case Kind::File: {
-      FileSpec s;
-      s.path = r.s();
-      s.content = r.optS();
-      if (r.b()) s.blob = r.digest();
-      s.contentDigest = r.digest();
-      s.mode = r.mode();
-      s.owner = r.principal();
-      s.group = r.principal();
-      if (s.content.has_value() == s.blob.has_value()) throw Malformed{};
-      return s;
-    }
-    case Kind::Directory: {
-      DirectorySpec s;
-      s.path = r.s();
-      s.mode = r.mode();
-      s.owner = r.principal();
-      s.group = r.principal();
-      return s;
-    }
-    case Kind::Link: {
-      LinkSpec s;
-      s.path = r.s();
-      s.target = r.s();
-      return s;
-    }
-    case Kind::Archive: {
-      ArchiveSpec s;
-      s.path = r.s();
-      s.bundle = r.digest();
-      s.maxEntries = r.u();
-      s.maxBytes = r.u();
-      s.replace = r.b();
-      s.keepModes = r.b();
-      return s;
-    }
-    case Kind::Credential: {
-      CredentialSpec s;
-      s.path = r.s();
-      s.from = r.optS();
-      s.sealed = r.optS();
-      s.mode = r.mode();
-      s.owner = r.principal();
-      s.group = r.principal();
-      return s;
-    }
-    case Kind::Process: {
-      ProcessSpec s;
-      s.bundle = r.digest();
-      const uint64_t n = r.count();
-      for (uint64_t k = 0; k < n; ++k) {
-        auto key = r.s();
-        s.unit[std::move(key)] = r.strings();
-      }
-      s.service = r.s();
-      return s;
-    }
+FileSpec readFile(Reader& r) {
+  FileSpec s;
+  s.path = r.s();
+  s.content = r.optS();
+  if (r.b()) s.blob = r.digest();
+  s.contentDigest = r.digest();
+  readOwnership(r, s);
+  if (s.content.has_value() == s.blob.has_value()) throw Malformed{};
+  return s;
+}
+DirectorySpec readDirectory(Reader& r) {
+  DirectorySpec s;
+  s.path = r.s();
+  readOwnership(r, s);
+  return s;
+}
+LinkSpec readLink(Reader& r) {
+  LinkSpec s;
+  s.path = r.s();
+  s.target = r.s();
+  return s;
+}
+ArchiveSpec readArchive(Reader& r) {
+  ArchiveSpec s;
+  s.path = r.s();
+  s.bundle = r.digest();
+  s.maxEntries = r.u();
+  s.maxBytes = r.u();
+  s.replace = r.b();
+  s.keepModes = r.b();
+  return s;
+}
+CredentialSpec readCredential(Reader& r) {
+  CredentialSpec s;
+  s.path = r.s();
+  s.from = r.optS();
+  s.sealed = r.optS();
+  readOwnership(r, s);
+  return s;
+}
+ProcessSpec readProcess(Reader& r) {
+  ProcessSpec s;
+  s.bundle = r.digest();
+  const uint64_t n = r.count();
+  for (uint64_t k = 0; k < n; ++k) {
+    auto key = r.s();
+    s.unit[std::move(key)] = r.strings();
   }
-  throw Malformed{};
+  s.service = r.s();
+  return s;
+}
+
+// The compiled form of each kind, one row per kind in Kind's order: a new kind
+// fails to compile until it has its row here, its writeSpec and its reader.
+struct SpecCodec {
+  Kind kind;
+  void (*write)(Writer& w, const Spec& spec);
+  Spec (*read)(Reader& r);
+};
+
+// Kind K's alternative of Spec (the two are declared in the same order).
+template <Kind K>
+using SpecOf = std::variant_alternative_t<static_cast<size_t>(K), Spec>;
+
+template <Kind K, SpecOf<K> (*Read)(Reader&)>
+constexpr SpecCodec row() {
+  return {K, [](Writer& w, const Spec& spec) { writeSpec(w, std::get<SpecOf<K>>(spec)); },
+          [](Reader& r) -> Spec { return Read(r); }};
+}
+
+constexpr std::array<SpecCodec, kKindCount> kSpecCodecs = {{
+    row<Kind::File, readFile>(),
+    row<Kind::Directory, readDirectory>(),
+    row<Kind::Link, readLink>(),
+    row<Kind::Archive, readArchive>(),
+    row<Kind::Credential, readCredential>(),
+    row<Kind::Process, readProcess>(),
+}};
+
+static_assert(rowsFollowKind(kSpecCodecs));
+
+const SpecCodec& codec(Kind kind) {
+  return kSpecCodecs.at(static_cast<size_t>(kind));
 }
 
 void writeDeclaration(Writer& w, const Declaration& d) {
@@ -266,7 +299,7 @@ void writeDeclaration(Writer& w, const Declaration& d) {
     w.strings(r.requires_);
     w.strings(r.restartOn);
     w.strings(r.reloadOn);
-    std::visit([&w](const auto& s) { writeSpec(w, s); }, r.spec);
+    codec(r.kind).write(w, r.spec);
   }
 }
 
@@ -298,7 +331,7 @@ Declaration readDeclaration(Reader& r) {
     res.requires_ = r.strings();
     res.restartOn = r.strings();
     res.reloadOn = r.strings();
-    res.spec = readSpec(r, res.kind);
+    res.spec = codec(res.kind).read(r);
   }
   return d;
 }

@@ -30,6 +30,15 @@ struct KindInfo {
   std::vector<Digest> (*blobs)(const Spec& spec);
 };
 
+// Whether row k of a per-kind table is Kind k's (with the array's size of
+// kKindCount, every kind then has its row): for static_assert.
+template <typename Row>
+constexpr bool rowsFollowKind(const std::array<Row, kKindCount>& table) {
+  for (size_t i = 0; i < table.size(); ++i)
+    if (static_cast<size_t>(table[i].kind) != i) return false;
+  return true;
+}
+
 // Indexed by Kind.
 extern const std::array<KindInfo, kKindCount> kKindTable;
 

@@ -179,12 +179,7 @@ constexpr std::array<KindInfo, kKindCount> kKindTable = {{
     {Kind::Process, "process", readAs<readProcess>, bundleOf<ProcessSpec>},
 }};
 
-// Row k is Kind k, and every kind has a row.
-static_assert([] {
-  for (size_t i = 0; i < kKindTable.size(); ++i)
-    if (static_cast<size_t>(kKindTable[i].kind) != i) return false;
-  return true;
-}());
+static_assert(rowsFollowKind(kKindTable));
 
 const KindInfo& kindInfo(Kind k) {
   return kKindTable.at(static_cast<size_t>(k));
