@@ -23,7 +23,11 @@
 //
 //   build/bench/mesh_bench_fleet_scale [--nodes 10000] [--agents 100] [--rounds 3]
 //       [--idle 30] [--status-runs 5] [--per-lease 1000] [--publishers 32]
-//       [--agent-interval 2s] [--keep]
+//       [--agent-interval 2s] [--keep] [--hold]
+//
+// --hold: after the report, etcd, the agents and the simulated nodes (their leases kept)
+// stay up until stdin ends, for timing or profiling `fleet status` against a live fleet
+// (the command to run it is printed). --keep: the bench's directory is not removed.
 //
 // bench/fleet_scale.sh builds it and runs it at 1,000 and 10,000 nodes.
 #include <fcntl.h>
@@ -84,6 +88,7 @@ struct Options {
   int publishers = 32;
   std::string agentInterval = "2s";
   bool keep = false;
+  bool hold = false;
 };
 
 int64_t unixMs() {
@@ -584,6 +589,16 @@ int run(const Options& o, const std::string& dir) {
   const int64_t idleTo = etcd.getPrefix(keys.nodesPrefix() + "~").revision;
   const double idleRate = static_cast<double>(idleTo - idleFrom) / (msSince(i0) / 1000);
 
+  if (o.hold) {
+    std::printf(
+        "  holding until stdin ends: XDG_CACHE_HOME=%s/cache %s fleet status --etcd %s "
+        "--cluster %s --trust %s --json\n",
+        dir.c_str(), MESH_HOST_BIN, url.c_str(), cluster.c_str(), op.publicKey().text().c_str());
+    std::fflush(stdout);
+    char buf[256];
+    while (::read(0, buf, sizeof buf) > 0) {
+    }
+  }
   agents.stop();
   sim.stop();
   shellOut(fmt::format("{} stop {}", MESH_ETCD_SCRIPT, etcdDir));
@@ -640,13 +655,15 @@ int main(int argc, char** argv) {
         o.agentInterval = value();
       else if (a == "--keep")
         o.keep = true;
+      else if (a == "--hold")
+        o.hold = true;
       else
         throw std::invalid_argument(a);
     } catch (const std::exception&) {
       std::fprintf(stderr,
                    "usage: %s [--nodes 10000] [--agents 100] [--rounds 3] [--idle 30] "
                    "[--status-runs 5] [--per-lease 1000] [--publishers 32] "
-                   "[--agent-interval 2s] [--keep]\n",
+                   "[--agent-interval 2s] [--keep] [--hold]\n",
                    argv[0]);
       return 2;
     }

@@ -91,7 +91,7 @@ int runFleetStatus(const FleetOptions& f) {
   if (kept) memo.save();
 
   if (f.json) {
-    std::puts(fleet::fleetJson(view).dump().c_str());
+    std::puts(fleet::fleetJsonText(view).c_str());
   } else if (view.nodes.empty()) {
     std::puts(fmt::format("cluster {}: no nodes (nothing under {} at revision {})", f.cluster,
                           keys.nodesPrefix(), range.revision)

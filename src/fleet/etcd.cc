@@ -5,9 +5,12 @@
 #include <sodium.h>
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
+#include <cstdint>
 #include <exception>
 #include <nlohmann/json.hpp>
+#include <string_view>
 #include <utility>
 
 #include "util/base64.hh"
@@ -248,6 +251,13 @@ class Headers {
   explicit Headers(const std::string& token) {
     list_ = curl_slist_append(nullptr, "Content-Type: application/json");
     if (!token.empty()) list_ = curl_slist_append(list_, ("Authorization: " + token).c_str());
+  }
+  // A gRPC call's: etcd reads the token from the "token" metadata.
+  struct Grpc {};
+  Headers(const std::string& token, Grpc) {
+    list_ = curl_slist_append(nullptr, "Content-Type: application/grpc");
+    list_ = curl_slist_append(list_, "TE: trailers");
+    if (!token.empty()) list_ = curl_slist_append(list_, ("token: " + token).c_str());
   }
   ~Headers() { curl_slist_free_all(list_); }
   Headers(const Headers&) = delete;
@@ -503,6 +513,240 @@ struct Unary {
   EtcdRange* range = nullptr;
 };
 
+// etcd's gRPC API for a range (etcdserverpb.KV/Range), spoken over HTTP/2 with libcurl:
+// the same answer as the gateway's without base64 and JSON on either side (a range of
+// 10,000 nodes: etcd takes a quarter of the time, and we next to none to read it).
+// Protocol buffers' wire format, only the few fields a range needs (etcd's rpc.proto
+// and kv.proto).
+namespace rpc {
+
+void varint(std::string& out, std::uint64_t v) {
+  while (v >= 0x80) {
+    out += static_cast<char>((v & 0x7f) | 0x80);
+    v >>= 7;
+  }
+  out += static_cast<char>(v);
+}
+
+void bytesField(std::string& out, unsigned field, std::string_view bytes) {
+  varint(out, field << 3 | 2);
+  varint(out, bytes.size());
+  out.append(bytes);
+}
+
+// RangeRequest{key = 1, range_end = 2}, framed as gRPC's one message: a flag byte (not
+// compressed) and its length, big-endian.
+std::string rangeRequest(const std::string& key, const std::string& rangeEnd) {
+  std::string msg;
+  bytesField(msg, 1, key);
+  bytesField(msg, 2, rangeEnd);
+  std::string out(5, '\0');
+  for (int i = 0; i < 4; ++i) out[1 + i] = static_cast<char>(msg.size() >> (24 - 8 * i));
+  return out + msg;
+}
+
+// Reads one message's fields; `ok` turns false at anything malformed.
+class Reader {
+ public:
+  explicit Reader(std::string_view bytes) : at_(bytes.data()), end_(bytes.data() + bytes.size()) {}
+  bool more() const { return ok && at_ < end_; }
+  std::uint64_t varint() {
+    std::uint64_t v = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+      if (at_ >= end_) break;
+      const auto b = static_cast<unsigned char>(*at_++);
+      v |= static_cast<std::uint64_t>(b & 0x7f) << shift;
+      if (b < 0x80) return v;
+    }
+    ok = false;
+    return 0;
+  }
+  std::string_view bytes() {
+    const auto n = varint();
+    if (!ok || n > static_cast<std::uint64_t>(end_ - at_)) {
+      ok = false;
+      return {};
+    }
+    std::string_view out(at_, n);
+    at_ += n;
+    return out;
+  }
+  // The next field: its number, and its value as a number (varint) or bytes
+  // (length-delimited); other wire types are skipped.
+  bool next(unsigned& field, std::uint64_t& number, std::string_view& data) {
+    const auto tag = varint();
+    field = static_cast<unsigned>(tag >> 3);
+    switch (tag & 7) {
+      case 0:
+        number = varint();
+        break;
+      case 2:
+        data = bytes();
+        break;
+      case 1:
+        skip(8);
+        break;
+      case 5:
+        skip(4);
+        break;
+      default:
+        ok = false;
+    }
+    return ok;
+  }
+  bool ok = true;
+
+ private:
+  void skip(size_t n) {
+    if (n > static_cast<size_t>(end_ - at_))
+      ok = false;
+    else
+      at_ += n;
+  }
+  const char* at_;
+  const char* end_;
+};
+
+// RangeResponse{header = 1 {cluster_id = 1, revision = 3}, kvs = 2 {key = 1,
+// create_revision = 2, mod_revision = 3, value = 5, lease = 6}} into `out`.
+bool readRange(std::string_view msg, EtcdRange& out, std::uint64_t& clusterId) {
+  Reader r(msg);
+  unsigned field = 0;
+  std::uint64_t n = 0;
+  std::string_view b;
+  while (r.more() && r.next(field, n, b)) {
+    if (field == 1) {
+      Reader h(b);
+      while (h.more() && h.next(field, n, b))
+        if (field == 1)
+          clusterId = n;
+        else if (field == 3)
+          out.revision = static_cast<std::int64_t>(n);
+      if (!h.ok) return false;
+    } else if (field == 2) {
+      Reader k(b);
+      EtcdKeyValue kv;
+      while (k.more() && k.next(field, n, b)) switch (field) {
+          case 1:
+            kv.key = b;
+            break;
+          case 2:
+            kv.createRevision = static_cast<std::int64_t>(n);
+            break;
+          case 3:
+            kv.modRevision = static_cast<std::int64_t>(n);
+            break;
+          case 5:
+            kv.value = b;
+            break;
+          case 6:
+            kv.lease = static_cast<std::int64_t>(n);
+            break;
+          default:
+            break;
+        }
+      if (!k.ok) return false;
+      out.kvs.push_back(std::move(kv));
+    }
+  }
+  return r.ok;
+}
+
+// The grpc-status and grpc-message headers (or trailers: libcurl hands both to this).
+struct Answer {
+  std::string body, status, message;
+};
+
+size_t onHeader(char* data, size_t size, size_t n, void* user) {
+  auto& a = *static_cast<Answer*>(user);
+  std::string_view line(data, size * n);
+  while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.remove_suffix(1);
+  const auto colon = line.find(':');
+  if (colon != std::string_view::npos) {
+    std::string name(line.substr(0, colon));
+    std::transform(name.begin(), name.end(), name.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    auto value = line.substr(colon + 1);
+    while (!value.empty() && value.front() == ' ') value.remove_prefix(1);
+    if (name == "grpc-status") a.status = value;
+    if (name == "grpc-message") a.message = value;
+  }
+  return size * n;
+}
+
+// The answer's bytes, in a buffer sized once from the message's length (tens of MB grown
+// by doubling are copied and their pages faulted in again and again).
+size_t onBody(char* data, size_t size, size_t n, void* user) {
+  auto& body = *static_cast<std::string*>(user);
+  const size_t had = body.size();
+  body.append(data, size * n);
+  if (had < 5 && body.size() >= 5) {
+    std::uint64_t length = 0;
+    for (int i = 1; i < 5; ++i) length = length << 8 | static_cast<unsigned char>(body[i]);
+    body.reserve(5 + length);
+  }
+  return size * n;
+}
+
+enum class Outcome { Read, Unreachable, NoHttp2, NotServed };
+
+// One Range call on `curl`. Read: `out` holds the answer. Unreachable: etcd could not be
+// connected to or did not answer in time (`error` says why). NoHttp2: an answer came, but
+// not over HTTP/2 (a proxy in between). NotServed: anything else — not gRPC, a gRPC error
+// (a refused token, a permission, a limit): the caller asks the gateway, whose answer
+// says it in etcd's words.
+Outcome range(CURL* curl, const EtcdConfig& config, const std::string& token,
+              const std::string& key, const std::string& rangeEnd,
+              std::chrono::milliseconds timeout, EtcdRange& out, std::uint64_t& clusterId,
+              std::string& error) {
+  const std::string body = rangeRequest(key, rangeEnd);
+  const std::string url = config.endpoint + "/etcdserverpb.KV/Range";
+  Answer answer;
+  char errbuf[CURL_ERROR_SIZE] = {0};
+  Headers headers(token, Headers::Grpc{});
+  curl_easy_reset(curl);
+  setCommon(curl, config, url, body, headers, errbuf);
+  // A connection of its own each time: libcurl 7.88 fails a second call on an HTTP/2
+  // connection it keeps (CURLE_HTTP2), and a range this large is no call to save a
+  // connection on.
+  curl_easy_setopt(curl, CURLOPT_FRESH_CONNECT, 1L);
+  curl_easy_setopt(curl, CURLOPT_FORBID_REUSE, 1L);
+  curl_easy_setopt(
+      curl, CURLOPT_HTTP_VERSION,
+      url.rfind("https://", 0) == 0 ? CURL_HTTP_VERSION_2TLS : CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE);
+  curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, static_cast<long>(timeout.count()));
+  curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS,
+                   static_cast<long>(std::min(timeout, kConnectBudget).count()));
+  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, onBody);
+  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &answer.body);
+  curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, onHeader);
+  curl_easy_setopt(curl, CURLOPT_HEADERDATA, &answer);
+  const CURLcode rc = curl_easy_perform(curl);
+  if (rc == CURLE_COULDNT_CONNECT || rc == CURLE_COULDNT_RESOLVE_HOST ||
+      rc == CURLE_OPERATION_TIMEDOUT) {
+    error = curlMessage(rc, errbuf);
+    return Outcome::Unreachable;
+  }
+  long status = 0, version = 0;
+  curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
+  curl_easy_getinfo(curl, CURLINFO_HTTP_VERSION, &version);
+  if (rc == CURLE_OK && status != 0 && version != CURL_HTTP_VERSION_2_0) return Outcome::NoHttp2;
+  if (rc != CURLE_OK || status != 200 || version != CURL_HTTP_VERSION_2_0 || answer.status != "0" ||
+      answer.body.size() < 5 || answer.body[0] != 0)
+    return Outcome::NotServed;
+  std::uint64_t length = 0;
+  for (int i = 1; i < 5; ++i) length = length << 8 | static_cast<unsigned char>(answer.body[i]);
+  if (answer.body.size() != 5 + length) return Outcome::NotServed;
+  out = EtcdRange();
+  if (!readRange(std::string_view(answer.body).substr(5), out, clusterId)) {
+    out = EtcdRange();
+    return Outcome::NotServed;
+  }
+  return Outcome::Read;
+}
+
+}  // namespace rpc
+
 }  // namespace
 
 #define MESH_ETCD_UNARY                                                                      \
@@ -532,6 +776,29 @@ std::optional<EtcdValue> EtcdClient::get(const std::string& key) {
 }
 
 EtcdRange EtcdClient::getPrefix(const std::string& prefix) {
+  if (!grpcNotServed_.load()) {  // etcd's gRPC API first, the gateway when it is not served
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!grpcHandle_) grpcHandle_ = std::make_unique<Handle>();
+    const std::string token = auth_ ? auth_->token() : std::string();
+    EtcdRange out;
+    std::uint64_t clusterId = 0;
+    std::string error;
+    switch (rpc::range(grpcHandle_->curl, config_, token, prefix, prefixEnd(prefix),
+                       requestTimeout_, out, clusterId, error)) {
+      case rpc::Outcome::Read:
+        noteHeader(std::to_string(clusterId), out.revision);
+        grpcReads_.fetch_add(1);
+        return out;
+      case rpc::Outcome::Unreachable:
+        throw Error("etcd at {} unreachable: {} (during get prefix {})", endpoint_, error,
+                    shown(prefix));
+      case rpc::Outcome::NoHttp2:  // not tried again by this client
+        grpcNotServed_ = true;
+        break;
+      case rpc::Outcome::NotServed:  // said by the gateway (a stale token is renewed there)
+        break;
+    }
+  }
   MESH_ETCD_UNARY;
   const std::string what = "get prefix " + shown(prefix);
   EtcdRange out;

@@ -144,7 +144,12 @@ class EtcdClient {
   // Returns the revision of the put.
   std::int64_t put(const std::string& key, const std::string& value, std::int64_t leaseId = 0);
   std::optional<EtcdValue> get(const std::string& key);
+  // Read through etcd's gRPC API (HTTP/2; a range of 10,000 nodes is tens of MB, which the
+  // gateway would send as base64 in JSON), else, when etcd does not serve gRPC there or
+  // answers the call with an error, through the gateway as every other call.
   EtcdRange getPrefix(const std::string& prefix);
+  // How many getPrefix calls were answered over gRPC.
+  std::size_t grpcReads() const { return grpcReads_.load(); }
   // Returns whether the key existed.
   bool del(const std::string& key);
   // Deletes every key under prefix; returns how many there were.
@@ -229,8 +234,11 @@ class EtcdClient {
   std::unique_ptr<EtcdAuth> auth_;  // null without a user
   std::string endpoint_;
   std::chrono::milliseconds requestTimeout_;
-  std::mutex mutex_;                // guards handle_: one reused connection for unary calls
-  std::unique_ptr<Handle> handle_;  // kept alive between calls for connection reuse
+  std::mutex mutex_;                        // guards handle_: one reused connection for unary calls
+  std::unique_ptr<Handle> handle_;          // kept alive between calls for connection reuse
+  std::unique_ptr<Handle> grpcHandle_;      // getPrefix's HTTP/2 connection, under mutex_
+  std::atomic<bool> grpcNotServed_{false};  // no HTTP/2 there: getPrefix asks the gateway
+  std::atomic<std::size_t> grpcReads_{0};
 };
 
 }  // namespace mesh::fleet

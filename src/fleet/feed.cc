@@ -63,7 +63,7 @@ FleetFeed::Snapshot FleetFeed::waitNewer(uint64_t seq, std::chrono::milliseconds
 void FleetFeed::refresh() {
   const auto range = readFleet(*client_, keys_);
   auto json = std::make_shared<const std::string>(
-      fleetJson(viewFleet(range, keys_, trusted_, unixNowMs(), &verified_)).dump());
+      fleetJsonText(viewFleet(range, keys_, trusted_, unixNowMs(), &verified_)));
   {
     std::lock_guard lock(mutex_);
     // Two reads may race (the watcher's after a compaction, the refresher's): never let

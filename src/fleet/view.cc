@@ -311,6 +311,167 @@ json nodeJson(const NodeView& v) {
           {"last_error", v.lastError}};
 }
 
+// One node's object as nodeJson(v).dump() writes it: its keys in nlohmann's order (a
+// std::map's, sorted), strings escaped as nlohmann escapes them (tests/unit/fleet:
+// FleetView.TheJsonTextIsTheJsonTreeDumped).
+class JsonText {
+ public:
+  std::string out;
+
+  void str(std::string_view v) {
+    // Anything beyond ASCII is checked and escaped by nlohmann itself (invalid UTF-8
+    // throws there as it does for the tree).
+    if (std::any_of(v.begin(), v.end(),
+                    [](char c) { return static_cast<unsigned char>(c) >= 0x80; })) {
+      out += json(std::string(v)).dump();
+      return;
+    }
+    out += '"';
+    for (const char c : v) switch (c) {
+        case '"':
+          out += "\\\"";
+          break;
+        case '\\':
+          out += "\\\\";
+          break;
+        case '\b':
+          out += "\\b";
+          break;
+        case '\f':
+          out += "\\f";
+          break;
+        case '\n':
+          out += "\\n";
+          break;
+        case '\r':
+          out += "\\r";
+          break;
+        case '\t':
+          out += "\\t";
+          break;
+        default:
+          if (static_cast<unsigned char>(c) < 0x20)
+            out += fmt::format("\\u{:04x}", static_cast<unsigned>(c));
+          else
+            out += c;
+      }
+    out += '"';
+  }
+  void num(int64_t v) { out += std::to_string(v); }
+  void opt(const std::optional<int64_t>& v) { v ? num(*v) : null(); }
+  void null() { out += "null"; }
+  void boolean(bool v) { out += v ? "true" : "false"; }
+  void strings(const std::vector<std::string>& list) {
+    out += '[';
+    for (size_t i = 0; i < list.size(); ++i) {
+      if (i) out += ',';
+      str(list[i]);
+    }
+    out += ']';
+  }
+  // "name": — the first of an object when `first`.
+  void key(const char* name, bool first = false) {
+    if (!first) out += ',';
+    out += '"';
+    out += name;
+    out += "\":";
+  }
+};
+
+void nodeText(JsonText& o, const NodeView& v) {
+  const auto* s = v.status ? &*v.status : nullptr;
+  o.out += '{';
+  o.key("applied_digest", true);
+  s && !s->declarationDigest.empty() ? o.str(s->declarationDigest) : o.null();
+  o.key("applied_revision");
+  s ? o.num(s->revision) : o.null();
+  o.key("applied_serial");
+  o.opt(s ? s->serial : std::nullopt);
+  o.key("churning");
+  o.strings(s ? s->churning : std::vector<std::string>{});
+  o.key("cycle");
+  o.num(s ? s->cycle : 0);
+  o.key("cycle_error");
+  o.str(s ? s->cycleError : "");
+  o.key("failed");
+  o.num(s ? s->failed : 0);
+  o.key("failing");
+  o.out += '[';
+  if (s)
+    for (size_t i = 0; i < s->failing.size(); ++i) {
+      if (i) o.out += ',';
+      o.out += '{';
+      o.key("id", true);
+      o.str(s->failing[i].first);
+      o.key("reason");
+      o.str(s->failing[i].second);
+      o.out += '}';
+    }
+  o.out += ']';
+  o.key("last_error");
+  o.str(v.lastError);
+  o.key("last_seen_ms");
+  const int64_t lastSeen = v.lastSeenMs();
+  lastSeen ? o.num(lastSeen) : o.null();
+  o.key("node");
+  o.str(v.node);
+  o.key("reasons");
+  o.strings(v.reasons);
+  o.key("refused");
+  if (s && s->refused) {
+    o.out += '{';
+    o.key("at_ms", true);
+    o.num(s->refused->atMs);
+    o.key("reason");
+    o.str(s->refused->reason);
+    o.key("revision");
+    o.num(s->refused->revision);
+    o.key("serial");
+    o.opt(s->refused->serial);
+    o.key("value_digest");
+    o.str(s->refused->valueDigest);
+    o.out += '}';
+  } else {
+    o.null();
+  }
+  o.key("state");
+  o.str(stateName(v.state));
+  o.key("summary");
+  o.out += '{';
+  o.key("created", true);
+  o.num(s ? s->created : 0);
+  o.key("failed");
+  o.num(s ? s->failed : 0);
+  o.key("released");
+  o.num(s ? s->released : 0);
+  o.key("removed");
+  o.num(s ? s->removed : 0);
+  o.key("skipped");
+  o.num(s ? s->skipped : 0);
+  o.key("unchanged");
+  o.num(s ? s->unchanged : 0);
+  o.key("updated");
+  o.num(s ? s->updated : 0);
+  o.out += '}';
+  o.key("trust");
+  o.str(v.trust.empty() ? "verified" : v.trust);
+  o.key("trust_reason");
+  o.str(v.trustReason);
+  o.key("unreadable");
+  o.strings(v.unreadable);
+  o.key("up");
+  o.boolean(v.up);
+  o.key("version");
+  o.str(s ? s->version : "");
+  o.key("wanted_digest");
+  v.wanted ? o.str(v.wanted->declarationDigest) : o.null();
+  o.key("wanted_revision");
+  v.wantedRevision ? o.num(v.wantedRevision) : o.null();
+  o.key("wanted_serial");
+  v.wanted ? o.num(v.wanted->serial) : o.null();
+  o.out += '}';
+}
+
 }  // namespace
 
 const char* stateName(NodeState s) {
@@ -446,6 +607,33 @@ json fleetJson(const FleetView& v) {
   return {{"schema", kJsonSchema},         {"cluster", v.cluster},
           {"revision", v.revision},        {"nodes", std::move(nodes)},
           {"summary", std::move(summary)}, {"versions", std::move(versions)}};
+}
+
+std::string fleetJsonText(const FleetView& v) {
+  // The small parts as the tree has them; the nodes written straight in, between.
+  json rest = fleetJson(FleetView{v.cluster, v.revision, v.nowMs, {}, v.versions});
+  rest["summary"]["nodes"] = v.nodes.size();
+  for (auto s : {NodeState::Converged, NodeState::Down, NodeState::Behind, NodeState::Refused,
+                 NodeState::Failing, NodeState::Churning, NodeState::Unenrolled, NodeState::Forged})
+    rest["summary"][stateName(s)] = v.count(s);
+  JsonText o;
+  o.out.reserve(v.nodes.size() * 700 + 4096);
+  o.out += '{';
+  o.key("cluster", true);
+  o.out += rest["cluster"].dump();
+  o.key("nodes");
+  o.out += '[';
+  for (size_t i = 0; i < v.nodes.size(); ++i) {
+    if (i) o.out += ',';
+    nodeText(o, v.nodes[i]);
+  }
+  o.out += ']';
+  for (const char* k : {"revision", "schema", "summary", "versions"}) {
+    o.key(k);
+    o.out += rest[k].dump();
+  }
+  o.out += '}';
+  return std::move(o.out);
 }
 
 std::string shortKey(const std::string& key) {

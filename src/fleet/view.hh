@@ -100,6 +100,9 @@ FleetView viewFleet(const EtcdRange& range, const FleetKeys& keys,
 // The object `fleet status --json` prints and `fleet serve` sends (docs/fleet.md):
 // {"schema", "cluster", "revision", "nodes", "summary", "versions"}.
 nlohmann::json fleetJson(const FleetView& v);
+// fleetJson(v).dump(), byte for byte, written straight into the text: a fleet of 10,000
+// nodes without a tree of 250,000 JSON values built and torn down (`fleet status --json`).
+std::string fleetJsonText(const FleetView& v);
 
 // "mesh-op:DugJcJ8p…": a key shortened for tables and the page.
 std::string shortKey(const std::string& key);

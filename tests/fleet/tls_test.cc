@@ -119,6 +119,12 @@ void roundTrip(EtcdClient& c, const std::string& key) {
   const auto lease = c.grantLease(5);
   EXPECT_GT(c.keepAliveOnce(lease), 0);
   EXPECT_TRUE(c.revoke(lease));
+  // A prefix is read over etcd's gRPC API, through TLS and with the user's token alike.
+  c.put(key + "/p", "in the prefix");
+  const auto range = c.getPrefix(key + "/");
+  ASSERT_EQ(range.kvs.size(), 1u);
+  EXPECT_EQ(range.kvs[0].value, "in the prefix");
+  EXPECT_EQ(c.grpcReads(), 1u);
 }
 
 class EtcdTls : public ::testing::Test {
@@ -195,6 +201,14 @@ TEST_F(EtcdAuth, AWrongPasswordOrNoUserIsNamedWithWhatToDo) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("give a user"), std::string::npos) << e.what();
   }
+  // A prefix read refused over gRPC is said as the gateway says it.
+  try {
+    anonymous.getPrefix("/mesh/auth/");
+    FAIL() << "read a prefix without a user";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("give a user"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(anonymous.grpcReads(), 0u);
 }
 
 // A token etcd no longer takes (here: its TTL passed) is renewed once, for a unary call and
@@ -205,6 +219,12 @@ TEST_F(EtcdAuth, AnExpiredTokenIsRenewedOnce) {
   outliveTheToken();
   const auto rev = c.put("/mesh/auth/b", "after");
   EXPECT_EQ(c.get("/mesh/auth/b")->value, "after");
+  // A prefix read over gRPC with the old token is refused, then read through the gateway,
+  // which renews the token; the next one goes over gRPC with the new token.
+  outliveTheToken();
+  ASSERT_EQ(c.getPrefix("/mesh/auth/b").kvs.size(), 1u);
+  EXPECT_EQ(c.getPrefix("/mesh/auth/b").kvs.at(0).value, "after");
+  EXPECT_GE(c.grpcReads(), 1u);
   outliveTheToken();
   bool seen = false;
   c.watch(

@@ -75,6 +75,46 @@ TEST_F(EtcdTest, GetPrefixReturnsOnlyKeysUnderIt) {
   EXPECT_TRUE(client->getPrefix(key("none/")).kvs.empty());
 }
 
+// getPrefix reads over etcd's gRPC API: every byte of keys and values (NUL, 0xff, empty,
+// a large value), each key's revisions and lease exactly as the gateway's calls read them.
+TEST_F(EtcdTest, GetPrefixOverGrpcReadsWhatTheGatewayReads) {
+  const std::string big(900 * 1024, '\xfe');
+  std::string all;
+  for (int c = 0; c < 256; ++c) all += static_cast<char>(c);
+  const auto lease = client->grantLease(30);
+  client->put(key(std::string("g/bin\0\xff", 7)), all);
+  client->put(key("g/empty"), "");
+  client->put(key("g/big"), big);
+  client->put(key("g/leased"), "on a lease", lease);
+  const auto last = client->put(key("g/leased"), "again on it", lease);
+  client->put(key("g0"), "outside");
+
+  const auto range = client->getPrefix(key("g/"));
+  EXPECT_EQ(client->grpcReads(), 1u);
+  EXPECT_GE(range.revision, last);
+  const auto listed = client->keysUnder(key("g/"));  // the gateway's, without values
+  ASSERT_EQ(range.kvs.size(), 4u);
+  ASSERT_EQ(listed.kvs.size(), range.kvs.size());
+  for (size_t i = 0; i < range.kvs.size(); ++i) {
+    const auto& kv = range.kvs[i];
+    EXPECT_EQ(kv.key, listed.kvs[i].key);
+    EXPECT_EQ(kv.modRevision, listed.kvs[i].modRevision) << kv.key;
+    EXPECT_EQ(kv.createRevision, listed.kvs[i].createRevision) << kv.key;
+    EXPECT_EQ(kv.lease, listed.kvs[i].lease) << kv.key;
+    const auto got = client->get(kv.key);
+    ASSERT_TRUE(got) << kv.key;
+    EXPECT_EQ(kv.value, got->value) << kv.key;
+  }
+  EXPECT_EQ(range.kvs[0].value, big);
+  EXPECT_EQ(range.kvs[1].key, key(std::string("g/bin\0\xff", 7)));
+  EXPECT_EQ(range.kvs[1].value, all);
+  EXPECT_EQ(range.kvs[3].lease, lease);
+  EXPECT_EQ(range.kvs[3].modRevision, last);
+  EXPECT_LT(range.kvs[3].createRevision, last);
+  EXPECT_TRUE(client->getPrefix(key("none/")).kvs.empty());
+  EXPECT_EQ(client->grpcReads(), 2u);
+}
+
 // One transaction: every compare must hold (a mod revision, or absence), else nothing
 // of `success` runs and `failure` does; puts and deletes, ranges included.
 TEST_F(EtcdTest, TxnRunsItsOperationsOnlyWhenEveryCompareHolds) {

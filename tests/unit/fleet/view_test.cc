@@ -249,5 +249,72 @@ TEST(FleetView, AMemoKeptBetweenRunsNeverHidesAChangeOrAnUntrustedEnroller) {
   EXPECT_EQ(changed.nodes[0].state, NodeState::Converged);
 }
 
+// `fleet status --json` writes the nodes straight into the text: byte for byte what the
+// tree of fleetJson dumps, for every field a node can have (none, all, optional ones left
+// out) and strings that need escaping; what the tree cannot dump (invalid UTF-8) throws
+// alike.
+TEST(FleetView, TheJsonTextIsTheJsonTreeDumped) {
+  FleetView v;
+  v.cluster = "c \"quoted\"";
+  v.revision = 42;
+  v.nowMs = kNow;
+  NodeView bare;  // nothing known: down, no status
+  bare.node = "n-bare";
+  v.nodes.push_back(bare);
+  NodeView full;
+  full.node = "n-full\\back\tslash\x01\x1f\x7f";
+  full.state = NodeState::Refused;
+  full.up = true;
+  full.heartbeatMs = kNow - 3;
+  full.wanted = Statement{};
+  full.wanted->serial = 7;
+  full.wanted->declarationDigest = "sha256:ab";
+  full.wantedRevision = 99;
+  full.wantedValue = "sha256:cd";
+  NodeStatus s;
+  s.version = "0.1.0 \u00e9t\u00e9";  // UTF-8
+  s.serial = 6;
+  s.declarationDigest = "sha256:ef";
+  s.revision = 98;
+  s.cycle = 12;
+  s.created = 1, s.updated = 2, s.unchanged = 3, s.removed = 4, s.released = 5, s.skipped = 6;
+  s.failed = 7;
+  s.failing = {{"file:/etc/a", "no \"space\"\n"}, {"unit:b", "\r\b\f"}};
+  s.churning = {"x", "y\"z"};
+  s.cycleError = "boom";
+  s.refused = NodeStatus::Refusal{97, std::nullopt, "bad signature", kNow - 9, "sha256:cd", ""};
+  full.status = s;
+  full.unreadable = {"key /x: not JSON"};
+  full.reasons = {"refused serial - …", "failed file:/etc/a: no"};
+  full.lastError = "bad signature";
+  v.nodes.push_back(full);
+  NodeView forged = full;
+  forged.node = "n-forged";
+  forged.state = NodeState::Forged;
+  forged.trust = "forged";
+  forged.trustReason = "its status is not signed by its enrolled key";
+  forged.status->refused->serial = 5;
+  forged.status->serial.reset();
+  forged.status->declarationDigest.clear();
+  forged.wanted.reset();
+  forged.wantedRevision = 0;
+  forged.heartbeatMs = 0;
+  v.nodes.push_back(forged);
+  VersionView version;
+  version.digest = "sha256:ef";
+  version.serial = 6;
+  version.nodes = {"n-full"};
+  version.pushedBy = "mesh-op:abc";
+  version.pushedAtMs = kNow - 100;
+  v.versions = {version, VersionView{}};
+
+  EXPECT_EQ(fleetJsonText(v), fleetJson(v).dump());
+  EXPECT_EQ(fleetJsonText(FleetView{}), fleetJson(FleetView{}).dump());
+
+  v.nodes[1].lastError = "not UTF-8 \xff";
+  EXPECT_ANY_THROW(fleetJson(v).dump());
+  EXPECT_ANY_THROW(fleetJsonText(v));
+}
+
 }  // namespace
 }  // namespace mesh::fleet
