@@ -18,6 +18,8 @@
 
 namespace mesh::state {
 
+class Records;  // state/records.hh
+
 struct Record {
   std::string id;  // "<module>.<name>"
   std::string module;
@@ -123,6 +125,8 @@ class Store {
   void checkIntegrity();
 
   std::unordered_map<std::string, Record> loadRecords();
+  // The same records, compact (state/records.hh): what a cycle holds.
+  Records loadRecordSet();
   std::optional<Record> record(const std::string& id);
 
   // All writes below run inside the current transaction when there is one.
