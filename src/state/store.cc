@@ -372,6 +372,13 @@ std::optional<GenerationDeclaration> Store::generationDeclaration(int64_t genera
   return GenerationDeclaration{q.text(0), q.text(1), q.text(2)};
 }
 
+bool Store::knowsGeneration(const std::string& digest) {
+  Stmt s(impl_->db, "SELECT 1 FROM generations WHERE digest = ?",
+         "looking up a declaration generation");
+  auto q = s.start();
+  return q.bind(digest).next();
+}
+
 std::optional<std::string> Store::generationText(int64_t generation) {
   Stmt s(impl_->db, "SELECT text FROM generations WHERE generation = ?",
          "reading a declaration generation");

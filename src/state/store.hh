@@ -172,6 +172,9 @@ class Store {
   int64_t recordGeneration(const std::string& digest, const std::string& text, int64_t now,
                            const std::string& source = {}, const std::string& baseDir = {},
                            std::optional<int64_t> serial = std::nullopt);
+  // Whether a generation of this text digest is recorded: recordGeneration then
+  // does not read its text.
+  bool knowsGeneration(const std::string& digest);
   std::vector<Generation> generations();
   std::optional<std::string> generationText(int64_t generation);
   // The highest serial of any generation applied, and when that generation was
