@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <chrono>
+#include <deque>
 #include <map>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "apply/applier.hh"
+#include "state/records.hh"
 #include "util/error.hh"
 #include "util/faults.hh"
 #include "util/fd.hh"
@@ -63,7 +65,7 @@ class Cycle {
     ctx_.forgetDirs();
     Finally forgetCheck([this] { ctx_.setBeforeAnyChange(nullptr); });  // it names this cycle
     if (store_) {
-      records_ = store_->loadRecords();
+      records_ = store_->loadRecordSet();
       for (auto& o : store_->owedRestarts()) owed_[o.process].push_back(o);
       // A cycle that did not finish may have been killed mid-write: this one
       // sweeps every path it visits of the temp files and trees left behind.
@@ -74,8 +76,9 @@ class Cycle {
     }
     if (ctx_.planning()) {
       std::unordered_set<std::string> secret;
-      for (const auto& [id, rec] : records_)
-        if (rec.kind == "credential" && !rec.path.empty()) secret.insert(rec.path);
+      for (size_t i = 0; i < records_.slots(); ++i)
+        if (const auto& rec = records_[i]; rec.kind == "credential" && !rec.path.empty())
+          secret.emplace(rec.path);
       ctx_.setSecretPaths(std::move(secret));
     }
     if (ctx_.applying()) {
@@ -128,19 +131,29 @@ class Cycle {
       }
     }
     bool prunesProcess = false;
-    for (const auto& [id, rec] : records_) prunesProcess |= rec.kind == "process";
+    for (size_t i = 0; i < records_.slots(); ++i) prunesProcess |= records_[i].kind == "process";
     usesSupervisor_ = !services.empty() || prunesProcess;
     // Owed restarts are checked against the service's start time, which some
     // backends only report in detail.
     if (usesSupervisor_) ctx_.expectServices(std::move(services), !owed_.empty());
   }
 
-  const state::Record* recordOf(const std::string& id, const std::string& kind) const {
-    auto it = records_.find(id);
+  // The record of the resource in hand, in scratch_ (valid until the next
+  // call; keep() it to hold it longer). nullptr when there is none.
+  const state::Record* recordOf(const std::string& id, const std::string& kind) {
+    auto i = records_.find(id);
     // A record of another kind under the same id describes something else.
-    if (it == records_.end() || it->second.kind != kind) return nullptr;
-    return &it->second;
+    if (!i || records_[*i].kind != kind) return nullptr;
+    records_[*i].copyTo(scratch_);
+    return &scratch_;
   }
+
+  // A record that outlives the resource in hand (its outcome is recorded later).
+  const state::Record* keep(const state::Record* rec) {
+    if (rec != &scratch_) return rec;
+    return &kept_.emplace_back(scratch_);
+  }
+  const state::Record* keep(const state::RecordView& v) { return &kept_.emplace_back(v.record()); }
 
   std::string failedDependency(const decl::Resource& r) const {
     for (const auto* deps : {&r.requires_, &r.restartOn, &r.reloadOn})
@@ -313,11 +326,13 @@ class Cycle {
     else if (dependents_.count(r.id))  // only causes: intents are judged against them
       heldNow_[r.id] = outcome->held().str();
     if (outcome->changed() && outcome->restartsDependents) changed_.insert(r.id);
-    Pending p{r.id, r.module, kind, r.path(), want, recordOf(r.id, kind), report_.results.size()};
+    Pending p{r.id, r.module, kind, r.path(), want, rec, report_.results.size()};
     report_.results.push_back({r.id, r.module, kind, std::move(*outcome)});
     if (report_.results.back().outcome.activation != Activation::None) {
+      p.rec = keep(p.rec);
       activations_.push_back(std::move(p));  // recorded once started, in activate()
     } else if (staged > 0) {
+      p.rec = keep(p.rec);
       awaitingIds_.insert(r.id);
       awaiting_.emplace_back(std::move(p), staged);  // recorded once in place
     } else {
@@ -348,11 +363,13 @@ class Cycle {
   std::string makeRoom(const decl::Resource& r, const std::string& kind) {
     commitStaged();  // what it erases from records_ may be a staged write's record
     indexDeclaration();
-    const state::Record* old = nullptr;
-    for (const auto& [id, rec] : records_)
-      if (rec.path == r.path() && rec.kind != kind && rec.changes > 0 && !rec.wrote.empty())
-        old = &rec;
-    if (!old) return {};
+    std::optional<size_t> oldAt;
+    for (size_t i = 0; i < records_.slots(); ++i)
+      if (const auto& rec = records_[i]; !records_.erased(i) && rec.path == r.path() &&
+                                         rec.kind != kind && rec.changes > 0 && !rec.wrote.empty())
+        oldAt = i;
+    if (!oldAt) return {};
+    const state::Record* old = keep(records_[*oldAt]);
     const Removal removal = applierFor(old->kind).remove(ctx_, *old);
     if (removal.verdict() != Verdict::Removed || !deletedIt(removal)) return {};
     const std::string reason = old->id == r.id
@@ -363,7 +380,7 @@ class Cycle {
       ctx_.planRemoved(r.path());
     else if (!declaredIds_.count(oldId))
       store_->deleteRecord(oldId);
-    records_.erase(oldId);  // its object is gone: nothing of it is left to prune
+    records_.erase(*oldAt);  // its object is gone: nothing of it is left to prune
     return reason;
   }
 
@@ -439,8 +456,9 @@ class Cycle {
       if (!r.path().empty()) declaredPaths.emplace(r.path(), r.id);
     }
     std::vector<const state::Record*> gone;
-    for (const auto& [id, rec] : records_)
-      if (!declaredIds.count(id)) gone.push_back(&rec);
+    for (size_t i = 0; i < records_.slots(); ++i)
+      if (!records_.erased(i) && !declaredIds.count(std::string(records_[i].id)))
+        gone.push_back(keep(records_[i]));
     // Processes first (stopped before what they use goes), then deepest paths
     // first, so a directory is emptied before it is removed.
     std::sort(gone.begin(), gone.end(), [](const auto* a, const auto* b) {
@@ -514,8 +532,12 @@ class Cycle {
 
   // Counts `p`'s outcome and, applying, writes what it changes in the store.
   void record(const Pending& p, std::optional<state::Store::Txn>* shared = nullptr) {
-    const Outcome& outcome = report_.results[p.resultIndex].outcome;
+    Outcome& outcome = report_.results[p.resultIndex].outcome;
     count(report_.tally, outcome.verdict());
+    // What the kind observed is for the record only (the report never shows
+    // it): once recorded, its memory goes (~140 bytes a file, kept for every
+    // resource until the report is printed otherwise).
+    Finally release([&outcome] { std::string().swap(outcome.observed); });
     if (!ctx_.applying()) return;
     const int64_t now = nowMs();
     if (auto w = writeFor(p, outcome, now)) write(p, outcome, *w, now, shared);
@@ -621,7 +643,9 @@ class Cycle {
   Context& ctx_;
   const decl::Declaration& decl_;
   state::Store* store_;
-  std::unordered_map<std::string, state::Record> records_;
+  state::Records records_;
+  state::Record scratch_;           // the record of the resource in hand (recordOf)
+  std::deque<state::Record> kept_;  // records held past it (keep): addresses never move
   std::map<std::string, std::vector<state::OwedRestart>> owed_;
   // A process that restarts (reload false) or reloads on a cause.
   std::unordered_map<std::string, std::vector<Dependent>> dependents_;  // cause → processes

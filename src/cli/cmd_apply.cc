@@ -140,13 +140,18 @@ int runApply(const std::string& declPath, CommonOptions& o, const ApplyOptions& 
   if (declPath.empty()) throw InputError("apply: name the declaration (DECL) or a --plan FILE");
   CompiledToKeep compiled;
   // Bad input: nothing touched yet.
-  const auto declaration = loadDeclarationFor(declPath, o, &compiled);
+  auto declaration = loadDeclarationFor(declPath, o, &compiled);
   makeDirs(o.stateDir, 0750);
   auto lock = state::StateLock::acquire(o.stateDir, state::StateLock::Kind::Exclusive);
   auto store = state::Store::open(o.stateDir);
   // Parsed this time: the next apply of the same text reads it compiled. Before
   // the cycle, so that a cycle cut short still leaves it.
   if (!compiled.key.empty()) store.putCompiledDeclaration(compiled.key, compiled.form);
+  compiled = {};
+  // A text recorded as a generation already (every no-op apply) is not needed
+  // again: the cycle only updates its row. Freed, its memory serves the cycle's.
+  // The state lock is held, so the row stays until the cycle has used it.
+  if (store.knowsGeneration(declaration.digest.str())) std::string().swap(declaration.text);
   return applyAndReport(declaration, o, store, a.metrics, a.exitCodes);
 }
 

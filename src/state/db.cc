@@ -129,6 +129,12 @@ std::string Query::text(int col) const {
 
 namespace mesh::state {
 
+std::string_view Query::textView(int col) const {
+  auto p = reinterpret_cast<const char*>(sqlite3_column_text(stmt_.stmt_, col));
+  int n = sqlite3_column_bytes(stmt_.stmt_, col);
+  return p ? std::string_view(p, static_cast<size_t>(n)) : std::string_view();
+}
+
 std::string Query::blob(int col) const {
   // blob before bytes: the documented order that keeps the pointer valid.
   auto p = static_cast<const char*>(sqlite3_column_blob(stmt_.stmt_, col));

@@ -97,6 +97,8 @@ class Query {
 
   int64_t integer(int col) const { return sqlite3_column_int64(stmt_.stmt_, col); }
   std::string text(int col) const;
+  // The column's text in SQLite's row buffer: valid until the next step.
+  std::string_view textView(int col) const;
   std::string blob(int col) const;
 
  private:

@@ -10,6 +10,7 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
+#include "state/records.hh"
 #include "state/store_impl.hh"
 #include "util/fd.hh"
 #include "util/fs.hh"
@@ -105,6 +106,22 @@ std::unordered_map<std::string, Record> Store::loadRecords() {
       std::string id = r.id;
       out.emplace(std::move(id), std::move(r));
     }
+    return out;
+  });
+}
+
+Records Store::loadRecordSet() {
+  // Every page of the records is read here, every cycle: a damaged one says so.
+  return impl_->guard([&] {
+    Records out;
+    auto q = impl_->st->loadRecords.start();
+    while (q.next()) {
+      RecordView v{q.textView(0), q.textView(1), q.textView(2), q.textView(3), q.textView(4),
+                   q.textView(5), q.textView(6), q.textView(7), q.textView(8), q.textView(12),
+                   q.integer(9),  q.integer(10), q.integer(11)};
+      out.add(v);  // copied out of the row before the next step
+    }
+    out.sort();
     return out;
   });
 }
@@ -355,6 +372,13 @@ std::optional<GenerationDeclaration> Store::generationDeclaration(int64_t genera
   q.bind(generation);
   if (!q.next()) return std::nullopt;
   return GenerationDeclaration{q.text(0), q.text(1), q.text(2)};
+}
+
+bool Store::knowsGeneration(const std::string& digest) {
+  Stmt s(impl_->db, "SELECT 1 FROM generations WHERE digest = ?",
+         "looking up a declaration generation");
+  auto q = s.start();
+  return q.bind(digest).next();
 }
 
 std::optional<std::string> Store::generationText(int64_t generation) {

@@ -18,6 +18,8 @@
 
 namespace mesh::state {
 
+class Records;  // state/records.hh
+
 struct Record {
   std::string id;  // "<module>.<name>"
   std::string module;
@@ -123,6 +125,8 @@ class Store {
   void checkIntegrity();
 
   std::unordered_map<std::string, Record> loadRecords();
+  // The same records, compact (state/records.hh): what a cycle holds.
+  Records loadRecordSet();
   std::optional<Record> record(const std::string& id);
 
   // All writes below run inside the current transaction when there is one.
@@ -168,6 +172,9 @@ class Store {
   int64_t recordGeneration(const std::string& digest, const std::string& text, int64_t now,
                            const std::string& source = {}, const std::string& baseDir = {},
                            std::optional<int64_t> serial = std::nullopt);
+  // Whether a generation of this text digest is recorded: recordGeneration then
+  // does not read its text.
+  bool knowsGeneration(const std::string& digest);
   std::vector<Generation> generations();
   std::optional<std::string> generationText(int64_t generation);
   // The highest serial of any generation applied, and when that generation was

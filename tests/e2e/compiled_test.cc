@@ -48,6 +48,24 @@ TEST_F(CompiledDeclaration, ANewTextIsParsedAppliedAndKeptInstead) {
   EXPECT_EQ(sql("SELECT count(*) FROM compiled_declaration"), "1\n");
 }
 
+// An apply that reads the compiled form frees the text only when its generation
+// is recorded already; a text read compiled and not recorded (its row's digest
+// is another's here) is recorded whole.
+TEST_F(CompiledDeclaration, ATextReadCompiledIsRecordedWholeWhenItsGenerationIsNew) {
+  ASSERT_EQ(apply(declPath).code, 0);
+  expectUnchanged("read compiled, generation known");
+  EXPECT_EQ(sql("SELECT count(*) FROM generations"), "1\n");
+  sql("UPDATE generations SET digest = 'sha256:" + std::string(64, '0') + "'");
+  const std::string kept = row();
+  expectUnchanged("read compiled, generation new");
+  EXPECT_EQ(row(), kept) << "the compiled form was read, not parsed again";
+  EXPECT_EQ(sql("SELECT count(*) FROM generations"), "2\n");
+  // The first row holds the text as parsed the first time.
+  EXPECT_EQ(sql("SELECT a.text = b.text AND length(a.text) > 100 FROM generations a, generations b "
+                "WHERE a.generation = 1 AND b.generation = 2"),
+            "1\n");
+}
+
 // A row another mesh-host binary kept (its key covers its build): not this one's.
 TEST_F(CompiledDeclaration, AnotherBinarysRowIsIgnored) {
   ASSERT_EQ(apply(declPath).code, 0);

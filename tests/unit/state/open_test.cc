@@ -11,6 +11,7 @@
 #include <set>
 #include <vector>
 
+#include "state/records.hh"
 #include "state/store.hh"
 #include "state_test.hh"
 #include "util/error.hh"
@@ -270,6 +271,16 @@ TEST_F(OpenTest, DamagedRecordsPageFailsLoadingThem) {
   damagePageOf(db, "records");
   auto store = Store::open(dir);
   auto msg = errorOf([&] { store.loadRecords(); });
+  expectDamagedMessage(msg, db);
+  EXPECT_TRUE(lastCycleError(dir));
+}
+
+// The same for the compact set a cycle loads them as.
+TEST_F(OpenTest, DamagedRecordsPageFailsLoadingTheCompactSet) {
+  fillTenThousand(dir);
+  damagePageOf(db, "records");
+  auto store = Store::open(dir);
+  auto msg = errorOf([&] { store.loadRecordSet(); });
   expectDamagedMessage(msg, db);
   EXPECT_TRUE(lastCycleError(dir));
 }

@@ -5,6 +5,7 @@
 
 #include <chrono>
 
+#include "state/records.hh"
 #include "state/store.hh"
 #include "state_test.hh"
 #include "util/error.hh"
@@ -162,6 +163,56 @@ TEST_F(RecordsTest, LoadsTenThousandRecordsQuickly) {
   // but still catches a query per record.
   EXPECT_LT(ms, 250) << "loadRecords took " << ms << " ms";
   RecordProperty("load_ms", static_cast<int>(ms));
+}
+
+// The compact set a cycle holds (Store::loadRecordSet) says, for every record,
+// exactly what loadRecords says: every field, found by id whatever the order the
+// rows were written in, across the set's blocks (one record larger than a block).
+TEST_F(RecordsTest, CompactSetHoldsWhatLoadRecordsHolds) {
+  auto store = Store::open(dir);
+  {
+    Store::Txn txn(store);
+    for (int i = 3000; i-- > 0;) {  // rows in descending id order: the set sorts them
+      Record r = sample("r" + std::to_string(i));
+      if (i == 1234) r.observed = std::string(600 * 1024, 'x');  // past a block
+      if (i == 7) r.observed = std::string("binary\0data", 11);
+      if (i == 8) r.reason = r.detail = r.path = "";
+      store.putRecord(r);
+    }
+    txn.commit();
+  }
+  const auto all = store.loadRecords();
+  auto set = store.loadRecordSet();
+  ASSERT_EQ(set.size(), all.size());
+  ASSERT_EQ(set.slots(), all.size());
+  for (const auto& [id, rec] : all) {
+    auto i = set.find(id);
+    ASSERT_TRUE(i) << id;
+    EXPECT_EQ(set[*i].id, id);
+    EXPECT_EQ(set[*i].record(), rec) << id;
+    Record reused = sample("something else entirely, longer than the small-string buffer");
+    set[*i].copyTo(reused);
+    EXPECT_EQ(reused, rec) << id;
+  }
+  EXPECT_FALSE(set.find("r3000"));
+  EXPECT_FALSE(set.find("r"));
+  EXPECT_FALSE(set.find(""));
+
+  auto i = set.find("r42");
+  ASSERT_TRUE(i);
+  set.erase(*i);
+  set.erase(*i);  // once only
+  EXPECT_FALSE(set.find("r42"));
+  EXPECT_TRUE(set.erased(*i));
+  EXPECT_EQ(set.size(), all.size() - 1);
+  EXPECT_EQ(set.slots(), all.size());
+}
+
+TEST_F(RecordsTest, CompactSetOfAnEmptyStoreIsEmpty) {
+  auto store = Store::open(dir);
+  auto set = store.loadRecordSet();
+  EXPECT_EQ(set.size(), 0u);
+  EXPECT_FALSE(set.find("m.a"));
 }
 
 }  // namespace
