@@ -16,6 +16,7 @@
 #include "util/error.hh"
 #include "util/faults.hh"
 #include "util/fs.hh"
+#include "util/state_layout.hh"
 
 namespace mesh::apply {
 
@@ -60,7 +61,7 @@ struct ProcessObserved {
 // nullopt when missing; a plan on a node never applied to has no state dir yet.
 std::optional<Fd> openBundles(Context& ctx) {
   if (ctx.planning() && !lstatPath(ctx.settings().stateDir)) return std::nullopt;
-  return ctx.stateDirBeneath().openDir("bundles");
+  return ctx.stateDirBeneath().openDir(layout::kBundles);
 }
 
 // "restart-on a.key, a.config", "reload-on a.conf" and/or "owed restart: a.key
@@ -194,7 +195,7 @@ class ProcessApplier : public Applier {
       ctx.change([&] {
         auto& state = ctx.stateDirBeneath();
         std::vector<std::string> created;
-        Fd dir = bundles ? std::move(*bundles) : state.makeDirs("bundles", &created);
+        Fd dir = bundles ? std::move(*bundles) : state.makeDirs(layout::kBundles, &created);
         try {
           now.tree.manifest = unpackAndSwitch(ctx, blob, {dir.get(), hex, bundleDir}, limits);
         } catch (...) {
