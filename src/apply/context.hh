@@ -23,6 +23,7 @@
 #include "trust/node_key.hh"
 #include "util/beneath.hh"
 #include "util/faults.hh"
+#include "util/fd.hh"
 #include "util/write_batch.hh"
 
 namespace mesh::apply {
@@ -105,7 +106,7 @@ class Context {
   // Every act on a declared path goes through `dir`; no path string is handed to
   // the kernel after the walk. `dir` is -1 when a parent is missing.
   struct Place {
-    int dir = -1;  // borrowed: valid for the cycle
+    FdRef dir;  // borrowed from the context: valid for the cycle
     std::string name;
     const std::string& shown;  // the declared path, for messages
   };

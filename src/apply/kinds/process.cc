@@ -125,7 +125,7 @@ class ProcessApplier : public Applier {
     ProcessObserved now{
         {}, s.service, prev.restarts, prev.crashRestarts, Digest::ofBytes(unit.text).str()};
     const TreeObserved trusted = rec && rec->wrote == want.str() ? prev.tree : TreeObserved{};
-    const auto bundleDrift = checkTree(ctx, {bundles ? bundles->get() : -1, hex, bundleDir},
+    const auto bundleDrift = checkTree(ctx, {bundles ? FdRef(*bundles) : FdRef(), hex, bundleDir},
                                        s.bundle, limits, trusted, now.tree);
     std::optional<std::string> unitDrift;
     // The unit file is still what mesh-host installed for this very want, but it renders
@@ -197,7 +197,7 @@ class ProcessApplier : public Applier {
         std::vector<std::string> created;
         Fd dir = bundles ? std::move(*bundles) : state.makeDirs(layout::kBundles, &created);
         try {
-          now.tree.manifest = unpackAndSwitch(ctx, blob, {dir.get(), hex, bundleDir}, limits);
+          now.tree.manifest = unpackAndSwitch(ctx, blob, {dir, hex, bundleDir}, limits);
         } catch (...) {
           state.removeCreated(created);
           throw;
