@@ -17,6 +17,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "apply/restart_permit.hh"
 #include "blob/blob_source.hh"
 #include "supervise/counting.hh"
 #include "supervise/supervisor.hh"
@@ -188,10 +189,10 @@ class Context {
       [](const std::string&, const Digest&) {};
 
   // Fleet mode (rolling restarts): called before each restart, not a first start,
-  // with the service's name; returns what frees the slot it took, called once the
+  // with the service's name; returns the permit holding the slot, released once the
   // restart is done and the service active again. Throws mesh::Error when no slot
   // can be had: that restart then fails and stays owed. Unset: no limit.
-  std::function<std::function<void()>(const std::string& service)> holdRestartSlot;
+  RestartGate holdRestartSlot;
 
   // Called after each declared resource the cycle went through, with how many of
   // how many: what a terminal's progress line shows. Unset: nothing.
