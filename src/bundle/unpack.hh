@@ -43,7 +43,7 @@ struct Manifest {
   uint64_t bytes() const;      // sum of file sizes
   // Stable text form (JSON) for the state store; parse returns nullopt when malformed.
   std::string str() const;
-  static std::optional<Manifest> parse(const std::string& text);
+  [[nodiscard]] static std::optional<Manifest> parse(const std::string& text);
 };
 
 // Unpacks `archivePath` into the new directory `name` in the open directory
@@ -78,8 +78,10 @@ Manifest readManifest(const std::string& archivePath, const Limits& limits);
 struct VerifyCache {
   std::vector<std::pair<std::string, std::string>> fingerprints;  // sorted by path
 };
-std::optional<std::string> verify(int tree, const Manifest& m, const VerifyCache* trusted = nullptr,
-                                  VerifyCache* fresh = nullptr, const std::string& shown = {});
+[[nodiscard]] std::optional<std::string> verify(int tree, const Manifest& m,
+                                                const VerifyCache* trusted = nullptr,
+                                                VerifyCache* fresh = nullptr,
+                                                const std::string& shown = {});
 
 // What the tree open at `tree` holds that `m` does not name: what replacing the
 // tree with m's would delete. Directories are walked (never through a link); a

@@ -274,7 +274,7 @@ void clearDeclarationError(const std::string& stateDir) noexcept;
 // life. An exclusive holder writes its pid to <stateDir>/lock, only to be named
 // to a waiter. Acquire blocks (after saying so on stderr) when another mesh-host
 // holds it.
-class StateLock {
+class [[nodiscard]] StateLock {
  public:
   enum class Kind { Exclusive, Shared };
   static StateLock acquire(const std::string& stateDir, Kind kind);

@@ -21,7 +21,7 @@ struct TreeObserved {
   bundle::VerifyCache cache;
 
   std::string str() const;
-  static TreeObserved parse(const std::string& text);  // empty when malformed
+  [[nodiscard]] static TreeObserved parse(const std::string& text);  // empty when malformed
 };
 
 // The tree at `at`, opened O_DIRECTORY|O_NOFOLLOW: nullopt when nothing is there
@@ -33,9 +33,10 @@ std::optional<Fd> openTree(const Context::Place& at);
 // the bundle itself. Returns nullopt when intact (then `now` holds fresh data),
 // else the first difference ("missing", "not a directory", "missing: bin/x",
 // "changed: etc/y", …).
-std::optional<std::string> checkTree(Context& ctx, const Context::Place& at, const Digest& bundle,
-                                     const bundle::Limits& limits, const TreeObserved& prev,
-                                     TreeObserved& now);
+[[nodiscard]] std::optional<std::string> checkTree(Context& ctx, const Context::Place& at,
+                                                   const Digest& bundle,
+                                                   const bundle::Limits& limits,
+                                                   const TreeObserved& prev, TreeObserved& now);
 
 // Unpacks the bundle at tempNameFor(at.name, "new") in the same directory and
 // switches it in with one atomic rename — an exchange when something is there
