@@ -125,8 +125,9 @@ class ProcessApplier : public Applier {
     ProcessObserved now{
         {}, s.service, prev.restarts, prev.crashRestarts, Digest::ofBytes(unit.text).str()};
     const TreeObserved trusted = rec && rec->wrote == want.str() ? prev.tree : TreeObserved{};
-    const auto bundleDrift = checkTree(ctx, {bundles ? FdRef(*bundles) : FdRef(), hex, bundleDir},
-                                       s.bundle, limits, trusted, now.tree);
+    auto [bundleDrift, nowTree] = checkTree(
+        ctx, {bundles ? FdRef(*bundles) : FdRef(), hex, bundleDir}, s.bundle, limits, trusted);
+    now.tree = std::move(nowTree);
     std::optional<std::string> unitDrift;
     // The unit file is still what mesh-host installed for this very want, but it renders
     // differently now (a mesh-host upgrade): rewritten, the supervisor reloaded, nothing
