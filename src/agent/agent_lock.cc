@@ -7,13 +7,14 @@
 #include <charconv>
 #include <string>
 
+#include "state/state_dir.hh"
 #include "util/error.hh"
 
 namespace mesh::agent {
 
 std::optional<AgentLock> AgentLock::tryAcquire(const std::string& stateDir,
                                                std::optional<pid_t>* holder) {
-  const std::string path = stateDir + "/agent.lock";
+  const std::string path = state::StateDir{stateDir}.agentLock();
   Fd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644));
   if (!fd) throwSys(fmt::format("cannot open {}", path));
   if (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) {

@@ -13,7 +13,7 @@
 
 namespace mesh::agent {
 
-class AgentLock {
+class [[nodiscard]] AgentLock {
  public:
   // Non-blocking. nullopt when another agent holds it; then `*holder` is its pid
   // when known. Throws SysError when the file cannot be opened or locked.

@@ -12,7 +12,7 @@ namespace mesh::agent {
 using Millis = std::chrono::milliseconds;
 
 // Throws InputError naming `option` when `text` is not a duration.
-Millis parseDuration(std::string_view text, const std::string& option);
+[[nodiscard]] Millis parseDuration(std::string_view text, const std::string& option);
 
 // The shortest exact rendering: 300000 ms → "5m", 1500 ms → "1500ms".
 std::string formatDuration(Millis d);

@@ -489,10 +489,10 @@ void FleetLink::publish(fleet::NodeStatus status) {
   changed_.notify_all();
 }
 
-std::function<std::function<void()>(const std::string&)> FleetLink::restartGate(
-    int64_t limit, std::chrono::milliseconds timeout, const std::atomic<bool>* stop) {
+apply::RestartGate FleetLink::restartGate(int64_t limit, std::chrono::milliseconds timeout,
+                                          const std::atomic<bool>* stop) {
   if (limit <= 0) return {};
-  return [this, limit, timeout, stop](const std::string& service) -> std::function<void()> {
+  return [this, limit, timeout, stop](const std::string& service) -> apply::RestartPermit {
     const auto started = Clock::now();
     auto slot =
         std::make_shared<fleet::RestartSlots::Slot>(slots_->acquire(service, limit, timeout, stop));
@@ -501,7 +501,7 @@ std::function<std::function<void()>(const std::string&)> FleetLink::restartGate(
     log_.info(fmt::format("restart slot {} taken for {} (at most {} at once, waited {})",
                           slot->key(), service, limit, formatDuration(waited)),
               {{"service", service}, {"slot", slot->key()}, {"waited_ms", waited.count()}});
-    return [this, slot, service] {
+    return apply::RestartPermit([this, slot, service] {
       try {
         slot->release();
       } catch (const Error& e) {
@@ -510,7 +510,7 @@ std::function<std::function<void()>(const std::string&)> FleetLink::restartGate(
                              "itself when its lease expires)",
                              service, e.what()));
       }
-    };
+    });
   };
 }
 

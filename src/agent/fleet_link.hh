@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "agent/log.hh"
+#include "apply/restart_permit.hh"
 #include "decl/model.hh"
 #include "fleet/etcd.hh"
 #include "fleet/protocol.hh"
@@ -116,8 +117,8 @@ class FleetLink {
   // For the cycle's Context::holdRestartSlot: with `limit` > 0, a restart waits
   // for one of `limit` fleet-wide slots of its service (fleet/restart_slots.hh),
   // giving up after `timeout` or when `stop` is set; empty when limit is 0.
-  std::function<std::function<void()>(const std::string&)> restartGate(
-      int64_t limit, std::chrono::milliseconds timeout, const std::atomic<bool>* stop);
+  apply::RestartGate restartGate(int64_t limit, std::chrono::milliseconds timeout,
+                                 const std::atomic<bool>* stop);
 
  private:
   void watchLoop(int64_t resumeAfter);

@@ -29,7 +29,7 @@ struct LockedRunHooks {
   std::function<void(state::Store&)> before;
   AfterCycle after;
   // Context::holdRestartSlot for this cycle (fleet mode's rolling restarts).
-  std::function<std::function<void()>(const std::string&)> holdRestartSlot;
+  apply::RestartGate holdRestartSlot;
 };
 
 // Never throws: an error that stops the whole cycle (the store cannot be

@@ -19,7 +19,7 @@ Context::~Context() = default;
 Context::Place Context::place(const std::string& declared) {
   // Declared paths are absolute and normalised: "/a/b/c" → parent "a/b", name "c".
   auto [parent, name] = splitParent(std::string_view(declared).substr(1));
-  Place p{-1, std::string(name), declared};
+  Place p{FdRef(), std::string(name), declared};
   const std::string key(parent);
   auto it = dirs_.find(key);
   if (it == dirs_.end()) {
@@ -30,7 +30,7 @@ Context::Place Context::place(const std::string& declared) {
     if (dirs_.size() >= 1024) dirs_.clear();
     it = dirs_.emplace(key, std::move(*fd)).first;
   }
-  p.dir = it->second.get();
+  p.dir = it->second;
   if (sweep_ && applying()) {
     beforeAnyChange();  // sweeping is a change too: not on a damaged store
     removeLeftoversAt(p.dir, p.name, declared);
@@ -45,7 +45,7 @@ Context::Place Context::makePlace(const std::string& declared, std::vector<std::
   auto [parent, name] = splitParent(std::string_view(declared).substr(1));
   const std::string key(parent);
   std::vector<std::string> made;
-  p.dir = dirs_.emplace(key, root_->makeDirs(key, &made, synced)).first->second.get();
+  p.dir = dirs_.emplace(key, root_->makeDirs(key, &made, synced)).first->second;
   if (synced == Beneath::Synced::Later)
     for (const auto& dir : made) unsyncedParents_.emplace_back(splitParent(dir).first);
   if (created) created->insert(created->end(), made.begin(), made.end());

@@ -17,12 +17,14 @@
 #include <unordered_set>
 #include <vector>
 
+#include "apply/restart_permit.hh"
 #include "blob/blob_source.hh"
 #include "supervise/counting.hh"
 #include "supervise/supervisor.hh"
 #include "trust/node_key.hh"
 #include "util/beneath.hh"
 #include "util/faults.hh"
+#include "util/fd.hh"
 #include "util/write_batch.hh"
 
 namespace mesh::apply {
@@ -111,7 +113,7 @@ class Context {
   // Every act on a declared path goes through `dir`; no path string is handed to
   // the kernel after the walk. `dir` is -1 when a parent is missing.
   struct Place {
-    int dir = -1;  // borrowed: valid for the cycle
+    FdRef dir;  // borrowed from the context: valid for the cycle
     std::string name;
     const std::string& shown;  // the declared path, for messages
   };
@@ -193,10 +195,10 @@ class Context {
       [](const std::string&, const Digest&) {};
 
   // Fleet mode (rolling restarts): called before each restart, not a first start,
-  // with the service's name; returns what frees the slot it took, called once the
+  // with the service's name; returns the permit holding the slot, released once the
   // restart is done and the service active again. Throws mesh::Error when no slot
   // can be had: that restart then fails and stays owed. Unset: no limit.
-  std::function<std::function<void()>(const std::string& service)> holdRestartSlot;
+  RestartGate holdRestartSlot;
 
   // Called after each declared resource the cycle went through, with how many of
   // how many: what a terminal's progress line shows. Unset: nothing.

@@ -510,11 +510,8 @@ class Cycle {
             // In place: the service stays up, so no restart slot is taken.
             ctx_.supervisor().reloadService(o.service);
           } else if (o.activation == Activation::Restart) {
-            std::function<void()> freeSlot;
-            if (ctx_.holdRestartSlot) freeSlot = ctx_.holdRestartSlot(o.service);
-            Finally release([&freeSlot] {
-              if (freeSlot) freeSlot();
-            });
+            RestartPermit permit;  // freed when the restart is done or has thrown
+            if (ctx_.holdRestartSlot) permit = ctx_.holdRestartSlot(o.service);
             ctx_.supervisor().restart(o.service);
           } else
             ctx_.supervisor().start(o.service);

@@ -55,7 +55,7 @@ std::string redacted(const std::string& url) {
 
 // Where streamed bytes go: the temp file and the hash, in one pass.
 struct Sink {
-  int fd = -1;
+  FdRef fd;  // the temp file, owned by the fetch
   Hasher hasher;
   int writeErrno = 0;
   uint64_t bytes = 0;
@@ -149,7 +149,7 @@ class HttpSource : public BlobSource {
     Finally removeTmp([&] { ::unlink(tmp.c_str()); });
 
     Sink sink;
-    sink.fd = fd.get();
+    sink.fd = fd;
     Curl h(curl_easy_init(), curl_easy_cleanup);
     if (!h) throw Error("cannot start an HTTP transfer (libcurl)");
     char errbuf[CURL_ERROR_SIZE] = {};

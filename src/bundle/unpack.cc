@@ -121,7 +121,7 @@ class DiskSink : public Sink {
 
   // The directory holding `path` (kept open for the entries that follow, which
   // mostly share it) and its last component in `name`.
-  int parentFd(const std::string& path, std::string& name) {
+  FdRef parentFd(const std::string& path, std::string& name) {
     name = std::string(lastComponent(path));
     const std::string parent(parentPath(path));
     if (!cachedDir_ || cachedPath_ != parent) {
@@ -129,7 +129,7 @@ class DiskSink : public Sink {
       cachedDir_ = openDir(parent);
       cachedPath_ = parent;
     }
-    return cachedDir_.get();
+    return cachedDir_;
   }
 
   Fd root_;

@@ -43,7 +43,7 @@ struct Manifest {
   uint64_t bytes() const;      // sum of file sizes
   // Stable text form (JSON) for the state store; parse returns nullopt when malformed.
   std::string str() const;
-  static std::optional<Manifest> parse(const std::string& text);
+  [[nodiscard]] static std::optional<Manifest> parse(const std::string& text);
 };
 
 // Unpacks `archivePath` into the new directory `name` in the open directory
@@ -67,19 +67,23 @@ Manifest unpack(const std::string& archivePath, int dir, const std::string& name
 Manifest readManifest(const std::string& archivePath, const Limits& limits);
 
 // Compares the tree open at `tree` (a directory descriptor, opened by the caller
-// O_DIRECTORY|O_NOFOLLOW; only borrowed) with `m`. Returns nullopt when identical,
-// else a short human reason: "changed: bin/x", "missing: etc/y", "unexpected:
-// tmp/z", "mode of …". `shown` names the tree in errors.
+// O_DIRECTORY|O_NOFOLLOW; only borrowed) with `m`. `difference` is nullopt when
+// identical, else a short human reason: "changed: bin/x", "missing: etc/y",
+// "unexpected: tmp/z", "mode of …". `shown` names the tree in errors.
 // `trusted` may carry per-path stat fingerprints (util/fs.hh Fingerprint::str(),
 // keyed by Entry::path) recorded when the tree was last verified; a file whose
-// fingerprint matches is not re-hashed. `fresh` receives the fingerprints seen now.
-// It is left empty when a difference is found, and holds only files whose content
-// was confirmed and whose fingerprint is not racy (fingerprintIsRacy), sorted by path.
+// fingerprint matches is not re-hashed. `fresh` holds the fingerprints seen now:
+// empty when a difference is found, else only files whose content was confirmed
+// and whose fingerprint is not racy (fingerprintIsRacy), sorted by path.
 struct VerifyCache {
   std::vector<std::pair<std::string, std::string>> fingerprints;  // sorted by path
 };
-std::optional<std::string> verify(int tree, const Manifest& m, const VerifyCache* trusted = nullptr,
-                                  VerifyCache* fresh = nullptr, const std::string& shown = {});
+struct Verified {
+  std::optional<std::string> difference;  // nullopt: the tree is m's
+  VerifyCache fresh;
+};
+[[nodiscard]] Verified verify(int tree, const Manifest& m, const VerifyCache* trusted = nullptr,
+                              const std::string& shown = {});
 
 // What the tree open at `tree` holds that `m` does not name: what replacing the
 // tree with m's would delete. Directories are walked (never through a link); a

@@ -245,17 +245,14 @@ class Lister {
 
 }  // namespace
 
-std::optional<std::string> verify(int tree, const Manifest& m, const VerifyCache* trusted,
-                                  VerifyCache* fresh, const std::string& shown) {
-  if (fresh) fresh->fingerprints.clear();
-  auto reason = Verifier(shown.empty() ? "." : shown, m, trusted, fresh).run(tree);
-  if (fresh) {
-    if (reason)
-      fresh->fingerprints.clear();  // only a tree that verified may vouch for its files
-    else
-      std::sort(fresh->fingerprints.begin(), fresh->fingerprints.end());
-  }
-  return reason;
+Verified verify(int tree, const Manifest& m, const VerifyCache* trusted, const std::string& shown) {
+  Verified out;
+  out.difference = Verifier(shown.empty() ? "." : shown, m, trusted, &out.fresh).run(tree);
+  if (out.difference)
+    out.fresh.fingerprints.clear();  // only a tree that verified may vouch for its files
+  else
+    std::sort(out.fresh.fingerprints.begin(), out.fresh.fingerprints.end());
+  return out;
 }
 
 Unlisted unlisted(int tree, const Manifest& m, size_t keep, const std::string& shown) {

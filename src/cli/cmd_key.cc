@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "cli/commands.hh"
+#include "state/state_dir.hh"
 #include "trust/node_key.hh"
 #include "trust/operator_key.hh"
 #include "util/error.hh"
@@ -44,19 +45,18 @@ int runKey(CommonOptions& o, const KeyOptions& k) {
   if (!k.operatorKey.empty()) return operatorKey(k);
   o.resolve();
   if (k.action == "init") {
-    const bool existed = lstatPath(o.stateDir + "/node.key").has_value();
+    const std::string path = state::StateDir{o.stateDir}.nodeKey();
+    const bool existed = lstatPath(path).has_value();
     makeDirs(o.stateDir, 0750);
     auto key = trust::NodeKey::loadOrCreate(o.stateDir);
     std::puts(key.publicKeyText().c_str());
-    if (existed)
-      std::fprintf(stderr, "mesh-host: %s/node.key already existed; it was kept\n",
-                   o.stateDir.c_str());
+    if (existed) std::fprintf(stderr, "mesh-host: %s already existed; it was kept\n", path.c_str());
     return kExitOk;
   }
   auto key = trust::NodeKey::load(o.stateDir);
   if (!key)
-    throw InputError("no node key at {}/node.key yet; create it with mesh-host key init",
-                     o.stateDir);
+    throw InputError("no node key at {} yet; create it with mesh-host key init",
+                     state::StateDir{o.stateDir}.nodeKey());
   std::puts(key->publicKeyText().c_str());
   return kExitOk;
 }

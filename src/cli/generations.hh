@@ -19,7 +19,7 @@ std::optional<int64_t> currentGeneration(state::Store& store);
 // paths resolved in its base dir, `node` checked against --node. With
 // `checkPrincipals`, owners and groups must exist on this node (as for apply).
 // Throws InputError when it does not parse, Error when there is no such generation.
-decl::Declaration parseGeneration(state::Store& store, int64_t n, const CommonOptions& o,
-                                  bool checkPrincipals);
+[[nodiscard]] decl::Declaration parseGeneration(state::Store& store, int64_t n,
+                                                const CommonOptions& o, bool checkPrincipals);
 
 }  // namespace mesh::cli

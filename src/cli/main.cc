@@ -12,6 +12,7 @@
 #include "cli/heap.hh"
 #include "cli/output.hh"
 #include "util/error.hh"
+#include "util/state_layout.hh"
 
 namespace {
 
@@ -89,7 +90,7 @@ int main(int argc, char** argv) {
 
   struct Command {
     const char* name;
-    const char* help;
+    std::string help;
     bool takesDeclaration;
     unsigned common;  // the CommonOptions it takes (CommonOptions::Use)
     std::function<int()> run;
@@ -133,8 +134,8 @@ int main(int argc, char** argv) {
        false, 0, [&] { return runBlob(blobOptions); },
        [&](CLI::App& sub) { blobOptions.addTo(sub); }},
       {"key",
-       "key init|show: this node's key pair (<state-dir>/node.key), or with --operator FILE an "
-       "operator's signing key; prints the public key",
+       "key init|show: this node's key pair (" + layout::shownUnder(layout::kNodeKey) +
+           "), or with --operator FILE an operator's signing key; prints the public key",
        false, CommonOptions::kRoot | CommonOptions::kStateDir,
        [&] { return runKey(common, keyOptions); }, [&](CLI::App& sub) { keyOptions.addTo(sub); }},
       {"sign", "writes DECL.sig: a signature over DECL's exact bytes with an operator key", true, 0,

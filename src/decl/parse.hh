@@ -40,12 +40,13 @@ struct ParseOptions {
   } compiled;
 };
 
-Declaration parseDeclaration(std::string_view text, const std::string& source,
-                             const ParseOptions& options);
+[[nodiscard]] Declaration parseDeclaration(std::string_view text, const std::string& source,
+                                           const ParseOptions& options);
 
 // Parses text that did not come from a file (fleet mode: a pushed declaration);
 // users and groups are checked against this node.
-Declaration parseOnThisNode(std::string_view text, const std::string& source, ParseOptions options);
+[[nodiscard]] Declaration parseOnThisNode(std::string_view text, const std::string& source,
+                                          ParseOptions options);
 
 // Reads `path` and parses it; users and groups are checked against this node.
 Declaration loadDeclaration(const std::string& path, ParseOptions options);

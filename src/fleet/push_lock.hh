@@ -14,7 +14,7 @@
 
 namespace mesh::fleet {
 
-class PushLock {
+class [[nodiscard]] PushLock {
  public:
   static constexpr int64_t kLockTtl = 10;  // seconds
 

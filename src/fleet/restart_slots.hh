@@ -55,7 +55,7 @@ class RestartSlots {
 
   // A held slot. Releasing it (release() or the destructor) stops the keepalive thread
   // and revokes the lease, which deletes the key.
-  class Slot {
+  class [[nodiscard]] Slot {
    public:
     Slot(Slot&& other) noexcept;
     Slot& operator=(Slot&& other) noexcept;  // releases the slot held before, quietly

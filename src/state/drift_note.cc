@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "state/state_dir.hh"
 #include "util/error.hh"
 #include "util/fs.hh"
 
@@ -12,7 +13,7 @@ namespace mesh::state {
 namespace {
 
 std::string notePath(const std::string& stateDir) {
-  return stateDir + "/drift-watch";
+  return StateDir{stateDir}.driftWatch();
 }
 
 }  // namespace

@@ -91,11 +91,11 @@ int lockOp(StateLock::Kind kind) {
 }
 
 // Once the directory is locked: an exclusive holder names itself in the pid file.
-int notePid(const std::string& stateDir, StateLock::Kind kind) {
-  if (kind != StateLock::Kind::Exclusive) return -1;
+Fd notePid(const std::string& stateDir, StateLock::Kind kind) {
+  if (kind != StateLock::Kind::Exclusive) return Fd();
   Fd pid = openPidFile(stateDir);
   if (pid) writePid(pid.get());
-  return pid.release();
+  return pid;
 }
 
 }  // namespace
@@ -113,7 +113,7 @@ StateLock StateLock::acquire(const std::string& stateDir, Kind kind) {
       if (errno != EINTR) throwSys(fmt::format("cannot lock {}", stateDir));
     }
   }
-  return StateLock(fd.release(), notePid(stateDir, kind));
+  return StateLock(std::move(fd), notePid(stateDir, kind));
 }
 
 std::optional<StateLock> StateLock::tryAcquire(const std::string& stateDir, Kind kind) {
@@ -122,31 +122,25 @@ std::optional<StateLock> StateLock::tryAcquire(const std::string& stateDir, Kind
     if (errno == EWOULDBLOCK) return std::nullopt;
     throwSys(fmt::format("cannot lock {}", stateDir));
   }
-  return StateLock(fd.release(), notePid(stateDir, kind));
+  return StateLock(std::move(fd), notePid(stateDir, kind));
 }
 
-StateLock::StateLock(StateLock&& o) noexcept
-    : fd_(std::exchange(o.fd_, -1)), pidFd_(std::exchange(o.pidFd_, -1)) {}
+StateLock::StateLock(StateLock&& o) noexcept = default;
 
 StateLock& StateLock::operator=(StateLock&& o) noexcept {
   if (this != &o) {
-    StateLock old(std::move(*this));
-    fd_ = std::exchange(o.fd_, -1);
-    pidFd_ = std::exchange(o.pidFd_, -1);
+    StateLock old(std::move(*this));  // released (unlocked, pid cleared) here
+    fd_ = std::move(o.fd_);
+    pidFd_ = std::move(o.pidFd_);
   }
   return *this;
 }
 
 StateLock::~StateLock() {
-  if (pidFd_ >= 0) {
-    clearPidIfOurs(pidFd_);
-    ::close(pidFd_);
-  }
-  if (fd_ < 0) return;
+  if (pidFd_) clearPidIfOurs(pidFd_.get());
   // Unlock explicitly: a child forked but not yet exec'd shares this open file,
   // and closing our descriptor alone would leave the lock held through it.
-  ::flock(fd_, LOCK_UN);
-  ::close(fd_);
+  if (fd_) ::flock(fd_.get(), LOCK_UN);
 }
 
 }  // namespace mesh::state

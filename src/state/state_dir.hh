@@ -1,28 +1,36 @@
 // Every path mesh-host keeps under --state-dir, named in one place
-// (docs/state-store.md says what each holds).
+// (docs/state-store.md says what each holds). The names themselves are in
+// util/state_layout.hh, for the layers below state/ (trust/ loads the node key).
 #pragma once
 
 #include <string>
 
 #include "util/fs.hh"
+#include "util/state_layout.hh"
 
 namespace mesh::state {
 
 struct StateDir {
   std::string path;  // the directory itself
 
-  std::string store() const { return path + "/state.db"; }  // with -wal and -shm beside it
-  std::string lock() const { return path + "/lock"; }
-  std::string lastError() const { return path + "/last-error"; }
-  std::string declarationError() const { return path + "/declaration-error"; }
-  std::string blobs() const { return path + "/blobs"; }  // the default blob cache
-  // Process bundles, unpacked one per digest (hex) under kBundles.
-  static constexpr const char* kBundles = "bundles";
-  std::string bundles() const { return path + "/" + kBundles; }
+  std::string store() const { return at(layout::kStore); }  // with -wal and -shm beside it
+  std::string lock() const { return at(layout::kLock); }
+  std::string lastError() const { return at(layout::kLastError); }
+  std::string declarationError() const { return at(layout::kDeclarationError); }
+  std::string blobs() const { return at(layout::kBlobs); }  // the default blob cache
+  std::string nodeKey() const { return at(layout::kNodeKey); }
+  std::string trusted() const { return at(layout::kTrusted); }
+  std::string agentLock() const { return at(layout::kAgentLock); }
+  std::string driftWatch() const { return at(layout::kDriftWatch); }
+  // Process bundles, unpacked one per digest (hex) under layout::kBundles.
+  std::string bundles() const { return at(layout::kBundles); }
   std::string bundle(const std::string& hex) const { return bundles() + "/" + hex; }
 
   // Whether a store was ever created here (nothing applied yet otherwise).
   bool hasStore() const { return lstatPath(store()).has_value(); }
+
+ private:
+  std::string at(std::string_view name) const { return layout::under(path, name); }
 };
 
 }  // namespace mesh::state

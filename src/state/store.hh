@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "state/state_dir.hh"
+#include "util/fd.hh"
 #include "util/tally.hh"
 
 namespace mesh::state {
@@ -280,7 +281,7 @@ void clearDeclarationError(const std::string& stateDir) noexcept;
 // life. An exclusive holder writes its pid to <stateDir>/lock, only to be named
 // to a waiter. Acquire blocks (after saying so on stderr) when another mesh-host
 // holds it.
-class StateLock {
+class [[nodiscard]] StateLock {
  public:
   enum class Kind { Exclusive, Shared };
   static StateLock acquire(const std::string& stateDir, Kind kind);
@@ -291,9 +292,9 @@ class StateLock {
   ~StateLock();
 
  private:
-  StateLock(int fd, int pidFd) : fd_(fd), pidFd_(pidFd) {}
-  int fd_ = -1;     // the state directory, flocked
-  int pidFd_ = -1;  // <stateDir>/lock, holding our pid (exclusive holders only)
+  StateLock(Fd fd, Fd pidFd) : fd_(std::move(fd)), pidFd_(std::move(pidFd)) {}
+  Fd fd_;     // the state directory, flocked
+  Fd pidFd_;  // <stateDir>/lock, holding our pid (exclusive holders only)
 };
 
 }  // namespace mesh::state

@@ -11,6 +11,7 @@
 #include "util/digest.hh"
 #include "util/error.hh"
 #include "util/fs.hh"
+#include "util/state_layout.hh"
 
 namespace mesh::trust {
 
@@ -91,7 +92,7 @@ NodeKey NodeKey::ephemeral() {
 }
 
 std::optional<NodeKey> NodeKey::load(const std::string& stateDir) {
-  const auto path = stateDir + "/node.key";
+  const auto path = layout::under(stateDir, layout::kNodeKey);
   std::optional<std::string> text;
   try {
     text = readKeyFile(path, KeyFileKind::Private);
@@ -116,7 +117,7 @@ NodeKey NodeKey::loadOrCreate(const std::string& stateDir) {
   NodeKey k = ephemeral();
   std::string b64 = base64Encode(k.seed_.data(), k.seed_.size());
   std::string text = std::string(kHeader) + b64 + "\n";
-  atomicWrite(stateDir + "/node.key", text, 0600);
+  atomicWrite(layout::under(stateDir, layout::kNodeKey), text, 0600);
   sodium_memzero(text.data(), text.size());
   sodium_memzero(b64.data(), b64.size());
   return k;

@@ -28,7 +28,7 @@ struct NodePublicKey {
   std::string text() const;
   // Parses the 64-byte text (surrounding whitespace allowed); throws InputError
   // naming `where` when it is not one, saying so when it is the sealing half alone.
-  static NodePublicKey parse(std::string_view text, const std::string& where);
+  [[nodiscard]] static NodePublicKey parse(std::string_view text, const std::string& where);
   bool operator==(const NodePublicKey&) const = default;
 };
 

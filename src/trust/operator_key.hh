@@ -20,7 +20,7 @@ struct OperatorPublicKey {
   std::string text() const;
   // Parses "mesh-op:<base64>" (surrounding whitespace allowed); throws
   // InputError naming `where` when it is not one.
-  static OperatorPublicKey parse(std::string_view text, const std::string& where);
+  [[nodiscard]] static OperatorPublicKey parse(std::string_view text, const std::string& where);
   bool operator==(const OperatorPublicKey&) const = default;
 };
 

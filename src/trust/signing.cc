@@ -8,6 +8,7 @@
 #include "util/base64.hh"
 #include "util/error.hh"
 #include "util/fs.hh"
+#include "util/state_layout.hh"
 
 namespace mesh::trust {
 
@@ -84,7 +85,7 @@ std::vector<OperatorPublicKey> loadTrustedKeys(const std::vector<std::string>& t
       throw InputError("--trust {}: neither a key (mesh-op:<base64>) nor an existing file", value);
     add(OperatorPublicKey::parse(*text, "--trust " + value));
   }
-  const std::string dir = stateDir + "/trusted";
+  const std::string dir = layout::under(stateDir, layout::kTrusted);
   std::error_code ec;
   if (!std::filesystem::is_directory(dir, ec)) return keys;
   std::vector<std::string> files;

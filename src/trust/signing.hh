@@ -20,7 +20,7 @@ struct DetachedSignature {
   std::array<unsigned char, crypto_sign_BYTES> signature{};
 };
 // Parses a signature file's text; throws InputError naming `where` when malformed.
-DetachedSignature parseSignature(std::string_view text, const std::string& where);
+[[nodiscard]] DetachedSignature parseSignature(std::string_view text, const std::string& where);
 // True when `sig` is `sig.signer`'s signature of exactly `bytes`.
 bool signatureMatches(const DetachedSignature& sig, std::string_view bytes);
 

@@ -17,7 +17,7 @@ class Digest {
   Digest() = default;  // none
   static Digest none() { return {}; }
   // Parses "sha256:<64 lowercase hex>"; nullopt when malformed.
-  static std::optional<Digest> parse(std::string_view text);
+  [[nodiscard]] static std::optional<Digest> parse(std::string_view text);
   static Digest ofBytes(std::string_view bytes);
   // Hashes a file's content; throws SysError when it cannot be read.
   static Digest ofFile(const std::string& path);

@@ -1,23 +1,38 @@
 // One error hierarchy for mesh-host. Errors carry a message that says what went
 // wrong, where, and (when we know) what to do; context is prepended as an error
 // travels up. main() maps the type to an exit code.
+//
+// Adding context keeps the error what it is: catch by reference, addContext, and
+// `throw;` — a SysError keeps its errno, an InputError its exit code, a BusError
+// its name. Throwing a new Error with the old message in it loses all of them.
 #pragma once
 
 #include <fmt/format.h>
 
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace mesh {
 
 class Error : public std::runtime_error {
  public:
-  explicit Error(const std::string& what) : std::runtime_error(what) {}
+  explicit Error(const std::string& what) : std::runtime_error(what), what_(what) {}
 
   template <typename... Args>
   explicit Error(fmt::format_string<Args...> f, Args&&... args)
-      : std::runtime_error(fmt::format(f, std::forward<Args>(args)...)) {}
+      : Error(fmt::format(f, std::forward<Args>(args)...)) {}
+
+  const char* what() const noexcept override { return what_.c_str(); }
+
+  // "<context>: <message>", e.g. "reload of web failed: <message>".
+  void addContext(std::string_view context);
+  // "<message>; <hint>", e.g. "<message>; see journalctl -u web".
+  void addHint(std::string_view hint);
+
+ private:
+  std::string what_;
 };
 
 // A system call failed: the message names the call's subject and strerror(errno).

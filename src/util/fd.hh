@@ -1,4 +1,11 @@
-// RAII file descriptor and a scope guard.
+// File descriptors and a scope guard.
+//
+// Fd owns a descriptor: it closes it, moves and never copies. FdRef borrows one
+// that an Fd elsewhere owns and that outlives it: it never closes, copies freely,
+// and converts to int for the system calls. A struct or member that holds a
+// descriptor it does not own (Context::Place, a cache's current directory) holds
+// an FdRef, so the reader sees at the type who closes it. A function parameter
+// used only during the call may stay a plain `int`.
 #pragma once
 
 #include <unistd.h>
@@ -30,6 +37,19 @@ class Fd {
     if (fd_ >= 0) ::close(fd_);
     fd_ = -1;
   }
+
+ private:
+  int fd_ = -1;
+};
+
+class FdRef {
+ public:
+  constexpr FdRef() = default;
+  FdRef(const Fd& owner) : fd_(owner.get()) {}  // NOLINT: borrowing is the point
+  explicit constexpr FdRef(int fd) : fd_(fd) {}
+
+  constexpr int get() const { return fd_; }
+  constexpr operator int() const { return fd_; }  // NOLINT: for the system calls
 
  private:
   int fd_ = -1;

@@ -113,7 +113,7 @@ struct Fingerprint {
   static Fingerprint of(const struct stat& st);
   // Text form for the state store; parse returns nullopt on anything malformed.
   std::string str() const;
-  static std::optional<Fingerprint> parse(std::string_view text);
+  [[nodiscard]] static std::optional<Fingerprint> parse(std::string_view text);
   bool operator==(const Fingerprint&) const = default;
 };
 

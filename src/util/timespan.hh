@@ -18,6 +18,6 @@ inline constexpr int64_t kTimeSpanInfinity = std::numeric_limits<int64_t>::max()
 // minute(s), h hr hour(s), d day(s), w week(s), M month(s) (30.44 d), y year(s)
 // (365.25 d). "infinity" is kTimeSpanInfinity, as is anything beyond 10^17 µs.
 // Microseconds, rounded; nullopt when malformed or negative.
-std::optional<int64_t> parseTimeSpanUs(std::string_view text);
+[[nodiscard]] std::optional<int64_t> parseTimeSpanUs(std::string_view text);
 
 }  // namespace mesh

@@ -73,9 +73,9 @@ class ArchiveApplier : public Applier {
     std::string drift = "deleted";
     bundle::Unlisted foreign;  // what replacing a tree mesh-host did not write deletes
     if (st && S_ISDIR(st->st_mode)) {
-      TreeObserved prev, now;
+      TreeObserved prev;
       if (rec && rec->wrote == want.str()) prev = TreeObserved::parse(rec->observed);
-      auto difference = checkTree(ctx, place, s.bundle, limits, prev, now);
+      auto [difference, now] = checkTree(ctx, place, s.bundle, limits, prev);
       if (!difference) {
         Decision o = Decision::unchanged();
         o.observed = now.str();
@@ -133,7 +133,7 @@ class ArchiveApplier : public Applier {
     if (!tree || !prev.manifest)
       return Removal::released("left in place: not the tree mesh-host wrote");
     if (auto difference =
-            bundle::verify(tree->get(), *prev.manifest, &prev.cache, nullptr, rec.path))
+            bundle::verify(tree->get(), *prev.manifest, &prev.cache, rec.path).difference)
       return Removal::released(fmt::format("left in place: {}", *difference));
     ctx.change([&] {
       removeTreeAt(place.dir, place.name, rec.path);

@@ -40,7 +40,7 @@ struct ContentObserved {
   std::optional<Fingerprint> fingerprint;
   std::string content;  // "sha256:…" or "keyed:…"
   std::string str() const;
-  static ContentObserved parse(const std::string& text);  // empty on malformed
+  [[nodiscard]] static ContentObserved parse(const std::string& text);  // empty on malformed
   // Fresh data for `path` after it holds `content`.
   static ContentObserved of(const struct stat& st, std::string content);
 };

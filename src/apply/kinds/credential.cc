@@ -3,6 +3,7 @@
 // keyed digest of the plaintext, and never shown.
 #include "apply/applier.hh"
 #include "apply/kinds/content_file.hh"
+#include "state/state_dir.hh"
 #include "trust/node_key.hh"
 #include "util/error.hh"
 #include "util/fs.hh"
@@ -24,10 +25,10 @@ Secret openSealed(Context& ctx, const std::string& sealed) {
   const auto& stateDir = ctx.settings().stateDir;
   if (ctx.planning() && !trust::NodeKey::load(stateDir))
     throw Error(
-        "the sealed value cannot be opened: this node has no key yet ({}/node.key); "
+        "the sealed value cannot be opened: this node has no key yet ({}); "
         "`mesh-host apply` creates it — then seal the secret to it with "
         "`mesh-host seal --to <this node's key> FILE`",
-        stateDir);
+        state::StateDir{stateDir}.nodeKey());
   const auto pub = key.publicKeyText();
   throw Error(
       "the sealed value cannot be opened: sealed to another node's key or damaged "

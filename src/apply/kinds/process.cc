@@ -16,6 +16,7 @@
 #include "util/error.hh"
 #include "util/faults.hh"
 #include "util/fs.hh"
+#include "util/state_layout.hh"
 
 namespace mesh::apply {
 
@@ -60,7 +61,7 @@ struct ProcessObserved {
 // nullopt when missing; a plan on a node never applied to has no state dir yet.
 std::optional<Fd> openBundles(Context& ctx) {
   if (ctx.planning() && !lstatPath(ctx.settings().stateDir)) return std::nullopt;
-  return ctx.stateDirBeneath().openDir("bundles");
+  return ctx.stateDirBeneath().openDir(layout::kBundles);
 }
 
 // "restart-on a.key, a.config", "reload-on a.conf" and/or "owed restart: a.key
@@ -124,8 +125,9 @@ class ProcessApplier : public Applier {
     ProcessObserved now{
         {}, s.service, prev.restarts, prev.crashRestarts, Digest::ofBytes(unit.text).str()};
     const TreeObserved trusted = rec && rec->wrote == want.str() ? prev.tree : TreeObserved{};
-    const auto bundleDrift = checkTree(ctx, {bundles ? bundles->get() : -1, hex, bundleDir},
-                                       s.bundle, limits, trusted, now.tree);
+    auto [bundleDrift, nowTree] = checkTree(
+        ctx, {bundles ? FdRef(*bundles) : FdRef(), hex, bundleDir}, s.bundle, limits, trusted);
+    now.tree = std::move(nowTree);
     std::optional<std::string> unitDrift;
     // The unit file is still what mesh-host installed for this very want, but it renders
     // differently now (a mesh-host upgrade): rewritten, the supervisor reloaded, nothing
@@ -194,9 +196,9 @@ class ProcessApplier : public Applier {
       ctx.change([&] {
         auto& state = ctx.stateDirBeneath();
         std::vector<std::string> created;
-        Fd dir = bundles ? std::move(*bundles) : state.makeDirs("bundles", &created);
+        Fd dir = bundles ? std::move(*bundles) : state.makeDirs(layout::kBundles, &created);
         try {
-          now.tree.manifest = unpackAndSwitch(ctx, blob, {dir.get(), hex, bundleDir}, limits);
+          now.tree.manifest = unpackAndSwitch(ctx, blob, {dir, hex, bundleDir}, limits);
         } catch (...) {
           state.removeCreated(created);
           throw;

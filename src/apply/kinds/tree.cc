@@ -46,22 +46,24 @@ std::optional<Fd> openTree(const Context::Place& at) {
   throwSys(fmt::format("cannot open {}", at.shown));
 }
 
-std::optional<std::string> checkTree(Context& ctx, const Context::Place& at, const Digest& bundle,
-                                     const bundle::Limits& limits, const TreeObserved& prev,
-                                     TreeObserved& now) {
+TreeCheck checkTree(Context& ctx, const Context::Place& at, const Digest& bundle,
+                    const bundle::Limits& limits, const TreeObserved& prev) {
   const auto st = at.dir >= 0 ? statAt(at.dir, at.name, at.shown) : std::nullopt;
-  if (!st) return "missing";
-  if (!S_ISDIR(st->st_mode)) return "not a directory";
+  if (!st) return {"missing", {}};
+  if (!S_ISDIR(st->st_mode)) return {"not a directory", {}};
   const auto tree = openTree(at);
-  if (!tree) return "not a directory";  // replaced since the look above
-  now = {};
-  now.manifest = prev.manifest;
+  if (!tree) return {"not a directory", {}};  // replaced since the look above
+  TreeCheck out;
+  out.now.manifest = prev.manifest;
   const bundle::VerifyCache* trusted = &prev.cache;
-  if (!now.manifest) {
-    now.manifest = bundle::readManifest(ctx.blobs().fetch(bundle), limits);
+  if (!out.now.manifest) {
+    out.now.manifest = bundle::readManifest(ctx.blobs().fetch(bundle), limits);
     trusted = nullptr;
   }
-  return bundle::verify(tree->get(), *now.manifest, trusted, &now.cache, at.shown);
+  auto verified = bundle::verify(tree->get(), *out.now.manifest, trusted, at.shown);
+  out.difference = std::move(verified.difference);
+  out.now.cache = std::move(verified.fresh);
+  return out;
 }
 
 namespace {

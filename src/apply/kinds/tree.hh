@@ -21,7 +21,7 @@ struct TreeObserved {
   bundle::VerifyCache cache;
 
   std::string str() const;
-  static TreeObserved parse(const std::string& text);  // empty when malformed
+  [[nodiscard]] static TreeObserved parse(const std::string& text);  // empty when malformed
 };
 
 // The tree at `at`, opened O_DIRECTORY|O_NOFOLLOW: nullopt when nothing is there
@@ -30,12 +30,15 @@ std::optional<Fd> openTree(const Context::Place& at);
 
 // Checks the tree at `at` against the bundle. `prev` (from the record) gives
 // the manifest and fingerprints when trusted; otherwise the manifest is read from
-// the bundle itself. Returns nullopt when intact (then `now` holds fresh data),
-// else the first difference ("missing", "not a directory", "missing: bin/x",
-// "changed: etc/y", …).
-std::optional<std::string> checkTree(Context& ctx, const Context::Place& at, const Digest& bundle,
-                                     const bundle::Limits& limits, const TreeObserved& prev,
-                                     TreeObserved& now);
+// the bundle itself. `difference` is nullopt when intact (then `now` holds fresh
+// data), else the first difference ("missing", "not a directory", "missing: bin/x",
+// "changed: etc/y", …); `now.manifest` is set whenever the tree could be read.
+struct TreeCheck {
+  std::optional<std::string> difference;
+  TreeObserved now;
+};
+[[nodiscard]] TreeCheck checkTree(Context& ctx, const Context::Place& at, const Digest& bundle,
+                                  const bundle::Limits& limits, const TreeObserved& prev);
 
 // Unpacks the bundle at tempNameFor(at.name, "new") in the same directory and
 // switches it in with one atomic rename — an exchange when something is there

@@ -22,7 +22,7 @@ struct NotifyMessage {
   bool ready = false;                 // READY=1
   std::optional<std::string> status;  // STATUS=…, the last one given
 };
-NotifyMessage parseNotifyMessage(std::string_view datagram);
+[[nodiscard]] NotifyMessage parseNotifyMessage(std::string_view datagram);
 
 // Where a service's notify socket lives: "<serviceDir>/notify.sock" when the
 // service runs as the supervisor's own user (another user cannot pass the state

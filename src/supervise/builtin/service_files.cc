@@ -14,13 +14,14 @@
 #include "util/error.hh"
 #include "util/fd.hh"
 #include "util/fs.hh"
+#include "util/state_layout.hh"
 
 namespace mesh::supervise::builtin {
 
 ServicePaths ServicePaths::of(const std::string& stateDir, const std::string& runtimeDir,
                               const std::string& name) {
-  return inDirs(stateDir + "/services/" + name, runtimeDir + "/" + name,
-                stateDir + "/log/" + name + ".log");
+  return inDirs(layout::under(stateDir, layout::kServices) + "/" + name, runtimeDir + "/" + name,
+                layout::under(stateDir, layout::kServiceLogs) + "/" + name + ".log");
 }
 
 ServicePaths ServicePaths::inDirs(const std::string& dir, const std::string& runDir,

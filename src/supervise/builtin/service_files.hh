@@ -75,7 +75,8 @@ struct Status {
   std::string note;
 
   std::string render() const;
-  static std::optional<Status> parse(std::string_view json);  // nullopt when malformed
+  [[nodiscard]] static std::optional<Status> parse(
+      std::string_view json);  // nullopt when malformed
 };
 
 std::optional<Status> readStatus(const std::string& path);  // nullopt: none or unreadable
@@ -121,7 +122,7 @@ struct Reply {
   static Reply ok(pid_t pid, std::string how) { return {Kind::Ok, pid, std::move(how)}; }
   static Reply fail(std::string reason) { return {Kind::Fail, 0, std::move(reason)}; }
   std::string render() const;
-  static Reply parse(std::string_view line);
+  [[nodiscard]] static Reply parse(std::string_view line);
 };
 
 }  // namespace mesh::supervise::builtin

@@ -140,8 +140,10 @@ std::map<std::string, std::string> serviceEnvironment(const ServiceConfig& c,
     std::optional<std::string> text;
     try {
       text = readFile(f.path);
-    } catch (const SysError& e) {
-      if (!f.optional) throw Error("EnvironmentFile={}: {}", f.path, e.what());
+    } catch (SysError& e) {
+      if (f.optional) continue;
+      e.addContext("EnvironmentFile=" + f.path);
+      throw;
     }
     if (!text) {
       if (f.optional) continue;

@@ -21,7 +21,7 @@ using ServiceKeys = std::map<std::string, std::vector<std::string>>;
 
 // Parses the [Service] section of a unit text: `Key=Value` lines, '#'/';'
 // comments, a trailing backslash continues a line.
-ServiceKeys parseServiceSection(std::string_view unitText);
+[[nodiscard]] ServiceKeys parseServiceSection(std::string_view unitText);
 
 using EnvVars = std::vector<std::pair<std::string, std::string>>;
 
@@ -74,18 +74,18 @@ struct ServiceConfig {
 };
 
 // Throws mesh::Error naming the key and value it cannot use.
-ServiceConfig parseServiceConfig(const ServiceKeys& keys);
+[[nodiscard]] ServiceConfig parseServiceConfig(const ServiceKeys& keys);
 
 // Splits a command line like systemd: whitespace separates words, "…" and '…'
 // quote, C-style backslash escapes. Throws mesh::Error on an unterminated quote.
 std::vector<std::string> splitWords(std::string_view line);
 
 // `A=1 "B=two words"` → {A,1},{B,two words}. Throws on a word without '='.
-EnvVars parseEnvironmentValue(std::string_view value);
+[[nodiscard]] EnvVars parseEnvironmentValue(std::string_view value);
 
 // An EnvironmentFile's text: KEY=VALUE lines, '#'/';' comments, optional
 // `export `, values optionally quoted.
-EnvVars parseEnvironmentFile(std::string_view text);
+[[nodiscard]] EnvVars parseEnvironmentFile(std::string_view text);
 
 // "5", "5s", "500ms", "1min 30s", "1.5h", "infinity" → µs (kInfinity);
 // nullopt when malformed: the program's one parser (util/timespan.hh).

@@ -110,9 +110,10 @@ class SystemdSupervisor final : public Supervisor {
       throw Error("reload of {} failed: it is not running; see journalctl -u {}", name, name);
     try {
       bus_->killUnit(name, "main", SIGHUP);
-    } catch (const Error& e) {
-      throw Error("reload of {} failed: SIGHUP to its main process: {}; see journalctl -u {}", name,
-                  e.what(), name);
+    } catch (Error& e) {
+      e.addContext(fmt::format("reload of {} failed: SIGHUP to its main process", name));
+      e.addHint(fmt::format("see journalctl -u {}", name));
+      throw;
     }
   }
 
@@ -125,8 +126,10 @@ class SystemdSupervisor final : public Supervisor {
   void reload() {
     try {
       bus_->reload();
-    } catch (const Error& e) {
-      throw Error("systemd daemon-reload failed: {}; see journalctl -b", e.what());
+    } catch (Error& e) {
+      e.addContext("systemd daemon-reload failed");
+      e.addHint("see journalctl -b");
+      throw;
     }
     ++reloads_;
     reloadOwed_ = false;
@@ -165,8 +168,9 @@ class SystemdSupervisor final : public Supervisor {
       std::string said = e.what();  // systemd's sentence, e.g. "Unit x.service not found."
       if (!said.empty() && said.back() == '.') said.pop_back();
       throw Error("{} of {} failed: {}; see journalctl -u {}", verb, name, said, name);
-    } catch (const Error& e) {
-      throw Error("{} of {} failed: {}", verb, name, e.what());
+    } catch (Error& e) {
+      e.addContext(fmt::format("{} of {} failed", verb, name));
+      throw;
     }
     if (result == "done") return;
     std::string why = sdbus::explainJobResult(result);

@@ -30,7 +30,7 @@ TEST(Duration, RejectsWhatIsNotADurationNamingTheOption) {
   for (const char* bad :
        {"", "s", "5x", "-1s", "m5", "5 parsecs", "infinity", "99999999999999999h"}) {
     try {
-      parseDuration(bad, "--interval");
+      (void)parseDuration(bad, "--interval");
       ADD_FAILURE() << "accepted " << bad;
     } catch (const InputError& e) {
       EXPECT_NE(std::string(e.what()).find("--interval"), std::string::npos) << e.what();

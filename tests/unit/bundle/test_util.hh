@@ -88,11 +88,10 @@ inline Manifest unpackTo(const std::string& archive, const std::string& dest,
   return unpack(archive, openDir(parentOf(dest)).get(), nameOf(dest), limits, dest);
 }
 
-// verify() of the tree at the path `dir`, through a descriptor of it.
+// verify()'s difference for the tree at the path `dir`, through a descriptor of it.
 inline std::optional<std::string> verifyAt(const std::string& dir, const Manifest& m,
-                                           const VerifyCache* trusted = nullptr,
-                                           VerifyCache* fresh = nullptr) {
-  return verify(openDir(dir).get(), m, trusted, fresh, dir);
+                                           const VerifyCache* trusted = nullptr) {
+  return verify(openDir(dir).get(), m, trusted, dir).difference;
 }
 
 struct Crafted {

@@ -43,24 +43,24 @@ class Verify : public ::testing::Test {
 };
 
 TEST_F(Verify, UntouchedTreeIsIdentical) {
-  EXPECT_EQ(verify(tree.get(), m), std::nullopt);
+  EXPECT_EQ(verify(tree.get(), m).difference, std::nullopt);
 }
 
 TEST_F(Verify, EditedFileOfTheSameSize) {
   test::writeText(dest + "/bin/tool", "tool v2", 0755);
-  EXPECT_EQ(verify(tree.get(), m), "changed: bin/tool");
+  EXPECT_EQ(verify(tree.get(), m).difference, "changed: bin/tool");
 }
 
 TEST_F(Verify, EditedFileOfAnotherSize) {
   test::writeText(dest + "/etc/conf", "a = 22\n", 0644);
-  EXPECT_EQ(verify(tree.get(), m), "changed: etc/conf");
+  EXPECT_EQ(verify(tree.get(), m).difference, "changed: etc/conf");
 }
 
 TEST_F(Verify, DeletedFileAndDirectory) {
   ::unlink((dest + "/etc/conf").c_str());
-  EXPECT_EQ(verify(tree.get(), m), "missing: etc/conf");
+  EXPECT_EQ(verify(tree.get(), m).difference, "missing: etc/conf");
   ::rmdir((dest + "/var").c_str());
-  EXPECT_EQ(verify(tree.get(), m), "missing: etc/conf");  // the first in path order
+  EXPECT_EQ(verify(tree.get(), m).difference, "missing: etc/conf");  // the first in path order
 }
 
 TEST_F(Verify, ChecksTheTreeItsDescriptorNamesNotThePath) {
@@ -69,24 +69,24 @@ TEST_F(Verify, ChecksTheTreeItsDescriptorNamesNotThePath) {
   sh("cp -a " + tmp.path + "/moved " + tmp.path + "/copy");
   test::writeText(tmp.path + "/copy/bin/tool", "tool v2", 0755);
   std::filesystem::create_directory_symlink(tmp.path + "/copy", dest);
-  EXPECT_EQ(verify(tree.get(), m), std::nullopt);
+  EXPECT_EQ(verify(tree.get(), m).difference, std::nullopt);
   test::writeText(tmp.path + "/moved/etc/conf", "a = 2\n", 0644);
-  EXPECT_EQ(verify(tree.get(), m, nullptr, nullptr, "/srv/app"), "changed: etc/conf");
+  EXPECT_EQ(verify(tree.get(), m, nullptr, "/srv/app").difference, "changed: etc/conf");
 }
 
 TEST_F(Verify, DoesNotMoveTheCallersOffset) {
   // verify() lists its own open file description: the caller's can list again.
-  EXPECT_EQ(verify(tree.get(), m), std::nullopt);
-  EXPECT_EQ(verify(tree.get(), m), std::nullopt);
+  EXPECT_EQ(verify(tree.get(), m).difference, std::nullopt);
+  EXPECT_EQ(verify(tree.get(), m).difference, std::nullopt);
   test::writeText(dest + "/zzz", "late");
-  EXPECT_EQ(verify(tree.get(), m), "unexpected: zzz");
+  EXPECT_EQ(verify(tree.get(), m).difference, "unexpected: zzz");
 }
 
 TEST_F(Verify, LinkInsideTheTreeIsNotFollowed) {
   // bin replaced by a link to a directory holding what bin held: a link, not bin.
   sh("mv " + dest + "/bin " + tmp.path + "/bin-elsewhere");
   std::filesystem::create_directory_symlink(tmp.path + "/bin-elsewhere", dest + "/bin");
-  EXPECT_EQ(verify(tree.get(), m), "changed: bin is now a symlink");
+  EXPECT_EQ(verify(tree.get(), m).difference, "changed: bin is now a symlink");
 }
 
 TEST_F(Verify, UnlistedNamesWhatTheManifestDoesNot) {
@@ -114,43 +114,43 @@ TEST_F(Verify, UnlistedNamesWhatTheManifestDoesNot) {
 
 TEST_F(Verify, AddedFile) {
   test::writeText(dest + "/var/junk.txt", "junk");
-  EXPECT_EQ(verify(tree.get(), m), "unexpected: var/junk.txt");
+  EXPECT_EQ(verify(tree.get(), m).difference, "unexpected: var/junk.txt");
 }
 
 TEST_F(Verify, ChangedMode) {
   ::chmod((dest + "/bin/tool").c_str(), 0600);
-  EXPECT_EQ(verify(tree.get(), m), "mode of bin/tool is 0600, want 0755");
+  EXPECT_EQ(verify(tree.get(), m).difference, "mode of bin/tool is 0600, want 0755");
   ::chmod((dest + "/bin/tool").c_str(), 0755);
   ::chmod((dest + "/var").c_str(), 0755);
-  EXPECT_EQ(verify(tree.get(), m), "mode of var is 0755, want 0700");
+  EXPECT_EQ(verify(tree.get(), m).difference, "mode of var is 0755, want 0700");
 }
 
 TEST_F(Verify, RetargetedSymlink) {
   ::unlink((dest + "/etc/l").c_str());
   ASSERT_EQ(::symlink("elsewhere", (dest + "/etc/l").c_str()), 0);
-  EXPECT_EQ(verify(tree.get(), m), "link etc/l points to elsewhere, want conf");
+  EXPECT_EQ(verify(tree.get(), m).difference, "link etc/l points to elsewhere, want conf");
   ::unlink((dest + "/etc/l").c_str());
   ASSERT_EQ(::symlink("co", (dest + "/etc/l").c_str()), 0);
-  EXPECT_EQ(verify(tree.get(), m), "link etc/l points to co, want conf");
+  EXPECT_EQ(verify(tree.get(), m).difference, "link etc/l points to co, want conf");
 }
 
 TEST_F(Verify, ChangedType) {
   ::unlink((dest + "/etc/l").c_str());
   test::writeText(dest + "/etc/l", "conf");
-  EXPECT_EQ(verify(tree.get(), m), "changed: etc/l is now a file");
+  EXPECT_EQ(verify(tree.get(), m).difference, "changed: etc/l is now a file");
   ::unlink((dest + "/bin/tool").c_str());
   ASSERT_EQ(::symlink("tool v1", (dest + "/bin/tool").c_str()), 0);
-  EXPECT_EQ(verify(tree.get(), m), "changed: bin/tool is now a symlink");
+  EXPECT_EQ(verify(tree.get(), m).difference, "changed: bin/tool is now a symlink");
 }
 
 TEST_F(Verify, FreshIsEmptyForRacyFilesAndOnDifference) {
-  VerifyCache fresh;
-  fresh.fingerprints = {{"stale", "x"}};
-  EXPECT_EQ(verify(tree.get(), m, nullptr, &fresh), std::nullopt);
-  EXPECT_TRUE(fresh.fingerprints.empty());  // just written: too recent to trust
+  auto v = verify(tree.get(), m);
+  EXPECT_EQ(v.difference, std::nullopt);
+  EXPECT_TRUE(v.fresh.fingerprints.empty());  // just written: too recent to trust
   test::writeText(dest + "/junk", "j");
-  EXPECT_NE(verify(tree.get(), m, nullptr, &fresh), std::nullopt);
-  EXPECT_TRUE(fresh.fingerprints.empty());
+  v = verify(tree.get(), m);
+  EXPECT_NE(v.difference, std::nullopt);
+  EXPECT_TRUE(v.fresh.fingerprints.empty());
 }
 
 TEST_F(Verify, TrustedFingerprintSkipsHashing) {
@@ -158,32 +158,33 @@ TEST_F(Verify, TrustedFingerprintSkipsHashing) {
   Manifest lie = m;
   for (auto& e : lie.entries)
     if (e.path == "bin/tool") e.content = Digest::ofBytes("something else");
-  EXPECT_EQ(verify(tree.get(), lie), "changed: bin/tool");
+  EXPECT_EQ(verify(tree.get(), lie).difference, "changed: bin/tool");
   VerifyCache trusted;
   trusted.fingerprints = {{"bin/tool", Fingerprint::of(*lstatPath(dest + "/bin/tool")).str()}};
-  EXPECT_EQ(verify(tree.get(), lie, &trusted), std::nullopt);
+  EXPECT_EQ(verify(tree.get(), lie, &trusted).difference, std::nullopt);
   trusted.fingerprints[0].second = "1:2:3:4:5:644:0:0";
-  EXPECT_EQ(verify(tree.get(), lie, &trusted), "changed: bin/tool");
+  EXPECT_EQ(verify(tree.get(), lie, &trusted).difference, "changed: bin/tool");
 }
 
 TEST_F(Verify, CacheFromAPreviousVerify) {
   letFingerprintsSettle();
-  VerifyCache first;
-  ASSERT_EQ(verify(tree.get(), m, nullptr, &first), std::nullopt);
+  auto verified = verify(tree.get(), m);
+  ASSERT_EQ(verified.difference, std::nullopt);
+  const VerifyCache first = verified.fresh;
   ASSERT_EQ(first.fingerprints.size(), 2u);
   EXPECT_EQ(first.fingerprints[0].first, "bin/tool");
   EXPECT_EQ(first.fingerprints[1].first, "etc/conf");
 
-  VerifyCache second;
-  EXPECT_EQ(verify(tree.get(), m, &first, &second), std::nullopt);
-  EXPECT_EQ(second.fingerprints, first.fingerprints);
+  auto second = verify(tree.get(), m, &first);
+  EXPECT_EQ(second.difference, std::nullopt);
+  EXPECT_EQ(second.fresh.fingerprints, first.fingerprints);
 
   // Same size, and even the old mtime restored: ctime still moves, so it is re-hashed.
   struct stat before = *lstatPath(dest + "/bin/tool");
   test::writeText(dest + "/bin/tool", "tool v2", 0755);
   const timespec times[2] = {before.st_atim, before.st_mtim};
   ASSERT_EQ(::utimensat(AT_FDCWD, (dest + "/bin/tool").c_str(), times, 0), 0);
-  EXPECT_EQ(verify(tree.get(), m, &first), "changed: bin/tool");
+  EXPECT_EQ(verify(tree.get(), m, &first).difference, "changed: bin/tool");
 }
 
 }  // namespace

@@ -167,7 +167,7 @@ TEST_F(RestartSlotsTest, TimeoutThrowsNamingTheServiceAndLeavesNoLease) {
   const int leasesBefore = leaseCount();
   const auto start = Clock::now();
   try {
-    b.acquire("web", 1, 300ms);
+    const auto slotB = b.acquire("web", 1, 300ms);
     FAIL() << "acquired a slot that node-a holds";
   } catch (const Error& e) {
     const auto took = Clock::now() - start;
@@ -267,7 +267,7 @@ TEST_F(RestartSlotsTest, SlotsAtOrAboveTheLimitAreNotConsidered) {
   auto slotA = a.acquire("web", 1, 2s);
   EXPECT_EQ(slotA.key(), prefix + "0");
   try {
-    b.acquire("web", 1, 300ms);
+    const auto slotB = b.acquire("web", 1, 300ms);
     FAIL() << "a second holder with a limit of 1";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("slot 0 held by node-a pid "), std::string::npos)
@@ -417,7 +417,7 @@ TEST(RestartSlotsUnreachable, ThrowsWithinTheTimeoutSayingSo) {
   RestartSlots slots(etcd, FleetKeys{"default"}, "node-a");
   const auto start = Clock::now();
   try {
-    slots.acquire("web", 1, 1500ms);
+    const auto slot = slots.acquire("web", 1, 1500ms);
     FAIL() << "acquired a slot from an etcd at port 1";
   } catch (const Error& e) {
     const auto took = Clock::now() - start;

@@ -123,7 +123,7 @@ TEST_F(Signing, MalformedSignatureFilesAreRefused) {
            std::string("mesh-sig:abc:def"), good.substr(0, good.size() - 6),
            "mesh-sig:" + good.substr(good.find(':', 9) + 1), good.substr(0, good.find(':', 9) + 1),
            "mesh-sog" + good.substr(8)}) {
-    auto msg = errorOf([&] { parseSignature(bad, "decl.toml.sig"); });
+    auto msg = errorOf([&] { (void)parseSignature(bad, "decl.toml.sig"); });
     EXPECT_NE(msg.find("decl.toml.sig: not a mesh-host signature"), std::string::npos)
         << "for '" << bad << "': " << msg;
   }
@@ -131,7 +131,7 @@ TEST_F(Signing, MalformedSignatureFilesAreRefused) {
 
 TEST_F(Signing, MalformedPublicKeysAreRefused) {
   for (const char* bad : {"", "mesh-op:", "mesh-node:AAAA", "mesh-op:AAAA", "mesh-op:!!"}) {
-    auto msg = errorOf([&] { OperatorPublicKey::parse(bad, "--trust x"); });
+    auto msg = errorOf([&] { (void)OperatorPublicKey::parse(bad, "--trust x"); });
     EXPECT_NE(msg.find("--trust x: not an operator public key"), std::string::npos) << msg;
   }
 }

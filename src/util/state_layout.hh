@@ -1,0 +1,37 @@
+// The names of what mesh-host keeps under --state-dir, for the layers that cannot
+// include state/ (trust/ loads the node key). state/state_dir.hh builds every path
+// from these; nothing else spells them (docs/state-store.md says what each holds).
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace mesh::layout {
+
+inline constexpr std::string_view kStore = "state.db";  // with -wal and -shm beside it
+inline constexpr std::string_view kLock = "lock";
+inline constexpr std::string_view kLastError = "last-error";
+inline constexpr std::string_view kDeclarationError = "declaration-error";
+inline constexpr std::string_view kBlobs = "blobs";      // the default blob cache
+inline constexpr std::string_view kBundles = "bundles";  // process bundles, one per digest
+inline constexpr std::string_view kNodeKey = "node.key";
+inline constexpr std::string_view kTrusted = "trusted";         // operator keys, *.pub
+inline constexpr std::string_view kAgentLock = "agent.lock";    // one agent per state dir
+inline constexpr std::string_view kDriftWatch = "drift-watch";  // the drift watcher's note
+inline constexpr std::string_view kServices = "services";       // builtin supervisor units
+inline constexpr std::string_view kServiceLogs = "log";         // builtin supervisor logs
+
+// `stateDir`/`name`.
+inline std::string under(std::string_view stateDir, std::string_view name) {
+  std::string out(stateDir);
+  out += '/';
+  out += name;
+  return out;
+}
+
+// As help and messages show it when no state dir is at hand: "<state-dir>/node.key".
+inline std::string shownUnder(std::string_view name) {
+  return under("<state-dir>", name);
+}
+
+}  // namespace mesh::layout
