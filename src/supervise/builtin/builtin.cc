@@ -161,11 +161,12 @@ class BuiltinSupervisor : public Supervisor {
     const auto requireTrusted = [this](const std::string& dir, bool mayBeMissing) {
       try {
         requireTrustedDirectory(dir, mayBeMissing);
-      } catch (const Error& e) {
-        throw Error(
-            "{}; the builtin supervisor keeps its runtime records in {} (set "
-            "MESH_HOST_RUNTIME_DIR to use another)",
-            e.what(), runtimeDir_);
+      } catch (Error& e) {
+        e.addHint(
+            fmt::format("the builtin supervisor keeps its runtime records in {} (set "
+                        "MESH_HOST_RUNTIME_DIR to use another)",
+                        runtimeDir_));
+        throw;
       }
     };
     requireTrusted(runtimeDir_, /*mayBeMissing=*/true);
