@@ -250,6 +250,12 @@ class Agent {
     trigger_.reset();
     cycleStarted_ = Clock::now();
     hungReported_ = false;
+    // Drift seen before now is taken in by this cycle, which reads every resource as
+    // it is: a drift cycle still waiting for its burst to be quiet would only find it
+    // repaired. (Drift during the cycle is judged after it, by rewatch.) The back-off
+    // of a writer that fights back stays: driftNotBefore_ is kept.
+    driftDebounce_.clear();
+    driftDue_.reset();
     log_.info("cycle starting: " + runningTrigger_, {{"trigger", runningTrigger_}});
     LockedRunHooks hooks{nullptr, o_.afterCycle, nullptr};
     if (fleet_) fleetHooks(hooks);

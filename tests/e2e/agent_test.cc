@@ -83,6 +83,28 @@ TEST_F(Agent, SighupTriggersACycleAtOnce) {
   EXPECT_EQ(cycles(), 2);
 }
 
+// Drift seen just before a cycle that another cause starts (here SIGHUP) is taken in
+// by that cycle, which reads every resource as it is: no drift cycle follows it. The
+// pause lets the agent read the drift event before the signal arrives (the order the
+// bug needs; in the other order the test passes either way); the last wait is for a
+// cycle that must not come, bounded by the drift debounce (100 ms) many times over.
+TEST_F(Agent, DriftSeenBeforeACycleIsTakenInByIt) {
+  auto agent = start(declare(fileDecl("one")), "1h");
+  ASSERT_TRUE(agent->nextSummary(10s)) << agent->log();
+  for (int round = 0; round < 5; ++round) {
+    write("/etc/m/a", "drifted");
+    std::this_thread::sleep_for(30ms);
+    agent->signal(SIGHUP);
+    auto hup = agent->nextSummary(5s, "SIGHUP");
+    ASSERT_TRUE(hup) << agent->log();
+    EXPECT_EQ(read("/etc/m/a"), "one");
+    auto extra = agent->nextSummary(1s);
+    EXPECT_FALSE(extra) << "round " << round
+                        << ": a cycle after the one that repaired it: " << extra->dump();
+  }
+  EXPECT_EQ(cycles(), 6);
+}
+
 TEST_F(Agent, EditingTheDeclarationTriggersOneCycleWithinTwoSeconds) {
   const auto decl = declare(fileDecl("one"));
   auto agent = start(decl, "1h");
