@@ -90,17 +90,17 @@ std::string VerifiedMemo::entryOf(const std::string& digest) const {
 }
 
 bool VerifiedMemo::has(const std::string& digest) const {
+  auto entry = entryOf(digest);  // the key is set once, before any reader: no lock for the HMAC
   std::lock_guard lock(mutex_);
-  auto entry = entryOf(digest);
   if (seen_.count(entry) == 0) return false;
   if (dir_) used_.insert(std::move(entry));
   return true;
 }
 
 void VerifiedMemo::add(const std::string& digest) {
+  auto entry = entryOf(digest);
   std::lock_guard lock(mutex_);
   if (seen_.size() >= kMaxEntries) seen_.clear();
-  auto entry = entryOf(digest);
   if (dir_) used_.insert(entry);
   seen_.insert(std::move(entry));
   added_ = true;
@@ -265,13 +265,12 @@ NodeTrust checkNode(const std::string& cluster, const std::string& node,
       checked = &kv.value;
       continue;
     }
-    json j;
-    const auto verdict = checkNodeJson(kv.value, t.enrollment->key, &j);
+    SignedFor signedFor;
+    const auto verdict = checkNodeJson(kv.value, t.enrollment->key, signedFor);
     std::string why;
     if (verdict == NodeSignature::Unsigned) why = "it is not signed";
     if (verdict == NodeSignature::Invalid) why = "it is not signed by the node's enrolled key";
-    if (why.empty() &&
-        (j.value("node", std::string()) != node || j.value("cluster", std::string()) != cluster))
+    if (why.empty() && (signedFor.node != node || signedFor.cluster != cluster))
       why = "it is signed for another node or cluster";
     if (!why.empty()) {
       t.verdict = NodeTrust::Verdict::Forged;

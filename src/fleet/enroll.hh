@@ -89,7 +89,9 @@ class VerifiedMemo {
   void save() const;
 
  private:
-  std::string entryOf(const std::string& digest) const;  // under mutex_
+  // The entry for `digest`: its HMAC tag once persistIn set the key (before any has or
+  // add, which call this without the lock).
+  std::string entryOf(const std::string& digest) const;
   mutable std::mutex mutex_;
   std::unordered_set<std::string> seen_;
   Fd dir_;                                        // unset: in memory only

@@ -80,6 +80,96 @@ NodeSignature checkNodeJson(std::string_view text, const trust::NodePublicKey& k
   return valid ? NodeSignature::Valid : NodeSignature::Invalid;
 }
 
+namespace {
+
+// Reads a JSON text as json::parse would accept it, keeping nothing but the top-level
+// "node" and "cluster" strings and whether there is a top-level "signature": false (the
+// parse stops) for anything but an object at the top.
+class PickSignedFor final : public json::json_sax_t {
+ public:
+  explicit PickSignedFor(SignedFor& out) : out_(out) {}
+  bool hasSignature = false;
+
+  bool null() override { return scalar(); }
+  bool boolean(bool) override { return scalar(); }
+  bool number_integer(json::number_integer_t) override { return scalar(); }
+  bool number_unsigned(json::number_unsigned_t) override { return scalar(); }
+  bool number_float(json::number_float_t, const json::string_t&) override { return scalar(); }
+  bool binary(json::binary_t&) override { return scalar(); }
+  bool string(json::string_t& v) override {
+    if (depth_ == 1 && target_) *target_ = v;
+    return scalar();
+  }
+  bool start_object(std::size_t) override {
+    if (depth_ == 0 && started_) return false;
+    started_ = true;
+    target_ = nullptr;
+    ++depth_;
+    return true;
+  }
+  bool key(json::string_t& k) override {
+    if (depth_ != 1) return true;
+    target_ = k == "node" ? &out_.node : k == "cluster" ? &out_.cluster : nullptr;
+    if (target_) target_->clear();  // the last of a key given twice counts, string or not
+    if (k == "signature") hasSignature = true;
+    return true;
+  }
+  bool end_object() override {
+    --depth_;
+    return true;
+  }
+  bool start_array(std::size_t) override {
+    if (depth_ == 0) return false;
+    target_ = nullptr;
+    ++depth_;
+    return true;
+  }
+  bool end_array() override {
+    --depth_;
+    return true;
+  }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override {
+    return false;
+  }
+
+ private:
+  bool scalar() {
+    target_ = nullptr;
+    return depth_ > 0;  // a bare value at the top is not an object
+  }
+  SignedFor& out_;
+  std::string* target_ = nullptr;
+  int depth_ = 0;
+  bool started_ = false;
+};
+
+std::string stringField(const json& j, const char* name) {
+  const auto it = j.find(name);
+  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+}  // namespace
+
+NodeSignature checkNodeJson(std::string_view text, const trust::NodePublicKey& key,
+                            SignedFor& signedFor) {
+  std::string_view cutValue;
+  if (const auto signedBytes = cutSignature(text, cutValue);
+      signedBytes && trust::nodeSignatureMatches(key, *signedBytes, cutValue)) {
+    SignedFor picked;
+    PickSignedFor pick(picked);
+    if (json::sax_parse(*signedBytes, &pick) && !pick.hasSignature) {
+      signedFor = std::move(picked);
+      return NodeSignature::Valid;
+    }
+  }
+  // Anything else as the tree reads it (a text not written as signNodeJson writes it).
+  json j;
+  const auto verdict = checkNodeJson(text, key, &j);
+  if (verdict == NodeSignature::Valid)
+    signedFor = {stringField(j, "node"), stringField(j, "cluster")};
+  return verdict;
+}
+
 std::string encodeHeartbeat(const Heartbeat& h) {
   json j{{"node", h.node}, {"cluster", h.cluster}, {"pid", h.pid}, {"at_ms", h.atMs}};
   if (h.lease != 0) j["lease"] = h.lease;

@@ -43,6 +43,17 @@ enum class NodeSignature { Valid, Unsigned, Invalid };
 NodeSignature checkNodeJson(std::string_view text, const trust::NodePublicKey& key,
                             nlohmann::json* parsed = nullptr);
 
+// Whom a node's signed JSON names: its top-level "node" and "cluster" ("" when absent or
+// not a string; of a key given twice, the last, as a parse into a tree keeps).
+struct SignedFor {
+  std::string node, cluster;
+};
+// checkNodeJson, receiving only whom it names (for a Valid one): what `fleet status` checks
+// of each status. The bytes the node signed are read once, picking those two fields, with
+// no JSON tree built (10,000 statuses on a first run).
+NodeSignature checkNodeJson(std::string_view text, const trust::NodePublicKey& key,
+                            SignedFor& signedFor);
+
 struct Heartbeat {
   std::string node;
   std::string cluster;

@@ -249,6 +249,47 @@ TEST(FleetView, AMemoKeptBetweenRunsNeverHidesAChangeOrAnUntrustedEnroller) {
   EXPECT_EQ(changed.nodes[0].state, NodeState::Converged);
 }
 
+// A large fleet judged on several threads with a memo kept between runs: a value forged
+// among many is found and named on the first run and on every run after (nothing of it is
+// remembered), and a status a node signed naming no node as a string is forged, not a
+// crash of the judging thread.
+TEST(FleetView, AForgedValueAmongManyJudgedInParallelIsNamedEveryRun) {
+  ASSERT_GE(sodium_init(), 0);
+  TempDir tmp;
+  Fleet f;
+  const auto stranger = trust::NodeKey::ephemeral();
+  for (int i = 0; i < 300; ++i)
+    if (i != 200) f.node(fmt::format("n-{:03}", i), true, i == 77 ? &stranger : nullptr);
+  // n-200 signs, with its own enrolled key, a status whose "node" is a number.
+  const auto own = trust::NodeKey::ephemeral();
+  f.put(enrollmentKey(f.keys, "n-200"),
+        encodeEnrollment("c", "n-200", own.publicKey(), kNow, f.op));
+  const std::string odd =
+      signNodeJson(fmt::format(R"({{"cluster":"c","lease":{},"node":200}})", kLease), own);
+  f.put(f.keys.status("n-200"), odd, kLease);
+  f.put(f.keys.seen("n-200"), odd);
+  std::sort(f.range.kvs.begin(), f.range.kvs.end(),
+            [](const EtcdKeyValue& a, const EtcdKeyValue& b) { return a.key < b.key; });
+  for (int run = 0; run < 2; ++run) {
+    VerifiedMemo memo;
+    ASSERT_TRUE(memo.persistIn(tmp.path + "/memo"));
+    const auto view = viewFleet(f.range, f.keys, {f.op.publicKey()}, kNow, &memo);
+    memo.save();
+    ASSERT_EQ(view.nodes.size(), 300u);
+    const auto& forged = view.nodes[77];
+    EXPECT_EQ(forged.state, NodeState::Forged) << "run " << run;
+    EXPECT_NE(forged.trustReason.find(f.keys.status("n-077")), std::string::npos)
+        << forged.trustReason;
+    EXPECT_NE(forged.trustReason.find("not signed by the node's enrolled key"), std::string::npos)
+        << forged.trustReason;
+    const auto& odd200 = view.nodes[200];
+    EXPECT_EQ(odd200.state, NodeState::Forged) << "run " << run;
+    EXPECT_NE(odd200.trustReason.find("signed for another node or cluster"), std::string::npos)
+        << odd200.trustReason;
+    EXPECT_EQ(view.count(NodeState::Converged), 298u) << "run " << run;
+  }
+}
+
 // `fleet status --json` writes the nodes straight into the text: byte for byte what the
 // tree of fleetJson dumps, for every field a node can have (none, all, optional ones left
 // out) and strings that need escaping; what the tree cannot dump (invalid UTF-8) throws
