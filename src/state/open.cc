@@ -169,7 +169,7 @@ void prepare(Db& db, Store::Access access) {
     // restarts it, truncated to the limit below (the largest transaction's size
     // otherwise).
     if (sqlite3_db_config(db.get(), SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, nullptr) != SQLITE_OK)
-      db.fail(sqlite3_errcode(db.get()), "keeping the WAL unchecked at close");
+      db.fail(sqlite3_errcode(db.get()), "leaving the checkpoint to later cycles");
     db.queryInt("PRAGMA journal_size_limit = 4194304", "limiting the WAL size");
     // Keep -wal and -shm when the last writer closes. A read-only open (status, run
     // by an operator in the directory's group) then finds them in place instead of

@@ -28,8 +28,8 @@ enum class WriteKind {
   Bookkeeping,
   // What later cycles act on: records, owed restarts and reloads, history, a new
   // generation (a rollback's text), the pushed declaration. Durable once the
-  // store closes (the WAL synced then, if no Sync::Full commit since did it),
-  // or at its commit when that is Sync::Full.
+  // cycle that wrote it finishes (finishCycle syncs the WAL), or the store
+  // closes, whichever comes first; at its commit when that is Sync::Full.
   Kept,
   // The compiled declaration: `apply` reads it from the main file alone
   // (immutable mode, which ignores the WAL), so closing checkpoints the WAL into
