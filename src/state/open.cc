@@ -160,9 +160,16 @@ void prepare(Db& db, Store::Access access) {
     if (mode != "wal")
       throw Error("state store {}: cannot use WAL journaling (SQLite kept '{}')", db.path(), mode);
     db.exec("PRAGMA synchronous = NORMAL", "setting synchronous mode");
-    // The WAL is kept (below); the limit stops it staying as large as the largest
-    // transaction ever, and (SQLite does this only when a limit is set) makes the
-    // last clean close truncate it to zero bytes, so it holds no frames to replay.
+    // Closing does not checkpoint (unless a Checkpointed write asks it to, see
+    // WriteKind): a checkpoint syncs the WAL and the main file, and the next
+    // writer then starts the WAL afresh, syncing its header and the directory —
+    // four syncs for a no-op cycle that committed only its own row. The WAL stays
+    // bounded all the same: a commit that leaves it at 1,000 pages or more
+    // (SQLite's wal_autocheckpoint, ~4 MiB) checkpoints it, and the next writer
+    // restarts it, truncated to the limit below (the largest transaction's size
+    // otherwise).
+    if (sqlite3_db_config(db.get(), SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, nullptr) != SQLITE_OK)
+      db.fail(sqlite3_errcode(db.get()), "leaving the checkpoint to later cycles");
     db.queryInt("PRAGMA journal_size_limit = 4194304", "limiting the WAL size");
     // Keep -wal and -shm when the last writer closes. A read-only open (status, run
     // by an operator in the directory's group) then finds them in place instead of
@@ -184,6 +191,32 @@ Error damagedError(const std::string& path, const std::string& detail) {
       "state store {} is damaged ({}); move it aside, with its -wal and -shm files: mesh-host "
       "rebuilds it from the machine on the next apply, restarting nothing",
       path, detail);
+}
+
+void Store::Impl::wrote(WriteKind kind) {
+  if (kind == WriteKind::Kept) unsyncedKept = true;
+  if (kind == WriteKind::Checkpointed) checkpointAtClose = true;
+}
+
+bool Store::Impl::syncWal() {
+  // The WAL as SQLite holds it open (SQLITE_FCNTL_JOURNAL_POINTER): synced
+  // through its VFS, as a Sync::Full commit would. Every frame is in it, so
+  // every commit before is durable after.
+  sqlite3_file* wal = nullptr;
+  if (sqlite3_file_control(db.get(), "main", SQLITE_FCNTL_JOURNAL_POINTER, &wal) != SQLITE_OK ||
+      wal == nullptr || wal->pMethods == nullptr)
+    return true;  // no WAL opened: nothing was written
+  if (wal->pMethods->xSync(wal, SQLITE_SYNC_NORMAL) != SQLITE_OK) return false;
+  unsyncedKept = false;
+  return true;
+}
+
+Store::Impl::~Impl() {
+  if (!writable) return;
+  // Best effort: a failure here cannot be reported (finishCycle syncs, and
+  // reports a failure, for a cycle's own writes).
+  if (unsyncedKept) (void)syncWal();
+  if (checkpointAtClose) sqlite3_db_config(db.get(), SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 0, nullptr);
 }
 
 void Store::Impl::damaged(const std::string& detail) {

@@ -135,6 +135,7 @@ std::optional<Record> Store::record(const std::string& id) {
 
 void Store::putRecord(const Record& r) {
   impl_->checkIntegrity();
+  impl_->wrote(WriteKind::Kept);
   auto q = impl_->st->putRecord.start();
   q.bind(r.id).bind(r.module).bind(r.kind).bind(r.path).bind(r.want).bind(r.wrote);
   q.bind(r.outcome).bind(r.reason).bind(r.detail).bind(r.changedAt).bind(r.changedCycle);
@@ -143,11 +144,13 @@ void Store::putRecord(const Record& r) {
 
 void Store::deleteRecord(const std::string& id) {
   impl_->checkIntegrity();
+  impl_->wrote(WriteKind::Kept);
   impl_->st->deleteRecord.start().bind(id).run();
 }
 
 void Store::oweRestart(const OwedRestart& o) {
   impl_->checkIntegrity();
+  impl_->wrote(WriteKind::Kept);
   Stmt s(impl_->db,
          "INSERT INTO owed_restarts (process, cause, cycle, at, intent, kind) "
          "VALUES (?, ?, ?, ?, ?, ?) "
@@ -171,6 +174,7 @@ void Store::oweRestartsDurably(const std::vector<OwedRestart>& intents) {
 
 void Store::cancelOwedRestart(const std::string& process, const std::string& cause) {
   impl_->checkIntegrity();
+  impl_->wrote(WriteKind::Kept);
   Stmt s(impl_->db, "DELETE FROM owed_restarts WHERE process = ? AND cause = ? AND intent != ''",
          "cancelling an owed restart");
   s.start().bind(process).bind(cause).run();
@@ -178,6 +182,7 @@ void Store::cancelOwedRestart(const std::string& process, const std::string& cau
 
 void Store::settleOwedRestart(const std::string& process, const std::string& cause, int64_t at) {
   impl_->checkIntegrity();
+  impl_->wrote(WriteKind::Kept);
   Stmt s(impl_->db, "DELETE FROM owed_restarts WHERE process = ? AND cause = ? AND at <= ?",
          "settling a paid restart");
   s.start().bind(process).bind(cause).bind(at).run();
@@ -198,6 +203,7 @@ std::vector<OwedRestart> Store::owedRestarts() {
 
 void Store::clearOwedRestarts(const std::string& process, std::optional<int64_t> beforeCycle) {
   impl_->checkIntegrity();
+  impl_->wrote(WriteKind::Kept);
   Stmt s(impl_->db, "DELETE FROM owed_restarts WHERE process = ? AND cycle < ?",
          "clearing owed restarts");
   s.start().bind(process).bind(beforeCycle.value_or(std::numeric_limits<int64_t>::max())).run();
@@ -205,12 +211,14 @@ void Store::clearOwedRestarts(const std::string& process, std::optional<int64_t>
 
 void Store::clearOwedReloads(const std::string& process) {
   impl_->checkIntegrity();
+  impl_->wrote(WriteKind::Kept);
   Stmt s(impl_->db, "DELETE FROM owed_restarts WHERE process = ? AND kind = 'reload'",
          "clearing owed reloads");
   s.start().bind(process).run();
 }
 
 int64_t Store::beginCycle(int64_t startedAt, int64_t generation, const std::string& node) {
+  impl_->wrote(WriteKind::Bookkeeping);
   Stmt s(impl_->db,
          "INSERT INTO cycles (started_at, generation, node) VALUES (?, ?, ?) RETURNING cycle",
          "starting a cycle");
@@ -224,6 +232,7 @@ int64_t Store::beginCycle(int64_t startedAt, int64_t generation, const std::stri
 }
 
 void Store::finishCycle(const Cycle& c) {
+  impl_->wrote(WriteKind::Bookkeeping);
   Stmt s(
       impl_->db,
       "UPDATE cycles SET finished_at = ?, generation = ?, created = ?, updated = ?, "
@@ -245,11 +254,18 @@ void Store::finishCycle(const Cycle& c) {
   if (sqlite3_changes(impl_->db.get()) == 0)
     throw Error("state store {}: cannot finish cycle {}: it was never begun", impl_->db.path(),
                 c.cycle);
+  // The cycle's Kept writes (records, history, owed restarts) are durable once
+  // it finishes: the WAL synced now if a write since the last sync asks for it.
+  // A no-op cycle wrote none, and syncs nothing.
+  if (impl_->unsyncedKept && !impl_->inTxn && !impl_->syncWal())
+    throw SqliteError(SQLITE_IOERR, fmt::format("state store {}: syncing the cycle's writes failed",
+                                                impl_->db.path()));
   clearCycleError(impl_->stateDir);  // a cycle ran: an earlier failure to start is over
 }
 
 void Store::addHistory(const HistoryEntry& h) {
   impl_->checkIntegrity();
+  impl_->wrote(WriteKind::Kept);
   if (h.cycle != impl_->trimmedForCycle) {
     impl_->st->trimHistory.start().bind(h.cycle - kHistoryCycles).run();
     impl_->trimmedForCycle = h.cycle;
@@ -272,6 +288,7 @@ int64_t Store::recordGeneration(const std::string& digest, const std::string& te
   std::optional<int64_t> generation;
   if (auto q = known.start(); q.bind(digest).next()) generation = q.integer(0);
   if (generation) {
+    impl_->wrote(WriteKind::Bookkeeping);  // when, and from where: what it did
     Stmt s(impl_->db,
            "UPDATE generations SET serial = ?1, last_applied_at = max(last_applied_at, ?2), "
            "source = iif(?3 = '', source, ?3), base_dir = iif(?3 = '', base_dir, ?4) "
@@ -282,6 +299,7 @@ int64_t Store::recordGeneration(const std::string& digest, const std::string& te
     q.run();
     return *generation;
   }
+  impl_->wrote(WriteKind::Kept);  // the text a rollback applies again
   Stmt s(impl_->db,
          "INSERT INTO generations (digest, text, first_applied_at, last_applied_at, source, "
          "base_dir, serial) VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING generation",
@@ -321,6 +339,7 @@ std::optional<std::string> Store::peekCompiledDeclaration(const std::string& sta
 }
 
 void Store::putCompiledDeclaration(const std::string& key, std::string_view form) {
+  impl_->wrote(WriteKind::Checkpointed);
   Txn txn(*this);
   impl_->db.exec("DELETE FROM compiled_declaration", "replacing the compiled declaration");
   Stmt s(impl_->db, "INSERT INTO compiled_declaration (key, form) VALUES (?, ?)",
@@ -392,6 +411,7 @@ std::optional<std::string> Store::generationText(int64_t generation) {
 
 void Store::putFleetDeclaration(const FleetDeclaration& f) {
   impl_->checkIntegrity();
+  impl_->wrote(WriteKind::Kept);
   Stmt s(impl_->db,
          "INSERT INTO fleet_declaration (key, revision, envelope, received_at) VALUES (?, ?, ?, ?) "
          "ON CONFLICT (key) DO UPDATE SET revision = excluded.revision, "
@@ -525,6 +545,7 @@ void Store::Txn::commit() {
   if (done_) throw Error("state store transaction committed twice");
   auto& impl = *store_->impl_;
   impl.db.exec("COMMIT", "committing a transaction");
+  if (full_) impl.synced();  // synchronous = FULL: the WAL was synced at the commit
   done_ = true;
   impl.inTxn = false;
   backToNormal();

@@ -163,6 +163,8 @@ class Store {
   // Returns the new number. `node`: the name the cycle runs as (--node), which
   // `status` shows when not given one.
   int64_t beginCycle(int64_t startedAt, int64_t generation, const std::string& node = {});
+  // Also makes the cycle's records, history and owed restarts durable (the WAL
+  // synced) when any was written since the last sync; a no-op cycle syncs nothing.
   void finishCycle(const Cycle& c);
   void addHistory(const HistoryEntry& h);  // trims entries older than kHistoryCycles
 
@@ -225,7 +227,9 @@ class Store {
   // A transaction that rolls back unless committed. Its commit is durable
   // across a process crash; an OS crash may take back the last commits
   // (synchronous = NORMAL) unless it is Sync::Full: then the commit is synced
-  // to disk before commit() returns.
+  // to disk before commit() returns. Otherwise what it wrote is synced as its
+  // writes' kinds say (WriteKind, state/store_impl.hh): records and the like
+  // when the cycle finishes, a cycle's own row never on its own account.
   class Txn {
    public:
     enum class Sync { Normal, Full };

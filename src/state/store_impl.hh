@@ -16,9 +16,42 @@ struct Statements {
   Stmt loadRecords, countRecords, record, putRecord, deleteRecord, addHistory, trimHistory;
 };
 
+// What a write is to the store's durability (docs/state-store.md, "WAL and
+// durability"): the one place that decides what a cycle may leave unsynced. Every
+// write method of Store names its kind through Impl::wrote.
+enum class WriteKind {
+  // What a cycle did, never what a later one acts on: its own row (begun,
+  // finished) and a known generation's times and source. Committed without a
+  // sync, and closing syncs nothing for it: a power cut may take back the last
+  // of these rows (the next cycle then sweeps as after a crash), never corrupt.
+  // All a no-op cycle writes, so a no-op syncs nothing.
+  Bookkeeping,
+  // What later cycles act on: records, owed restarts and reloads, history, a new
+  // generation (a rollback's text), the pushed declaration. Durable once the
+  // cycle that wrote it finishes (finishCycle syncs the WAL), or the store
+  // closes, whichever comes first; at its commit when that is Sync::Full.
+  Kept,
+  // The compiled declaration: `apply` reads it from the main file alone
+  // (immutable mode, which ignores the WAL), so closing checkpoints the WAL into
+  // the main file (syncing both) once it was written.
+  Checkpointed,
+};
+
 struct Store::Impl {
   Impl(const std::string& path, int flags, std::string stateDir, bool writable)
       : db(path, flags), stateDir(std::move(stateDir)), writable(writable) {}
+  // Makes the store as durable as its writes' kinds ask (WriteKind) before
+  // SQLite closes it.
+  ~Impl();
+  Impl(const Impl&) = delete;
+  Impl& operator=(const Impl&) = delete;
+
+  // Notes a write of `kind` (in the current transaction, or autocommitted).
+  void wrote(WriteKind kind);
+  // A Sync::Full commit synced the WAL, every frame before it too.
+  void synced() { unsyncedKept = false; }
+  // Syncs the WAL now (what Kept writes wait for); false when the sync failed.
+  bool syncWal();
 
   Db db;  // first: destroyed after the statements that belong to it
   std::string stateDir;
@@ -26,6 +59,8 @@ struct Store::Impl {
   bool checked = false;  // checkIntegrity ran (and passed) on this connection
   std::optional<Statements> st;
   bool inTxn = false;
+  bool unsyncedKept = false;       // a Kept write committed (or pending) since the last sync
+  bool checkpointAtClose = false;  // a Checkpointed write was made
   // History is trimmed once per cycle (the first addHistory of each cycle number),
   // not on every insert: one indexed DELETE per cycle keeps the bound for free.
   int64_t trimmedForCycle = 0;

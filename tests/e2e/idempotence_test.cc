@@ -68,5 +68,27 @@ TEST_F(Idempotence, HumanOutputFollowsTheContract) {
       << again.out;
 }
 
+// A no-op apply syncs nothing: it commits only its own cycle row and the
+// generation's times, which need not be durable (docs/state-store.md), and the
+// store neither checkpoints when it closes nor starts its WAL afresh when it
+// opens. Before, every no-op apply called fdatasync four times.
+TEST_F(Idempotence, ANoOpApplySyncsNothing) {
+  if (runCommand({"strace", "-V"}).code != 0) GTEST_SKIP() << "strace is not installed";
+  ASSERT_EQ(apply(declPath).code, 0);
+  ASSERT_EQ(apply(declPath).code, 0);  // the first no-op: it may still settle what it observed
+  const std::string trace = work + "/syncs.trace";
+  Result r =
+      runCommand({"strace", "-f", "-qq", "-o", trace, "-e",
+                  "trace=fsync,fdatasync,syncfs,sync,sync_file_range,msync", MESH_HOST_BIN, "apply",
+                  declPath, "--json", "--root", root, "--blobs", blobs, "--node", "test"});
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_EQ(r.json()["summary"]["unchanged"], 5) << r.out;
+  std::ifstream in(trace);
+  std::string line, syncs;
+  while (std::getline(in, line))
+    if (line.find("sync") != std::string::npos) syncs += line + "\n";
+  EXPECT_EQ(syncs, "") << "a no-op apply synced";
+}
+
 }  // namespace
 }  // namespace mesh::e2e

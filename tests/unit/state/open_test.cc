@@ -204,9 +204,18 @@ void fillTenThousand(const std::string& dir) {
   txn.commit();
 }
 
+// Checkpoints the closed store's WAL into its file and empties it: closing the
+// store leaves its last commits in the WAL, where the next open would read them
+// rather than a page damaged in the file.
+void checkpointIntoTheFile(const std::string& db) {
+  RawDb raw(db, SQLITE_OPEN_READWRITE);
+  EXPECT_EQ(raw.text("PRAGMA wal_checkpoint(TRUNCATE)"), "0");
+}
+
 // Overwrites one leaf page of `table` with garbage, behind SQLite's back (the
-// store is closed, so its WAL is checkpointed into the file).
+// store is closed and its WAL checkpointed into the file).
 void damagePageOf(const std::string& db, const std::string& table) {
+  checkpointIntoTheFile(db);
   int64_t page = 0, size = 0;
   {
     RawDb raw(db, SQLITE_OPEN_READONLY);
@@ -295,6 +304,7 @@ TEST_F(OpenTest, DamagedCyclesPageIsNamedDamagedAndNoted) {
     auto store = Store::open(dir);
     for (int i = 0; i < 3000; ++i) store.beginCycle(i, 0);
   }
+  checkpointIntoTheFile(db);
   int64_t page = 0, size = 0;
   {
     RawDb raw(db, SQLITE_OPEN_READONLY);
