@@ -57,8 +57,8 @@ struct Pending {
 
 class Cycle {
  public:
-  Cycle(Context& ctx, const decl::Declaration& d, state::Store* store)
-      : ctx_(ctx), decl_(d), store_(store) {}
+  Cycle(Context& ctx, const decl::Declaration& d, state::Store* store, KeepOutcomes keep)
+      : ctx_(ctx), decl_(d), store_(store), keep_(keep) {}
 
   CycleReport run(const std::string& text) {
     const int64_t started = nowMs();
@@ -97,6 +97,8 @@ class Cycle {
     // Writes staged and not committed when the cycle ends early (an error, a
     // crash point under test) are dropped: their temp files go, nothing moves.
     Finally dropStaged([this] { ctx_.dropWritesFrom(0); });
+    // Every outcome kept: room for them at once (growing would hold two copies).
+    if (keep_ == KeepOutcomes::All) report_.results.reserve(decl_.resources.size());
     size_t done = 0;
     for (const auto& r : decl_.resources) {
       if (ctx_.stopRequested()) break;
@@ -269,7 +271,7 @@ class Cycle {
         changed_.erase(p.id);
         heldNow_.erase(p.id);
       }
-      record(p, &shared);
+      record(p, o, &shared);
     }
     if (shared) shared->commit();
     awaiting_.clear();
@@ -327,16 +329,18 @@ class Cycle {
       heldNow_[r.id] = outcome->held().str();
     if (outcome->changed() && outcome->restartsDependents) changed_.insert(r.id);
     Pending p{r.id, r.module, kind, r.path(), want, rec, report_.results.size()};
-    report_.results.push_back({r.id, r.module, kind, std::move(*outcome)});
-    if (report_.results.back().outcome.activation != Activation::None) {
+    if (outcome->activation != Activation::None) {
+      report_.results.push_back({r.id, r.module, kind, std::move(*outcome)});
       p.rec = keep(p.rec);
       activations_.push_back(std::move(p));  // recorded once started, in activate()
     } else if (staged > 0) {
+      report_.results.push_back({r.id, r.module, kind, std::move(*outcome)});
       p.rec = keep(p.rec);
       awaitingIds_.insert(r.id);
       awaiting_.emplace_back(std::move(p), staged);  // recorded once in place
     } else {
-      record(p);
+      record(p, *outcome);  // final now: kept only if the report keeps it
+      if (keeps(*outcome)) report_.results.push_back({r.id, r.module, kind, std::move(*outcome)});
     }
     if (ctx_.writesFull()) commitStaged();
   }
@@ -492,7 +496,7 @@ class Cycle {
       Pending p{rec->id, rec->module,           rec->kind, rec->path, Digest::none(),
                 rec,     report_.results.size()};
       report_.results.push_back({rec->id, rec->module, rec->kind, std::move(*outcome)});
-      record(p);
+      record(p, report_.results.back().outcome);
     }
   }
 
@@ -526,13 +530,18 @@ class Cycle {
           o = std::move(failed);
         }
       }
-      record(p);
+      record(p, o);
     }
   }
 
+  // Whether the report keeps an outcome recorded at once (the others always are).
+  bool keeps(const Outcome& o) const {
+    return keep_ == KeepOutcomes::All || o.verdict() != Verdict::Unchanged || !o.warning.empty();
+  }
+
   // Counts `p`'s outcome and, applying, writes what it changes in the store.
-  void record(const Pending& p, std::optional<state::Store::Txn>* shared = nullptr) {
-    Outcome& outcome = report_.results[p.resultIndex].outcome;
+  void record(const Pending& p, Outcome& outcome,
+              std::optional<state::Store::Txn>* shared = nullptr) {
     count(report_.tally, outcome.verdict());
     // What the kind observed is for the record only (the report never shows
     // it): once recorded, its memory goes (~140 bytes a file, kept for every
@@ -665,14 +674,15 @@ class Cycle {
   CycleReport report_;
   int64_t generation_ = 0;
   bool usesSupervisor_ = false;
+  KeepOutcomes keep_;
 };
 
 }  // namespace
 
 CycleReport runCycle(Context& ctx, const decl::Declaration& d, const std::string& text,
-                     state::Store* store) {
+                     state::Store* store, KeepOutcomes keep) {
   if (ctx.applying() && !store) throw Error("apply needs a state store");
-  return Cycle(ctx, d, store).run(text);
+  return Cycle(ctx, d, store, keep).run(text);
 }
 
 }  // namespace mesh::apply
