@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -39,10 +40,17 @@ enum class KeepOutcomes {
   Changes,  // all but `unchanged` ones without a warning: what the text output prints
 };
 
+// Given to runCycle, it is handed every outcome once final (recorded), in apply
+// order, and the report keeps none (a `--json` apply serializes each at once).
+// Outcomes recorded later than they are decided (a staged write, a start) hold
+// back the ones after them until they are.
+using OutcomeSink = std::function<void(ResourceResult&&)>;
+
 // `store` may be null only when planning on a node with no state store yet.
 // `text` is the declaration's exact text, kept as a generation.
 CycleReport runCycle(Context& ctx, const decl::Declaration& d, const std::string& text,
-                     state::Store* store, KeepOutcomes keep = KeepOutcomes::All);
+                     state::Store* store, KeepOutcomes keep = KeepOutcomes::All,
+                     OutcomeSink sink = {});
 
 int64_t nowMs();
 

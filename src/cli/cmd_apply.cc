@@ -51,16 +51,31 @@ int applyAndReport(const decl::Declaration& declaration, const CommonOptions& o,
     progress.updateBytes(what, done, total);
   };
   // The text output prints only what is not `unchanged` (and warnings): the
-  // report keeps no more (at 50,000 files, the unchanged ones took ~20 MB).
-  const auto keep = o.json || o.verbose ? apply::KeepOutcomes::All : apply::KeepOutcomes::Changes;
-  const auto report = apply::runCycle(ctx, declaration, declaration.text, &store, keep);
+  // report keeps no more (at 50,000 files, the unchanged ones took ~20 MB). The
+  // JSON lists every outcome: each is serialized as the cycle settles it, and
+  // printed with the summary once the cycle is done (a cycle that fails prints
+  // the error document alone).
+  std::string outcomesJson;
+  std::vector<std::string> warnings;
+  apply::OutcomeSink sink;
+  if (o.json)
+    sink = [&outcomesJson, &warnings](apply::ResourceResult&& r) {
+      if (!r.outcome.warning.empty())
+        warnings.push_back(fmt::format("{}: {}", r.id, r.outcome.warning));
+      if (!outcomesJson.empty()) outcomesJson += ',';
+      outcomesJson += outcomeJson(r, false).dump();
+    };
+  const auto keep = o.verbose ? apply::KeepOutcomes::All : apply::KeepOutcomes::Changes;
+  const auto report =
+      apply::runCycle(ctx, declaration, declaration.text, &store, keep, std::move(sink));
   progress.finish();  // before the report is printed
 
   for (const auto& r : report.results)
     if (!r.outcome.warning.empty())
-      std::fprintf(stderr, "mesh-host: warning: %s: %s\n", r.id.c_str(), r.outcome.warning.c_str());
+      warnings.push_back(fmt::format("{}: {}", r.id, r.outcome.warning));
+  for (const auto& w : warnings) std::fprintf(stderr, "mesh-host: warning: %s\n", w.c_str());
   if (o.json) {
-    std::puts(reportJson(report, o.node, false).dump().c_str());
+    std::puts(reportJsonText(report, o.node, outcomesJson).c_str());
   } else {
     for (const auto& r : report.results)
       if (o.verbose || r.outcome.verdict() != apply::Verdict::Unchanged)

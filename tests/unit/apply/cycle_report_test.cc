@@ -40,7 +40,7 @@ class CycleReportKeeps : public ::testing::Test {
     return t;
   }
 
-  CycleReport cycle(const std::string& text, KeepOutcomes keep) {
+  CycleReport cycle(const std::string& text, KeepOutcomes keep, OutcomeSink sink = {}) {
     decl::ParseOptions po;
     po.node = "t";
     po.baseDir = work;
@@ -52,7 +52,7 @@ class CycleReportKeeps : public ::testing::Test {
     s.stateDir = stateDir();
     s.node = "t";
     Context ctx(s);
-    return runCycle(ctx, d, text, &store, keep);
+    return runCycle(ctx, d, text, &store, keep, std::move(sink));
   }
 
   static std::vector<std::string> ids(const CycleReport& r) {
@@ -88,6 +88,38 @@ TEST_F(CycleReportKeeps, AllKeepsEveryOutcomeInApplyOrder) {
   EXPECT_EQ(second.results[1].outcome.verdict(), Verdict::Updated);
   EXPECT_EQ(second.results[2].outcome.verdict(), Verdict::Unchanged);
   EXPECT_EQ(second.tally.unchanged, 2);
+}
+
+// Files stage their writes, recorded when the batch is in place: an outcome
+// after one (unchanged, final at once) waits for it, so the sink sees apply order.
+TEST_F(CycleReportKeeps, ASinkIsHandedEveryOutcomeInApplyOrderOnceRecorded) {
+  std::vector<std::string> seen;
+  std::vector<Verdict> verdicts;
+  auto sink = [&](ResourceResult&& r) {
+    seen.push_back(r.id);
+    verdicts.push_back(r.outcome.verdict());
+  };
+  const auto first = cycle(declaration("B"), KeepOutcomes::All, sink);
+  EXPECT_EQ(seen, (std::vector<std::string>{"m.a", "m.b", "m.c"}));
+  EXPECT_TRUE(first.results.empty());
+  EXPECT_EQ(first.tally.created, 3);
+
+  seen.clear();
+  verdicts.clear();
+  const auto second = cycle(declaration("B2"), KeepOutcomes::All, sink);
+  EXPECT_EQ(seen, (std::vector<std::string>{"m.a", "m.b", "m.c"}));
+  EXPECT_EQ(verdicts,
+            (std::vector<Verdict>{Verdict::Unchanged, Verdict::Updated, Verdict::Unchanged}));
+  EXPECT_TRUE(second.results.empty());
+  EXPECT_EQ(second.tally.updated, 1);
+  EXPECT_EQ(second.tally.unchanged, 2);
+
+  // A resource no longer declared: its removal comes last, after the declared ones.
+  seen.clear();
+  const auto third =
+      cycle("[module.m.file.a]\npath = \"/srv/a\"\ncontent = \"A\"\n", KeepOutcomes::All, sink);
+  EXPECT_EQ(seen, (std::vector<std::string>{"m.a", "m.b", "m.c"}));
+  EXPECT_EQ(third.tally.removed, 2);
 }
 
 }  // namespace
