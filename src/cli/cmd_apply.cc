@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <exception>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
@@ -57,13 +58,20 @@ int applyAndReport(const decl::Declaration& declaration, const CommonOptions& o,
   // the error document alone).
   std::string outcomesJson;
   std::vector<std::string> warnings;
+  std::exception_ptr unprintable;  // thrown once the cycle is done, as before
   apply::OutcomeSink sink;
   if (o.json)
-    sink = [&outcomesJson, &warnings](apply::ResourceResult&& r) {
+    sink = [&outcomesJson, &warnings, &unprintable](apply::ResourceResult&& r) {
       if (!r.outcome.warning.empty())
         warnings.push_back(fmt::format("{}: {}", r.id, r.outcome.warning));
-      if (!outcomesJson.empty()) outcomesJson += ',';
-      outcomesJson += outcomeJson(r, false).dump();
+      if (unprintable) return;
+      try {
+        std::string j = outcomeJson(r, false).dump();
+        if (!outcomesJson.empty()) outcomesJson += ',';
+        outcomesJson += j;
+      } catch (...) {  // never cuts the cycle short: it fails the output, after it
+        unprintable = std::current_exception();
+      }
     };
   const auto keep = o.verbose ? apply::KeepOutcomes::All : apply::KeepOutcomes::Changes;
   const auto report =
@@ -75,6 +83,7 @@ int applyAndReport(const decl::Declaration& declaration, const CommonOptions& o,
       warnings.push_back(fmt::format("{}: {}", r.id, r.outcome.warning));
   for (const auto& w : warnings) std::fprintf(stderr, "mesh-host: warning: %s\n", w.c_str());
   if (o.json) {
+    if (unprintable) std::rethrow_exception(unprintable);
     std::puts(reportJsonText(report, o.node, outcomesJson).c_str());
   } else {
     for (const auto& r : report.results)
