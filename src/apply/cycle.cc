@@ -57,8 +57,9 @@ struct Pending {
 
 class Cycle {
  public:
-  Cycle(Context& ctx, const decl::Declaration& d, state::Store* store)
-      : ctx_(ctx), decl_(d), store_(store) {}
+  Cycle(Context& ctx, const decl::Declaration& d, state::Store* store, KeepOutcomes keep,
+        OutcomeSink sink)
+      : ctx_(ctx), decl_(d), store_(store), keep_(keep), sink_(std::move(sink)) {}
 
   CycleReport run(const std::string& text) {
     const int64_t started = nowMs();
@@ -97,6 +98,8 @@ class Cycle {
     // Writes staged and not committed when the cycle ends early (an error, a
     // crash point under test) are dropped: their temp files go, nothing moves.
     Finally dropStaged([this] { ctx_.dropWritesFrom(0); });
+    // Every outcome kept: room for them at once (growing would hold two copies).
+    if (keep_ == KeepOutcomes::All && !sink_) report_.results.reserve(decl_.resources.size());
     size_t done = 0;
     for (const auto& r : decl_.resources) {
       if (ctx_.stopRequested()) break;
@@ -257,7 +260,7 @@ class Cycle {
     std::optional<state::Store::Txn> shared;
     size_t i = 0;
     for (const auto& [p, writes] : awaiting_) {
-      Outcome& o = report_.results[p.resultIndex].outcome;
+      Outcome& o = result(p.resultIndex).outcome;
       std::optional<std::string> error;
       for (size_t k = 0; k < writes; ++k, ++i) {
         if (done[i].error && !error) error = std::move(done[i].error);
@@ -269,7 +272,8 @@ class Cycle {
         changed_.erase(p.id);
         heldNow_.erase(p.id);
       }
-      record(p, &shared);
+      record(p, o, &shared);
+      settle(p.resultIndex);
     }
     if (shared) shared->commit();
     awaiting_.clear();
@@ -326,17 +330,19 @@ class Cycle {
     else if (dependents_.count(r.id))  // only causes: intents are judged against them
       heldNow_[r.id] = outcome->held().str();
     if (outcome->changed() && outcome->restartsDependents) changed_.insert(r.id);
-    Pending p{r.id, r.module, kind, r.path(), want, rec, report_.results.size()};
-    report_.results.push_back({r.id, r.module, kind, std::move(*outcome)});
-    if (report_.results.back().outcome.activation != Activation::None) {
+    Pending p{r.id, r.module, kind, r.path(), want, rec, base_ + report_.results.size()};
+    if (outcome->activation != Activation::None) {
+      hold({r.id, r.module, kind, std::move(*outcome)});
       p.rec = keep(p.rec);
       activations_.push_back(std::move(p));  // recorded once started, in activate()
     } else if (staged > 0) {
+      hold({r.id, r.module, kind, std::move(*outcome)});
       p.rec = keep(p.rec);
       awaitingIds_.insert(r.id);
       awaiting_.emplace_back(std::move(p), staged);  // recorded once in place
     } else {
-      record(p);
+      record(p, *outcome);  // final now: kept only if the report keeps it
+      if (keeps(*outcome)) emit({r.id, r.module, kind, std::move(*outcome)});
     }
     if (ctx_.writesFull()) commitStaged();
   }
@@ -489,10 +495,16 @@ class Cycle {
         }
       }
       if (outcome->verdict() == Verdict::Removed) changed_.insert(rec->id);
-      Pending p{rec->id, rec->module,           rec->kind, rec->path, Digest::none(),
-                rec,     report_.results.size()};
-      report_.results.push_back({rec->id, rec->module, rec->kind, std::move(*outcome)});
-      record(p);
+      Pending p{rec->id,
+                rec->module,
+                rec->kind,
+                rec->path,
+                Digest::none(),
+                rec,
+                base_ + report_.results.size()};
+      ResourceResult res{rec->id, rec->module, rec->kind, std::move(*outcome)};
+      record(p, res.outcome);
+      emit(std::move(res));
     }
   }
 
@@ -501,7 +513,7 @@ class Cycle {
   // does so once, before the first of them.
   void activate() {
     for (const auto& p : activations_) {
-      Outcome& o = report_.results[p.resultIndex].outcome;
+      Outcome& o = result(p.resultIndex).outcome;
       if (ctx_.applying()) {
         try {
           store_->checkIntegrity();  // as before any change (a start is one)
@@ -523,13 +535,57 @@ class Cycle {
           o = std::move(failed);
         }
       }
-      record(p);
+      record(p, o);
+      settle(p.resultIndex);
     }
   }
 
+  // Whether the report keeps an outcome recorded at once (the others always are).
+  bool keeps(const Outcome& o) const {
+    return sink_ || keep_ == KeepOutcomes::All || o.verdict() != Verdict::Unchanged ||
+           !o.warning.empty();
+  }
+
+  // The outcome at `index` (Pending::resultIndex), not yet handed to the sink.
+  ResourceResult& result(size_t index) { return report_.results[index - base_]; }
+
+  // An outcome recorded later (a staged write, a start): held in the report, and
+  // holding back those after it from the sink until settle().
+  void hold(ResourceResult&& r) {
+    report_.results.push_back(std::move(r));
+    if (sink_) final_.push_back(false);
+  }
+
+  // An outcome final already: to the sink (after any held before it), or kept.
+  void emit(ResourceResult&& r) {
+    if (!sink_) {
+      report_.results.push_back(std::move(r));
+    } else if (report_.results.empty()) {
+      sink_(std::move(r));
+      ++base_;
+    } else {
+      report_.results.push_back(std::move(r));
+      final_.push_back(true);
+    }
+  }
+
+  // The held outcome at `index` is recorded: it and the final ones after it, up to
+  // the next one held, go to the sink.
+  void settle(size_t index) {
+    if (!sink_) return;
+    final_[index - base_] = true;
+    size_t n = 0;
+    while (n < final_.size() && final_[n]) ++n;
+    if (n == 0) return;
+    for (size_t i = 0; i < n; ++i) sink_(std::move(report_.results[i]));
+    report_.results.erase(report_.results.begin(), report_.results.begin() + n);
+    final_.erase(final_.begin(), final_.begin() + n);
+    base_ += n;
+  }
+
   // Counts `p`'s outcome and, applying, writes what it changes in the store.
-  void record(const Pending& p, std::optional<state::Store::Txn>* shared = nullptr) {
-    Outcome& outcome = report_.results[p.resultIndex].outcome;
+  void record(const Pending& p, Outcome& outcome,
+              std::optional<state::Store::Txn>* shared = nullptr) {
     count(report_.tally, outcome.verdict());
     // What the kind observed is for the record only (the report never shows
     // it): once recorded, its memory goes (~140 bytes a file, kept for every
@@ -662,14 +718,20 @@ class Cycle {
   CycleReport report_;
   int64_t generation_ = 0;
   bool usesSupervisor_ = false;
+  KeepOutcomes keep_;
+  OutcomeSink sink_;
+  // With a sink: outcomes handed to it so far (report_.results holds those after),
+  // and which of the held ones are final.
+  size_t base_ = 0;
+  std::vector<bool> final_;
 };
 
 }  // namespace
 
 CycleReport runCycle(Context& ctx, const decl::Declaration& d, const std::string& text,
-                     state::Store* store) {
+                     state::Store* store, KeepOutcomes keep, OutcomeSink sink) {
   if (ctx.applying() && !store) throw Error("apply needs a state store");
-  return Cycle(ctx, d, store).run(text);
+  return Cycle(ctx, d, store, keep, std::move(sink)).run(text);
 }
 
 }  // namespace mesh::apply

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -22,8 +23,8 @@ struct ResourceResult {
 };
 
 struct CycleReport {
-  int64_t cycle = 0;  // 0 for a plan
-  std::vector<ResourceResult> results;
+  int64_t cycle = 0;                    // 0 for a plan
+  std::vector<ResourceResult> results;  // in apply order; which ones: KeepOutcomes
   Tally tally;
   int64_t ms = 0;
   bool interrupted = false;  // stopped early on request (SIGTERM): not every resource was seen
@@ -33,10 +34,23 @@ struct CycleReport {
   bool anyChange() const { return tally.anyChange(); }
 };
 
+// Which outcomes the report keeps (every one is counted in its tally either way).
+enum class KeepOutcomes {
+  All,      // every outcome, in apply order (plan, JSON, --verbose)
+  Changes,  // all but `unchanged` ones without a warning: what the text output prints
+};
+
+// Given to runCycle, it is handed every outcome once final (recorded), in apply
+// order, and the report keeps none (a `--json` apply serializes each at once).
+// Outcomes recorded later than they are decided (a staged write, a start) hold
+// back the ones after them until they are.
+using OutcomeSink = std::function<void(ResourceResult&&)>;
+
 // `store` may be null only when planning on a node with no state store yet.
 // `text` is the declaration's exact text, kept as a generation.
 CycleReport runCycle(Context& ctx, const decl::Declaration& d, const std::string& text,
-                     state::Store* store);
+                     state::Store* store, KeepOutcomes keep = KeepOutcomes::All,
+                     OutcomeSink sink = {});
 
 int64_t nowMs();
 

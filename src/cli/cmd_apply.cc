@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <exception>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
@@ -50,14 +51,40 @@ int applyAndReport(const decl::Declaration& declaration, const CommonOptions& o,
   ctx.byteProgress = [&progress](std::string_view what, uint64_t done, uint64_t total) {
     progress.updateBytes(what, done, total);
   };
-  const auto report = apply::runCycle(ctx, declaration, declaration.text, &store);
+  // The text output prints only what is not `unchanged` (and warnings): the
+  // report keeps no more (at 50,000 files, the unchanged ones took ~20 MB). The
+  // JSON lists every outcome: each is serialized as the cycle settles it, and
+  // printed with the summary once the cycle is done (a cycle that fails prints
+  // the error document alone).
+  std::string outcomesJson;
+  std::vector<std::string> warnings;
+  std::exception_ptr unprintable;  // thrown once the cycle is done, as before
+  apply::OutcomeSink sink;
+  if (o.json)
+    sink = [&outcomesJson, &warnings, &unprintable](apply::ResourceResult&& r) {
+      if (!r.outcome.warning.empty())
+        warnings.push_back(fmt::format("{}: {}", r.id, r.outcome.warning));
+      if (unprintable) return;
+      try {
+        std::string j = outcomeJson(r, false).dump();
+        if (!outcomesJson.empty()) outcomesJson += ',';
+        outcomesJson += j;
+      } catch (...) {  // never cuts the cycle short: it fails the output, after it
+        unprintable = std::current_exception();
+      }
+    };
+  const auto keep = o.verbose ? apply::KeepOutcomes::All : apply::KeepOutcomes::Changes;
+  const auto report =
+      apply::runCycle(ctx, declaration, declaration.text, &store, keep, std::move(sink));
   progress.finish();  // before the report is printed
 
   for (const auto& r : report.results)
     if (!r.outcome.warning.empty())
-      std::fprintf(stderr, "mesh-host: warning: %s: %s\n", r.id.c_str(), r.outcome.warning.c_str());
+      warnings.push_back(fmt::format("{}: {}", r.id, r.outcome.warning));
+  for (const auto& w : warnings) std::fprintf(stderr, "mesh-host: warning: %s\n", w.c_str());
   if (o.json) {
-    std::puts(reportJson(report, o.node, false).dump().c_str());
+    if (unprintable) std::rethrow_exception(unprintable);
+    std::puts(reportJsonText(report, o.node, outcomesJson).c_str());
   } else {
     for (const auto& r : report.results)
       if (o.verbose || r.outcome.verdict() != apply::Verdict::Unchanged)

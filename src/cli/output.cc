@@ -73,26 +73,28 @@ std::string summaryLine(const apply::CycleReport& r, bool plan) {
   return fmt::format("cycle {}: {} in {} ms", r.cycle, tallyText(t), r.ms);
 }
 
+nlohmann::json outcomeJson(const apply::ResourceResult& res, bool plan) {
+  const auto& o = res.outcome;
+  nlohmann::json j = {{"id", res.id},         {"module", res.module},
+                      {"kind", res.kind},     {"outcome", verdictName(o.verdict())},
+                      {"reason", o.reason()}, {"wrote", o.held().str()},
+                      {"detail", o.detail()}, {"restarted", o.restarted}};
+  if (!o.warning.empty()) j["warning"] = o.warning;
+  if (plan) {
+    j["diff"] = o.diff;
+    // What the apply would do to the service at the end of the cycle.
+    j["would"] = o.activation == apply::Outcome::Activation::Restart  ? "restart"
+                 : o.activation == apply::Outcome::Activation::Start  ? "start"
+                 : o.activation == apply::Outcome::Activation::Reload ? "reload"
+                                                                      : "";
+  }
+  if (!o.movedFrom.empty()) j["moved_from"] = o.movedFrom;
+  return j;
+}
+
 nlohmann::json reportJson(const apply::CycleReport& r, const std::string& node, bool plan) {
   nlohmann::json outcomes = nlohmann::json::array();
-  for (const auto& res : r.results) {
-    const auto& o = res.outcome;
-    nlohmann::json j = {{"id", res.id},         {"module", res.module},
-                        {"kind", res.kind},     {"outcome", verdictName(o.verdict())},
-                        {"reason", o.reason()}, {"wrote", o.held().str()},
-                        {"detail", o.detail()}, {"restarted", o.restarted}};
-    if (!o.warning.empty()) j["warning"] = o.warning;
-    if (plan) {
-      j["diff"] = o.diff;
-      // What the apply would do to the service at the end of the cycle.
-      j["would"] = o.activation == apply::Outcome::Activation::Restart  ? "restart"
-                   : o.activation == apply::Outcome::Activation::Start  ? "start"
-                   : o.activation == apply::Outcome::Activation::Reload ? "reload"
-                                                                        : "";
-    }
-    if (!o.movedFrom.empty()) j["moved_from"] = o.movedFrom;
-    outcomes.push_back(std::move(j));
-  }
+  for (const auto& res : r.results) outcomes.push_back(outcomeJson(res, plan));
   nlohmann::json out = {{"schema", kJsonSchema},
                         {"node", node},
                         {"cycle", r.cycle},
@@ -108,6 +110,19 @@ nlohmann::json reportJson(const apply::CycleReport& r, const std::string& node, 
                                   {"install", r.supervisorCalls.install}};
   if (plan) out["plan"] = true;
   return out;
+}
+
+std::string reportJsonText(const apply::CycleReport& r, const std::string& node,
+                           std::string_view outcomes) {
+  apply::CycleReport empty = r;
+  empty.results.clear();
+  std::string text = reportJson(empty, node, false).dump();
+  // Keys are written sorted: "outcomes" comes after "cycle" and "node", whose
+  // values (escaped) cannot hold this unescaped.
+  constexpr std::string_view kEmpty = "\"outcomes\":[]";
+  const auto at = text.find(kEmpty);
+  if (at != std::string::npos) text.insert(at + kEmpty.size() - 1, outcomes);
+  return text;
 }
 
 nlohmann::json errorJson(const std::exception& e, bool badInput, const std::string& nothingDone) {

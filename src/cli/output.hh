@@ -3,6 +3,7 @@
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 
 #include "apply/cycle.hh"
 #include "util/json_schema.hh"
@@ -20,6 +21,12 @@ std::string summaryLine(const apply::CycleReport& r, bool plan);
 std::string tallyText(const Tally& t);
 nlohmann::json tallyJson(const Tally& t);
 nlohmann::json reportJson(const apply::CycleReport& r, const std::string& node, bool plan);
+// One element of its "outcomes".
+nlohmann::json outcomeJson(const apply::ResourceResult& r, bool plan);
+// reportJson(r, node, false) as text, its "outcomes" being `outcomes`: the outcomes'
+// JSON objects, comma-separated, as a sink serialized them during the cycle.
+std::string reportJsonText(const apply::CycleReport& r, const std::string& node,
+                           std::string_view outcomes);
 
 // What `--json` prints on stdout when a command ends in an error instead of its
 // answer: {"schema", "error": {kind, file, line, column, message, hint},
