@@ -1,8 +1,7 @@
 #!/bin/bash
 # sdns.sh — a REAL systemd (the host's /lib/systemd/systemd) as PID 1 of a private PID, mount,
 # cgroup and UTS namespace, driven from the host. mesh-host's systemd tests use it on machines
-# whose PID 1 is not systemd (CI). Adapted from ../shared/testing/systemd-etcd/sdns.sh, whose
-# NOTES.md holds the findings behind every step here.
+# whose PID 1 is not systemd (CI). Adapted from the workplace's shared systemd test harness.
 #
 #   sdns.sh start DIR        boot it; returns once SystemState is running or degraded (~0.4 s)
 #   sdns.sh env DIR          print DBUS_SYSTEM_BUS_ADDRESS=... for sd-bus clients on the host
