@@ -35,11 +35,39 @@ void StatusOptions::addTo(CLI::App& cmd) {
 
 namespace {
 
-// What the supervisor shows of one process record.
+// What the supervisor shows of one process record: built once, rendered as
+// JSON and as text from the same fields.
 struct ServiceView {
-  nlohmann::json json;
+  std::string name;
+  bool active = false;
   bool running = false;
+  std::string state;  // the supervisor's word, or "unknown" when it cannot be asked
+  pid_t pid = 0;      // 0 when none
+  std::string since;  // when it entered its state; empty when unknown
+  int64_t restartsByMeshHost = 0;
+  int64_t restartsByCrash = 0;
 };
+
+nlohmann::json serviceJson(const ServiceView& v) {
+  return {{"name", v.name},
+          {"active", v.active},
+          {"running", v.running},
+          {"state", v.state},
+          {"pid", v.pid},
+          {"since", v.since},
+          {"restarts_by_mesh_host", v.restartsByMeshHost},
+          {"restarts_by_crash", v.restartsByCrash}};
+}
+
+std::string sinceText(const ServiceView& v) {
+  return v.since.empty() ? std::string() : " since " + v.since;
+}
+
+std::string serviceText(const ServiceView& v) {
+  return fmt::format(", {} {}{}{}, restarts: {} by mesh-host, {} by crashes", v.name, v.state,
+                     v.pid > 0 ? fmt::format(" pid {}", v.pid) : std::string(), sinceText(v),
+                     v.restartsByMeshHost, v.restartsByCrash);
+}
 
 // Every process record's service, and the error when the supervisor could not
 // be asked at all (then no service is known to run, and the node is failing).
@@ -47,17 +75,6 @@ struct Services {
   std::map<std::string, ServiceView> views;
   std::string error;
 };
-
-std::string serviceText(const ServiceView& v) {
-  const auto& s = v.json;
-  const int pid = s["pid"].get<int>();
-  const auto since = s["since"].get<std::string>();
-  return fmt::format(
-      ", {} {}{}{}, restarts: {} by mesh-host, {} by crashes", s["name"].get<std::string>(),
-      s["state"].get<std::string>(), pid > 0 ? fmt::format(" pid {}", pid) : std::string(),
-      since.empty() ? std::string() : " since " + since, s["restarts_by_mesh_host"].get<int64_t>(),
-      s["restarts_by_crash"].get<int64_t>());
-}
 
 // For each process record, what its supervisor shows: read in one go.
 Services servicesOf(const std::map<std::string, const state::Record*>& records,
@@ -81,17 +98,18 @@ Services servicesOf(const std::map<std::string, const state::Record*>& records,
   for (const auto& [id, info] : infos) {
     const auto& st = states[info.service];
     const bool known = out.error.empty();
-    nlohmann::json j = {{"name", info.service},
-                        {"active", st.active},
-                        {"running", st.running},
-                        {"state", known ? st.activeState : std::string("unknown")},
-                        {"pid", st.pid},
-                        {"since", st.sinceUs ? isoTime(st.sinceUs / 1000) : ""},
-                        {"restarts_by_mesh_host", info.restarts},
-                        // Counted for ever, as mesh-host's own: what the record kept
-                        // from before mesh-host's last (re)start, and the count since.
-                        {"restarts_by_crash", info.crashRestartsBefore + st.crashRestarts}};
-    out.views.emplace(id, ServiceView{std::move(j), st.running});
+    out.views.emplace(id, ServiceView{
+                              .name = info.service,
+                              .active = st.active,
+                              .running = st.running,
+                              .state = known ? st.activeState : std::string("unknown"),
+                              .pid = st.pid,
+                              .since = st.sinceUs ? isoTime(st.sinceUs / 1000) : "",
+                              .restartsByMeshHost = info.restarts,
+                              // Counted for ever, as mesh-host's own: what the record kept
+                              // from before mesh-host's last (re)start, and the count since.
+                              .restartsByCrash = info.crashRestartsBefore + st.crashRestarts,
+                          });
   }
   return out;
 }
@@ -227,14 +245,10 @@ int showStatus(CommonOptions& o, const StatusOptions& so,
          {"churning", c.churning},
          // The changes the declaration did not ask for, in the window.
          {"churn", {{"changes", c.changes}, {"reasons", std::move(reasons)}}},
-         {"service", s != services.views.end() ? s->second.json : nlohmann::json()}});
-    if (down) {
-      const auto& j = s->second.json;
-      const auto since = j["since"].get<std::string>();
-      lines.push_back(fmt::format("down {} ({}): {} is {}{}", id, r->module,
-                                  j["name"].get<std::string>(), j["state"].get<std::string>(),
-                                  since.empty() ? "" : " since " + since));
-    }
+         {"service", s != services.views.end() ? serviceJson(s->second) : nlohmann::json()}});
+    if (down)
+      lines.push_back(fmt::format("down {} ({}): {} is {}{}", id, r->module, s->second.name,
+                                  s->second.state, sinceText(s->second)));
     if (failed) lines.push_back(fmt::format("failed {} ({}): {}", id, r->module, r->reason));
     if (c.churning)
       lines.push_back(fmt::format("churning {} ({}): changed {} times in the last {} cycles ({})",
