@@ -3,7 +3,8 @@
 // the values of those whose values are closed sets (Restart, Type, …), durations
 // (RestartSec, TimeoutStartSec, …) or booleans. Checked at parse, so a typo
 // (`Restrat`) or a value systemd would ignore with a warning in its journal
-// (`Restart = "sometimes"`) is bad input with a position, on either backend.
+// (`Restart = "sometimes"`) is bad input with a position, on either backend. The
+// keys and their values are those of util/unit_keys.hh, the one table.
 #pragma once
 
 #include <optional>

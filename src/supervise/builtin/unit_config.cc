@@ -1,11 +1,12 @@
 #include "supervise/builtin/unit_config.hh"
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
-#include <set>
 
 #include "util/error.hh"
+#include "util/unit_keys.hh"
 
 namespace mesh::supervise::builtin {
 
@@ -67,11 +68,6 @@ int64_t timeSpan(const ServiceKeys& keys, const char* key, int64_t fallback) {
   if (!us) throw Error("{}={}: not a time span (e.g. 5, 5s, 500ms, 1min)", key, *v);
   return *us;
 }
-
-const std::set<std::string, std::less<>> kHonoured = {
-    "ExecStart", "Environment",  "EnvironmentFile", "WorkingDirectory", "User",
-    "Group",     "Restart",      "RestartSec",      "TimeoutStopSec",   "TimeoutStartSec",
-    "Type",      "NotifyAccess", "X-LogMaxBytes",   "ExecReload"};
 
 // The last of a key's values (systemd: a later assignment wins), or nullptr.
 const std::string* last(const ServiceKeys& keys, const char* key) {
@@ -336,14 +332,14 @@ ServiceConfig parseServiceConfig(const ServiceKeys& keys) {
 std::vector<std::string> unsupportedServiceKeys(const ServiceKeys& keys) {
   std::vector<std::string> out;
   for (const auto& [key, values] : keys) {
-    if (!kHonoured.count(key)) {
+    const UnitKey* row = findUnitKey(key);
+    if (!row || !row->builtinHonours) {
       out.push_back(key);
-    } else if (key == "Type") {
+    } else if (!row->builtinChoices.empty()) {  // Type=, Restart=
       for (const auto& v : values)
-        if (v != "simple" && v != "exec" && v != "notify") out.push_back("Type=" + v);
-    } else if (key == "Restart") {
-      for (const auto& v : values)
-        if (v == "on-watchdog") out.push_back("Restart=" + v);
+        if (std::find(row->builtinChoices.begin(), row->builtinChoices.end(), v) ==
+            row->builtinChoices.end())
+          out.push_back(key + "=" + v);
     } else if (key == "ExecStart") {
       for (const auto& v : values) {
         auto prefix = v.substr(0, v.find_first_not_of("-@:+!"));

@@ -99,7 +99,7 @@ std::vector<std::string> substituteEnvironment(const std::vector<std::string>& a
 
 // Every [Service] setting the builtin supervisor cannot honour, by key (and
 // value or prefix where only that is the problem: "Type=forking",
-// "ExecStart=+…").
+// "ExecStart=+…"). What it honours is marked in util/unit_keys.hh.
 std::vector<std::string> unsupportedServiceKeys(const ServiceKeys& keys);
 
 }  // namespace mesh::supervise::builtin
