@@ -48,6 +48,20 @@ class ProcessNode : public Node, public ::testing::WithParamInterface<std::strin
 
   void setSecret(const std::string& s) { std::ofstream(secretFile, std::ios::trunc) << s; }
 
+  // `mesh-host apply decl` killed by strace (a real SIGKILL) at the Nth call of
+  // `syscall`; true when it ran through (the Nth call never came). Only the
+  // mesh-host process is traced, not the supervisors it starts.
+  bool applyKilledAt(const std::string& syscall, int n, const std::string& decl) {
+    std::vector<std::string> argv = {
+        "strace",      "-qq",    "-o",
+        "/dev/null",   "-e",     fmt::format("inject={}:signal=KILL:when={}", syscall, n),
+        MESH_HOST_BIN, "apply",  decl,
+        "--root",      root,     "--blobs",
+        blobs,         "--node", "test"};
+    argv.insert(argv.end(), extraArgs.begin(), extraArgs.end());
+    return runCommand(argv, extraEnv).code == 0;
+  }
+
   std::string text(const std::string& config = "one", const std::string& extraEnvVar = "") const {
     return fmt::format(R"(
 [module.{0}.credential.key]

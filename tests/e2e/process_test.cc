@@ -479,14 +479,7 @@ TEST_P(CrashPoints, AKillAtEveryFsyncNeverLosesTheOwedRestart) {
     for (int n = 1; n <= 40 && !ranThrough; ++n) {
       const int pidBefore = serviceStatus()["pid"];
       const auto changed = declare(text(fmt::format("c{}", ++round)), "changed.toml");
-      std::vector<std::string> argv = {
-          "strace",      "-qq",    "-o",
-          "/dev/null",   "-e",     fmt::format("inject={}:signal=KILL:when={}", syscall, n),
-          MESH_HOST_BIN, "apply",  changed,
-          "--root",      root,     "--blobs",
-          blobs,         "--node", "test"};
-      argv.insert(argv.end(), extraArgs.begin(), extraArgs.end());
-      ranThrough = runCommand(argv, extraEnv).code == 0;
+      ranThrough = applyKilledAt(syscall, n, changed);
       Result next = apply(changed);
       ASSERT_EQ(next.code, 0) << syscall << " " << n << ": " << next.out << next.err;
       const auto after = serviceStatus();
@@ -522,14 +515,7 @@ TEST_P(ReloadingProcess, AKillAtEveryFsyncNeverLosesTheOwedReload) {
       const size_t before = lines().size();
       const std::string config = fmt::format("c{}", ++round);
       const auto changed = declare(reloadText(config), "changed.toml");
-      std::vector<std::string> argv = {
-          "strace",      "-qq",    "-o",
-          "/dev/null",   "-e",     fmt::format("inject={}:signal=KILL:when={}", syscall, n),
-          MESH_HOST_BIN, "apply",  changed,
-          "--root",      root,     "--blobs",
-          blobs,         "--node", "test"};
-      argv.insert(argv.end(), extraArgs.begin(), extraArgs.end());
-      ranThrough = runCommand(argv, extraEnv).code == 0;
+      ranThrough = applyKilledAt(syscall, n, changed);
       Result next = apply(changed);
       ASSERT_EQ(next.code, 0) << syscall << " " << n << ": " << next.out << next.err;
       reloads(before + 1);
