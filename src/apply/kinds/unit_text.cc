@@ -2,29 +2,12 @@
 
 #include <fmt/format.h>
 
-#include <set>
-
 #include "util/faults.hh"
+#include "util/unit_keys.hh"
 
 namespace mesh::apply {
 
 namespace {
-
-// Keys that systemd reads from [Unit] and [Install]; every other key is a
-// [Service] key.
-const std::set<std::string>& unitSectionKeys() {
-  static const std::set<std::string> keys = {"Description",     "Documentation",
-                                             "After",           "Before",
-                                             "Requires",        "Wants",
-                                             "BindsTo",         "PartOf",
-                                             "Conflicts",       "StartLimitIntervalSec",
-                                             "StartLimitBurst", "ConditionPathExists"};
-  return keys;
-}
-const std::set<std::string>& installSectionKeys() {
-  static const std::set<std::string> keys = {"WantedBy", "RequiredBy", "Alias", "Also"};
-  return keys;
-}
 
 std::string replaceAll(const std::string& value, const std::string& what, const std::string& with) {
   std::string out;
@@ -53,9 +36,13 @@ supervise::Unit renderUnit(const std::string& id, const decl::ProcessSpec& spec,
     std::vector<std::string> expanded;
     for (const auto& v : values)
       expanded.push_back(replaceAll(replaceAll(v, "{bundle}", bundleDir), "{root}", rootPrefix));
-    if (unitSectionKeys().count(key))
+    // The section systemd reads the key from (declarations hold only the table's
+    // keys; any other is a [Service] key, as builtin's own extensions are).
+    const UnitKey* row = findUnitKey(key);
+    const UnitSection in = row ? row->section : UnitSection::Service;
+    if (in == UnitSection::Unit)
       unitKeys[key] = std::move(expanded);
-    else if (installSectionKeys().count(key))
+    else if (in == UnitSection::Install)
       installKeys[key] = std::move(expanded);
     else
       u.service[key] = std::move(expanded);
