@@ -541,14 +541,15 @@ std::string downReason(const NodeKeys& k, const std::optional<NodeStatus>& statu
 // From this many nodes on, they are judged on several threads.
 constexpr size_t kParallelFrom = 256;
 
-FleetView viewFleet(const EtcdRange& range, const FleetKeys& keys,
-                    const std::vector<trust::OperatorPublicKey>& trusted, int64_t nowMs,
-                    VerifiedMemo* memo) {
+namespace {
+
+FleetView viewKnown(const std::map<std::string, NodeKeys>& known, int64_t revision,
+                    const FleetKeys& keys, const std::vector<trust::OperatorPublicKey>& trusted,
+                    int64_t nowMs, VerifiedMemo* memo) {
   FleetView out;
   out.cluster = keys.cluster;
-  out.revision = range.revision;
+  out.revision = revision;
   out.nowMs = nowMs;
-  const auto known = nodesIn(range, keys);
   std::vector<const std::pair<const std::string, NodeKeys>*> order;
   order.reserve(known.size());
   for (const auto& entry : known) order.push_back(&entry);
@@ -587,6 +588,21 @@ FleetView viewFleet(const EtcdRange& range, const FleetKeys& keys,
       pushedBy.note(*pushed[i], *out.nodes[i].wanted, order[i]->second.declaration->key);
   out.versions = versionsOf(out.nodes, pushedBy);
   return out;
+}
+
+}  // namespace
+
+FleetView viewFleet(const EtcdRange& range, const FleetKeys& keys,
+                    const std::vector<trust::OperatorPublicKey>& trusted, int64_t nowMs,
+                    VerifiedMemo* memo) {
+  return viewKnown(nodesIn(range, keys), range.revision, keys, trusted, nowMs, memo);
+}
+
+FleetView viewFleet(EtcdRange&& range, const FleetKeys& keys,
+                    const std::vector<trust::OperatorPublicKey>& trusted, int64_t nowMs,
+                    VerifiedMemo* memo) {
+  const int64_t revision = range.revision;
+  return viewKnown(nodesIn(std::move(range), keys), revision, keys, trusted, nowMs, memo);
 }
 
 json fleetJson(const FleetView& v) {
