@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <utility>
 
 #include "cli/commands.hh"
 #include "cli/fleet_common.hh"
@@ -81,20 +82,21 @@ int runFleetStatus(const FleetOptions& f) {
   const auto keys = keysOf(f);
   const auto trusted = f.trust.load();
   fleet::EtcdClient client(etcdConfigOf(f));
-  const auto range = fleet::readFleet(client, keys);
+  auto range = fleet::readFleet(client, keys);
   // Statuses change rarely and enrollments almost never: most signatures were checked by
   // the run before (docs/fleet.md, "What fleet status remembers").
   fleet::VerifiedMemo memo;
   const std::string dir = memoDir();
   const bool kept = !dir.empty() && memo.persistIn(dir);
-  const auto view = fleet::viewFleet(range, keys, trusted, nowMs(), &memo);
+  // The range is not needed after: its values are moved into the judgement, not copied.
+  const auto view = fleet::viewFleet(std::move(range), keys, trusted, nowMs(), &memo);
   if (kept) memo.save();
 
   if (f.json) {
     std::puts(fleet::fleetJsonText(view).c_str());
   } else if (view.nodes.empty()) {
     std::puts(fmt::format("cluster {}: no nodes (nothing under {} at revision {})", f.cluster,
-                          keys.nodesPrefix(), range.revision)
+                          keys.nodesPrefix(), view.revision)
                   .c_str());
   } else {
     std::vector<std::vector<std::string>> rows = {
@@ -120,8 +122,7 @@ int runFleetStatus(const FleetOptions& f) {
     std::puts("");
     printVersions(view.versions, view.nowMs);
     std::puts(fmt::format("cluster {} at revision {}: {} node(s), {} converged{}", f.cluster,
-                          range.revision, view.nodes.size(), view.count(NodeState::Converged),
-                          tally)
+                          view.revision, view.nodes.size(), view.count(NodeState::Converged), tally)
                   .c_str());
   }
   return view.allConverged() ? kExitOk : kExitFailed;

@@ -61,15 +61,16 @@ FleetFeed::Snapshot FleetFeed::waitNewer(uint64_t seq, std::chrono::milliseconds
 }
 
 void FleetFeed::refresh() {
-  const auto range = readFleet(*client_, keys_);
+  auto range = readFleet(*client_, keys_);
+  const int64_t revision = range.revision;
   auto json = std::make_shared<const std::string>(
-      fleetJsonText(viewFleet(range, keys_, trusted_, unixNowMs(), &verified_)));
+      fleetJsonText(viewFleet(std::move(range), keys_, trusted_, unixNowMs(), &verified_)));
   {
     std::lock_guard lock(mutex_);
     // Two reads may race (the watcher's after a compaction, the refresher's): never let
     // an older one replace a newer.
-    if (range.revision < readRevision_) return;
-    readRevision_ = range.revision;
+    if (revision < readRevision_) return;
+    readRevision_ = revision;
   }
   publish(std::move(json), "");
 }

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
+#include <unordered_map>
 
 #include "util/error.hh"
 
@@ -65,14 +66,18 @@ std::string FleetKeys::push(int64_t pushedAtMs, const std::string& digest) const
   return pushesPrefix() + fmt::format("{:016}-{}", pushedAtMs, hex.substr(0, 12));
 }
 
-std::map<std::string, NodeKeys> nodesIn(const EtcdRange& range, const FleetKeys& keys) {
+namespace {
+
+// nodesIn, the values copied out of `range` (const) or moved (not const).
+template <typename Range>
+std::map<std::string, NodeKeys> nodesOf(Range& range, const FleetKeys& keys) {
   std::map<std::string, NodeKeys> nodes;
   const std::string seenPrefix = keys.seenPrefix();
   // Of a node's two seen copies (an older agent's under its node prefix), the newer.
-  const auto seen = [](std::optional<EtcdKeyValue>& slot, const EtcdKeyValue& kv) {
-    if (!slot || slot->modRevision < kv.modRevision) slot = kv;
+  const auto seen = [](std::optional<EtcdKeyValue>& slot, auto& kv) {
+    if (!slot || slot->modRevision < kv.modRevision) slot = std::move(kv);
   };
-  for (const auto& kv : range.kvs) {
+  for (auto& kv : range.kvs) {
     if (kv.key.starts_with(seenPrefix)) {
       const std::string node = kv.key.substr(seenPrefix.size());
       if (!node.empty() && node.find('/') == std::string::npos) seen(nodes[node].seen, kv);
@@ -81,20 +86,39 @@ std::map<std::string, NodeKeys> nodesIn(const EtcdRange& range, const FleetKeys&
     const auto split = keys.splitNodeKey(kv.key);
     if (!split) continue;
     const auto& [node, what] = *split;
-    if (what == "declaration") nodes[node].declaration = kv;
-    if (what == "status") nodes[node].status = kv;
+    if (what == "declaration") nodes[node].declaration = std::move(kv);
+    if (what == "status") nodes[node].status = std::move(kv);
     if (what == "seen") seen(nodes[node].seen, kv);
-    if (what == "enrollment") nodes[node].enrollment = kv;
-    if (what == "heartbeat") nodes[node].heartbeat = kv;
+    if (what == "enrollment") nodes[node].enrollment = std::move(kv);
+    if (what == "heartbeat") nodes[node].heartbeat = std::move(kv);
   }
   return nodes;
 }
 
+}  // namespace
+
+std::map<std::string, NodeKeys> nodesIn(const EtcdRange& range, const FleetKeys& keys) {
+  return nodesOf(range, keys);
+}
+
+std::map<std::string, NodeKeys> nodesIn(EtcdRange&& range, const FleetKeys& keys) {
+  return nodesOf(range, keys);
+}
+
 EtcdRange readFleet(EtcdClient& etcd, const FleetKeys& keys) {
   EtcdRange range = etcd.getPrefix(keys.nodesPrefix());
-  const auto known = nodesIn(range, keys);
-  const bool someDown = std::any_of(known.begin(), known.end(),
-                                    [](const auto& entry) { return !entry.second.status; });
+  // Whether a known node (nodesIn) has no live status, by the keys alone: the values
+  // (tens of MB at 10,000 nodes) are not copied for that.
+  std::unordered_map<std::string, bool> hasStatus;
+  for (const auto& kv : range.kvs)
+    if (const auto split = keys.splitNodeKey(kv.key)) {
+      const auto& what = split->second;
+      if (what == "declaration" || what == "status" || what == "seen" || what == "enrollment" ||
+          what == "heartbeat")
+        hasStatus[split->first] |= what == "status";
+    }
+  const bool someDown = std::any_of(hasStatus.begin(), hasStatus.end(),
+                                    [](const auto& entry) { return !entry.second; });
   if (someDown)
     for (auto& kv : etcd.getPrefix(keys.seenPrefix()).kvs) range.kvs.push_back(std::move(kv));
   return range;

@@ -81,6 +81,8 @@ struct NodeKeys {
 // keys.nodesPrefix(), or a seen copy under keys.seenPrefix() (of two seen copies, the
 // newer); other keys are ignored.
 std::map<std::string, NodeKeys> nodesIn(const EtcdRange& range, const FleetKeys& keys);
+// The same, the values moved out of `range` rather than copied (a reader done with it).
+std::map<std::string, NodeKeys> nodesIn(EtcdRange&& range, const FleetKeys& keys);
 
 // What `fleet status` and `fleet serve` judge by: every key under the nodes prefix and,
 // only when a node there has no live status, the seen copies too (appended: the range

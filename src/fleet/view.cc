@@ -202,45 +202,46 @@ std::string lastErrorOf(const NodeView& v) {
 
 using VersionKey = std::pair<std::string, std::optional<int64_t>>;  // digest, serial
 
-// Who pushed each (digest, serial): the newest statement naming it; a signature is
-// checked once per distinct statement (a push puts the same one to every node).
+// Who pushed each (digest, serial): the newest statement naming it (of equally new ones,
+// the last noted). Only that statement's signature is checked, once, in fill(): a fleet
+// pushed node by node holds as many statements as nodes, and checking each newer one met
+// on the way would cost a signature per node.
 class PushedBy {
  public:
   explicit PushedBy(const std::vector<trust::OperatorPublicKey>& trusted) : trusted_(trusted) {}
 
   void note(const PushedDeclaration& p, const Statement& st, const std::string& where) {
     auto& best = by_[{st.declarationDigest, st.serial}];
-    if (best.pushedAtMs > st.pushedAtMs) return;
-    best.pushedBy = st.pushedBy;
-    best.pushedAtMs = st.pushedAtMs;
-    best.pushedVerified = verified(p, where);
+    if (best.pushed && best.statement->pushedAtMs > st.pushedAtMs) return;
+    best = {&p, &st, &where};
   }
 
   void fill(VersionView& v) const {
     if (v.digest.empty()) return;
     const auto it = by_.find({v.digest, v.serial});
     if (it == by_.end()) return;
-    v.pushedBy = it->second.pushedBy;
-    v.pushedAtMs = it->second.pushedAtMs;
-    v.pushedVerified = it->second.pushedVerified;
+    v.pushedBy = it->second.statement->pushedBy;
+    v.pushedAtMs = it->second.statement->pushedAtMs;
+    v.pushedVerified = verified(*it->second.pushed, *it->second.where);
   }
 
  private:
-  bool verified(const PushedDeclaration& p, const std::string& where) {
-    const auto key = p.statement + '\n' + p.signature;
-    const auto it = checked_.find(key);
-    if (it != checked_.end()) return it->second;
-    bool ok = true;
+  // Pointers into the range and the views, which outlive this.
+  struct Newest {
+    const PushedDeclaration* pushed = nullptr;
+    const Statement* statement = nullptr;
+    const std::string* where = nullptr;
+  };
+  bool verified(const PushedDeclaration& p, const std::string& where) const {
     try {
       verifySignedStatement(p, where, trusted_);
+      return true;
     } catch (const InputError&) {
-      ok = false;
+      return false;
     }
-    return checked_[key] = ok;
   }
   const std::vector<trust::OperatorPublicKey>& trusted_;
-  std::map<VersionKey, VersionView> by_;
-  std::map<std::string, bool> checked_;
+  std::map<VersionKey, Newest> by_;
 };
 
 std::vector<VersionView> versionsOf(const std::vector<NodeView>& views, const PushedBy& pushed) {
@@ -540,14 +541,15 @@ std::string downReason(const NodeKeys& k, const std::optional<NodeStatus>& statu
 // From this many nodes on, they are judged on several threads.
 constexpr size_t kParallelFrom = 256;
 
-FleetView viewFleet(const EtcdRange& range, const FleetKeys& keys,
-                    const std::vector<trust::OperatorPublicKey>& trusted, int64_t nowMs,
-                    VerifiedMemo* memo) {
+namespace {
+
+FleetView viewKnown(const std::map<std::string, NodeKeys>& known, int64_t revision,
+                    const FleetKeys& keys, const std::vector<trust::OperatorPublicKey>& trusted,
+                    int64_t nowMs, VerifiedMemo* memo) {
   FleetView out;
   out.cluster = keys.cluster;
-  out.revision = range.revision;
+  out.revision = revision;
   out.nowMs = nowMs;
-  const auto known = nodesIn(range, keys);
   std::vector<const std::pair<const std::string, NodeKeys>*> order;
   order.reserve(known.size());
   for (const auto& entry : known) order.push_back(&entry);
@@ -586,6 +588,21 @@ FleetView viewFleet(const EtcdRange& range, const FleetKeys& keys,
       pushedBy.note(*pushed[i], *out.nodes[i].wanted, order[i]->second.declaration->key);
   out.versions = versionsOf(out.nodes, pushedBy);
   return out;
+}
+
+}  // namespace
+
+FleetView viewFleet(const EtcdRange& range, const FleetKeys& keys,
+                    const std::vector<trust::OperatorPublicKey>& trusted, int64_t nowMs,
+                    VerifiedMemo* memo) {
+  return viewKnown(nodesIn(range, keys), range.revision, keys, trusted, nowMs, memo);
+}
+
+FleetView viewFleet(EtcdRange&& range, const FleetKeys& keys,
+                    const std::vector<trust::OperatorPublicKey>& trusted, int64_t nowMs,
+                    VerifiedMemo* memo) {
+  const int64_t revision = range.revision;
+  return viewKnown(nodesIn(std::move(range), keys), revision, keys, trusted, nowMs, memo);
 }
 
 json fleetJson(const FleetView& v) {

@@ -96,6 +96,10 @@ std::string downReason(const NodeKeys& k, const std::optional<NodeStatus>& statu
 FleetView viewFleet(const EtcdRange& range, const FleetKeys& keys,
                     const std::vector<trust::OperatorPublicKey>& trusted, int64_t nowMs,
                     VerifiedMemo* memo = nullptr);
+// The same, the range's values moved rather than copied (`fleet status`, done with it).
+FleetView viewFleet(EtcdRange&& range, const FleetKeys& keys,
+                    const std::vector<trust::OperatorPublicKey>& trusted, int64_t nowMs,
+                    VerifiedMemo* memo = nullptr);
 
 // The object `fleet status --json` prints and `fleet serve` sends (docs/fleet.md):
 // {"schema", "cluster", "revision", "nodes", "summary", "versions"}.

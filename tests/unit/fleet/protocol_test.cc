@@ -1,10 +1,13 @@
 // The JSON nodes and operators exchange through etcd, and the key layout.
 #include "fleet/protocol.hh"
+#include "fleet/node_signed.hh"
 #include "fleet/statement.hh"
 
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <optional>
+#include <utility>
 #include <vector>
 
 #include "util/error.hh"
@@ -173,6 +176,43 @@ TEST(FleetProtocol, NodesInTakesTheNewerOfTwoSeenCopies) {
   EXPECT_EQ(nodes.at("c").seen->value, "c");
   std::swap(range.kvs[0].modRevision, range.kvs[2].modRevision);
   EXPECT_EQ(nodesIn(range, k).at("a").seen->value, "old a");
+}
+
+// `fleet status` hands its range over (nodesIn of an rvalue): the values are moved, not
+// copied, and every node gets exactly what the copying nodesIn gives it — either order of
+// two seen copies included.
+TEST(FleetProtocol, NodesInOfARangeHandedOverIsNodesInOfItsCopy) {
+  FleetKeys k{"prod"};
+  EtcdRange range;
+  range.kvs.push_back({k.declaration("a"), "decl a", 2, 2, 0});
+  range.kvs.push_back({k.legacySeen("a"), "old a", 5, 5, 0});
+  range.kvs.push_back({k.status("a"), "status a", 7, 7, 9});
+  range.kvs.push_back({enrollmentKey(k, "b"), "enrolled b", 3, 3, 0});
+  range.kvs.push_back({heartbeatKey(k, "b"), "beat b", 8, 8, 9});
+  range.kvs.push_back({k.nodesPrefix() + "b/other", "ignored", 4, 4, 0});
+  range.kvs.push_back({k.seen("a"), "new a", 9, 9, 0});
+  range.kvs.push_back({k.seen("c"), "c", 3, 3, 0});
+  const auto same = [](const std::optional<EtcdKeyValue>& x, const std::optional<EtcdKeyValue>& y) {
+    return x.has_value() == y.has_value() &&
+           (!x || (x->key == y->key && x->value == y->value && x->modRevision == y->modRevision &&
+                   x->lease == y->lease));
+  };
+  for (int order = 0; order < 2; ++order) {
+    if (order == 1) std::swap(range.kvs[1].modRevision, range.kvs[6].modRevision);
+    const auto copied = nodesIn(range, k);
+    EtcdRange handed = range;
+    const auto moved = nodesIn(std::move(handed), k);
+    ASSERT_EQ(moved.size(), copied.size());
+    for (const auto& [node, keys] : copied) {
+      const auto& m = moved.at(node);
+      EXPECT_TRUE(same(m.declaration, keys.declaration)) << node;
+      EXPECT_TRUE(same(m.status, keys.status)) << node;
+      EXPECT_TRUE(same(m.seen, keys.seen)) << node;
+      EXPECT_TRUE(same(m.enrollment, keys.enrollment)) << node;
+      EXPECT_TRUE(same(m.heartbeat, keys.heartbeat)) << node;
+    }
+    EXPECT_EQ(moved.at("a").seen->value, order == 0 ? "new a" : "old a");
+  }
 }
 
 TEST(FleetProtocol, KeysAndTheirSplit) {

@@ -16,8 +16,10 @@
 
 #include "fleet/enroll.hh"
 #include "fleet/node_signed.hh"
+#include "fleet/statement.hh"
 #include "trust/node_key.hh"
 #include "trust/operator_key.hh"
+#include "trust/signing.hh"
 
 namespace mesh::fleet {
 namespace {
@@ -30,6 +32,9 @@ struct Fleet {
   trust::OperatorKey op = trust::OperatorKey::generate();
   EtcdRange range;
   int64_t revision = 1;
+  // What each node's status says it applied ("" and none: nothing).
+  std::string appliedDigest;
+  std::optional<int64_t> appliedSerial;
 
   void put(const std::string& key, const std::string& value, int64_t lease = 0) {
     range.kvs.push_back({key, value, ++revision, revision, lease});
@@ -49,6 +54,8 @@ struct Fleet {
     s.cycle = 3;
     s.lease = kLease;
     s.publishedAtMs = kNow - 1000;
+    s.declarationDigest = appliedDigest;
+    s.serial = appliedSerial;
     const std::string status = signNodeJson(encodeStatus(s), signer ? *signer : key);
     put(keys.seen(name), status);
     if (!up) return;
@@ -109,6 +116,48 @@ TEST(FleetView, AMemoSparesCheckingAgainButNeverHidesAChange) {
   EXPECT_EQ(view.nodes[1].state, NodeState::Forged) << stateName(view.nodes[1].state);
   EXPECT_EQ(view.nodes[2].state, NodeState::Forged) << stateName(view.nodes[2].state);
   EXPECT_EQ(view.count(NodeState::Converged), 2u);
+}
+
+// Who pushed a version is the newest statement naming it, whatever the order the nodes
+// are met in, and only that statement's signature decides whether it is marked verified:
+// an older statement signed by another key, or changed after it was signed, changes
+// nothing; a newest one not signed by a trusted key is shown, marked unverified. (Only
+// the newest is checked: a fleet pushed node by node holds a statement per node.)
+TEST(FleetView, TheNewestStatementOfAVersionAloneSaysWhoPushedIt) {
+  ASSERT_GE(sodium_init(), 0);
+  const auto other = trust::OperatorKey::generate();
+  const std::string digest = "sha256:" + std::string(64, 'a');
+  // Six nodes, each pushed its own statement of serial 7; the newest is n-2's.
+  const auto fleet = [&](bool newestTrusted) {
+    Fleet f;
+    f.appliedDigest = digest;
+    f.appliedSerial = 7;
+    for (int i = 0; i < 6; ++i) {
+      const std::string name = fmt::format("n-{}", i);
+      f.node(name);
+      const bool newest = i == 2;
+      const auto& signer = newest == newestTrusted ? f.op : other;
+      Statement st{"c", Selector{{name}}, digest, 7, kNow - (newest ? 1000 : 60000 + i), "", 0};
+      st.pushedBy = signer.publicKey().text();
+      std::string text = encodeStatement(st);
+      const std::string signature = trust::signatureText(signer, text);
+      if (i == 4) text.replace(text.find("\"serial\":7"), 10, "\"serial\":7 ");  // changed
+      f.put(f.keys.declaration(name), encodePushed({text, signature, ""}));
+    }
+    std::sort(f.range.kvs.begin(), f.range.kvs.end(),
+              [](const EtcdKeyValue& a, const EtcdKeyValue& b) { return a.key < b.key; });
+    return std::pair{viewFleet(f.range, f.keys, {f.op.publicKey()}, kNow), f.op.publicKey().text()};
+  };
+  for (const bool newestTrusted : {true, false}) {
+    const auto [view, trustedKey] = fleet(newestTrusted);
+    ASSERT_EQ(view.versions.size(), 1u);
+    const auto& v = view.versions[0];
+    EXPECT_EQ(v.nodes.size(), 6u);
+    EXPECT_EQ(v.pushedAtMs, kNow - 1000) << newestTrusted;
+    EXPECT_EQ(v.pushedBy, newestTrusted ? trustedKey : other.publicKey().text());
+    EXPECT_EQ(v.pushedVerified, newestTrusted);
+    EXPECT_EQ(view.count(NodeState::Converged), 6u) << newestTrusted;
+  }
 }
 
 std::string slurp(const std::string& path) {
