@@ -300,17 +300,25 @@ int64_t Store::recordGeneration(const std::string& digest, const std::string& te
     return *generation;
   }
   impl_->wrote(WriteKind::Kept);  // the text a rollback applies again
+  // The row and its text together, or neither.
+  std::optional<Txn> txn;
+  if (!impl_->inTxn) txn.emplace(*this);
   Stmt s(impl_->db,
-         "INSERT INTO generations (digest, text, first_applied_at, last_applied_at, source, "
-         "base_dir, serial) VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING generation",
+         "INSERT INTO generations (digest, first_applied_at, last_applied_at, source, base_dir, "
+         "serial) VALUES (?, ?, ?, ?, ?, ?) RETURNING generation",
          "recording a declaration generation");
   auto q = s.start();
-  q.bind(digest).bind(text).bind(now).bind(now).bind(source).bind(baseDir);
+  q.bind(digest).bind(now).bind(now).bind(source).bind(baseDir);
   bindSerial(q);
   if (!q.next())
     throw Error("state store {}: recording a generation returned no number", impl_->db.path());
   const int64_t added = q.integer(0);
   q.run();
+  // Written once, never updated: the row above is, by every apply of this text.
+  Stmt t(impl_->db, "INSERT INTO generation_texts (generation, text) VALUES (?, ?)",
+         "recording a declaration generation's text");
+  t.start().bind(added).bind(text).run();
+  if (txn) txn->commit();
   return added;
 }
 
@@ -385,7 +393,11 @@ std::vector<Generation> Store::generations() {
 }
 
 std::optional<GenerationDeclaration> Store::generationDeclaration(int64_t generation) {
-  Stmt s(impl_->db, "SELECT text, source, base_dir FROM generations WHERE generation = ?",
+  Stmt s(impl_->db,
+         impl_->textsApart
+             ? "SELECT t.text, g.source, g.base_dir FROM generations g JOIN generation_texts t "
+               "USING (generation) WHERE g.generation = ?"
+             : "SELECT text, source, base_dir FROM generations WHERE generation = ?",
          "reading a declaration generation");
   auto q = s.start();
   q.bind(generation);
@@ -401,7 +413,9 @@ bool Store::knowsGeneration(const std::string& digest) {
 }
 
 std::optional<std::string> Store::generationText(int64_t generation) {
-  Stmt s(impl_->db, "SELECT text FROM generations WHERE generation = ?",
+  Stmt s(impl_->db,
+         impl_->textsApart ? "SELECT text FROM generation_texts WHERE generation = ?"
+                           : "SELECT text FROM generations WHERE generation = ?",
          "reading a declaration generation");
   auto q = s.start();
   q.bind(generation);

@@ -112,7 +112,7 @@ class Store {
   Store& operator=(Store&&) noexcept;
   ~Store();
 
-  static constexpr int kSchemaVersion = 1;
+  static constexpr int kSchemaVersion = 2;
   // History keeps the outcomes of the last this-many cycles.
   static constexpr int64_t kHistoryCycles = 200;
 
