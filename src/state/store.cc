@@ -110,10 +110,14 @@ std::unordered_map<std::string, Record> Store::loadRecords() {
   });
 }
 
-Records Store::loadRecordSet() {
+Records Store::loadRecordSet(size_t expected) {
   // Every page of the records is read here, every cycle: a damaged one says so.
   return impl_->guard([&] {
     Records out;
+    // Sized once from the caller's guess (a cycle's: its resources), not grown
+    // by doubling, which holds two copies of the rows at once, and up to twice
+    // the room they need. Counting the rows first would read every page twice.
+    out.reserve(expected);
     auto q = impl_->st->loadRecords.start();
     while (q.next()) {
       RecordView v{q.textView(0), q.textView(1), q.textView(2), q.textView(3), q.textView(4),

@@ -126,8 +126,9 @@ class Store {
   void checkIntegrity();
 
   std::unordered_map<std::string, Record> loadRecords();
-  // The same records, compact (state/records.hh): what a cycle holds.
-  Records loadRecordSet();
+  // The same records, compact (state/records.hh): what a cycle holds. Room is
+  // made for `expected` records at once (more may come: the set then grows).
+  Records loadRecordSet(size_t expected = 0);
   std::optional<Record> record(const std::string& id);
 
   // All writes below run inside the current transaction when there is one.

@@ -182,18 +182,22 @@ TEST_F(RecordsTest, CompactSetHoldsWhatLoadRecordsHolds) {
     txn.commit();
   }
   const auto all = store.loadRecords();
-  auto set = store.loadRecordSet();
-  ASSERT_EQ(set.size(), all.size());
-  ASSERT_EQ(set.slots(), all.size());
-  for (const auto& [id, rec] : all) {
-    auto i = set.find(id);
-    ASSERT_TRUE(i) << id;
-    EXPECT_EQ(set[*i].id, id);
-    EXPECT_EQ(set[*i].record(), rec) << id;
-    Record reused = sample("something else entirely, longer than the small-string buffer");
-    set[*i].copyTo(reused);
-    EXPECT_EQ(reused, rec) << id;
+  // However many records the caller expects: none said, fewer, as many, more.
+  for (size_t expected : {0, 10, 3000, 5000}) {
+    auto set = store.loadRecordSet(expected);
+    ASSERT_EQ(set.size(), all.size()) << expected;
+    ASSERT_EQ(set.slots(), all.size()) << expected;
+    for (const auto& [id, rec] : all) {
+      auto i = set.find(id);
+      ASSERT_TRUE(i) << id;
+      EXPECT_EQ(set[*i].id, id);
+      EXPECT_EQ(set[*i].record(), rec) << id;
+      Record reused = sample("something else entirely, longer than the small-string buffer");
+      set[*i].copyTo(reused);
+      EXPECT_EQ(reused, rec) << id;
+    }
   }
+  auto set = store.loadRecordSet(all.size());
   EXPECT_FALSE(set.find("r3000"));
   EXPECT_FALSE(set.find("r"));
   EXPECT_FALSE(set.find(""));
