@@ -41,6 +41,10 @@ RecordView Records::operator[](size_t i) const {
                                 &v.wrote, &v.outcome, &v.reason, &v.detail, &v.observed};
   const char* at = r.at;
   for (size_t f = 0; f < std::size(fields); ++f) {
+    if (f == kWrote && r.len[f] == kSameAsWant) {
+      v.wrote = v.want;
+      continue;
+    }
     *fields[f] = std::string_view(at, r.len[f]);
     at += r.len[f];
   }
@@ -77,16 +81,23 @@ void Records::reserve(size_t n) {
 void Records::add(const RecordView& v) {
   const std::string_view fields[] = {v.id,    v.module,  v.kind,   v.path,   v.want,
                                      v.wrote, v.outcome, v.reason, v.detail, v.observed};
+  // What the cycle wrote is nearly always what it wanted (every file it
+  // converged): held once.
+  const bool wroteIsWant = !v.wrote.empty() && v.wrote == v.want;
   size_t n = 0;
-  for (const auto& f : fields) {
-    if (f.size() > UINT32_MAX)
-      throw Error("resource record {}: a field of {} bytes", v.id, f.size());
-    n += f.size();
+  for (size_t f = 0; f < std::size(fields); ++f) {
+    if (fields[f].size() >= kSameAsWant)
+      throw Error("resource record {}: a field of {} bytes", v.id, fields[f].size());
+    if (!(f == kWrote && wroteIsWant)) n += fields[f].size();
   }
   Row& row = rows_.emplace_back();
   char* at = n != 0 ? room(n) : nullptr;
   row.at = at;
   for (size_t f = 0; f < std::size(fields); ++f) {
+    if (f == kWrote && wroteIsWant) {
+      row.len[f] = kSameAsWant;
+      continue;
+    }
     if (!fields[f].empty()) std::memcpy(at, fields[f].data(), fields[f].size());
     row.len[f] = static_cast<uint32_t>(fields[f].size());
     at += fields[f].size();

@@ -58,7 +58,10 @@ class Records {
  private:
   // A record as held: its fields lie one after another from `at`, in
   // RecordView's order (id, module, kind, path, want, wrote, outcome, reason,
-  // detail, observed), each of the length given.
+  // detail, observed), each of the length given; `wrote`'s length kSameAsWant
+  // says it is the same as `want`, and not held again.
+  static constexpr size_t kWrote = 5;
+  static constexpr uint32_t kSameAsWant = UINT32_MAX;
   struct Row {
     const char* at = nullptr;
     uint32_t len[10] = {};

@@ -177,6 +177,9 @@ TEST_F(RecordsTest, CompactSetHoldsWhatLoadRecordsHolds) {
       if (i == 1234) r.observed = std::string(600 * 1024, 'x');  // past a block
       if (i == 7) r.observed = std::string("binary\0data", 11);
       if (i == 8) r.reason = r.detail = r.path = "";
+      if (i % 3 == 0) r.wrote = r.want;  // held once in the set
+      if (i == 9) r.want = r.wrote = "";
+      if (i == 10) r.want = "";  // only what it wrote
       store.putRecord(r);
     }
     txn.commit();
