@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <charconv>
 #include <chrono>
+#include <climits>
 #include <filesystem>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -326,19 +327,61 @@ int64_t Store::recordGeneration(const std::string& digest, const std::string& te
   return added;
 }
 
+namespace {
+
+// The store's URI to read the compiled declaration with: immutable, so nothing
+// is locked or written (Store::peekCompiledDeclaration).
+std::string immutableUri(const std::string& stateDir) {
+  // A URI, its path escaped where SQLite's URI syntax would read it otherwise.
+  std::string uri = "file:";
+  for (char c : StateDir{stateDir}.store()) {
+    if (c == '%' || c == '?' || c == '#')
+      uri += fmt::format("%{:02X}", static_cast<unsigned char>(c));
+    else
+      uri += c;
+  }
+  uri += "?immutable=1";
+  return uri;
+}
+
+constexpr int kImmutableFlags = SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX;
+
+}  // namespace
+
+bool Store::readCompiledDeclaration(const std::string& stateDir, const std::string& key,
+                                    const std::function<void(size_t, const FormPiece&)>& use) {
+  std::optional<Db> db;
+  sqlite3_blob* blob = nullptr;
+  try {
+    db.emplace(immutableUri(stateDir), kImmutableFlags);
+    Stmt s(*db, "SELECT rowid FROM compiled_declaration WHERE key = ?",
+           "finding the compiled declaration");
+    auto q = s.start();
+    q.bind(key);
+    if (!q.next()) return false;
+    const int64_t row = q.integer(0);
+    // An incremental blob read: SQLite copies each piece out of the row's
+    // overflow pages as it is asked for, never the whole form at once.
+    if (sqlite3_blob_open(db->get(), "main", "compiled_declaration", "form", row, 0, &blob) !=
+        SQLITE_OK)
+      return false;
+  } catch (...) {
+    return false;
+  }
+  Finally close([&] { sqlite3_blob_close(blob); });
+  const auto size = static_cast<size_t>(sqlite3_blob_bytes(blob));
+  const FormPiece piece = [&](size_t offset, char* out, size_t n) {
+    if (offset > size || n > size - offset || n > INT_MAX) return false;
+    return sqlite3_blob_read(blob, out, static_cast<int>(n), static_cast<int>(offset)) == SQLITE_OK;
+  };
+  use(size, piece);
+  return true;
+}
+
 std::optional<std::string> Store::peekCompiledDeclaration(const std::string& stateDir,
                                                           const std::string& key) noexcept {
   try {
-    // A URI, its path escaped where SQLite's URI syntax would read it otherwise.
-    std::string uri = "file:";
-    for (char c : StateDir{stateDir}.store()) {
-      if (c == '%' || c == '?' || c == '#')
-        uri += fmt::format("%{:02X}", static_cast<unsigned char>(c));
-      else
-        uri += c;
-    }
-    uri += "?immutable=1";
-    Db db(uri, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX);
+    Db db(immutableUri(stateDir), kImmutableFlags);
     Stmt s(db, "SELECT form FROM compiled_declaration WHERE key = ?",
            "reading the compiled declaration");
     auto q = s.start();

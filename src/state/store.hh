@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -209,6 +210,15 @@ class Store {
   // own checks refuse that, and the caller parses.
   static std::optional<std::string> peekCompiledDeclaration(const std::string& stateDir,
                                                             const std::string& key) noexcept;
+  // The same form, read the same way, but not copied out whole: when there is
+  // one, `use` is called with its size and a function that copies the n bytes at
+  // an offset into a buffer (false when they cannot be read), valid during the
+  // call. Returns whether `use` was called. Any failure of the store is a miss;
+  // what `use` throws is the caller's.
+  using FormPiece = std::function<bool(size_t offset, char* out, size_t n)>;
+  static bool readCompiledDeclaration(
+      const std::string& stateDir, const std::string& key,
+      const std::function<void(size_t size, const FormPiece&)>& use);
   // Keeps `form` under `key`, in place of any other.
   void putCompiledDeclaration(const std::string& key, std::string_view form);
 
