@@ -66,7 +66,7 @@ class Cycle {
     ctx_.forgetDirs();
     Finally forgetCheck([this] { ctx_.setBeforeAnyChange(nullptr); });  // it names this cycle
     if (store_) {
-      records_ = store_->loadRecordSet();
+      records_ = store_->loadRecordSet(decl_.resources.size());
       for (auto& o : store_->owedRestarts()) owed_[o.process].push_back(o);
       // A cycle that did not finish may have been killed mid-write: this one
       // sweeps every path it visits of the temp files and trees left behind.

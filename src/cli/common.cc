@@ -140,9 +140,14 @@ decl::Declaration loadDeclarationFor(const std::string& path, const CommonOption
     trust::verifyDeclaration(file, text, trusted);
   };
   if (compiled) {
-    po.compiled.find = [&o](const std::string& key) {
-      // A store that cannot be read is the cycle's to report, not the parse's: a miss.
-      return state::Store::peekCompiledDeclaration(o.stateDir, key);
+    po.compiled.read = [&o](const std::string& key,
+                            const std::function<void(const decl::FormSource&)>& use) {
+      // Read a piece at a time, never held whole. A store that cannot be read
+      // is the cycle's to report, not the parse's: a miss.
+      state::Store::readCompiledDeclaration(o.stateDir, key,
+                                            [&](size_t size, const state::Store::FormPiece& piece) {
+                                              use(decl::FormSource{size, piece});
+                                            });
     };
     po.compiled.keep = [compiled](const std::string& key, std::string form) {
       *compiled = {key, std::move(form)};

@@ -68,25 +68,30 @@ class Writer {
 
 struct Malformed {};
 
+// Reads a form held whole (a view of it), or in pieces fetched as they are
+// reached (FormSource: the form is not held whole, only a window of it), hashing
+// each piece as it comes so that the caller can check the form's SHA-256 at the end.
 class Reader {
  public:
-  explicit Reader(std::string_view in) : in_(in) {}
+  explicit Reader(std::string_view in) : window_(in), size_(in.size()) {}
+  // The `size` bytes of `source` from `base` on.
+  Reader(const FormSource& source, size_t base, size_t size, Hasher& hasher)
+      : source_(&source), hasher_(&hasher), base_(base), size_(size) {}
+
   uint64_t u() {
     uint64_t v = 0;
     for (int shift = 0; shift < 64; shift += 7) {
-      if (at_ >= in_.size()) throw Malformed{};
-      const auto byte = static_cast<unsigned char>(in_[at_++]);
+      const auto byte = static_cast<unsigned char>(next());
       v |= uint64_t{byte & 0x7fu} << shift;
       if (!(byte & 0x80)) return v;
     }
     throw Malformed{};
   }
+  // Valid until the next read.
   std::string_view sv() {
     const uint64_t n = u();
-    if (n > in_.size() - at_) throw Malformed{};
-    auto v = in_.substr(at_, n);
-    at_ += n;
-    return v;
+    if (n > size_ - at_) throw Malformed{};
+    return take(static_cast<size_t>(n));
   }
   std::string s() { return std::string(sv()); }
   bool b() {
@@ -129,14 +134,59 @@ class Reader {
   // A count of items that take at least a byte each.
   uint64_t count() {
     const uint64_t n = u();
-    if (n > in_.size() - at_) throw Malformed{};
+    if (n > size_ - at_) throw Malformed{};
     return n;
   }
-  bool done() const { return at_ == in_.size(); }
+  bool done() const { return at_ == size_; }
 
  private:
-  std::string_view in_;
-  size_t at_ = 0;
+  static constexpr size_t kPiece = 64 * 1024;
+
+  char next() {
+    if (at_ >= size_) throw Malformed{};
+    if (pos_ == window_.size()) fetch();
+    ++at_;
+    return window_[pos_++];
+  }
+  // n bytes (n <= what is left): a view of the window when they lie in it.
+  std::string_view take(size_t n) {
+    if (n <= window_.size() - pos_) {
+      const auto v = window_.substr(pos_, n);
+      pos_ += n;
+      at_ += n;
+      return v;
+    }
+    scratch_.clear();
+    scratch_.reserve(n);
+    while (n > 0) {
+      if (pos_ == window_.size()) fetch();
+      const size_t k = std::min(n, window_.size() - pos_);
+      scratch_.append(window_.substr(pos_, k));
+      pos_ += k;
+      at_ += k;
+      n -= k;
+    }
+    return scratch_;
+  }
+  // The next piece (only of a FormSource: a form held whole is all in the window).
+  void fetch() {
+    const size_t n = std::min(kPiece, size_ - at_);
+    if (source_ == nullptr || n == 0) throw Malformed{};
+    piece_.resize(n);
+    if (!source_->read(base_ + at_, piece_.data(), n)) throw Malformed{};
+    hasher_->update(piece_);
+    window_ = piece_;
+    pos_ = 0;
+  }
+
+  const FormSource* source_ = nullptr;
+  Hasher* hasher_ = nullptr;
+  std::string_view window_;  // what is held of the form, from at_ - pos_
+  std::string piece_, scratch_;
+  size_t base_ = 0;  // where in the source the bytes read start
+  size_t size_ = 0;  // how many there are
+  size_t at_ = 0;    // in the payload
+  size_t pos_ = 0;   // in the window
 };
 
 // Mode, owner and group, in this order, for the kinds that have them.
@@ -421,9 +471,50 @@ std::string compileDeclaration(const Declaration& d) {
   return std::move(w.out());
 }
 
+namespace {
+
+constexpr size_t kSum = 64;  // hex of a SHA-256
+
+// What the form holds is this text's, and names only users and groups that exist.
+bool fits(const Declaration& d, const Digest& textDigest, const ParseOptions& options) {
+  if (d.digest != textDigest) return false;
+  std::set<std::string> users, groups;
+  principals(d, users, groups);
+  for (const auto& u : users)
+    if (options.userExists && !options.userExists(u)) return false;
+  for (const auto& g : groups)
+    if (options.groupExists && !options.groupExists(g)) return false;
+  return true;
+}
+
+}  // namespace
+
+std::optional<Declaration> loadCompiled(const FormSource& form, const Digest& textDigest,
+                                        const ParseOptions& options) {
+  if (form.size < kMagic.size() + kSum) return std::nullopt;
+  const size_t payload = form.size - kSum;
+  std::string magic(kMagic.size(), '\0'), sum(kSum, '\0');
+  if (!form.read(0, magic.data(), magic.size()) || magic != kMagic) return std::nullopt;
+  if (!form.read(payload, sum.data(), sum.size())) return std::nullopt;
+  std::optional<Declaration> d;
+  Hasher hasher;
+  hasher.update(magic);
+  try {
+    Reader r(form, kMagic.size(), payload - kMagic.size(), hasher);
+    if (r.u() != kFormat) return std::nullopt;
+    d = readDeclaration(r);
+    if (!r.done()) return std::nullopt;
+  } catch (const Malformed&) {
+    return std::nullopt;
+  }
+  // Decoded as it was read: whatever it says counts only if its sum is right.
+  if (hasher.finish().hex() != sum) return std::nullopt;
+  if (!fits(*d, textDigest, options)) return std::nullopt;
+  return d;
+}
+
 std::optional<Declaration> loadCompiled(std::string_view form, const Digest& textDigest,
                                         const ParseOptions& options) {
-  constexpr size_t kSum = 64;  // hex of a SHA-256
   if (form.size() < kMagic.size() + kSum || !form.starts_with(kMagic)) return std::nullopt;
   const auto payload = form.substr(0, form.size() - kSum);
   if (Digest::ofBytes(payload).hex() != form.substr(payload.size())) return std::nullopt;
@@ -436,13 +527,7 @@ std::optional<Declaration> loadCompiled(std::string_view form, const Digest& tex
   } catch (const Malformed&) {
     return std::nullopt;
   }
-  if (d->digest != textDigest) return std::nullopt;
-  std::set<std::string> users, groups;
-  principals(*d, users, groups);
-  for (const auto& u : users)
-    if (options.userExists && !options.userExists(u)) return std::nullopt;
-  for (const auto& g : groups)
-    if (options.groupExists && !options.groupExists(g)) return std::nullopt;
+  if (!fits(*d, textDigest, options)) return std::nullopt;
   return d;
 }
 

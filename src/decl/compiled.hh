@@ -37,6 +37,11 @@ std::string compileDeclaration(const Declaration& d);
 // (parsing then says so properly).
 std::optional<Declaration> loadCompiled(std::string_view form, const Digest& textDigest,
                                         const ParseOptions& options);
+// The same, from a form read a piece at a time (only a piece held at once); its
+// SHA-256 is checked as it is read, and a model decoded from a form whose sum
+// is wrong is dropped (nullopt).
+std::optional<Declaration> loadCompiled(const FormSource& form, const Digest& textDigest,
+                                        const ParseOptions& options);
 
 // This binary's identity as the key uses it: the version and the GNU build-id.
 const std::string& binaryIdentity();

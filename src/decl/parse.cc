@@ -4,8 +4,10 @@
 // every error it can find.
 #include "decl/parse.hh"
 
+#include <fcntl.h>
 #include <grp.h>
 #include <pwd.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <toml++/toml.h>
@@ -21,6 +23,8 @@
 #include "decl/kinds.hh"
 #include "decl/order.hh"
 #include "decl/validate.hh"
+#include "util/error.hh"
+#include "util/fd.hh"
 #include "util/fs.hh"
 
 namespace mesh::decl {
@@ -249,12 +253,30 @@ void onThisNode(ParseOptions& options) {
     };
 }
 
+// The declaration's text, in a string of the file's size: grown by doubling as
+// it is read, a 14 MB text (50,000 files) held a 16 MiB buffer, 24 MiB while
+// it grew. nullopt when there is no such file.
+std::optional<std::string> readText(const std::string& path) {
+  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) {
+    if (errno == ENOENT) return std::nullopt;
+    throwSys(fmt::format("cannot read {}", path));
+  }
+  std::string out;
+  struct stat st {};
+  // A file that grows meanwhile is read whole all the same (the string grows).
+  if (::fstat(fd.get(), &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0)
+    out.reserve(static_cast<size_t>(st.st_size));
+  readChunks(fd.get(), path, [&](std::string_view chunk) { out.append(chunk); });
+  return out;
+}
+
 }  // namespace
 
 Declaration loadDeclaration(const std::string& path, ParseOptions options) {
   std::optional<std::string> text;
   try {
-    text = readFile(path);
+    text = readText(path);
   } catch (const SysError& e) {
     throw InputError("cannot read declaration {}: {}", path, std::strerror(e.err()));
   }
@@ -263,18 +285,20 @@ Declaration loadDeclaration(const std::string& path, ParseOptions options) {
 
   if (options.baseDir.empty() || options.baseDir == ".") options.baseDir = parentOf(path);
   onThisNode(options);
-  if (!options.compiled.find) return parseDeclaration(*text, path, options);
+  if (!options.compiled.read) return parseDeclaration(*text, path, options);
 
   const Digest digest = Digest::ofBytes(*text);
   const std::string key = compiledKey(digest, path, options);
-  if (auto form = options.compiled.find(key))
-    if (auto d = loadCompiled(*form, digest, options)) {
-      d->text = std::move(*text);
-      return std::move(*d);
-    }
-  auto d = parseDeclaration(*text, path, options);
-  if (options.compiled.keep) options.compiled.keep(key, compileDeclaration(d));
-  return d;
+  std::optional<Declaration> d;
+  options.compiled.read(key,
+                        [&](const FormSource& form) { d = loadCompiled(form, digest, options); });
+  if (d) {
+    d->text = std::move(*text);
+    return std::move(*d);
+  }
+  auto parsed = parseDeclaration(*text, path, options);
+  if (options.compiled.keep) options.compiled.keep(key, compileDeclaration(parsed));
+  return parsed;
 }
 
 Declaration parseOnThisNode(std::string_view text, const std::string& source,

@@ -13,6 +13,13 @@
 
 namespace mesh::decl {
 
+// A compiled form (compiled.hh) where it is kept, read a piece at a time.
+struct FormSource {
+  size_t size = 0;
+  // Copies the n bytes at `offset` into `out`; false when they cannot be read.
+  std::function<bool(size_t offset, char* out, size_t n)> read;
+};
+
 struct ParseOptions {
   // --node: a declared `node` must equal it.
   std::string node;
@@ -35,7 +42,11 @@ struct ParseOptions {
   // Where loadDeclaration keeps compiled declarations (compiled.hh): it looks
   // there first, by compiledKey, and offers what it had to parse. Unset: parse.
   struct CompiledCache {
-    std::function<std::optional<std::string>(const std::string& key)> find;
+    // The form kept under `key`, read in pieces: `use` is called with it (while
+    // it can be read) when there is one. Not handed over whole: at 50,000 files
+    // the form is 16 MB, which would be held while the model is decoded.
+    std::function<void(const std::string& key, const std::function<void(const FormSource&)>& use)>
+        read;
     std::function<void(const std::string& key, std::string form)> keep;
   } compiled;
 };

@@ -112,9 +112,32 @@ void addLateSchema(Db& db) {
               "adding cycles' outcome columns");
 }
 
+// Version 1 -> 2: each generation's text moves out of `generations`, whose row every
+// apply updates (SQLite rewrites a whole row to update it, reading a text of
+// megabytes back out of its overflow pages), into `generation_texts`, written once.
+// One transaction; the version is looked at again under the write lock, so two
+// processes opening the store at once migrate it once. Runs after addLateSchema:
+// the version-1 store it starts from is complete.
+void migrateToVersion2(Db& db) {
+  db.exec("BEGIN IMMEDIATE", "starting the migration to schema version 2");
+  Finally rollback([&] { sqlite3_exec(db.get(), "ROLLBACK", nullptr, nullptr, nullptr); });
+  if (db.queryInt("PRAGMA user_version", "reading the schema version") == 1) {
+    db.exec(
+        "CREATE TABLE generation_texts (generation INTEGER PRIMARY KEY, text TEXT NOT NULL);"
+        "INSERT INTO generation_texts (generation, text) SELECT generation, text FROM "
+        "generations ORDER BY generation;"
+        "ALTER TABLE generations DROP COLUMN text;"
+        "PRAGMA user_version = 2",
+        "migrating the store to schema version 2 (the generations' texts apart)");
+  }
+  db.exec("COMMIT", "committing the migration to schema version 2");
+  rollback.dismiss();
+}
+
 // Decides whether this file is ours and of a version we understand; creates the
-// schema when the file is empty and we may write.
-void prepare(Db& db, Store::Access access) {
+// schema when the file is empty, and migrates an older one, when we may write.
+// Returns the schema version the store now has (an older one only when read-only).
+int64_t prepare(Db& db, Store::Access access) {
   int64_t appId = 0, version = 0, tables = 0;
   try {
     appId = db.queryInt("PRAGMA application_id", "reading the application id");
@@ -146,9 +169,8 @@ void prepare(Db& db, Store::Access access) {
         "state store {} has schema version {}, newer than this mesh-host understands ({}); "
         "upgrade mesh-host",
         db.path(), version, Store::kSchemaVersion);
-  } else if (version < Store::kSchemaVersion) {
-    // Migrations from older versions go here, one step per version, each in its
-    // own transaction. Version 1 is the first, so nothing older carries our id.
+  } else if (version < 1) {
+    // Version 1 is the first, so nothing older carries our id.
     throwNotOurs(db.path(), fmt::format("unknown schema version {}", version));
   }
 
@@ -176,12 +198,18 @@ void prepare(Db& db, Store::Access access) {
     // having to create them, which it may not be allowed to do and must not do.
     int persist = 1;
     sqlite3_file_control(db.get(), "main", SQLITE_FCNTL_PERSIST_WAL, &persist);
-    if (tables == 0)
+    if (tables == 0) {
       createSchema(db);
-    else
+    } else {
       addLateSchema(db);
+      // Migrations from older versions, one step per version, each in its own
+      // transaction.
+      if (version < 2) migrateToVersion2(db);
+    }
+    version = Store::kSchemaVersion;
   }
   db.exec("PRAGMA foreign_keys = ON", "enabling foreign keys");
+  return version;
 }
 
 }  // namespace
@@ -268,7 +296,7 @@ Store Store::open(const std::string& stateDir, Access access) {
     auto impl = std::make_unique<Impl>(path, flags, stateDir, access == Access::ReadWrite);
     // Another mesh-host (or `status`) may hold the write lock for a moment.
     sqlite3_busy_timeout(impl->db.get(), 10000);
-    prepare(impl->db, access);
+    impl->textsApart = prepare(impl->db, access) >= 2;
     // Ours from here on: a damaged page met by any statement is named as such.
     impl->db.onCorrupt([raw = impl.get()](std::string_view purpose, const std::string& why) {
       // quick_check failing to walk a page reads as its findings do.

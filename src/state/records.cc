@@ -1,7 +1,11 @@
 #include "state/records.hh"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
+#include <iterator>
+
+#include "util/error.hh"
 
 namespace mesh::state {
 
@@ -23,11 +27,31 @@ void RecordView::copyTo(Record& r) const {
 
 std::optional<size_t> Records::find(std::string_view id) const {
   auto it = std::lower_bound(rows_.begin(), rows_.end(), id,
-                             [](const RecordView& v, std::string_view key) { return v.id < key; });
-  if (it == rows_.end() || it->id != id) return std::nullopt;
+                             [](const Row& r, std::string_view key) { return r.id() < key; });
+  if (it == rows_.end() || it->id() != id) return std::nullopt;
   const auto i = static_cast<size_t>(it - rows_.begin());
   if (erased_[i]) return std::nullopt;
   return i;
+}
+
+RecordView Records::operator[](size_t i) const {
+  const Row& r = rows_[i];
+  RecordView v;
+  std::string_view* fields[] = {&v.id,    &v.module,  &v.kind,   &v.path,   &v.want,
+                                &v.wrote, &v.outcome, &v.reason, &v.detail, &v.observed};
+  const char* at = r.at;
+  for (size_t f = 0; f < std::size(fields); ++f) {
+    if (f == kWrote && r.len[f] == kSameAsWant) {
+      v.wrote = v.want;
+      continue;
+    }
+    *fields[f] = std::string_view(at, r.len[f]);
+    at += r.len[f];
+  }
+  v.changedAt = r.changedAt;
+  v.changedCycle = r.changedCycle;
+  v.changes = r.changes;
+  return v;
 }
 
 void Records::erase(size_t i) {
@@ -49,28 +73,44 @@ char* Records::room(size_t n) {
   return at;
 }
 
+void Records::reserve(size_t n) {
+  rows_.reserve(n);
+  erased_.reserve(n);
+}
+
 void Records::add(const RecordView& v) {
-  RecordView& row = rows_.emplace_back(v);
-  std::string_view* fields[] = {&row.id,    &row.module,  &row.kind,   &row.path,   &row.want,
-                                &row.wrote, &row.outcome, &row.reason, &row.detail, &row.observed};
+  const std::string_view fields[] = {v.id,    v.module,  v.kind,   v.path,   v.want,
+                                     v.wrote, v.outcome, v.reason, v.detail, v.observed};
+  // What the cycle wrote is nearly always what it wanted (every file it
+  // converged): held once.
+  const bool wroteIsWant = !v.wrote.empty() && v.wrote == v.want;
   size_t n = 0;
-  for (const auto* f : fields) n += f->size();
-  char* at = room(n);
-  for (auto* f : fields) {
-    if (f->empty()) {
-      *f = {};
+  for (size_t f = 0; f < std::size(fields); ++f) {
+    if (fields[f].size() >= kSameAsWant)
+      throw Error("resource record {}: a field of {} bytes", v.id, fields[f].size());
+    if (!(f == kWrote && wroteIsWant)) n += fields[f].size();
+  }
+  Row& row = rows_.emplace_back();
+  char* at = n != 0 ? room(n) : nullptr;
+  row.at = at;
+  for (size_t f = 0; f < std::size(fields); ++f) {
+    if (f == kWrote && wroteIsWant) {
+      row.len[f] = kSameAsWant;
       continue;
     }
-    std::memcpy(at, f->data(), f->size());
-    *f = std::string_view(at, f->size());
-    at += f->size();
+    if (!fields[f].empty()) std::memcpy(at, fields[f].data(), fields[f].size());
+    row.len[f] = static_cast<uint32_t>(fields[f].size());
+    at += fields[f].size();
   }
+  row.changedAt = v.changedAt;
+  row.changedCycle = v.changedCycle;
+  row.changes = v.changes;
   erased_.push_back(false);
   ++live_;
 }
 
 void Records::sort() {
-  const auto byId = [](const RecordView& a, const RecordView& b) { return a.id < b.id; };
+  const auto byId = [](const Row& a, const Row& b) { return a.id() < b.id(); };
   // Rows written in declaration order usually come back sorted already.
   if (!std::is_sorted(rows_.begin(), rows_.end(), byId))
     std::sort(rows_.begin(), rows_.end(), byId);

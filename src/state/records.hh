@@ -1,8 +1,9 @@
 // Every resource record of the store, held compactly for one cycle: the rows'
-// text in a few large blocks, one fixed-size entry per record pointing into
-// them, sorted by id. Loading copies bytes, not strings; a lookup is a binary
-// search; a `Record` is built only for the record in hand (Records::at), into
-// storage the caller reuses.
+// text in a few large blocks, one fixed-size entry per record (where its fields
+// start in a block, and their lengths: 72 bytes) pointing into them, sorted by
+// id. Loading copies bytes, not strings; a lookup is a binary search; a view of a
+// record's fields is made for the record in hand (Records::operator[]), and a
+// `Record` only when asked (RecordView::copyTo), into storage the caller reuses.
 #pragma once
 
 #include <cstdint>
@@ -16,7 +17,7 @@
 
 namespace mesh::state {
 
-// One record's fields, viewing the set's blocks.
+// One record's fields, viewing the set's blocks (valid while the set lives).
 struct RecordView {
   std::string_view id, module, kind, path, want, wrote, outcome, reason, detail, observed;
   int64_t changedAt = 0, changedCycle = 0, changes = 0;
@@ -38,7 +39,8 @@ class Records {
 
   // Index of the record of `id`, nullopt when there is none (or it was erased).
   std::optional<size_t> find(std::string_view id) const;
-  const RecordView& operator[](size_t i) const { return rows_[i]; }
+  // A view of record i's fields, made on the spot.
+  RecordView operator[](size_t i) const;
   // Every index, erased ones included: check erased().
   size_t slots() const { return rows_.size(); }
   bool erased(size_t i) const { return erased_[i]; }
@@ -46,17 +48,32 @@ class Records {
   // Records not erased.
   size_t size() const { return live_; }
 
-  // Building (Store::loadRecordSet): add every row, then sort.
-  // The views of `v` are copied into the set's own blocks.
+  // Building (Store::loadRecordSet): room for about `n` rows (more may come),
+  // add every row, then sort. The views of `v` are copied into the set's own
+  // blocks.
+  void reserve(size_t n);
   void add(const RecordView& v);
   void sort();
 
  private:
+  // A record as held: its fields lie one after another from `at`, in
+  // RecordView's order (id, module, kind, path, want, wrote, outcome, reason,
+  // detail, observed), each of the length given; `wrote`'s length kSameAsWant
+  // says it is the same as `want`, and not held again.
+  static constexpr size_t kWrote = 5;
+  static constexpr uint32_t kSameAsWant = UINT32_MAX;
+  struct Row {
+    const char* at = nullptr;
+    uint32_t len[10] = {};
+    int64_t changedAt = 0, changedCycle = 0, changes = 0;
+    std::string_view id() const { return {at, len[0]}; }
+  };
+
   char* room(size_t n);
 
   std::vector<std::unique_ptr<char[]>> blocks_;
   size_t cap_ = 0, used_ = 0;  // of the last block
-  std::vector<RecordView> rows_;
+  std::vector<Row> rows_;
   std::vector<bool> erased_;
   size_t live_ = 0;
 };

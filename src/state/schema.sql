@@ -1,4 +1,4 @@
--- mesh-host state store, schema version 1 (Store::kSchemaVersion).
+-- mesh-host state store, schema version 2 (Store::kSchemaVersion).
 -- Embedded into the binary at build time and run once, inside a transaction, on an
 -- empty database; store.cc then stamps PRAGMA application_id and user_version.
 -- docs/state-store.md describes every column. Never store a secret here: credentials
@@ -25,15 +25,23 @@ CREATE TABLE records (
 -- Every distinct declaration text ever applied. Numbered by SQLite's rowid; rows are
 -- never deleted, so a number is never reused. `source` and `base_dir` (from the
 -- latest apply of the text) let `rollback` resolve relative paths as that apply did.
+-- The text itself is in generation_texts: every apply updates this row, and SQLite
+-- rewrites a whole row to update it.
 CREATE TABLE generations (
   generation       INTEGER PRIMARY KEY,
   digest           TEXT NOT NULL UNIQUE,
-  text             TEXT NOT NULL,
   first_applied_at INTEGER NOT NULL,
   last_applied_at  INTEGER NOT NULL,
   source           TEXT NOT NULL DEFAULT '',  -- the declaration file as given
   base_dir         TEXT NOT NULL DEFAULT '',  -- absolute dir relative `from` paths resolve in
   serial           INTEGER                    -- the declaration's `serial`; NULL when it has none
+);
+
+-- Each generation's declaration text, written with its generation and never updated
+-- (schema version 2; version 1 kept it in generations.text).
+CREATE TABLE generation_texts (
+  generation INTEGER PRIMARY KEY,  -- generations.generation
+  text       TEXT NOT NULL
 );
 
 -- One row per cycle. AUTOINCREMENT (not a plain rowid) so that a cycle number is never

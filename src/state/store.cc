@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <charconv>
 #include <chrono>
+#include <climits>
 #include <filesystem>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -110,10 +111,14 @@ std::unordered_map<std::string, Record> Store::loadRecords() {
   });
 }
 
-Records Store::loadRecordSet() {
+Records Store::loadRecordSet(size_t expected) {
   // Every page of the records is read here, every cycle: a damaged one says so.
   return impl_->guard([&] {
     Records out;
+    // Sized once from the caller's guess (a cycle's: its resources), not grown
+    // by doubling, which holds two copies of the rows at once, and up to twice
+    // the room they need. Counting the rows first would read every page twice.
+    out.reserve(expected);
     auto q = impl_->st->loadRecords.start();
     while (q.next()) {
       RecordView v{q.textView(0), q.textView(1), q.textView(2), q.textView(3), q.textView(4),
@@ -300,33 +305,83 @@ int64_t Store::recordGeneration(const std::string& digest, const std::string& te
     return *generation;
   }
   impl_->wrote(WriteKind::Kept);  // the text a rollback applies again
+  // The row and its text together, or neither.
+  std::optional<Txn> txn;
+  if (!impl_->inTxn) txn.emplace(*this);
   Stmt s(impl_->db,
-         "INSERT INTO generations (digest, text, first_applied_at, last_applied_at, source, "
-         "base_dir, serial) VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING generation",
+         "INSERT INTO generations (digest, first_applied_at, last_applied_at, source, base_dir, "
+         "serial) VALUES (?, ?, ?, ?, ?, ?) RETURNING generation",
          "recording a declaration generation");
   auto q = s.start();
-  q.bind(digest).bind(text).bind(now).bind(now).bind(source).bind(baseDir);
+  q.bind(digest).bind(now).bind(now).bind(source).bind(baseDir);
   bindSerial(q);
   if (!q.next())
     throw Error("state store {}: recording a generation returned no number", impl_->db.path());
   const int64_t added = q.integer(0);
   q.run();
+  // Written once, never updated: the row above is, by every apply of this text.
+  Stmt t(impl_->db, "INSERT INTO generation_texts (generation, text) VALUES (?, ?)",
+         "recording a declaration generation's text");
+  t.start().bind(added).bind(text).run();
+  if (txn) txn->commit();
   return added;
+}
+
+namespace {
+
+// The store's URI to read the compiled declaration with: immutable, so nothing
+// is locked or written (Store::peekCompiledDeclaration).
+std::string immutableUri(const std::string& stateDir) {
+  // A URI, its path escaped where SQLite's URI syntax would read it otherwise.
+  std::string uri = "file:";
+  for (char c : StateDir{stateDir}.store()) {
+    if (c == '%' || c == '?' || c == '#')
+      uri += fmt::format("%{:02X}", static_cast<unsigned char>(c));
+    else
+      uri += c;
+  }
+  uri += "?immutable=1";
+  return uri;
+}
+
+constexpr int kImmutableFlags = SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX;
+
+}  // namespace
+
+bool Store::readCompiledDeclaration(const std::string& stateDir, const std::string& key,
+                                    const std::function<void(size_t, const FormPiece&)>& use) {
+  std::optional<Db> db;
+  sqlite3_blob* blob = nullptr;
+  try {
+    db.emplace(immutableUri(stateDir), kImmutableFlags);
+    Stmt s(*db, "SELECT rowid FROM compiled_declaration WHERE key = ?",
+           "finding the compiled declaration");
+    auto q = s.start();
+    q.bind(key);
+    if (!q.next()) return false;
+    const int64_t row = q.integer(0);
+    // An incremental blob read: SQLite copies each piece out of the row's
+    // overflow pages as it is asked for, never the whole form at once.
+    if (sqlite3_blob_open(db->get(), "main", "compiled_declaration", "form", row, 0, &blob) !=
+        SQLITE_OK)
+      return false;
+  } catch (...) {
+    return false;
+  }
+  Finally close([&] { sqlite3_blob_close(blob); });
+  const auto size = static_cast<size_t>(sqlite3_blob_bytes(blob));
+  const FormPiece piece = [&](size_t offset, char* out, size_t n) {
+    if (offset > size || n > size - offset || n > INT_MAX) return false;
+    return sqlite3_blob_read(blob, out, static_cast<int>(n), static_cast<int>(offset)) == SQLITE_OK;
+  };
+  use(size, piece);
+  return true;
 }
 
 std::optional<std::string> Store::peekCompiledDeclaration(const std::string& stateDir,
                                                           const std::string& key) noexcept {
   try {
-    // A URI, its path escaped where SQLite's URI syntax would read it otherwise.
-    std::string uri = "file:";
-    for (char c : StateDir{stateDir}.store()) {
-      if (c == '%' || c == '?' || c == '#')
-        uri += fmt::format("%{:02X}", static_cast<unsigned char>(c));
-      else
-        uri += c;
-    }
-    uri += "?immutable=1";
-    Db db(uri, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX);
+    Db db(immutableUri(stateDir), kImmutableFlags);
     Stmt s(db, "SELECT form FROM compiled_declaration WHERE key = ?",
            "reading the compiled declaration");
     auto q = s.start();
@@ -385,7 +440,11 @@ std::vector<Generation> Store::generations() {
 }
 
 std::optional<GenerationDeclaration> Store::generationDeclaration(int64_t generation) {
-  Stmt s(impl_->db, "SELECT text, source, base_dir FROM generations WHERE generation = ?",
+  Stmt s(impl_->db,
+         impl_->textsApart
+             ? "SELECT t.text, g.source, g.base_dir FROM generations g JOIN generation_texts t "
+               "USING (generation) WHERE g.generation = ?"
+             : "SELECT text, source, base_dir FROM generations WHERE generation = ?",
          "reading a declaration generation");
   auto q = s.start();
   q.bind(generation);
@@ -401,7 +460,9 @@ bool Store::knowsGeneration(const std::string& digest) {
 }
 
 std::optional<std::string> Store::generationText(int64_t generation) {
-  Stmt s(impl_->db, "SELECT text FROM generations WHERE generation = ?",
+  Stmt s(impl_->db,
+         impl_->textsApart ? "SELECT text FROM generation_texts WHERE generation = ?"
+                           : "SELECT text FROM generations WHERE generation = ?",
          "reading a declaration generation");
   auto q = s.start();
   q.bind(generation);

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -112,7 +113,7 @@ class Store {
   Store& operator=(Store&&) noexcept;
   ~Store();
 
-  static constexpr int kSchemaVersion = 1;
+  static constexpr int kSchemaVersion = 2;
   // History keeps the outcomes of the last this-many cycles.
   static constexpr int64_t kHistoryCycles = 200;
 
@@ -126,8 +127,9 @@ class Store {
   void checkIntegrity();
 
   std::unordered_map<std::string, Record> loadRecords();
-  // The same records, compact (state/records.hh): what a cycle holds.
-  Records loadRecordSet();
+  // The same records, compact (state/records.hh): what a cycle holds. Room is
+  // made for `expected` records at once (more may come: the set then grows).
+  Records loadRecordSet(size_t expected = 0);
   std::optional<Record> record(const std::string& id);
 
   // All writes below run inside the current transaction when there is one.
@@ -208,6 +210,15 @@ class Store {
   // own checks refuse that, and the caller parses.
   static std::optional<std::string> peekCompiledDeclaration(const std::string& stateDir,
                                                             const std::string& key) noexcept;
+  // The same form, read the same way, but not copied out whole: when there is
+  // one, `use` is called with its size and a function that copies the n bytes at
+  // an offset into a buffer (false when they cannot be read), valid during the
+  // call. Returns whether `use` was called. Any failure of the store is a miss;
+  // what `use` throws is the caller's.
+  using FormPiece = std::function<bool(size_t offset, char* out, size_t n)>;
+  static bool readCompiledDeclaration(
+      const std::string& stateDir, const std::string& key,
+      const std::function<void(size_t size, const FormPiece&)>& use);
   // Keeps `form` under `key`, in place of any other.
   void putCompiledDeclaration(const std::string& key, std::string_view form);
 

@@ -57,6 +57,9 @@ struct Store::Impl {
   std::string stateDir;
   bool writable;
   bool checked = false;  // checkIntegrity ran (and passed) on this connection
+  // Schema version 2 or later: the generations' texts are in generation_texts.
+  // False only for a read-only open of a version-1 store (not migrated: read-only).
+  bool textsApart = true;
   std::optional<Statements> st;
   bool inTxn = false;
   bool unsyncedKept = false;       // a Kept write committed (or pending) since the last sync

@@ -61,8 +61,8 @@ TEST_F(CompiledDeclaration, ATextReadCompiledIsRecordedWholeWhenItsGenerationIsN
   EXPECT_EQ(row(), kept) << "the compiled form was read, not parsed again";
   EXPECT_EQ(sql("SELECT count(*) FROM generations"), "2\n");
   // The first row holds the text as parsed the first time.
-  EXPECT_EQ(sql("SELECT a.text = b.text AND length(a.text) > 100 FROM generations a, generations b "
-                "WHERE a.generation = 1 AND b.generation = 2"),
+  EXPECT_EQ(sql("SELECT a.text = b.text AND length(a.text) > 100 FROM generation_texts a, "
+                "generation_texts b WHERE a.generation = 1 AND b.generation = 2"),
             "1\n");
 }
 

@@ -84,10 +84,24 @@ TEST_F(StoreFixture, AStoreOfThePreviousSchemaIsMigratedAndRestartsNothing) {
   EXPECT_EQ(after["pid"], before["pid"]) << after.dump();
   EXPECT_EQ(after["since"], before["since"]) << after.dump();
   // Migrated in place: the column is there, every row it gained owes a restart.
-  EXPECT_EQ(sql("PRAGMA user_version"), "1");
+  EXPECT_EQ(sql("PRAGMA user_version"), "2");
   EXPECT_EQ(sql("SELECT count(*) FROM pragma_table_info('owed_restarts') WHERE name = 'kind'"),
             "1");
   EXPECT_EQ(sql("SELECT count(*) FROM owed_restarts"), "0");
+  // Version 2: the generation's text moved out of its row, unchanged, and the
+  // apply of the same text found its generation (no second one).
+  EXPECT_EQ(sql("SELECT count(*) FROM pragma_table_info('generations') WHERE name = 'text'"), "0");
+  EXPECT_EQ(sql("SELECT count(*) FROM generations"), "1");
+  EXPECT_EQ(sql("SELECT generation || ' ' || length(text) FROM generation_texts"),
+            fmt::format("1 {}", text.size()));
+  Result gens = mesh({"generations", "--json"});
+  ASSERT_EQ(gens.code, 0) << gens.out << gens.err;
+  EXPECT_EQ(gens.json()["generations"].size(), 1u) << gens.out;
+  // `rollback` applies the migrated text again: what is there already.
+  Result back = mesh({"rollback", "1", "--json"});
+  ASSERT_EQ(back.code, 0) << back.out << back.err;
+  for (const auto& o : back.json()["outcomes"]) EXPECT_EQ(o["outcome"], "unchanged") << o.dump();
+  EXPECT_EQ(back.json()["outcomes"].size(), 2u) << back.out;
 }
 
 }  // namespace

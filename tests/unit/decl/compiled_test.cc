@@ -3,6 +3,11 @@
 // foreign form, another text, a user gone since — is refused so the caller parses.
 #include "decl/compiled.hh"
 
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+
 #include "decl_test.hh"
 
 namespace mesh::decl::test {
@@ -91,6 +96,73 @@ TEST(Compiled, AnyDamagedByteIsRefused) {
   EXPECT_FALSE(loadCompiled(form.substr(0, form.size() / 2), d.digest, defaultOptions()));
   EXPECT_FALSE(loadCompiled("", d.digest, defaultOptions()));
   EXPECT_FALSE(loadCompiled(form + "x", d.digest, defaultOptions()));
+}
+
+// `form` as a store hands it over: read in pieces, each read counted.
+struct Pieces {
+  std::string form;
+  size_t reads = 0, largest = 0;
+  bool failFromHalf = false;  // a read past the middle fails (a store that went bad)
+  FormSource source() {
+    return {form.size(), [this](size_t offset, char* out, size_t n) {
+              ++reads;
+              largest = std::max(largest, n);
+              if (offset > form.size() || n > form.size() - offset) return false;
+              if (failFromHalf && offset + n > form.size() / 2) return false;
+              std::memcpy(out, form.data() + offset, n);
+              return true;
+            }};
+  }
+};
+
+TEST(Compiled, ReadInPiecesItIsWhatItIsWhole) {
+  // Large enough for many pieces, with strings across their edges and one larger
+  // than a piece.
+  std::string text = kEveryKind;
+  for (int i = 0; i < 1500; ++i)
+    text += fmt::format("[module.big.file.f{}]\npath = \"/srv/f{}\"\ncontent = \"{}\"\n", i, i,
+                        std::string(static_cast<size_t>(i % 300), 'c'));
+  text += "[module.big.file.huge]\npath = \"/srv/huge\"\ncontent = \"" +
+          std::string(200 * 1024, 'h') + "\"\n";
+  const Declaration d = parse(text);
+  Pieces p{compileDeclaration(d)};
+  ASSERT_GT(p.form.size(), 500u * 1024);
+  const auto source = p.source();
+  auto back = loadCompiled(source, d.digest, defaultOptions());
+  ASSERT_TRUE(back);
+  EXPECT_EQ(compileDeclaration(*back), p.form);
+  EXPECT_LE(p.largest, 64u * 1024) << "never read whole";
+  EXPECT_GT(p.reads, p.form.size() / (64 * 1024));
+  EXPECT_EQ(std::get<FileSpec>(back->resources.back().spec).content->size(), 200u * 1024);
+}
+
+TEST(Compiled, ReadInPiecesAnyDamagedByteOrFailedReadIsRefused) {
+  const Declaration d = parse(kEveryKind);
+  const std::string form = compileDeclaration(d);
+  {
+    Pieces whole{form};
+    const auto source = whole.source();
+    EXPECT_TRUE(loadCompiled(source, d.digest, defaultOptions()));
+  }
+  for (size_t i = 0; i < form.size(); i += 7) {
+    Pieces bad{form};
+    bad.form[i] = static_cast<char>(bad.form[i] ^ 0x20);
+    const auto source = bad.source();
+    EXPECT_FALSE(loadCompiled(source, d.digest, defaultOptions())) << "byte " << i;
+  }
+  for (const std::string& other : {form.substr(0, form.size() / 2), std::string(), form + "x"}) {
+    Pieces p{other};
+    const auto source = p.source();
+    EXPECT_FALSE(loadCompiled(source, d.digest, defaultOptions())) << other.size();
+  }
+  Pieces failing{form};
+  failing.failFromHalf = true;
+  const auto source = failing.source();
+  EXPECT_FALSE(loadCompiled(source, d.digest, defaultOptions()));
+  // Whole, another text's form is refused read in pieces too.
+  Pieces whole{form};
+  const auto wholeSource = whole.source();
+  EXPECT_FALSE(loadCompiled(wholeSource, Digest::ofBytes("other"), defaultOptions()));
 }
 
 TEST(Compiled, TheFormOfAnotherTextIsRefused) {

@@ -89,13 +89,97 @@ TEST_F(OpenTest, NewerSchemaVersionIsRefusedWithAClearError) {
   { RawDb(db).exec("PRAGMA user_version = 7"); }
   auto msg = errorOf([&] { Store::open(dir); });
   EXPECT_NE(msg.find(db), std::string::npos) << msg;
-  EXPECT_NE(msg.find("has schema version 7, newer than this mesh-host understands (1); upgrade "
+  EXPECT_NE(msg.find("has schema version 7, newer than this mesh-host understands (2); upgrade "
                      "mesh-host"),
             std::string::npos)
       << msg;
   // ReadOnly (status) refuses the same way rather than misreading the tables.
   EXPECT_NE(errorOf([&] { Store::open(dir, Store::Access::ReadOnly); }).find("newer"),
             std::string::npos);
+}
+
+// A store of schema version 1: the generations' texts in their rows (that
+// version's `generations`, to the letter), two generations.
+void makeVersion1Store(const std::string& dir, const std::string& db) {
+  { auto store = Store::open(dir); }
+  RawDb raw(db);
+  raw.exec(
+      "DROP TABLE generations; DROP TABLE generation_texts;"
+      "CREATE TABLE generations (generation INTEGER PRIMARY KEY, digest TEXT NOT NULL UNIQUE, "
+      "text TEXT NOT NULL, first_applied_at INTEGER NOT NULL, last_applied_at INTEGER NOT NULL, "
+      "source TEXT NOT NULL DEFAULT '', base_dir TEXT NOT NULL DEFAULT '', serial INTEGER);"
+      "INSERT INTO generations VALUES (1, 'sha256:aa', 'node = \"a\"', 10, 20, '/etc/a.toml', "
+      "'/etc', NULL);"
+      "INSERT INTO generations VALUES (2, 'sha256:bb', 'node = \"b\"', 30, 40, 'b.toml', '/srv', "
+      "7);"
+      "PRAGMA user_version = 1");
+}
+
+TEST_F(OpenTest, MigratesAVersion1StoreKeepingEveryGenerationsText) {
+  makeVersion1Store(dir, db);
+  {
+    auto store = Store::open(dir);
+    EXPECT_EQ(store.generationText(1), "node = \"a\"");
+    const auto g = store.generationDeclaration(2);
+    ASSERT_TRUE(g);
+    EXPECT_EQ(g->text, "node = \"b\"");
+    EXPECT_EQ(g->source, "b.toml");
+    EXPECT_EQ(g->baseDir, "/srv");
+    const auto gens = store.generations();
+    ASSERT_EQ(gens.size(), 2u);
+    EXPECT_EQ(gens[1].digest, "sha256:bb");
+    EXPECT_EQ(gens[1].firstAppliedAt, 30);
+    EXPECT_EQ(store.highestSerial()->serial, 7);
+    // Numbering goes on after the migrated rows; a known text keeps its number.
+    EXPECT_EQ(store.recordGeneration("sha256:bb", "unused", 50), 2);
+    EXPECT_EQ(store.recordGeneration("sha256:cc", "node = \"c\"", 60), 3);
+    EXPECT_EQ(store.generationText(3), "node = \"c\"");
+  }
+  RawDb raw(db);
+  EXPECT_EQ(raw.integer("PRAGMA user_version"), 2);
+  EXPECT_EQ(raw.integer("SELECT count(*) FROM pragma_table_info('generations') WHERE name = "
+                        "'text'"),
+            0);
+  EXPECT_EQ(raw.rows("SELECT generation || ':' || text FROM generation_texts ORDER BY 1", 0),
+            "1:node = \"a\" | 2:node = \"b\" | 3:node = \"c\"");
+  EXPECT_EQ(raw.text("PRAGMA integrity_check"), "ok");
+}
+
+// `status`, `generations` and `gc` open read-only: a version-1 store is read as it
+// is (migrating is a write), until the next apply migrates it.
+TEST_F(OpenTest, ReadOnlyOpenOfAVersion1StoreReadsItsTextsUnmigrated) {
+  makeVersion1Store(dir, db);
+  {
+    auto ro = Store::open(dir, Store::Access::ReadOnly);
+    EXPECT_EQ(ro.generationText(1), "node = \"a\"");
+    ASSERT_TRUE(ro.generationDeclaration(2));
+    EXPECT_EQ(ro.generationDeclaration(2)->text, "node = \"b\"");
+    EXPECT_EQ(ro.generations().size(), 2u);
+  }
+  EXPECT_EQ(RawDb(db).integer("PRAGMA user_version"), 1);
+}
+
+// Every apply updates its generation's row; the text is not in it, so the update
+// does not rewrite a copy of the text (the text's pages stay as written).
+TEST_F(OpenTest, UpdatingAKnownGenerationLeavesItsTextUntouched) {
+  const std::string big(200000, 'x');
+  {
+    auto store = Store::open(dir);
+    ASSERT_EQ(store.recordGeneration("sha256:aa", big, 1), 1);
+  }
+  const auto pagesOfTexts = [&] {
+    return RawDb(db).integer("SELECT count(*) FROM dbstat WHERE name = 'generation_texts'");
+  };
+  const int64_t textPages = pagesOfTexts();
+  EXPECT_GT(textPages, 40) << "the text is in its own table";
+  {
+    auto store = Store::open(dir);
+    for (int i = 2; i < 5; ++i) EXPECT_EQ(store.recordGeneration("sha256:aa", big, i), 1);
+  }
+  RawDb raw(db);
+  EXPECT_LT(raw.integer("SELECT sum(pgsize) FROM dbstat WHERE name = 'generations'"), 16384);
+  EXPECT_EQ(pagesOfTexts(), textPages);
+  EXPECT_EQ(raw.integer("SELECT last_applied_at FROM generations"), 4);
 }
 
 TEST_F(OpenTest, GarbageFileIsNotAStore) {

@@ -177,23 +177,30 @@ TEST_F(RecordsTest, CompactSetHoldsWhatLoadRecordsHolds) {
       if (i == 1234) r.observed = std::string(600 * 1024, 'x');  // past a block
       if (i == 7) r.observed = std::string("binary\0data", 11);
       if (i == 8) r.reason = r.detail = r.path = "";
+      if (i % 3 == 0) r.wrote = r.want;  // held once in the set
+      if (i == 9) r.want = r.wrote = "";
+      if (i == 10) r.want = "";  // only what it wrote
       store.putRecord(r);
     }
     txn.commit();
   }
   const auto all = store.loadRecords();
-  auto set = store.loadRecordSet();
-  ASSERT_EQ(set.size(), all.size());
-  ASSERT_EQ(set.slots(), all.size());
-  for (const auto& [id, rec] : all) {
-    auto i = set.find(id);
-    ASSERT_TRUE(i) << id;
-    EXPECT_EQ(set[*i].id, id);
-    EXPECT_EQ(set[*i].record(), rec) << id;
-    Record reused = sample("something else entirely, longer than the small-string buffer");
-    set[*i].copyTo(reused);
-    EXPECT_EQ(reused, rec) << id;
+  // However many records the caller expects: none said, fewer, as many, more.
+  for (size_t expected : {0, 10, 3000, 5000}) {
+    auto set = store.loadRecordSet(expected);
+    ASSERT_EQ(set.size(), all.size()) << expected;
+    ASSERT_EQ(set.slots(), all.size()) << expected;
+    for (const auto& [id, rec] : all) {
+      auto i = set.find(id);
+      ASSERT_TRUE(i) << id;
+      EXPECT_EQ(set[*i].id, id);
+      EXPECT_EQ(set[*i].record(), rec) << id;
+      Record reused = sample("something else entirely, longer than the small-string buffer");
+      set[*i].copyTo(reused);
+      EXPECT_EQ(reused, rec) << id;
+    }
   }
+  auto set = store.loadRecordSet(all.size());
   EXPECT_FALSE(set.find("r3000"));
   EXPECT_FALSE(set.find("r"));
   EXPECT_FALSE(set.find(""));
