@@ -678,7 +678,7 @@ class Cycle {
     if (o.verdict() != Verdict::Unchanged || !p.rec) return false;
     const auto& r = *p.rec;
     return r.outcome == "unchanged" && r.reason == o.reason() && r.detail == o.detail() &&
-           r.observed == o.observed && r.wrote == o.held().str() && r.want == p.want.str() &&
+           r.observed == o.observed && o.held().is(r.wrote) && p.want.is(r.want) &&
            r.module == p.module && r.path == p.path;
   }
 
