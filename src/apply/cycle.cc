@@ -37,7 +37,7 @@ state::Record nextRecord(const state::Record* rec, const std::string& id, const 
   r.detail = o.detail();
   if (!o.notConverged()) {
     r.wrote = o.held().str();
-    r.observed = o.observed;
+    if (!o.observedAsRecorded) r.observed = o.observed;  // else `rec`'s, copied above
   }
   if (o.changed()) {
     r.changedAt = now;
@@ -264,7 +264,10 @@ class Cycle {
       std::optional<std::string> error;
       for (size_t k = 0; k < writes; ++k, ++i) {
         if (done[i].error && !error) error = std::move(done[i].error);
-        if (!done[i].observed.empty()) o.observed = std::move(done[i].observed);
+        if (!done[i].observed.empty()) {
+          o.observed = std::move(done[i].observed);
+          o.observedAsRecorded = false;
+        }
       }
       if (error) {
         o = Outcome::failed(p.rec, *error);
@@ -678,8 +681,8 @@ class Cycle {
     if (o.verdict() != Verdict::Unchanged || !p.rec) return false;
     const auto& r = *p.rec;
     return r.outcome == "unchanged" && r.reason == o.reason() && r.detail == o.detail() &&
-           r.observed == o.observed && o.held().is(r.wrote) && p.want.is(r.want) &&
-           r.module == p.module && r.path == p.path;
+           (o.observedAsRecorded || r.observed == o.observed) && o.held().is(r.wrote) &&
+           p.want.is(r.want) && r.module == p.module && r.path == p.path;
   }
 
   void finish(int64_t started) {

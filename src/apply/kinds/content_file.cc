@@ -44,7 +44,7 @@ Decision reconcileContentFile(Context& ctx, const std::string& declaredPath,
     if (rec && want.is(rec->wrote) &&
         ContentObserved::holds(rec->observed, Fingerprint::of(*st), content.digest)) {
       Decision o = Decision::unchanged();
-      o.observed = rec->observed;
+      o.observedAsRecorded = true;
       return o;
     }
     old = openFileAt(place.dir, place.name, declaredPath);
