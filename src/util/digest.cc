@@ -20,11 +20,17 @@
 namespace mesh {
 
 void toHex(const unsigned char* data, size_t n, char* out) {
-  static const char digits[] = "0123456789abcdef";
-  for (size_t i = 0; i < n; ++i) {
-    out[2 * i] = digits[data[i] >> 4];
-    out[2 * i + 1] = digits[data[i] & 15];
-  }
+  // Both digits of a byte at once: a cycle renders a digest per resource.
+  static constexpr auto kPairs = [] {
+    constexpr char digits[] = "0123456789abcdef";
+    std::array<char, 512> t{};
+    for (size_t b = 0; b < 256; ++b) {
+      t[2 * b] = digits[b >> 4];
+      t[2 * b + 1] = digits[b & 15];
+    }
+    return t;
+  }();
+  for (size_t i = 0; i < n; ++i) std::memcpy(out + 2 * i, &kPairs[2 * size_t{data[i]}], 2);
 }
 
 std::string toHex(const unsigned char* data, size_t n) {
