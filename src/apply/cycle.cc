@@ -23,8 +23,8 @@ int64_t nowMs() {
 namespace {
 
 // The record after this outcome; the store is written only when it differs.
-state::Record nextRecord(const state::Record* rec, const std::string& id, const std::string& module,
-                         const std::string& kind, const std::string& path, const Digest& want,
+state::Record nextRecord(const state::Record* rec, std::string_view id, std::string_view module,
+                         std::string_view kind, std::string_view path, const Digest& want,
                          const Outcome& o, int64_t cycle, int64_t now) {
   state::Record r = rec ? *rec : state::Record{};
   r.id = id;
@@ -37,7 +37,7 @@ state::Record nextRecord(const state::Record* rec, const std::string& id, const 
   r.detail = o.detail();
   if (!o.notConverged()) {
     r.wrote = o.held().str();
-    r.observed = o.observed;
+    if (!o.observedAsRecorded) r.observed = o.observed;  // else `rec`'s, copied above
   }
   if (o.changed()) {
     r.changedAt = now;
@@ -47,9 +47,11 @@ state::Record nextRecord(const state::Record* rec, const std::string& id, const 
   return r;
 }
 
-// One resource on its way through the cycle.
+// One resource on its way through the cycle. Its names are views: of the
+// declaration's resource, of a kept record (pruning) or of a kind's static name,
+// all of which outlive the cycle's use of it (no copies per resource).
 struct Pending {
-  std::string id, module, kind, path;
+  std::string_view id, module, kind, path;
   Digest want;
   const state::Record* rec;
   size_t resultIndex;
@@ -264,13 +266,17 @@ class Cycle {
       std::optional<std::string> error;
       for (size_t k = 0; k < writes; ++k, ++i) {
         if (done[i].error && !error) error = std::move(done[i].error);
-        if (!done[i].observed.empty()) o.observed = std::move(done[i].observed);
+        if (!done[i].observed.empty()) {
+          o.observed = std::move(done[i].observed);
+          o.observedAsRecorded = false;
+        }
       }
       if (error) {
         o = Outcome::failed(p.rec, *error);
-        failed_.insert(p.id);
-        changed_.erase(p.id);
-        heldNow_.erase(p.id);
+        const std::string id(p.id);
+        failed_.insert(id);
+        changed_.erase(id);
+        heldNow_.erase(id);
       }
       record(p, o, &shared);
       settle(p.resultIndex);
@@ -330,7 +336,8 @@ class Cycle {
     else if (dependents_.count(r.id))  // only causes: intents are judged against them
       heldNow_[r.id] = outcome->held().str();
     if (outcome->changed() && outcome->restartsDependents) changed_.insert(r.id);
-    Pending p{r.id, r.module, kind, r.path(), want, rec, base_ + report_.results.size()};
+    Pending p{r.id, r.module, decl::kindName(r.kind),        r.path(),
+              want, rec,      base_ + report_.results.size()};
     if (outcome->activation != Activation::None) {
       hold({r.id, r.module, kind, std::move(*outcome)});
       p.rec = keep(p.rec);
@@ -618,8 +625,9 @@ class Cycle {
     Write w;
     const bool changed =
         (outcome.changed() || outcome.verdict() == Verdict::Removed) && outcome.restartsDependents;
-    if (auto owes = dependents_.find(p.id); changed && owes != dependents_.end())
-      w.owedBy = &owes->second;
+    if (changed)  // a no-op cycle looks nothing up
+      if (auto owes = dependents_.find(std::string(p.id)); owes != dependents_.end())
+        w.owedBy = &owes->second;
     w.paysRestarts = outcome.activation != Activation::None && outcome.verdict() != Verdict::Failed;
     if (!w.owedBy && !w.paysRestarts && unchangedAsRecorded(p, outcome)) return std::nullopt;
     if (!outcome.gone())
@@ -654,20 +662,20 @@ class Cycle {
     else if (!*shared)
       shared->emplace(*store_);
     if (!w.next)
-      store_->deleteRecord(p.id);
+      store_->deleteRecord(std::string(p.id));
     else if (w.putRecord)
       store_->putRecord(*w.next);
     if (w.owedBy)
       for (const auto& [process, reload] : *w.owedBy)
-        store_->oweRestart({process, p.id, report_.cycle, now, "", reload});
+        store_->oweRestart({process, std::string(p.id), report_.cycle, now, "", reload});
     // A reload pays the reloads owed, never a restart; a start or restart pays both.
     if (w.paysRestarts && outcome.activation == Activation::Reload)
-      store_->clearOwedReloads(p.id);
+      store_->clearOwedReloads(std::string(p.id));
     else if (w.paysRestarts)
-      store_->clearOwedRestarts(p.id);
+      store_->clearOwedRestarts(std::string(p.id));
     if (w.history)
-      store_->addHistory({report_.cycle, p.id, verdictName(outcome.verdict()), outcome.reason(),
-                          p.want.str(), outcome.held().str(), now});
+      store_->addHistory({report_.cycle, std::string(p.id), verdictName(outcome.verdict()),
+                          outcome.reason(), p.want.str(), outcome.held().str(), now});
     if (own) own->commit();
     if (w.owedBy) crashPoint(crash::kAfterChangeRecorded);
   }
@@ -678,8 +686,8 @@ class Cycle {
     if (o.verdict() != Verdict::Unchanged || !p.rec) return false;
     const auto& r = *p.rec;
     return r.outcome == "unchanged" && r.reason == o.reason() && r.detail == o.detail() &&
-           r.observed == o.observed && r.wrote == o.held().str() && r.want == p.want.str() &&
-           r.module == p.module && r.path == p.path;
+           (o.observedAsRecorded || r.observed == o.observed) && o.held().is(r.wrote) &&
+           p.want.is(r.want) && r.module == p.module && r.path == p.path;
   }
 
   void finish(int64_t started) {

@@ -32,6 +32,9 @@ enum class Activation { None, Start, Restart, Reload };
 struct Notes {
   // Kind-specific fast-path data to remember (stat fingerprints, a manifest).
   std::string observed;
+  // Instead of `observed`: the record the kind was given says it already, word
+  // for word (a file's fast path; not copied, thousands of times a cycle).
+  bool observedAsRecorded = false;
   // Plan: a unified diff or "(secret changed)"; empty otherwise.
   std::string diff;
   // Warnings that do not fail the resource (shown in plan and apply).

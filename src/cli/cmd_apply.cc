@@ -166,8 +166,10 @@ int runApply(const std::string& declPath, CommonOptions& o, const ApplyOptions& 
   if (!a.plan.empty()) return applyPlan(o, a);
   if (declPath.empty()) throw InputError("apply: name the declaration (DECL) or a --plan FILE");
   CompiledToKeep compiled;
-  // Bad input: nothing touched yet.
-  auto declaration = loadDeclarationFor(declPath, o, &compiled);
+  // Bad input: nothing touched yet. The process exits once this command returns:
+  // the model is left to the exit, not freed a resource at a time (~0.5 ms of a
+  // no-op apply of 5,000 files).
+  auto& declaration = *new decl::Declaration(loadDeclarationFor(declPath, o, &compiled));
   makeDirs(o.stateDir, 0750);
   auto lock = state::StateLock::acquire(o.stateDir, state::StateLock::Kind::Exclusive);
   auto store = state::Store::open(o.stateDir);

@@ -24,14 +24,14 @@ constexpr uint64_t kFormat = 2;
 
 // A field added to the model must be written and read here too: these fail to
 // compile until this file has been looked at (and the sizes updated).
-static_assert(sizeof(FileSpec) == 232, "FileSpec changed: update compiled.cc");
+static_assert(sizeof(FileSpec) == 224, "FileSpec changed: update compiled.cc");
 static_assert(sizeof(DirectorySpec) == 120, "DirectorySpec changed: update compiled.cc");
 static_assert(sizeof(LinkSpec) == 64, "LinkSpec changed: update compiled.cc");
-static_assert(sizeof(ArchiveSpec) == 88, "ArchiveSpec changed: update compiled.cc");
+static_assert(sizeof(ArchiveSpec) == 96, "ArchiveSpec changed: update compiled.cc");
 static_assert(sizeof(CredentialSpec) == 200, "CredentialSpec changed: update compiled.cc");
-static_assert(sizeof(ProcessSpec) == 112, "ProcessSpec changed: update compiled.cc");
-static_assert(sizeof(Resource) == 456, "Resource changed: update compiled.cc");
-static_assert(sizeof(Declaration) == 216, "Declaration changed: update compiled.cc");
+static_assert(sizeof(ProcessSpec) == 120, "ProcessSpec changed: update compiled.cc");
+static_assert(sizeof(Resource) == 448, "Resource changed: update compiled.cc");
+static_assert(sizeof(Declaration) == 224, "Declaration changed: update compiled.cc");
 
 class Writer {
  public:

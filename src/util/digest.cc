@@ -9,6 +9,7 @@
 #include <openssl/sha.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cstring>
 
@@ -18,39 +19,87 @@
 
 namespace mesh {
 
+void toHex(const unsigned char* data, size_t n, char* out) {
+  // Both digits of a byte at once: a cycle renders a digest per resource.
+  static constexpr auto kPairs = [] {
+    constexpr char digits[] = "0123456789abcdef";
+    std::array<char, 512> t{};
+    for (size_t b = 0; b < 256; ++b) {
+      t[2 * b] = digits[b >> 4];
+      t[2 * b + 1] = digits[b & 15];
+    }
+    return t;
+  }();
+  for (size_t i = 0; i < n; ++i) std::memcpy(out + 2 * i, &kPairs[2 * size_t{data[i]}], 2);
+}
+
 std::string toHex(const unsigned char* data, size_t n) {
-  static const char digits[] = "0123456789abcdef";
   std::string out(n * 2, '\0');
-  for (size_t i = 0; i < n; ++i) {
-    out[2 * i] = digits[data[i] >> 4];
-    out[2 * i + 1] = digits[data[i] & 15];
-  }
+  toHex(data, n, out.data());
   return out;
 }
 
+namespace {
+
+constexpr std::string_view kPrefix = "sha256:";
+
+// The value of a lowercase hex digit; -1 for any other character.
+constexpr auto kHexValue = [] {
+  std::array<int8_t, 256> t{};
+  t.fill(-1);
+  for (int c = '0'; c <= '9'; ++c) t[c] = static_cast<int8_t>(c - '0');
+  for (int c = 'a'; c <= 'f'; ++c) t[c] = static_cast<int8_t>(c - 'a' + 10);
+  return t;
+}();
+
+}  // namespace
+
+std::string Digest::hex() const {
+  return set_ ? toHex(raw_.data(), raw_.size()) : std::string();
+}
+
+std::string Digest::str() const {
+  if (!set_) return {};
+  std::string out(kPrefix.size() + 64, '\0');
+  std::copy(kPrefix.begin(), kPrefix.end(), out.begin());
+  toHex(raw_.data(), raw_.size(), out.data() + kPrefix.size());
+  return out;
+}
+
+std::string Digest::shortStr() const {
+  return set_ ? str().substr(0, kPrefix.size() + 12) : "-";
+}
+
+bool Digest::is(std::string_view text) const {
+  if (!set_) return text.empty();
+  if (text.size() != kPrefix.size() + 64 || text.substr(0, kPrefix.size()) != kPrefix) return false;
+  char hex[64];
+  toHex(raw_.data(), raw_.size(), hex);
+  return text.substr(kPrefix.size()) == std::string_view(hex, sizeof hex);
+}
+
 std::optional<Digest> Digest::parse(std::string_view text) {
-  constexpr std::string_view prefix = "sha256:";
-  if (text.substr(0, prefix.size()) != prefix) return std::nullopt;
-  auto hex = text.substr(prefix.size());
+  if (text.substr(0, kPrefix.size()) != kPrefix) return std::nullopt;
+  auto hex = text.substr(kPrefix.size());
   if (hex.size() != 64) return std::nullopt;
   // A table, not a branch per character: every record's digests are parsed each cycle.
-  static constexpr auto kLowerHex = [] {
-    std::array<bool, 256> t{};
-    for (char c = '0'; c <= '9'; ++c) t[static_cast<unsigned char>(c)] = true;
-    for (char c = 'a'; c <= 'f'; ++c) t[static_cast<unsigned char>(c)] = true;
-    return t;
-  }();
-  bool ok = true;
-  for (char c : hex) ok &= kLowerHex[static_cast<unsigned char>(c)];
-  if (!ok) return std::nullopt;
   Digest d;
-  d.hex_ = std::string(hex);
+  int bad = 0;
+  for (size_t i = 0; i < d.raw_.size(); ++i) {
+    const int hi = kHexValue[static_cast<unsigned char>(hex[2 * i])];
+    const int lo = kHexValue[static_cast<unsigned char>(hex[2 * i + 1])];
+    bad |= hi | lo;  // negative when either is not a lowercase hex digit
+    d.raw_[i] = static_cast<uint8_t>((hi << 4) | (lo & 15));
+  }
+  if (bad < 0) return std::nullopt;
+  d.set_ = true;
   return d;
 }
 
 Digest Digest::fromRaw(const std::array<uint8_t, 32>& raw) {
   Digest d;
-  d.hex_ = toHex(raw.data(), raw.size());
+  d.raw_ = raw;
+  d.set_ = true;
   return d;
 }
 
@@ -100,13 +149,31 @@ WantBuilder::WantBuilder(std::string_view scheme) {
   add("scheme", scheme);
 }
 
+void WantBuilder::append(std::string_view bytes) {
+  if (spill_.empty() && size_ + bytes.size() <= inline_.size()) {
+    std::copy(bytes.begin(), bytes.end(), inline_.data() + size_);
+    size_ += bytes.size();
+    return;
+  }
+  if (spill_.empty()) spill_.assign(inline_.data(), size_);
+  spill_.append(bytes);
+}
+
 void WantBuilder::put(std::string_view part) {
   char len[24];
-  auto [end, ec] = std::to_chars(len, len + sizeof len, part.size());
+  auto [end, ec] = std::to_chars(len, len + sizeof len - 1, part.size());
   (void)ec;
-  buf_.append(len, end);
-  buf_ += ':';
-  buf_.append(part);
+  *end++ = ':';
+  append(std::string_view(len, static_cast<size_t>(end - len)));
+  append(part);
+}
+
+WantBuilder& WantBuilder::add(std::string_view key, const Digest& d) {
+  if (d.empty()) return add(key, std::string_view());
+  char text[kPrefix.size() + 64];
+  std::copy(kPrefix.begin(), kPrefix.end(), text);
+  toHex(d.raw().data(), d.raw().size(), text + kPrefix.size());
+  return add(key, std::string_view(text, sizeof text));
 }
 
 WantBuilder& WantBuilder::add(std::string_view key, std::string_view value) {

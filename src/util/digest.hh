@@ -1,5 +1,6 @@
-// Content digests: "sha256:<64 hex>". A Digest is a validated value; the empty
-// Digest means "nothing" (no content known) and renders as "".
+// Content digests: "sha256:<64 hex>". A Digest is a validated value, held as its
+// 32 raw bytes (text only for output: a cycle compares thousands of them); the
+// empty Digest means "nothing" (no content known) and renders as "".
 #pragma once
 
 #include <array>
@@ -25,16 +26,20 @@ class Digest {
   static Digest ofFd(int fd, const std::string& shown);
   static Digest fromRaw(const std::array<uint8_t, 32>& raw);
 
-  bool empty() const { return hex_.empty(); }
-  const std::string& hex() const { return hex_; }
-  std::string str() const { return hex_.empty() ? std::string() : "sha256:" + hex_; }
+  bool empty() const { return !set_; }
+  std::string hex() const;  // 64 lowercase hex characters; "" for none
+  std::string str() const;  // "sha256:<hex>"; "" for none
   // A short form for human output: "sha256:0123456789ab".
-  std::string shortStr() const { return hex_.empty() ? "-" : "sha256:" + hex_.substr(0, 12); }
+  std::string shortStr() const;
+  // Whether `text` is str(), compared without building it ("" is none).
+  bool is(std::string_view text) const;
+  const std::array<uint8_t, 32>& raw() const { return raw_; }
 
   bool operator==(const Digest&) const = default;
 
  private:
-  std::string hex_;
+  std::array<uint8_t, 32> raw_{};
+  bool set_ = false;
 };
 
 // Streaming SHA-256 (OpenSSL: uses the CPU's SHA extensions where present).
@@ -58,13 +63,25 @@ class WantBuilder {
  public:
   explicit WantBuilder(std::string_view scheme);
   WantBuilder& add(std::string_view key, std::string_view value);
-  Digest finish() const { return Digest::ofBytes(buf_); }
+  // A field whose value is a digest: its text form, as add(key, d.str()).
+  WantBuilder& add(std::string_view key, const Digest& d);
+  Digest finish() const { return Digest::ofBytes(bytes()); }
 
  private:
   void put(std::string_view part);
-  std::string buf_;  // hashed once: cheaper than many small updates
+  void append(std::string_view bytes);
+  std::string_view bytes() const {
+    return spill_.empty() ? std::string_view(inline_.data(), size_) : std::string_view(spill_);
+  }
+  // Hashed once: cheaper than many small updates. A want's fields (a few names,
+  // modes and digests) fit on the stack; a longer one (a unit's text) spills.
+  std::array<char, 384> inline_;
+  size_t size_ = 0;
+  std::string spill_;
 };
 
 std::string toHex(const unsigned char* data, size_t n);
+// Writes 2n lowercase hex characters to `out`.
+void toHex(const unsigned char* data, size_t n, char* out);
 
 }  // namespace mesh

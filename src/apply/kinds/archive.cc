@@ -57,7 +57,7 @@ class ArchiveApplier : public Applier {
   Digest want(Context&, const decl::Resource& r) const override {
     const auto& s = std::get<decl::ArchiveSpec>(r.spec);
     WantBuilder w("archive/1");
-    w.add("bundle", s.bundle.str()).add("path", s.path);
+    w.add("bundle", s.bundle).add("path", s.path);
     // Only when set: every want made before keep-modes existed stays as it was.
     if (s.keepModes) w.add("keep-modes", "true");
     return w.finish();

@@ -4,6 +4,7 @@
 #include <pwd.h>
 #include <unistd.h>
 
+#include <array>
 #include <cstdlib>
 #include <vector>
 
@@ -46,14 +47,27 @@ Ownership resolveOwnership(const Attributes& a) {
   return o;
 }
 
+namespace {
+
+// "0644": four octal digits, as fmt's {:04o} of m & 07777.
+std::array<char, 4> modeDigits(mode_t m) {
+  m &= 07777;
+  return {static_cast<char>('0' + ((m >> 9) & 7)), static_cast<char>('0' + ((m >> 6) & 7)),
+          static_cast<char>('0' + ((m >> 3) & 7)), static_cast<char>('0' + (m & 7))};
+}
+
+}  // namespace
+
 void addAttributes(WantBuilder& w, const Attributes& a) {
-  w.add("mode", modeString(a.mode));
-  w.add("owner", a.owner ? a.owner->name : "");
-  w.add("group", a.group ? a.group->name : "");
+  const auto mode = modeDigits(a.mode);
+  w.add("mode", std::string_view(mode.data(), mode.size()));
+  w.add("owner", a.owner ? std::string_view(a.owner->name) : std::string_view());
+  w.add("group", a.group ? std::string_view(a.group->name) : std::string_view());
 }
 
 std::string modeString(mode_t m) {
-  return fmt::format("{:04o}", m & 07777);
+  const auto mode = modeDigits(m);
+  return std::string(mode.data(), mode.size());
 }
 
 std::optional<std::string> attributeDrift(const struct stat& st, const Attributes& a,
@@ -86,6 +100,14 @@ ContentObserved ContentObserved::parse(const std::string& text) {
   o.fingerprint = Fingerprint::parse(std::string_view(text).substr(0, bar));
   o.content = text.substr(bar + 1);
   return o;
+}
+
+bool ContentObserved::holds(std::string_view text, const Fingerprint& now,
+                            std::string_view content) {
+  const auto bar = text.find('|');
+  if (bar == std::string_view::npos || text.substr(bar + 1) != content) return false;
+  const auto fingerprint = Fingerprint::parse(text.substr(0, bar));
+  return fingerprint && *fingerprint == now;
 }
 
 ContentObserved ContentObserved::of(const struct stat& st, std::string content) {

@@ -41,6 +41,9 @@ struct ContentObserved {
   std::string content;  // "sha256:…" or "keyed:…"
   std::string str() const;
   [[nodiscard]] static ContentObserved parse(const std::string& text);  // empty on malformed
+  // Whether `text` (str()) has a fingerprint equal to `now` and this content
+  // digest: the fast path's question, answered without building a value.
+  static bool holds(std::string_view text, const Fingerprint& now, std::string_view content);
   // Fresh data for `path` after it holds `content`.
   static ContentObserved of(const struct stat& st, std::string content);
 };

@@ -36,16 +36,15 @@ Decision reconcileContentFile(Context& ctx, const std::string& declaredPath,
   const Ownership ids = resolveOwnership(attrs);
   const auto place = ctx.place(declaredPath);
   const auto st = ctx.look(place);
-  const auto prev = rec ? ContentObserved::parse(rec->observed) : ContentObserved{};
 
   std::string drift;
   std::optional<Fd> old;  // the file there now, opened without following a link
   if (st && S_ISREG(st->st_mode)) {
     // Fast path: nothing has written the file since we recorded it.
-    if (rec && rec->wrote == want.str() && prev.fingerprint &&
-        *prev.fingerprint == Fingerprint::of(*st) && prev.content == content.digest) {
+    if (rec && want.is(rec->wrote) &&
+        ContentObserved::holds(rec->observed, Fingerprint::of(*st), content.digest)) {
       Decision o = Decision::unchanged();
-      o.observed = rec->observed;
+      o.observedAsRecorded = true;
       return o;
     }
     old = openFileAt(place.dir, place.name, declaredPath);

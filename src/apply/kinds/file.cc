@@ -21,7 +21,7 @@ class FileApplier : public Applier {
   Digest want(Context&, const decl::Resource& r) const override {
     const auto& s = std::get<decl::FileSpec>(r.spec);
     WantBuilder w("file/1");
-    w.add("content", s.contentDigest.str());
+    w.add("content", s.contentDigest);
     addAttributes(w, attributesOf(s));
     return w.finish();
   }

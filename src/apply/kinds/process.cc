@@ -101,7 +101,7 @@ class ProcessApplier : public Applier {
     // file and reloads the supervisor). Where the bundle lives and --root are in it:
     // they change the paths the service runs.
     WantBuilder w("process/2");
-    w.add("bundle", s.bundle.str())
+    w.add("bundle", s.bundle)
         .add("service", s.service)
         .add("dir", ctx.bundleDir(s.bundle))
         .add("root", ctx.settings().root);

@@ -40,6 +40,41 @@ TEST(Digest, ParseRejectsMalformed) {
 TEST(Digest, NoneIsEmpty) {
   EXPECT_TRUE(Digest::none().empty());
   EXPECT_EQ(Digest::none().str(), "");
+  EXPECT_EQ(Digest::none().hex(), "");
+  EXPECT_EQ(Digest::none().shortStr(), "-");
+  EXPECT_NE(Digest::none(), Digest::ofBytes(""));
+}
+
+// Held as raw bytes, a digest renders the same text it was parsed from.
+TEST(Digest, TextFormsOfTheRawBytes) {
+  const std::string hex = "0123456789abcdef00ff10e0a5c35a3c0123456789abcdef0123456789abcdef";
+  const auto d = Digest::parse("sha256:" + hex);
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->hex(), hex);
+  EXPECT_EQ(d->str(), "sha256:" + hex);
+  EXPECT_EQ(d->shortStr(), "sha256:0123456789ab");
+  EXPECT_EQ(d->raw()[0], 0x01);
+  EXPECT_EQ(d->raw()[9], 0xff);
+  EXPECT_EQ(Digest::fromRaw(d->raw()), *d);
+}
+
+// is() answers what `str() == text` answers, for every kind of near miss.
+TEST(Digest, IsComparesTheTextForm) {
+  const auto d = Digest::ofBytes("abc");
+  const std::string text = d.str();
+  EXPECT_TRUE(d.is(text));
+  EXPECT_FALSE(d.is(""));
+  EXPECT_FALSE(d.is(d.hex()));                          // no prefix
+  EXPECT_FALSE(d.is("SHA256:" + d.hex()));              // another prefix
+  EXPECT_FALSE(d.is(text.substr(0, text.size() - 1)));  // short
+  EXPECT_FALSE(d.is(text + "0"));                       // long
+  for (size_t at : {size_t{7}, size_t{40}, text.size() - 1}) {
+    std::string other = text;
+    other[at] = other[at] == '0' ? '1' : '0';
+    EXPECT_FALSE(d.is(other)) << at;
+  }
+  EXPECT_TRUE(Digest::none().is(""));
+  EXPECT_FALSE(Digest::none().is(text));
 }
 
 TEST(WantBuilder, FieldsAreLengthPrefixed) {
@@ -48,6 +83,27 @@ TEST(WantBuilder, FieldsAreLengthPrefixed) {
   EXPECT_NE(a, b);
   EXPECT_EQ(a, WantBuilder("t/1").add("k", "ab").add("v", "c").finish());
   EXPECT_NE(a, WantBuilder("t/2").add("k", "ab").add("v", "c").finish());
+}
+
+// The bytes hashed are the length-prefixed fields, whatever their length: a want
+// digest recorded by an earlier version must come out the same.
+TEST(WantBuilder, HashesTheLengthPrefixedFields) {
+  EXPECT_EQ(WantBuilder("t/1").add("k", "ab").finish(), Digest::ofBytes("6:scheme3:t/11:k2:ab"));
+  // Past what fits on the stack, and across that edge.
+  for (size_t n : {size_t{300}, size_t{360}, size_t{400}, size_t{5000}}) {
+    const std::string big(n, 'x');
+    EXPECT_EQ(WantBuilder("t/1").add("unit", big).add("k", "ab").finish(),
+              Digest::ofBytes("6:scheme3:t/14:unit" + std::to_string(n) + ":" + big + "1:k2:ab"))
+        << n;
+  }
+}
+
+TEST(WantBuilder, DigestFieldIsItsText) {
+  const auto d = Digest::ofBytes("abc");
+  EXPECT_EQ(WantBuilder("t/1").add("content", d).finish(),
+            WantBuilder("t/1").add("content", d.str()).finish());
+  EXPECT_EQ(WantBuilder("t/1").add("content", Digest::none()).finish(),
+            WantBuilder("t/1").add("content", "").finish());
 }
 
 }  // namespace mesh
