@@ -63,7 +63,7 @@ Run runChild(const std::vector<std::string>& argv, const std::string& scratch) {
   r.ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   r.maxRssKiB = ru.ru_maxrss;  // KiB on Linux
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.code = mesh::test::exitCodeOf(status);
   r.out = slurp(outPath);
   r.err = slurp(errPath);
   return r;

@@ -2,7 +2,6 @@
 // output in a log, a shell command's last line, and the machine's name for the report.
 #pragma once
 
-#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -12,6 +11,9 @@
 #include <stdexcept>
 #include <string>
 #include <vector>
+
+#include "../tests/support/child.hh"
+#include "../tests/support/files.hh"
 
 namespace mesh::bench {
 
@@ -33,42 +35,14 @@ inline double median(std::vector<double> v) {
 
 // Starts argv[0] (a path) with stdout and stderr appended to `log`; returns its pid.
 inline pid_t spawn(const std::vector<std::string>& argv, const std::string& log) {
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
-    ::dup2(fd, 1);
-    ::dup2(fd, 2);
-    std::vector<char*> args;
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    ::execv(args[0], args.data());
-    ::_exit(127);
-  }
-  return pid;
+  return test::spawnChild(argv, log, "", test::Output::Append);
 }
 
 // Starts argv[0] (a path, or a name looked up in PATH) with stdin from /dev/null and
 // stdout and stderr in the files named (truncated), `env` ("K=V") added; its pid.
 inline pid_t spawnTo(const std::vector<std::string>& argv, const std::string& outPath,
                      const std::string& errPath, const std::vector<std::string>& env = {}) {
-  const pid_t pid = ::fork();
-  if (pid < 0) throw std::runtime_error("fork failed");
-  if (pid == 0) {
-    const int out = ::open(outPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    const int err = ::open(errPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    const int in = ::open("/dev/null", O_RDONLY);
-    if (out < 0 || err < 0 || in < 0) ::_exit(126);
-    ::dup2(in, 0);
-    ::dup2(out, 1);
-    ::dup2(err, 2);
-    for (const auto& e : env) ::putenv(const_cast<char*>(e.c_str()));
-    std::vector<char*> args;
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    ::execvp(args[0], args.data());
-    ::_exit(127);
-  }
-  return pid;
+  return test::spawnChild(argv, outPath, errPath, test::Output::Truncate, env);
 }
 
 // The last line `cmd` prints (trailing blanks dropped).
@@ -84,12 +58,7 @@ inline std::string shellOut(const std::string& cmd) {
   return nl == std::string::npos ? out : out.substr(nl + 1);
 }
 
-inline std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using ::mesh::test::slurp;
 
 inline std::string firstLine(const std::string& s) {
   return s.substr(0, s.find('\n'));

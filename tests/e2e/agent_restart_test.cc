@@ -19,13 +19,6 @@ namespace {
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 // packaging/mesh-host.service with its ExecStart replaced.
 std::string agentUnit(const std::string& execStart) {
   const std::string unit = slurp(MESH_AGENT_UNIT);

@@ -9,7 +9,12 @@
 #include <string>
 #include <vector>
 
+#include "../support/files.hh"
+
 namespace mesh::e2e {
+
+// A file's bytes, for every e2e test (tests/support/files.hh).
+using ::mesh::test::slurp;
 
 struct Result {
   int code = -1;

@@ -13,19 +13,13 @@
 #include <fstream>
 #include <sstream>
 
+#include "../support/child.hh"
 #include "harness.hh"
 
 namespace mesh::e2e {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string slurpFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 // A mesh-host started in the background, its stderr readable as it writes it.
 class Background {
@@ -39,11 +33,7 @@ class Background {
       ::dup2(devnull, 0);
       ::dup2(devnull, 1);
       ::dup2(errPipe[1], 2);
-      std::vector<char*> args;
-      for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-      args.push_back(nullptr);
-      ::execv(args[0], args.data());
-      ::_exit(127);
+      test::execArgv(argv);
     }
     ::close(errPipe[1]);
     err_ = errPipe[0];
@@ -77,7 +67,7 @@ class Background {
     pid_t r = ::waitpid(pid_, &status, WNOHANG);
     if (r == 0) return true;
     pid_ = -1;
-    code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    code_ = test::exitCodeOf(status);
     return false;
   }
 
@@ -86,7 +76,7 @@ class Background {
       int status = 0;
       ::waitpid(pid_, &status, 0);
       pid_ = -1;
-      code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      code_ = test::exitCodeOf(status);
     }
     return code_;
   }
@@ -167,11 +157,11 @@ from = "{}"
   // It holds the lock once it has written its pid into the lock file.
   const std::string lockPath = stateDir() + "/lock";
   const std::string pidLine = std::to_string(one.pid()) + "\n";
-  for (int i = 0; i < 2000 && slurpFile(lockPath) != pidLine; ++i) {
+  for (int i = 0; i < 2000 && slurp(lockPath) != pidLine; ++i) {
     ASSERT_TRUE(one.running()) << "the first apply ended: " << one.drainStderr();
     ::usleep(10000);
   }
-  ASSERT_EQ(slurpFile(lockPath), pidLine) << "the first apply never took the lock";
+  ASSERT_EQ(slurp(lockPath), pidLine) << "the first apply never took the lock";
   ASSERT_TRUE(one.running());
 
   fs::remove(lockPath);

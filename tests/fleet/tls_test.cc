@@ -17,6 +17,7 @@
 
 #include <fmt/format.h>
 
+#include "../support/child.hh"
 #include "fleet/etcd.hh"
 #include "fleet_fixture.hh"
 #include "test_etcd.hh"
@@ -28,13 +29,6 @@ namespace {
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
-
-std::string readAll(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 std::string trimmed(std::string s) {
   while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
@@ -100,7 +94,7 @@ EtcdConfig authConfig(const std::string& password) {
 }
 
 std::string authPassword() {
-  return trimmed(readAll(authEtcd.dir + "/password"));
+  return trimmed(slurp(authEtcd.dir + "/password"));
 }
 
 // Puts, reads back, and sees the put through a watch: what the agent does.
@@ -274,17 +268,7 @@ class SecuredFleet : public FleetTest {
         "1s",          "--splay", "0",       "--supervisor",     "builtin"};
     argv.insert(argv.end(), security.begin(), security.end());
     log = work + "/n1.log";
-    node = ::fork();
-    if (node == 0) {
-      int out = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
-      ::dup2(out, 1);
-      ::dup2(out, 2);
-      std::vector<char*> args;
-      for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-      args.push_back(nullptr);
-      ::execv(args[0], args.data());
-      ::_exit(127);
-    }
+    node = ::mesh::test::spawnChild(argv, log, "", ::mesh::test::Output::Append);
   }
 
   // Push, wait until the node applied it (push --wait), and check `fleet status`.
@@ -292,10 +276,10 @@ class SecuredFleet : public FleetTest {
     const std::string decl = declare(
         "serial = 1\n\n[module.app.file.config]\npath = \"/etc/app.conf\"\ncontent = \"one\"\n");
     Result r = runCommand(fleet("push", {"--key", keyFile, "--node", "n1", "--wait", "30s", decl}));
-    EXPECT_EQ(r.code, 0) << r.out << r.err << readAll(log);
-    EXPECT_EQ(readAll(root + "/etc/app.conf"), "one");
+    EXPECT_EQ(r.code, 0) << r.out << r.err << slurp(log);
+    EXPECT_EQ(slurp(root + "/etc/app.conf"), "one");
     Result st = runCommand(fleet("status", {"--trust", operatorKey.text(), "--json"}));
-    EXPECT_EQ(st.code, 0) << st.out << st.err << readAll(log);
+    EXPECT_EQ(st.code, 0) << st.out << st.err << slurp(log);
     EXPECT_EQ(st.json().at("nodes").at(0).at("state"), "converged") << st.out;
   }
 
@@ -353,8 +337,8 @@ TEST_F(SecuredFleetAuth, ANodeConvergesAsAUserAndKeepsGoingAfterItsTokenIsGone) 
       "serial = 2\n\n[module.app.file.config]\npath = \"/etc/app.conf\"\ncontent = \"two\"\n",
       "two.toml");
   Result r = runCommand(fleet("push", {"--key", keyFile, "--node", "n1", "--wait", "30s", decl}));
-  EXPECT_EQ(r.code, 0) << r.out << r.err << readAll(log);
-  EXPECT_EQ(readAll(root + "/etc/app.conf"), "two");
+  EXPECT_EQ(r.code, 0) << r.out << r.err << slurp(log);
+  EXPECT_EQ(slurp(root + "/etc/app.conf"), "two");
 }
 
 TEST_F(SecuredFleetAuth, BadSecurityOptionsAreBadInput) {
