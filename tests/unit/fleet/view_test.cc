@@ -14,6 +14,8 @@
 #include <fstream>
 #include <iterator>
 
+#include "../../support/files.hh"
+#include "../../support/temp_dir.hh"
 #include "fleet/enroll.hh"
 #include "fleet/node_signed.hh"
 #include "trust/node_key.hh"
@@ -111,18 +113,11 @@ TEST(FleetView, AMemoSparesCheckingAgainButNeverHidesAChange) {
   EXPECT_EQ(view.count(NodeState::Converged), 2u);
 }
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), {}};
-}
+using ::mesh::test::slurp;
 
-struct TempDir {
-  std::string path;
-  TempDir() {
-    char tmpl[] = "/tmp/mesh-memo.XXXXXX";
-    path = ::mkdtemp(tmpl);
-  }
-  ~TempDir() { std::filesystem::remove_all(path); }
+// The memo's directory.
+struct TempDir : mesh::test::TempDir {
+  TempDir() : mesh::test::TempDir("mesh-memo") {}
 };
 
 // `fleet status` keeps its memo between runs in a directory: an entry counts only when

@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "../../support/temp_dir.hh"
 #include "supervise/builtin/service_files.hh"
 #include "supervise/supervisor.hh"
 #include "util/fd.hh"
@@ -73,12 +74,7 @@ inline bool alive(pid_t pid) {
 class BuiltinTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/mesh-sv.XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl), nullptr);
-    dir = tmpl;
     ::chmod(dir.c_str(), 0755);
-    stateDir = dir + "/state";
-    runtimeDir = dir + "/run";
     sup = openBuiltin(options());
   }
 
@@ -106,7 +102,6 @@ class BuiltinTest : public ::testing::Test {
     }
     for (pid_t pid : extraPids)
       if (alive(pid)) ::kill(pid, SIGKILL);
-    std::filesystem::remove_all(dir, ec);
   }
 
   void killLeftovers(const std::string& name) {
@@ -156,7 +151,8 @@ class BuiltinTest : public ::testing::Test {
         parentOf(path), [&] { return lstatPath(path).has_value(); }, timeoutMs);
   }
 
-  std::string dir, stateDir, runtimeDir;
+  mesh::test::TempDir tmp{"mesh-sv"};
+  std::string dir = tmp.path, stateDir = dir + "/state", runtimeDir = dir + "/run";
   std::unique_ptr<Supervisor> sup;
   std::vector<pid_t> extraPids;
 };

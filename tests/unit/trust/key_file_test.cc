@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "../../support/temp_dir.hh"
 #include "trust/node_key.hh"
 #include "trust/operator_key.hh"
 #include "trust/signing.hh"
@@ -26,12 +27,7 @@ constexpr uid_t kNobody = 65534;
 
 class KeyFile : public ::testing::Test {
  protected:
-  void SetUp() override {
-    ASSERT_GE(sodium_init(), 0);
-    char tmpl[] = "/tmp/mesh-keyfile.XXXXXX";
-    dir = ::mkdtemp(tmpl);
-  }
-  void TearDown() override { fs::remove_all(dir); }
+  void SetUp() override { ASSERT_GE(sodium_init(), 0); }
   // Writes `text` with exactly `mode`, whatever the umask.
   std::string write(const std::string& name, const std::string& text, mode_t mode) {
     const auto path = dir + "/" + name;
@@ -50,7 +46,8 @@ class KeyFile : public ::testing::Test {
     return {};
   }
   static bool isRoot() { return ::geteuid() == 0; }
-  std::string dir;
+  mesh::test::TempDir tmp{"mesh-keyfile"};
+  std::string dir = tmp.path;
 };
 
 struct stat statWith(mode_t mode, uid_t uid) {

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "../../support/temp_dir.hh"
 #include "util/error.hh"
 
 namespace mesh::trust {
@@ -19,12 +20,7 @@ namespace fs = std::filesystem;
 
 class Signing : public ::testing::Test {
  protected:
-  void SetUp() override {
-    ASSERT_GE(sodium_init(), 0);
-    char tmpl[] = "/tmp/mesh-signing.XXXXXX";
-    dir = ::mkdtemp(tmpl);
-  }
-  void TearDown() override { fs::remove_all(dir); }
+  void SetUp() override { ASSERT_GE(sodium_init(), 0); }
   // Writes `text` with exactly `mode` (key files are checked: fleet/key_file.hh).
   std::string write(const std::string& name, const std::string& text, mode_t mode = 0644) {
     const auto path = dir + "/" + name;
@@ -41,7 +37,8 @@ class Signing : public ::testing::Test {
     ADD_FAILURE() << "expected an InputError";
     return {};
   }
-  std::string dir;
+  mesh::test::TempDir tmp{"mesh-signing"};
+  std::string dir = tmp.path;
 };
 
 const std::string kDecl = "serial = 1\n[module.m.file.x]\npath = \"/x\"\ncontent = \"x\"\n";
