@@ -210,44 +210,22 @@ std::string filesystemOf(const std::string& dir) {
 }  // namespace
 
 int main(int argc, char** argv) {
-#ifdef MESH_HOST_BIN
-  std::string bin = MESH_HOST_BIN;
-#else
-  std::string bin;
-#endif
-  int runs = 5;
-  bool keep = false;
-  std::string tmp = std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp";
-  std::vector<int> sizes;
+  FileBenchArgs args;
   for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--bin" && i + 1 < argc) {
-      bin = argv[++i];
-    } else if (a == "--runs" && i + 1 < argc) {
-      runs = std::atoi(argv[++i]);
-    } else if (a == "--dir" && i + 1 < argc) {
-      tmp = argv[++i];
-    } else if (a == "--keep") {
-      keep = true;
-    } else if (!a.empty() && std::isdigit(static_cast<unsigned char>(a[0]))) {
-      sizes.push_back(std::atoi(a.c_str()));
-    } else {
+    if (!args.take(argc, argv, i)) {
       std::cerr << "usage: mesh_bench_files [--bin PATH] [--runs 5] [--dir TMPDIR] [--keep] [N…]\n";
       return 2;
     }
   }
+  auto& [bin, runs, keep, tmp, sizes] = args;
   if (sizes.empty()) sizes = {1000, 10000};
   if (bin.empty() || runs < 1) {
     std::cerr << "mesh_bench_files: give the mesh-host binary with --bin and --runs >= 1\n";
     return 2;
   }
 
-  std::string scratchTmpl = tmp + "/mesh-bench.XXXXXX";
-  if (!::mkdtemp(scratchTmpl.data())) {
-    std::cerr << "mesh_bench_files: cannot create a directory in " << tmp << "\n";
-    return 1;
-  }
-  const std::string scratch = scratchTmpl;
+  const std::string scratch = makeScratch(tmp, "mesh-bench", "mesh_bench_files");
+  if (scratch.empty()) return 1;
   const Run version = runChild({bin, "--version"}, scratch);
 
   fmt::print("mesh-host: {} ({})\n", firstLine(version.out), bin);

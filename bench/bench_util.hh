@@ -5,7 +5,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -62,6 +64,52 @@ using ::mesh::test::slurp;
 
 inline std::string firstLine(const std::string& s) {
   return s.substr(0, s.find('\n'));
+}
+
+// What the file benchmarks (bench_files.cc, noop_vs_cfengine.cc) are both given:
+// --bin PATH (default the mesh-host built with them), --runs N, --dir TMPDIR, --keep,
+// and the sizes N… to measure.
+struct FileBenchArgs {
+#ifdef MESH_HOST_BIN
+  std::string bin = MESH_HOST_BIN;
+#else
+  std::string bin;
+#endif
+  int runs = 5;
+  bool keep = false;
+  std::string tmp = std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp";
+  std::vector<int> sizes;
+
+  // Takes argv[i] (and the value after it) when it is one of these; false when not.
+  bool take(int argc, char** argv, int& i) {
+    const std::string a = argv[i];
+    if (a == "--bin" && i + 1 < argc) {
+      bin = argv[++i];
+    } else if (a == "--runs" && i + 1 < argc) {
+      runs = std::atoi(argv[++i]);
+    } else if (a == "--dir" && i + 1 < argc) {
+      tmp = argv[++i];
+    } else if (a == "--keep") {
+      keep = true;
+    } else if (!a.empty() && std::isdigit(static_cast<unsigned char>(a[0]))) {
+      sizes.push_back(std::atoi(a.c_str()));
+    } else {
+      return false;
+    }
+    return true;
+  }
+};
+
+// A new directory <tmp>/<name>.XXXXXX for a benchmark's files; empty, said on stderr
+// as `program`'s, when it cannot be made.
+inline std::string makeScratch(const std::string& tmp, const std::string& name,
+                               const std::string& program) {
+  std::string path = tmp + "/" + name + ".XXXXXX";
+  if (!::mkdtemp(path.data())) {
+    std::fprintf(stderr, "%s: cannot create a directory in %s\n", program.c_str(), tmp.c_str());
+    return "";
+  }
+  return path;
 }
 
 inline std::string cpuModel() {
