@@ -157,4 +157,32 @@ class BuiltinTest : public ::testing::Test {
   std::vector<pid_t> extraPids;
 };
 
+// demo.service writing a heartbeat (a counter, in `beat`) every 20 ms, for the tests
+// that kill its supervisor with -9 and look at what is left running.
+class BeatingServiceTest : public BuiltinTest {
+ protected:
+  // Starts demo.service; its pid.
+  pid_t startBeating() {
+    beat = dir + "/beat";
+    return startUnit("demo.service",
+                     {{"ExecStart",
+                       "/bin/sh -c 'n=0; while :; do n=$$((n+1)); echo tick $$n; "
+                       "echo $$n > " +
+                           beat + ".tmp; mv " + beat + ".tmp " + beat + "; sleep 0.02; done'"},
+                      {"Restart", "always"}});
+  }
+  // The last heartbeat written; 0 before the first.
+  int beats() { return std::atoi(readFile(beat).value_or("0").c_str()); }
+  // Kills demo.service's supervisor with -9 and waits for it to be gone, its lock with it.
+  void killSupervisor() {
+    pid_t supervisor = status("demo.service").supervisorPid;
+    ASSERT_GT(supervisor, 0);
+    ASSERT_EQ(::kill(supervisor, SIGKILL), 0);
+    ASSERT_TRUE(awaitGone(supervisor));
+    ASSERT_FALSE(builtin::supervisorHoldsLock(paths("demo.service").lock));
+  }
+
+  std::string beat;
+};
+
 }  // namespace mesh::supervise::test
