@@ -10,7 +10,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "../../support/temp_dir.hh"
+#include "key_dir_test.hh"
 #include "util/error.hh"
 
 namespace mesh::trust {
@@ -18,28 +18,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-class Signing : public ::testing::Test {
- protected:
-  void SetUp() override { ASSERT_GE(sodium_init(), 0); }
-  // Writes `text` with exactly `mode` (key files are checked: fleet/key_file.hh).
-  std::string write(const std::string& name, const std::string& text, mode_t mode = 0644) {
-    const auto path = dir + "/" + name;
-    std::ofstream(path, std::ios::binary) << text;
-    EXPECT_EQ(::chmod(path.c_str(), mode), 0) << path;
-    return path;
-  }
-  std::string errorOf(const std::function<void()>& f) {
-    try {
-      f();
-    } catch (const InputError& e) {
-      return e.what();
-    }
-    ADD_FAILURE() << "expected an InputError";
-    return {};
-  }
-  mesh::test::TempDir tmp{"mesh-signing"};
-  std::string dir = tmp.path;
-};
+// Key files are written with exact modes: they are checked (trust/key_file.hh).
+using Signing = KeyDirTest;
 
 const std::string kDecl = "serial = 1\n[module.m.file.x]\npath = \"/x\"\ncontent = \"x\"\n";
 
