@@ -66,6 +66,14 @@ inline std::string firstLine(const std::string& s) {
   return s.substr(0, s.find('\n'));
 }
 
+// "20,100" as {20, 100}: the node counts the fleet benchmarks' --nodes takes.
+inline std::vector<int> commaList(const std::string& text) {
+  std::vector<int> out;
+  std::stringstream s(text);
+  for (std::string x; std::getline(s, x, ',');) out.push_back(std::stoi(x));
+  return out;
+}
+
 // What the file benchmarks (bench_files.cc, noop_vs_cfengine.cc) are both given:
 // --bin PATH (default the mesh-host built with them), --runs N, --dir TMPDIR, --keep,
 // and the sizes N… to measure.
