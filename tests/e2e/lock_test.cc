@@ -94,7 +94,23 @@ class Background {
   std::string stderr_;
 };
 
-class Lock : public Node {};
+class Lock : public Node {
+ protected:
+  // `mesh-host apply DECL` on this node, started in the background.
+  Background applyInBackground(const std::string& decl) const {
+    return Background(
+        {MESH_HOST_BIN, "apply", decl, "--root", root, "--blobs", blobs, "--node", "test"});
+  }
+
+  // `b` says it waits for another mesh-host, and still waits: `path`, which it
+  // declares, is not there yet.
+  void expectWaiting(Background& b, const std::string& path) {
+    ASSERT_TRUE(b.waitFor("waiting for another mesh-host"))
+        << "no waiting line on stderr; got: " << b.stderrSoFar();
+    EXPECT_TRUE(b.running()) << "it did not wait; stderr: " << b.stderrSoFar();
+    EXPECT_FALSE(fs::exists(at(path))) << "applied while another held the lock";
+  }
+};
 
 TEST_F(Lock, SecondApplyWaitsForTheFirst) {
   const std::string first = declare(R"(
@@ -121,14 +137,9 @@ path = "/etc/m/b"
 content = "b\n"
 )",
                                      "second.toml");
-  Background bg(
-      {MESH_HOST_BIN, "apply", second, "--root", root, "--blobs", blobs, "--node", "test"});
-  ASSERT_TRUE(bg.waitFor("waiting for another mesh-host"))
-      << "no waiting line on stderr; got: " << bg.stderrSoFar();
+  Background bg = applyInBackground(second);
+  ASSERT_NO_FATAL_FAILURE(expectWaiting(bg, "/etc/m/b"));
   EXPECT_NE(bg.stderrSoFar().find(stateDir()), std::string::npos) << bg.stderrSoFar();
-  // It said it waits, and it must still be waiting: nothing applied.
-  EXPECT_TRUE(bg.running()) << "it did not wait; stderr: " << bg.stderrSoFar();
-  EXPECT_FALSE(fs::exists(at("/etc/m/b"))) << "applied while another held the lock";
 
   ASSERT_EQ(::flock(held, LOCK_UN), 0);
   ::close(held);
@@ -152,8 +163,7 @@ path = "/etc/m/key"
 from = "{}"
 )",
                                                 fifo));
-  Background one(
-      {MESH_HOST_BIN, "apply", first, "--root", root, "--blobs", blobs, "--node", "test"});
+  Background one = applyInBackground(first);
   // It holds the lock once it has written its pid into the lock file.
   const std::string lockPath = stateDir() + "/lock";
   const std::string pidLine = std::to_string(one.pid()) + "\n";
@@ -171,12 +181,8 @@ path = "/etc/m/b"
 content = "b\n"
 )",
                                      "second.toml");
-  Background two(
-      {MESH_HOST_BIN, "apply", second, "--root", root, "--blobs", blobs, "--node", "test"});
-  ASSERT_TRUE(two.waitFor("waiting for another mesh-host"))
-      << "the second apply did not wait; stderr: " << two.stderrSoFar();
-  EXPECT_TRUE(two.running()) << two.stderrSoFar();
-  EXPECT_FALSE(fs::exists(at("/etc/m/b"))) << "applied beside the first apply";
+  Background two = applyInBackground(second);
+  ASSERT_NO_FATAL_FAILURE(expectWaiting(two, "/etc/m/b"));
 
   // Let the first one read its secret (as often as it opens the FIFO) and finish;
   // then the second goes on.
