@@ -22,10 +22,7 @@ class Agent : public Node {
  protected:
   std::unique_ptr<AgentProcess> start(const std::string& decl, const std::string& interval,
                                       std::vector<std::string> more = {}) {
-    std::vector<std::string> argv = {MESH_HOST_BIN, "run",    "--declaration", decl,
-                                     "--interval",  interval, "--splay",       "0",
-                                     "--root",      root,     "--blobs",       blobs,
-                                     "--node",      "test",   "--log-format",  "json"};
+    std::vector<std::string> argv = agentArgv(decl, interval);
     argv.insert(argv.end(), more.begin(), more.end());
     return std::make_unique<AgentProcess>(argv, std::map<std::string, std::string>{});
   }

@@ -104,6 +104,15 @@ void Node::TearDown() {
   if (!HasFailure() || !std::getenv("MESH_KEEP_TEST_DIRS")) fs::remove_all(work);
 }
 
+std::vector<std::string> Node::agentArgv(const std::string& decl,
+                                         const std::string& interval) const {
+  std::vector<std::string> argv = {
+      MESH_HOST_BIN, "run", "--declaration", decl,  "--interval", interval, "--splay",      "0",
+      "--root",      root,  "--blobs",       blobs, "--node",     "test",   "--log-format", "json"};
+  argv.insert(argv.end(), extraArgs.begin(), extraArgs.end());
+  return argv;
+}
+
 Result Node::mesh(std::vector<std::string> args, const std::map<std::string, std::string>& env) {
   std::vector<std::string> argv = {MESH_HOST_BIN};
   argv.insert(argv.end(), args.begin(), args.end());
