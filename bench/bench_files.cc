@@ -37,11 +37,6 @@ using namespace mesh::bench;  // bench_util.hh
 
 namespace fs = std::filesystem;
 
-constexpr int kDirectories = 100;
-// Past fingerprintIsRacy's 1 s window (src/util/fs.cc): stat data younger than that
-// is never trusted, so a file is re-hashed until it is this old.
-constexpr auto kSettle = std::chrono::milliseconds(1100);
-
 struct Run {
   double ms = 0;
   long maxRssKiB = 0;
@@ -69,24 +64,13 @@ Run runChild(const std::vector<std::string>& argv, const std::string& scratch) {
   return r;
 }
 
-std::string relPath(int i) {
-  return fmt::format("/srv/bench/d{:03}/f{:05}", i % kDirectories, i);
-}
-
 // ~100 bytes, distinct per file and per generation.
 std::string contentOf(int i, int generation) {
-  std::string s = fmt::format("file {:05} generation {} ", i, generation);
-  while (s.size() < 99) s += "abcdefghijklmnopqrstuvwxyz"[s.size() % 26];
-  return s + "\n";
+  return paddedContent(fmt::format("file {:05} generation {} ", i, generation), 100);
 }
 
 std::string declaration(int n) {
-  std::string out;
-  out.reserve(static_cast<size_t>(n) * 200);
-  for (int i = 0; i < n; ++i)
-    out += fmt::format("[module.bench.file.f{:05}]\npath = \"{}\"\ncontent = \"\"\"{}\"\"\"\n\n", i,
-                       relPath(i), contentOf(i, 0));
-  return out;
+  return filesDeclaration(n, [](int i) { return contentOf(i, 0); });
 }
 
 // "cycle 3: 0 created, 100 updated, 9900 unchanged, 0 removed, 0 failed in 40 ms"

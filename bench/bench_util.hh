@@ -4,11 +4,15 @@
 
 #include <unistd.h>
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cctype>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -71,6 +75,34 @@ inline std::vector<int> commaList(const std::string& text) {
   std::vector<int> out;
   std::stringstream s(text);
   for (std::string x; std::getline(s, x, ',');) out.push_back(std::stoi(x));
+  return out;
+}
+
+// The file benchmarks' tree: file i at /srv/bench/dNNN/fNNNNN, over kDirectories
+// directories.
+inline constexpr int kDirectories = 100;
+inline std::string relPath(int i) {
+  return fmt::format("/srv/bench/d{:03}/f{:05}", i % kDirectories, i);
+}
+
+// Past fingerprintIsRacy's 1 s window (src/util/fs.cc): stat data younger than that
+// is never trusted, so a file is re-hashed until it is this old.
+inline constexpr auto kSettle = std::chrono::milliseconds(1100);
+
+// `label` padded with letters to `size` bytes, the last one a newline: no character
+// TOML or CFEngine would escape.
+inline std::string paddedContent(std::string label, size_t size) {
+  while (label.size() + 1 < size) label += "abcdefghijklmnopqrstuvwxyz"[label.size() % 26];
+  return label + "\n";
+}
+
+// The declaration of n `file` resources (module bench), file i at relPath(i) holding
+// content(i).
+inline std::string filesDeclaration(int n, const std::function<std::string(int)>& content) {
+  std::string out;
+  for (int i = 0; i < n; ++i)
+    out += fmt::format("[module.bench.file.f{:05}]\npath = \"{}\"\ncontent = \"\"\"{}\"\"\"\n\n", i,
+                       relPath(i), content(i));
   return out;
 }
 

@@ -48,11 +48,6 @@ using namespace mesh::bench;  // bench_util.hh
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
-constexpr int kDirectories = 100;
-// Past fingerprintIsRacy's 1 s window (src/util/fs.cc): stat data younger than that
-// is never trusted, so a file is re-hashed until it is this old.
-constexpr auto kSettle = std::chrono::milliseconds(1100);
-
 struct Run {
   double wallMs = 0, cpuMs = 0;
   double rssMiB = 0;
@@ -89,24 +84,13 @@ Run runChild(const std::vector<std::string>& argv, const std::string& scratch,
   return r;
 }
 
-std::string relPath(int i) {
-  return fmt::format("/srv/bench/d{:03}/f{:05}", i % kDirectories, i);
-}
-
 // ~200 bytes, distinct per file; no character TOML or CFEngine would escape.
 std::string contentOf(int i) {
-  std::string s = fmt::format("file {:05} ", i);
-  while (s.size() < 199) s += "abcdefghijklmnopqrstuvwxyz"[s.size() % 26];
-  return s + "\n";
+  return paddedContent(fmt::format("file {:05} ", i), 200);
 }
 
 std::string declaration(int n) {
-  std::string out;
-  out.reserve(static_cast<size_t>(n) * 300);
-  for (int i = 0; i < n; ++i)
-    out += fmt::format("[module.bench.file.f{:05}]\npath = \"{}\"\ncontent = \"\"\"{}\"\"\"\n\n", i,
-                       relPath(i), contentOf(i));
-  return out;
+  return filesDeclaration(n, contentOf);
 }
 
 // The same files as `files:` promises: created with this content, mode 0644.
