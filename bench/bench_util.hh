@@ -1,5 +1,7 @@
 // What every benchmark program needs: statistics over runs, a child started with its
-// output in a log, a shell command's last line, and the machine's name for the report.
+// output in a log (tests/support/child.hh), a shell command's last line, and the
+// machine's name for the report; and what the file benchmarks share: their options,
+// scratch directory, tree of files and declaration.
 #pragma once
 
 #include <unistd.h>
