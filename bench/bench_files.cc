@@ -37,11 +37,6 @@ using namespace mesh::bench;  // bench_util.hh
 
 namespace fs = std::filesystem;
 
-constexpr int kDirectories = 100;
-// Past fingerprintIsRacy's 1 s window (src/util/fs.cc): stat data younger than that
-// is never trusted, so a file is re-hashed until it is this old.
-constexpr auto kSettle = std::chrono::milliseconds(1100);
-
 struct Run {
   double ms = 0;
   long maxRssKiB = 0;
@@ -63,30 +58,19 @@ Run runChild(const std::vector<std::string>& argv, const std::string& scratch) {
   r.ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   r.maxRssKiB = ru.ru_maxrss;  // KiB on Linux
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.code = mesh::test::exitCodeOf(status);
   r.out = slurp(outPath);
   r.err = slurp(errPath);
   return r;
 }
 
-std::string relPath(int i) {
-  return fmt::format("/srv/bench/d{:03}/f{:05}", i % kDirectories, i);
-}
-
 // ~100 bytes, distinct per file and per generation.
 std::string contentOf(int i, int generation) {
-  std::string s = fmt::format("file {:05} generation {} ", i, generation);
-  while (s.size() < 99) s += "abcdefghijklmnopqrstuvwxyz"[s.size() % 26];
-  return s + "\n";
+  return paddedContent(fmt::format("file {:05} generation {} ", i, generation), 100);
 }
 
 std::string declaration(int n) {
-  std::string out;
-  out.reserve(static_cast<size_t>(n) * 200);
-  for (int i = 0; i < n; ++i)
-    out += fmt::format("[module.bench.file.f{:05}]\npath = \"{}\"\ncontent = \"\"\"{}\"\"\"\n\n", i,
-                       relPath(i), contentOf(i, 0));
-  return out;
+  return filesDeclaration(n, [](int i) { return contentOf(i, 0); });
 }
 
 // "cycle 3: 0 created, 100 updated, 9900 unchanged, 0 removed, 0 failed in 40 ms"
@@ -210,44 +194,22 @@ std::string filesystemOf(const std::string& dir) {
 }  // namespace
 
 int main(int argc, char** argv) {
-#ifdef MESH_HOST_BIN
-  std::string bin = MESH_HOST_BIN;
-#else
-  std::string bin;
-#endif
-  int runs = 5;
-  bool keep = false;
-  std::string tmp = std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp";
-  std::vector<int> sizes;
+  FileBenchArgs args;
   for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--bin" && i + 1 < argc) {
-      bin = argv[++i];
-    } else if (a == "--runs" && i + 1 < argc) {
-      runs = std::atoi(argv[++i]);
-    } else if (a == "--dir" && i + 1 < argc) {
-      tmp = argv[++i];
-    } else if (a == "--keep") {
-      keep = true;
-    } else if (!a.empty() && std::isdigit(static_cast<unsigned char>(a[0]))) {
-      sizes.push_back(std::atoi(a.c_str()));
-    } else {
+    if (!args.take(argc, argv, i)) {
       std::cerr << "usage: mesh_bench_files [--bin PATH] [--runs 5] [--dir TMPDIR] [--keep] [N…]\n";
       return 2;
     }
   }
+  auto& [bin, runs, keep, tmp, sizes] = args;
   if (sizes.empty()) sizes = {1000, 10000};
   if (bin.empty() || runs < 1) {
     std::cerr << "mesh_bench_files: give the mesh-host binary with --bin and --runs >= 1\n";
     return 2;
   }
 
-  std::string scratchTmpl = tmp + "/mesh-bench.XXXXXX";
-  if (!::mkdtemp(scratchTmpl.data())) {
-    std::cerr << "mesh_bench_files: cannot create a directory in " << tmp << "\n";
-    return 1;
-  }
-  const std::string scratch = scratchTmpl;
+  const std::string scratch = makeScratch(tmp, "mesh-bench", "mesh_bench_files");
+  if (scratch.empty()) return 1;
   const Run version = runChild({bin, "--version"}, scratch);
 
   fmt::print("mesh-host: {} ({})\n", firstLine(version.out), bin);

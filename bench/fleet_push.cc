@@ -137,9 +137,7 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--nodes" && i + 1 < argc) {
-      sizes.clear();
-      std::stringstream s(argv[++i]);
-      for (std::string x; std::getline(s, x, ',');) sizes.push_back(std::stoi(x));
+      sizes = commaList(argv[++i]);
     } else if (a == "--rounds" && i + 1 < argc) {
       rounds = std::stoi(argv[++i]);
     } else if (a == "--keep") {

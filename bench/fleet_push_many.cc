@@ -42,22 +42,9 @@ namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 using namespace mesh::fleet;
 
-// Runs argv with output to `log`; its exit code.
+// Runs argv with output to `log` (truncated); its exit code.
 int run(const std::vector<std::string>& argv, const std::string& log) {
-  pid_t pid = ::fork();
-  if (pid == 0) {
-    int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    ::dup2(fd, 1);
-    ::dup2(fd, 2);
-    std::vector<char*> args;
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    ::execv(args[0], args.data());
-    ::_exit(127);
-  }
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+  return mesh::test::waitExit(mesh::test::spawnChild(argv, log, ""));
 }
 
 // n nodes enrolled in cluster `cluster`, put in transactions of kEtcdMaxTxnOps.
@@ -87,9 +74,7 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--nodes" && i + 1 < argc) {
-      sizes.clear();
-      std::stringstream s(argv[++i]);
-      for (std::string x; std::getline(s, x, ',');) sizes.push_back(std::stoi(x));
+      sizes = commaList(argv[++i]);
     } else if (a == "--rounds" && i + 1 < argc) {
       rounds = std::stoi(argv[++i]);
     } else if (a == "--mesh-host" && i + 1 < argc) {

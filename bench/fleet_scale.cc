@@ -101,12 +101,6 @@ double msSince(Clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
 }
 
-int waitFor(pid_t pid) {
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
-
 // The last line a shell command prints.
 // etcd's database size in bytes (/v3/maintenance/status through the gateway).
 int64_t dbSize(const std::string& url) {
@@ -415,7 +409,7 @@ struct Agents {
   ~Agents() { stop(); }
   void stop() {
     for (pid_t p : pids) ::kill(p, SIGTERM);
-    for (pid_t p : pids) waitFor(p);
+    for (pid_t p : pids) mesh::test::waitExit(p);
     pids.clear();
   }
 };
@@ -526,7 +520,7 @@ int run(const Options& o, const std::string& dir) {
                              dir + "/push.log");
     double pushMs = 0;
     std::thread pushWaiter([&] {
-      const int rc = waitFor(push);
+      const int rc = mesh::test::waitExit(push);
       pushMs = msSince(start);
       if (rc != 0)
         std::fprintf(stderr, "round %d: fleet push exited %d (see %s/push.log)\n", r, rc,
@@ -570,9 +564,10 @@ int run(const Options& o, const std::string& dir) {
   int statusCode = -1;
   for (int i = 0; i < o.statusRuns; ++i) {
     const auto s0 = Clock::now();
-    statusCode = waitFor(spawn({MESH_HOST_BIN, "fleet", "status", "--etcd", url, "--cluster",
-                                cluster, "--trust", op.publicKey().text(), "--json"},
-                               dir + "/status.json"));
+    statusCode =
+        mesh::test::waitExit(spawn({MESH_HOST_BIN, "fleet", "status", "--etcd", url, "--cluster",
+                                    cluster, "--trust", op.publicKey().text(), "--json"},
+                                   dir + "/status.json"));
     statusMs.push_back(msSince(s0));
   }
   std::printf(

@@ -48,11 +48,6 @@ using namespace mesh::bench;  // bench_util.hh
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
-constexpr int kDirectories = 100;
-// Past fingerprintIsRacy's 1 s window (src/util/fs.cc): stat data younger than that
-// is never trusted, so a file is re-hashed until it is this old.
-constexpr auto kSettle = std::chrono::milliseconds(1100);
-
 struct Run {
   double wallMs = 0, cpuMs = 0;
   double rssMiB = 0;
@@ -89,24 +84,13 @@ Run runChild(const std::vector<std::string>& argv, const std::string& scratch,
   return r;
 }
 
-std::string relPath(int i) {
-  return fmt::format("/srv/bench/d{:03}/f{:05}", i % kDirectories, i);
-}
-
 // ~200 bytes, distinct per file; no character TOML or CFEngine would escape.
 std::string contentOf(int i) {
-  std::string s = fmt::format("file {:05} ", i);
-  while (s.size() < 199) s += "abcdefghijklmnopqrstuvwxyz"[s.size() % 26];
-  return s + "\n";
+  return paddedContent(fmt::format("file {:05} ", i), 200);
 }
 
 std::string declaration(int n) {
-  std::string out;
-  out.reserve(static_cast<size_t>(n) * 300);
-  for (int i = 0; i < n; ++i)
-    out += fmt::format("[module.bench.file.f{:05}]\npath = \"{}\"\ncontent = \"\"\"{}\"\"\"\n\n", i,
-                       relPath(i), contentOf(i));
-  return out;
+  return filesDeclaration(n, contentOf);
 }
 
 // The same files as `files:` promises: created with this content, mode 0644.
@@ -305,39 +289,23 @@ std::string ratio(const Series& a, const Series& b, const std::vector<double> Se
 }  // namespace
 
 int main(int argc, char** argv) {
-#ifdef MESH_HOST_BIN
-  std::string bin = MESH_HOST_BIN;
-#else
-  std::string bin;
-#endif
+  FileBenchArgs args;
 #ifdef MESH_FLOOR_BIN
   std::string floor = MESH_FLOOR_BIN;
   gMeasure = MESH_MEASURE_BIN;
 #else
   std::string floor;
 #endif
-  int runs = 5;
-  bool keep = false, idle = true;
-  std::string tmp = std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp";
-  std::vector<int> sizes;
+  bool idle = true;
   for (int i = 1; i < argc; ++i) {
+    if (args.take(argc, argv, i)) continue;
     const std::string a = argv[i];
-    if (a == "--bin" && i + 1 < argc) {
-      bin = argv[++i];
-    } else if (a == "--floor" && i + 1 < argc) {
+    if (a == "--floor" && i + 1 < argc) {
       floor = argv[++i];
     } else if (a == "--measure" && i + 1 < argc) {
       gMeasure = argv[++i];
-    } else if (a == "--runs" && i + 1 < argc) {
-      runs = std::atoi(argv[++i]);
-    } else if (a == "--dir" && i + 1 < argc) {
-      tmp = argv[++i];
-    } else if (a == "--keep") {
-      keep = true;
     } else if (a == "--no-idle") {
       idle = false;
-    } else if (!a.empty() && std::isdigit(static_cast<unsigned char>(a[0]))) {
-      sizes.push_back(std::atoi(a.c_str()));
     } else {
       std::cerr << "usage: mesh_bench_noop [--bin PATH] [--floor PATH] [--measure PATH] [--runs 5] "
                    "[--dir TMPDIR] "
@@ -345,18 +313,15 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  auto& [bin, runs, keep, tmp, sizes] = args;
   if (sizes.empty()) sizes = {5000, 10000, 50000};
   if (bin.empty() || floor.empty() || gMeasure.empty() || runs < 1) {
     std::cerr << "mesh_bench_noop: give --bin, --floor, --measure and --runs >= 1\n";
     return 2;
   }
 
-  std::string scratchTmpl = tmp + "/mesh-bench-noop.XXXXXX";
-  if (!::mkdtemp(scratchTmpl.data())) {
-    std::cerr << "mesh_bench_noop: cannot create a directory in " << tmp << "\n";
-    return 1;
-  }
-  const std::string scratch = scratchTmpl;
+  const std::string scratch = makeScratch(tmp, "mesh-bench-noop", "mesh_bench_noop");
+  if (scratch.empty()) return 1;
   const auto cf = onPath("cf-agent");
   const Run version = runChild({bin, "--version"}, scratch);
   std::string cfVersion =

@@ -8,6 +8,8 @@
 
 #include <cstdlib>
 
+#include "../support/child.hh"
+
 namespace mesh::e2e {
 
 using Clock = std::chrono::steady_clock;
@@ -32,12 +34,7 @@ AgentProcess::AgentProcess(const std::vector<std::string>& argv,
     ::dup2(devnull, 1);
     ::dup2(fds[1], 2);
     for (const auto& [k, v] : env) ::setenv(k.c_str(), v.c_str(), 1);
-    std::vector<char*> args;
-    args.reserve(argv.size() + 1);
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    ::execvp(args[0], args.data());
-    ::_exit(127);
+    test::execArgv(argv);
   }
   ::close(fds[1]);
   err_ = fds[0];
@@ -106,7 +103,7 @@ std::optional<int> AgentProcess::waitExit(milliseconds within) {
     int status = 0;
     pid_t r = ::waitpid(pid_, &status, WNOHANG);
     if (r == pid_) {
-      exitCode_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      exitCode_ = test::exitCodeOf(status);
       for (bool more = true; more && pump(0, &more);) {
       }
       break;
@@ -115,7 +112,7 @@ std::optional<int> AgentProcess::waitExit(milliseconds within) {
     // Reads output meanwhile; wakes at least every 20 ms to look at the child.
     if (!pump(std::min(20, remainingMs(deadline)))) {
       ::waitpid(pid_, &status, 0);  // its stderr closed: it is exiting
-      exitCode_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      exitCode_ = test::exitCodeOf(status);
     }
   }
   return exitCode_;

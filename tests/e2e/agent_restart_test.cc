@@ -19,13 +19,6 @@ namespace {
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 // packaging/mesh-host.service with its ExecStart replaced.
 std::string agentUnit(const std::string& execStart) {
   const std::string unit = slurp(MESH_AGENT_UNIT);
@@ -36,11 +29,7 @@ std::string agentUnit(const std::string& execStart) {
 class AgentRestart : public ProcessNode {
  protected:
   std::unique_ptr<AgentProcess> startAgent(const std::string& decl) {
-    std::vector<std::string> argv = {
-        MESH_HOST_BIN, "run",     "--declaration", decl,     "--interval", "1h",           "--root",
-        root,          "--blobs", blobs,           "--node", "test",       "--log-format", "json"};
-    argv.insert(argv.end(), extraArgs.begin(), extraArgs.end());
-    return std::make_unique<AgentProcess>(argv, extraEnv);
+    return std::make_unique<AgentProcess>(agentArgv(decl, "1h"), extraEnv);
   }
 
   struct Running {

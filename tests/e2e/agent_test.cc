@@ -18,19 +18,11 @@ namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
-std::string slurpFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
 class Agent : public Node {
  protected:
   std::unique_ptr<AgentProcess> start(const std::string& decl, const std::string& interval,
                                       std::vector<std::string> more = {}) {
-    std::vector<std::string> argv = {MESH_HOST_BIN, "run",    "--declaration", decl,
-                                     "--interval",  interval, "--splay",       "0",
-                                     "--root",      root,     "--blobs",       blobs,
-                                     "--node",      "test",   "--log-format",  "json"};
+    std::vector<std::string> argv = agentArgv(decl, interval);
     argv.insert(argv.end(), more.begin(), more.end());
     return std::make_unique<AgentProcess>(argv, std::map<std::string, std::string>{});
   }
@@ -165,7 +157,7 @@ TEST_F(Agent, AKeptBackDeclarationShowsInStatusAndMetrics) {
   auto agent = start(decl, "1h", {"--metrics", metrics});
   ASSERT_TRUE(agent->nextSummary(10s)) << agent->log();
   EXPECT_EQ(mesh({"status"}).code, 0);
-  EXPECT_NE(slurpFile(metrics).find("mesh_host_declaration_valid 1\n"), std::string::npos);
+  EXPECT_NE(slurp(metrics).find("mesh_host_declaration_valid 1\n"), std::string::npos);
 
   replace(decl, "[module.m.file.a]\npath = \"/etc/m/a\"\ncontent = \"unterminated\n");
   auto cycle = agent->nextSummary(5s, "declaration not valid: the last good one");
@@ -184,14 +176,14 @@ TEST_F(Agent, AKeptBackDeclarationShowsInStatusAndMetrics) {
   EXPECT_EQ(error["path"], decl) << error.dump();
   EXPECT_EQ(error["kept_last_good"], true) << error.dump();
   EXPECT_NE(error["message"].get<std::string>().find(decl + ":3:"), std::string::npos);
-  EXPECT_NE(slurpFile(metrics).find("mesh_host_declaration_valid 0\n"), std::string::npos)
-      << slurpFile(metrics);
+  EXPECT_NE(slurp(metrics).find("mesh_host_declaration_valid 0\n"), std::string::npos)
+      << slurp(metrics);
 
   replace(decl, fileDecl("fixed"));
   ASSERT_TRUE(agent->nextSummary(5s, "declaration changed")) << agent->log();
   EXPECT_EQ(mesh({"status"}).code, 0);
   EXPECT_TRUE(mesh({"status", "--json"}).json()["declaration_error"].is_null());
-  EXPECT_NE(slurpFile(metrics).find("mesh_host_declaration_valid 1\n"), std::string::npos);
+  EXPECT_NE(slurp(metrics).find("mesh_host_declaration_valid 1\n"), std::string::npos);
 }
 
 // `: > declaration.toml` under a running agent: an emptied file is bad input, not

@@ -28,11 +28,8 @@ class DriftWatch : public Node {
     decl = declare(
         "[module.m.file.a]\npath = \"/etc/m/a\"\ncontent = \"one\\n\"\nmode = \"0644\"\n\n"
         "[module.m.file.b]\npath = \"/etc/m/b\"\ncontent = \"two\\n\"\n");
-    agent = std::make_unique<AgentProcess>(
-        std::vector<std::string>{MESH_HOST_BIN, "run", "--declaration", decl, "--interval", "5m",
-                                 "--splay", "0", "--root", root, "--blobs", blobs, "--node", "test",
-                                 "--log-format", "json"},
-        std::map<std::string, std::string>{});
+    agent =
+        std::make_unique<AgentProcess>(agentArgv(decl, "5m"), std::map<std::string, std::string>{});
     ASSERT_TRUE(agent->nextSummary(10s, "start")) << agent->log();
   }
   void TearDown() override {

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "../leftovers/processes.hh"
+#include "../support/child.hh"
 
 namespace mesh::e2e {
 
@@ -19,13 +20,6 @@ namespace fs = std::filesystem;
 
 // Everything this binary starts carries the run's tag (tests/leftovers/processes.hh).
 [[maybe_unused]] static const bool kTagged = test::tagTestRun(MESH_HOST_BIN);
-
-static std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 nlohmann::json Result::json() const {
   auto j = nlohmann::json::parse(out, nullptr, false);
@@ -38,25 +32,10 @@ Result runCommand(const std::vector<std::string>& argv,
   char tmpl[] = "/tmp/mesh-e2e-out.XXXXXX";
   const std::string dir = ::mkdtemp(tmpl);
   const std::string outPath = dir + "/out", errPath = dir + "/err";
-  pid_t pid = ::fork();
-  if (pid == 0) {
-    int out = ::open(outPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    int err = ::open(errPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    ::dup2(out, 1);
-    ::dup2(err, 2);
-    int devnull = ::open("/dev/null", O_RDONLY);
-    ::dup2(devnull, 0);
-    for (const auto& [k, v] : env) ::setenv(k.c_str(), v.c_str(), 1);
-    std::vector<char*> args;
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    ::execvp(args[0], args.data());
-    ::_exit(127);
-  }
-  int status = 0;
-  ::waitpid(pid, &status, 0);
+  std::vector<std::string> vars;
+  for (const auto& [k, v] : env) vars.push_back(k + "=" + v);
   Result r;
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.code = test::waitExit(test::spawnChild(argv, outPath, errPath, test::Output::Truncate, vars));
   r.out = slurp(outPath);
   r.err = slurp(errPath);
   fs::remove_all(dir);
@@ -123,6 +102,15 @@ void Node::TearDown() {
     }
   }
   if (!HasFailure() || !std::getenv("MESH_KEEP_TEST_DIRS")) fs::remove_all(work);
+}
+
+std::vector<std::string> Node::agentArgv(const std::string& decl,
+                                         const std::string& interval) const {
+  std::vector<std::string> argv = {
+      MESH_HOST_BIN, "run", "--declaration", decl,  "--interval", interval, "--splay",      "0",
+      "--root",      root,  "--blobs",       blobs, "--node",     "test",   "--log-format", "json"};
+  argv.insert(argv.end(), extraArgs.begin(), extraArgs.end());
+  return argv;
 }
 
 Result Node::mesh(std::vector<std::string> args, const std::map<std::string, std::string>& env) {

@@ -9,7 +9,12 @@
 #include <string>
 #include <vector>
 
+#include "../support/files.hh"
+
 namespace mesh::e2e {
+
+// A file's bytes, for every e2e test (tests/support/files.hh).
+using ::mesh::test::slurp;
 
 struct Result {
   int code = -1;
@@ -44,6 +49,10 @@ class Node : public ::testing::Test {
   Result mesh(std::vector<std::string> args, const std::map<std::string, std::string>& env = {});
   Result apply(const std::string& decl, bool json = true);
   Result plan(const std::string& decl, bool json = false);
+  // The agent on this node: mesh-host run --declaration <decl> --interval <interval>
+  // --splay 0 --root <root> --blobs <blobs> --node test --log-format json <extraArgs…>,
+  // for an AgentProcess to start.
+  std::vector<std::string> agentArgv(const std::string& decl, const std::string& interval) const;
 
   // Writes a declaration file (outside the root) and returns its path.
   std::string declare(const std::string& text, const std::string& name = "decl.toml");

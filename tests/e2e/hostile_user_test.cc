@@ -32,6 +32,7 @@
 #include <sstream>
 #include <thread>
 
+#include "../support/child.hh"
 #include "harness.hh"
 
 namespace mesh::e2e {
@@ -53,13 +54,6 @@ struct Entry {
   bool operator==(const Entry&) const = default;
 };
 using Tree = std::map<std::string, Entry>;
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 void snapshotInto(const std::string& base, const std::string& rel, Tree& out) {
   const std::string path = rel.empty() ? base : base + "/" + rel;
@@ -160,21 +154,7 @@ bool under(const std::string& path, const std::string& dir) {
 // Runs `argv` in a child with stdout/stderr in files; returns its pid.
 pid_t spawn(const std::vector<std::string>& argv, const std::string& outPath,
             const std::string& errPath) {
-  pid_t pid = ::fork();
-  if (pid == 0) {
-    int out = ::open(outPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    int err = ::open(errPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    ::dup2(out, 1);
-    ::dup2(err, 2);
-    int devnull = ::open("/dev/null", O_RDONLY);
-    ::dup2(devnull, 0);
-    std::vector<char*> args;
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    ::execvp(args[0], args.data());
-    ::_exit(127);
-  }
-  return pid;
+  return test::spawnChild(argv, outPath, errPath);
 }
 
 // Runs `f` when it goes out of scope, also when an assertion returned early.

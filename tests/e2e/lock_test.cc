@@ -13,19 +13,13 @@
 #include <fstream>
 #include <sstream>
 
+#include "../support/child.hh"
 #include "harness.hh"
 
 namespace mesh::e2e {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string slurpFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 // A mesh-host started in the background, its stderr readable as it writes it.
 class Background {
@@ -39,11 +33,7 @@ class Background {
       ::dup2(devnull, 0);
       ::dup2(devnull, 1);
       ::dup2(errPipe[1], 2);
-      std::vector<char*> args;
-      for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-      args.push_back(nullptr);
-      ::execv(args[0], args.data());
-      ::_exit(127);
+      test::execArgv(argv);
     }
     ::close(errPipe[1]);
     err_ = errPipe[0];
@@ -77,7 +67,7 @@ class Background {
     pid_t r = ::waitpid(pid_, &status, WNOHANG);
     if (r == 0) return true;
     pid_ = -1;
-    code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    code_ = test::exitCodeOf(status);
     return false;
   }
 
@@ -86,7 +76,7 @@ class Background {
       int status = 0;
       ::waitpid(pid_, &status, 0);
       pid_ = -1;
-      code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      code_ = test::exitCodeOf(status);
     }
     return code_;
   }
@@ -104,7 +94,23 @@ class Background {
   std::string stderr_;
 };
 
-class Lock : public Node {};
+class Lock : public Node {
+ protected:
+  // `mesh-host apply DECL` on this node, started in the background.
+  Background applyInBackground(const std::string& decl) const {
+    return Background(
+        {MESH_HOST_BIN, "apply", decl, "--root", root, "--blobs", blobs, "--node", "test"});
+  }
+
+  // `b` says it waits for another mesh-host, and still waits: `path`, which it
+  // declares, is not there yet.
+  void expectWaiting(Background& b, const std::string& path) {
+    ASSERT_TRUE(b.waitFor("waiting for another mesh-host"))
+        << "no waiting line on stderr; got: " << b.stderrSoFar();
+    EXPECT_TRUE(b.running()) << "it did not wait; stderr: " << b.stderrSoFar();
+    EXPECT_FALSE(fs::exists(at(path))) << "applied while another held the lock";
+  }
+};
 
 TEST_F(Lock, SecondApplyWaitsForTheFirst) {
   const std::string first = declare(R"(
@@ -131,14 +137,9 @@ path = "/etc/m/b"
 content = "b\n"
 )",
                                      "second.toml");
-  Background bg(
-      {MESH_HOST_BIN, "apply", second, "--root", root, "--blobs", blobs, "--node", "test"});
-  ASSERT_TRUE(bg.waitFor("waiting for another mesh-host"))
-      << "no waiting line on stderr; got: " << bg.stderrSoFar();
+  Background bg = applyInBackground(second);
+  ASSERT_NO_FATAL_FAILURE(expectWaiting(bg, "/etc/m/b"));
   EXPECT_NE(bg.stderrSoFar().find(stateDir()), std::string::npos) << bg.stderrSoFar();
-  // It said it waits, and it must still be waiting: nothing applied.
-  EXPECT_TRUE(bg.running()) << "it did not wait; stderr: " << bg.stderrSoFar();
-  EXPECT_FALSE(fs::exists(at("/etc/m/b"))) << "applied while another held the lock";
 
   ASSERT_EQ(::flock(held, LOCK_UN), 0);
   ::close(held);
@@ -162,16 +163,15 @@ path = "/etc/m/key"
 from = "{}"
 )",
                                                 fifo));
-  Background one(
-      {MESH_HOST_BIN, "apply", first, "--root", root, "--blobs", blobs, "--node", "test"});
+  Background one = applyInBackground(first);
   // It holds the lock once it has written its pid into the lock file.
   const std::string lockPath = stateDir() + "/lock";
   const std::string pidLine = std::to_string(one.pid()) + "\n";
-  for (int i = 0; i < 2000 && slurpFile(lockPath) != pidLine; ++i) {
+  for (int i = 0; i < 2000 && slurp(lockPath) != pidLine; ++i) {
     ASSERT_TRUE(one.running()) << "the first apply ended: " << one.drainStderr();
     ::usleep(10000);
   }
-  ASSERT_EQ(slurpFile(lockPath), pidLine) << "the first apply never took the lock";
+  ASSERT_EQ(slurp(lockPath), pidLine) << "the first apply never took the lock";
   ASSERT_TRUE(one.running());
 
   fs::remove(lockPath);
@@ -181,12 +181,8 @@ path = "/etc/m/b"
 content = "b\n"
 )",
                                      "second.toml");
-  Background two(
-      {MESH_HOST_BIN, "apply", second, "--root", root, "--blobs", blobs, "--node", "test"});
-  ASSERT_TRUE(two.waitFor("waiting for another mesh-host"))
-      << "the second apply did not wait; stderr: " << two.stderrSoFar();
-  EXPECT_TRUE(two.running()) << two.stderrSoFar();
-  EXPECT_FALSE(fs::exists(at("/etc/m/b"))) << "applied beside the first apply";
+  Background two = applyInBackground(second);
+  ASSERT_NO_FATAL_FAILURE(expectWaiting(two, "/etc/m/b"));
 
   // Let the first one read its secret (as often as it opens the FIFO) and finish;
   // then the second goes on.

@@ -23,13 +23,6 @@ inline bool have(const std::string& tool) {
   return runCommand({"sh", "-c", "command -v " + tool}).code == 0;
 }
 
-inline std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 inline std::string firstLine(const std::string& text) {
   return text.substr(0, text.find('\n'));
 }

@@ -54,13 +54,6 @@ std::vector<std::string> needlesFor(const std::string& secret) {
   return needles;
 }
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 class SecretScan : public Node {
  protected:
   void SetUp() override {

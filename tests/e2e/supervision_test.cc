@@ -26,11 +26,6 @@ namespace {
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
 // /proc/<pid>/environ holds `entry` exactly.
 bool environHas(const std::string& pid, const std::string& entry) {
   const std::string env = slurp("/proc/" + pid + "/environ");

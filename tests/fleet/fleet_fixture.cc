@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "../leftovers/processes.hh"
+#include "../support/child.hh"
 #include "fleet/bodies.hh"
 #include "fleet/enroll.hh"
 #include "fleet/node_signed.hh"
@@ -41,13 +42,6 @@ int64_t unixNowMs() {
       .count();
 }
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 }  // namespace
 
 nlohmann::json Result::json() const {
@@ -60,29 +54,13 @@ Child start(const std::vector<std::string>& argv) {
   char tmpl[] = "/tmp/mesh-fleet-out.XXXXXX";
   Child c;
   c.dir = ::mkdtemp(tmpl);
-  const std::string outPath = c.dir + "/out", errPath = c.dir + "/err";
-  c.pid = ::fork();
-  if (c.pid == 0) {
-    int out = ::open(outPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    int err = ::open(errPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    ::dup2(out, 1);
-    ::dup2(err, 2);
-    int devnull = ::open("/dev/null", O_RDONLY);
-    ::dup2(devnull, 0);
-    std::vector<char*> args;
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    ::execvp(args[0], args.data());
-    ::_exit(127);
-  }
+  c.pid = ::mesh::test::spawnChild(argv, c.dir + "/out", c.dir + "/err");
   return c;
 }
 
 Result finish(Child& c) {
-  int status = 0;
-  ::waitpid(c.pid, &status, 0);
   Result r;
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.code = ::mesh::test::waitExit(c.pid);
   r.out = slurp(c.dir + "/out");
   r.err = slurp(c.dir + "/err");
   fs::remove_all(c.dir);

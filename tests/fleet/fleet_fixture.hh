@@ -18,7 +18,12 @@
 #include "trust/node_key.hh"
 #include "trust/operator_key.hh"
 
+#include "../support/files.hh"
+
 namespace mesh::fleet::test {
+
+// A file's bytes, for every fleet test (tests/support/files.hh).
+using ::mesh::test::slurp;
 
 struct Result {
   int code = -1;

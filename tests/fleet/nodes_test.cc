@@ -20,6 +20,7 @@
 
 #include <fmt/format.h>
 
+#include "../support/child.hh"
 #include "fleet/node_signed.hh"
 #include "fleet_fixture.hh"
 #include "test_etcd.hh"
@@ -32,13 +33,6 @@ namespace {
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
-
-std::string readAll(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 int64_t countOf(const std::string& text, const std::string& what) {
   int64_t n = 0;
@@ -96,18 +90,7 @@ class Nodes : public FleetTest {
                                            "--splay",      "0",
                                            "--supervisor", "builtin",
                                            "--blobs",      blobs};
-    n.pid = ::fork();
-    if (n.pid == 0) {
-      for (const auto& e : env) ::putenv(const_cast<char*>(e.c_str()));
-      int out = ::open(n.log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
-      ::dup2(out, 1);
-      ::dup2(out, 2);
-      std::vector<char*> args;
-      for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-      args.push_back(nullptr);
-      ::execv(args[0], args.data());
-      ::_exit(127);
-    }
+    n.pid = ::mesh::test::spawnChild(argv, n.log, "", ::mesh::test::Output::Append, env);
     return nodes[name] = n;
   }
 
@@ -171,7 +154,7 @@ class Nodes : public FleetTest {
     }
     EXPECT_TRUE(done) << node << ": status not as expected within " << timeout.count()
                       << " ms; log:\n"
-                      << readAll(nodes[node].log);
+                      << slurp(nodes[node].log);
     return done;
   }
 
@@ -188,12 +171,12 @@ class Nodes : public FleetTest {
                 std::chrono::milliseconds timeout = 20s) {
     const auto deadline = Clock::now() + timeout;
     while (Clock::now() < deadline) {
-      if (countOf(readAll(nodes[node].log), what) >= n) return true;
+      if (countOf(slurp(nodes[node].log), what) >= n) return true;
       std::this_thread::sleep_for(20ms);
     }
     ADD_FAILURE() << node << ": fewer than " << n << " lines with \"" << what << "\" in "
                   << timeout.count() << " ms; log:\n"
-                  << readAll(nodes[node].log);
+                  << slurp(nodes[node].log);
     return false;
   }
 
@@ -265,7 +248,7 @@ unit = {{ Type = "notify", NotifyAccess = "all", ExecStart = "{{bundle}}/bin/svc
   // (start, ready) times of each service start, per node root, from the shared log.
   std::map<std::string, std::vector<std::pair<int64_t, int64_t>>> startsAndReadies() {
     std::map<std::string, std::vector<std::pair<int64_t, int64_t>>> out;
-    std::istringstream in(readAll(shared));
+    std::istringstream in(slurp(shared));
     std::string what, who;
     int64_t at = 0;
     while (in >> what >> who >> at) {
@@ -302,7 +285,7 @@ TEST_F(Nodes, PushToAllConvergesEverywhereAndPushToOneChangesOnlyIt) {
   auto revs = pushTo("n1,n2,n3", fileDecl(1, "one"));
   ASSERT_EQ(revs.size(), 3u);
   for (const auto& [node, rev] : revs) ASSERT_TRUE(awaitApplied(node, rev));
-  for (const auto& [node, n] : nodes) EXPECT_EQ(readAll(n.root + "/etc/app.conf"), "one");
+  for (const auto& [node, n] : nodes) EXPECT_EQ(slurp(n.root + "/etc/app.conf"), "one");
 
   Result st = status({"--json"});
   EXPECT_EQ(st.code, 0) << st.out << st.err;
@@ -316,9 +299,9 @@ TEST_F(Nodes, PushToAllConvergesEverywhereAndPushToOneChangesOnlyIt) {
   const auto status1 = statusOf("n1");
   auto rev2 = pushTo("n2", fileDecl(2, "two"));
   ASSERT_TRUE(awaitApplied("n2", rev2.at("n2")));
-  EXPECT_EQ(readAll(nodes["n2"].root + "/etc/app.conf"), "two");
-  EXPECT_EQ(readAll(nodes["n1"].root + "/etc/app.conf"), "one");
-  EXPECT_EQ(readAll(nodes["n3"].root + "/etc/app.conf"), "one");
+  EXPECT_EQ(slurp(nodes["n2"].root + "/etc/app.conf"), "two");
+  EXPECT_EQ(slurp(nodes["n1"].root + "/etc/app.conf"), "one");
+  EXPECT_EQ(slurp(nodes["n3"].root + "/etc/app.conf"), "one");
   EXPECT_EQ(fs::last_write_time(nodes["n1"].root + "/etc/app.conf"), before1);
   ASSERT_TRUE(status1);
   EXPECT_EQ(statusOf("n1")->revision, status1->revision);
@@ -346,7 +329,7 @@ TEST_F(Nodes, ADeclarationOverEtcdsRequestLimitIsAppliedFromItsChunks) {
   ASSERT_TRUE(s);
   EXPECT_FALSE(s->refused) << s->refused->reason;
   EXPECT_EQ(s->serial, 1);
-  EXPECT_EQ(readAll(nodes["n1"].root + "/etc/app.conf"), content);
+  EXPECT_EQ(slurp(nodes["n1"].root + "/etc/app.conf"), content);
 }
 
 TEST_F(Nodes, AKilledNodeShowsDownOnceItsLeaseExpires) {
@@ -390,7 +373,7 @@ TEST_F(Nodes, ATamperedDeclarationIsRefusedAndShowsInFleetStatus) {
       "n2", [rev](const auto& s) { return s && s->refused && s->refused->revision == rev; }));
   EXPECT_NE(statusOf("n2")->refused->reason.find("does not match"), std::string::npos)
       << statusOf("n2")->refused->reason;
-  EXPECT_EQ(readAll(nodes["n2"].root + "/etc/app.conf"), "one");
+  EXPECT_EQ(slurp(nodes["n2"].root + "/etc/app.conf"), "one");
 
   Result st = status({"--json"});
   EXPECT_EQ(st.code, 1) << st.out << st.err;
@@ -402,7 +385,7 @@ TEST_F(Nodes, ATamperedDeclarationIsRefusedAndShowsInFleetStatus) {
   auto good = pushTo("n2", fileDecl(3, "three"));
   ASSERT_TRUE(awaitStatus(
       "n2", [&](const auto& s) { return s && s->revision >= good.at("n2") && !s->refused; }));
-  EXPECT_EQ(readAll(nodes["n2"].root + "/etc/app.conf"), "three");
+  EXPECT_EQ(slurp(nodes["n2"].root + "/etc/app.conf"), "three");
 }
 
 TEST_F(Nodes, WithEtcdAwayServicesKeepRunningUnrestartedAndAPushAfterConverges) {
@@ -410,32 +393,31 @@ TEST_F(Nodes, WithEtcdAwayServicesKeepRunningUnrestartedAndAPushAfterConverges) 
   for (const char* n : {"n1", "n2", "n3"}) startNode(n);
   auto revs = pushTo("n1,n2,n3", serviceDecl(1, "one", bundle));
   for (const auto& [node, rev] : revs) ASSERT_TRUE(awaitApplied(node, rev));
-  ASSERT_EQ(startsAndReadies().size(), 3u) << readAll(shared);
+  ASSERT_EQ(startsAndReadies().size(), 3u) << slurp(shared);
 
   Result pause = runCommand({::mesh::test::etcdScript(), "pause", etcdDir()});
   ASSERT_EQ(pause.code, 0) << pause.err;
   // Three more cycles on every node while etcd is away (interval 1 s).
   std::map<std::string, int64_t> cycles;
-  for (const auto& [name, n] : nodes)
-    cycles[name] = countOf(readAll(n.log), "unchanged, 0 removed");
+  for (const auto& [name, n] : nodes) cycles[name] = countOf(slurp(n.log), "unchanged, 0 removed");
   for (const auto& [name, n] : nodes)
     ASSERT_TRUE(awaitLog(name, "unchanged, 0 removed", cycles[name] + 3));
   Result resume = runCommand({::mesh::test::etcdScript(), "resume", etcdDir()});
   ASSERT_EQ(resume.code, 0) << resume.err;
 
   for (const auto& [root, starts] : startsAndReadies())
-    EXPECT_EQ(starts.size(), 1u) << root << " restarted while etcd was away:\n" << readAll(shared);
+    EXPECT_EQ(starts.size(), 1u) << root << " restarted while etcd was away:\n" << slurp(shared);
   for (const auto& [name, n] : nodes) {
-    EXPECT_EQ(countOf(readAll(n.log), "restarted app.service"), 0) << readAll(n.log);
-    EXPECT_NE(readAll(n.log).find("stays in force"), std::string::npos) << readAll(n.log);
+    EXPECT_EQ(countOf(slurp(n.log), "restarted app.service"), 0) << slurp(n.log);
+    EXPECT_NE(slurp(n.log).find("stays in force"), std::string::npos) << slurp(n.log);
   }
 
   auto revs2 = pushTo("n1,n2,n3", serviceDecl(2, "two", bundle));
   for (const auto& [node, rev] : revs2) ASSERT_TRUE(awaitApplied(node, rev));
-  for (const auto& [name, n] : nodes) EXPECT_EQ(readAll(n.root + "/etc/app.conf"), "two");
+  for (const auto& [name, n] : nodes) EXPECT_EQ(slurp(n.root + "/etc/app.conf"), "two");
   for (const auto& [root, starts] : startsAndReadies())
     EXPECT_EQ(starts.size(), 2u) << root << ": the config change restarts it exactly once:\n"
-                                 << readAll(shared);
+                                 << slurp(shared);
 }
 
 TEST_F(Nodes, MaxParallelRestartsOneNeverOverlapsRestarts) {
@@ -450,15 +432,15 @@ TEST_F(Nodes, MaxParallelRestartsOneNeverOverlapsRestarts) {
   // The second start of each node's service: its restart. None may overlap another.
   std::vector<std::pair<int64_t, int64_t>> restarts;
   for (const auto& [root, starts] : startsAndReadies()) {
-    ASSERT_EQ(starts.size(), 2u) << root << ":\n" << readAll(shared);
-    ASSERT_GT(starts[1].second, starts[1].first) << "no ready time:\n" << readAll(shared);
+    ASSERT_EQ(starts.size(), 2u) << root << ":\n" << slurp(shared);
+    ASSERT_GT(starts[1].second, starts[1].first) << "no ready time:\n" << slurp(shared);
     restarts.push_back(starts[1]);
   }
   std::sort(restarts.begin(), restarts.end());
   for (size_t i = 1; i < restarts.size(); ++i)
     EXPECT_GT(restarts[i].first, restarts[i - 1].second)
         << "restart " << i << " started before the one before it was ready:\n"
-        << readAll(shared);
+        << slurp(shared);
   // No slot is left behind.
   EXPECT_TRUE(client->getPrefix(keys.restartSlots("app.service")).kvs.empty());
 }
@@ -475,18 +457,18 @@ TEST_F(Nodes, ANodeStartedWhileEtcdIsAwayConvergesToItsCachedDeclaration) {
   ASSERT_EQ(pause.code, 0) << pause.err;
   startNode("n1");
   ASSERT_TRUE(awaitLog("n1", "created app.config", 2));
-  EXPECT_EQ(readAll(nodes["n1"].root + "/etc/app.conf"), "one");
-  EXPECT_NE(readAll(nodes["n1"].log)
+  EXPECT_EQ(slurp(nodes["n1"].root + "/etc/app.conf"), "one");
+  EXPECT_NE(slurp(nodes["n1"].log)
                 .find("cached pushed declaration (revision " + std::to_string(revs.at("n1"))),
             std::string::npos)
-      << readAll(nodes["n1"].log);
+      << slurp(nodes["n1"].log);
 
   Result resume = runCommand({::mesh::test::etcdScript(), "resume", etcdDir()});
   ASSERT_EQ(resume.code, 0) << resume.err;
   ASSERT_TRUE(awaitApplied("n1", revs.at("n1")));
   auto next = pushTo("n1", fileDecl(2, "two"));
   ASSERT_TRUE(awaitApplied("n1", next.at("n1")));
-  EXPECT_EQ(readAll(nodes["n1"].root + "/etc/app.conf"), "two");
+  EXPECT_EQ(slurp(nodes["n1"].root + "/etc/app.conf"), "two");
 }
 
 TEST_F(Nodes, ANodeBackAfterACompactionReadsItsDeclarationAgain) {
@@ -502,7 +484,7 @@ TEST_F(Nodes, ANodeBackAfterACompactionReadsItsDeclarationAgain) {
   client->compact(last.at("n1"));
   startNode("n1");
   ASSERT_TRUE(awaitApplied("n1", last.at("n1")));
-  EXPECT_EQ(readAll(nodes["n1"].root + "/etc/app.conf"), "three");
+  EXPECT_EQ(slurp(nodes["n1"].root + "/etc/app.conf"), "three");
   EXPECT_EQ(statusOf("n1")->serial, 3);
 }
 
@@ -549,7 +531,7 @@ TEST_F(Nodes, AReplayedOlderDeclarationIsRefusedThoughValidlySigned) {
   EXPECT_NE(statusOf("n1")->refused->reason.find("serial 1 is older than serial 2"),
             std::string::npos)
       << statusOf("n1")->refused->reason;
-  EXPECT_EQ(readAll(nodes["n1"].root + "/etc/app.conf"), "two");
+  EXPECT_EQ(slurp(nodes["n1"].root + "/etc/app.conf"), "two");
   EXPECT_EQ(statusOf("n1")->serial, 2);
 }
 
@@ -611,9 +593,9 @@ TEST_F(Nodes, AStatementCopiedToAnotherNodesOrClustersKeyIsRefused) {
             std::string::npos)
       << n2->refused->reason;
   EXPECT_EQ(n2->refused->valueDigest, valueDigest(copied));
-  EXPECT_EQ(readAll(nodes["n2"].root + "/etc/app.conf"), "two");
+  EXPECT_EQ(slurp(nodes["n2"].root + "/etc/app.conf"), "two");
   EXPECT_EQ(n2->serial, 1);
-  EXPECT_NE(readAll(nodes["n2"].log).find("refused the pushed declaration"), std::string::npos);
+  EXPECT_NE(slurp(nodes["n2"].log).find("refused the pushed declaration"), std::string::npos);
   Result st = status({"--json"});
   EXPECT_EQ(st.code, 1) << st.out;
   const auto shown = st.json();  // held: a range over a temporary's member dangles
@@ -625,9 +607,9 @@ TEST_F(Nodes, AStatementCopiedToAnotherNodesOrClustersKeyIsRefused) {
   const FleetKeys other{otherCluster};
   const int64_t revM = client->put(other.declaration("m1"), copied);
   ASSERT_TRUE(awaitLog("m1", "refused the pushed declaration", 1));
-  EXPECT_NE(readAll(nodes["m1"].log).find("the statement is for cluster " + cluster),
+  EXPECT_NE(slurp(nodes["m1"].log).find("the statement is for cluster " + cluster),
             std::string::npos)
-      << readAll(nodes["m1"].log);
+      << slurp(nodes["m1"].log);
   EXPECT_FALSE(fs::exists(nodes["m1"].root + "/etc/app.conf"));
   (void)revM;
 
@@ -635,7 +617,7 @@ TEST_F(Nodes, AStatementCopiedToAnotherNodesOrClustersKeyIsRefused) {
   auto glob = pushTo("n*", fileDecl(2, "glob"));
   for (const char* n : {"n1", "n2"}) {
     ASSERT_TRUE(awaitApplied(n, glob.at(n)));
-    EXPECT_EQ(readAll(nodes[n].root + "/etc/app.conf"), "glob") << n;
+    EXPECT_EQ(slurp(nodes[n].root + "/etc/app.conf"), "glob") << n;
   }
 }
 
@@ -682,7 +664,7 @@ TEST_F(Nodes, EveryFieldANodeActsOnIsSignedAndATamperedOneIsRefused) {
   EXPECT_NE(statusOf("n1")->refused->reason.find("format before signed statements"),
             std::string::npos)
       << statusOf("n1")->refused->reason;
-  EXPECT_EQ(readAll(nodes["n1"].root + "/etc/app.conf"), "one");
+  EXPECT_EQ(slurp(nodes["n1"].root + "/etc/app.conf"), "one");
   EXPECT_EQ(statusOf("n1")->serial, 1);
 }
 
@@ -716,10 +698,10 @@ class NodesWithOwnEtcd : public Nodes {
     ASSERT_TRUE(awaitStatus("n1", [](const auto& s) { return s.has_value(); }))
         << "the node publishes again on the new etcd";
     Result r = push({"--node", "n1", "--wait", "20s", declare(fileDecl(5, "five"), "five.toml")});
-    EXPECT_EQ(r.code, 0) << r.out << r.err << readAll(nodes["n1"].log);
+    EXPECT_EQ(r.code, 0) << r.out << r.err << slurp(nodes["n1"].log);
     EXPECT_NE(r.out.find("applied n1: serial 5"), std::string::npos) << r.out;
     EXPECT_NE(r.out.find("1 of 1 node(s) applied serial 5"), std::string::npos) << r.out;
-    EXPECT_EQ(readAll(nodes["n1"].root + "/etc/app.conf"), "five");
+    EXPECT_EQ(slurp(nodes["n1"].root + "/etc/app.conf"), "five");
     Result st = status({"--json"});
     EXPECT_EQ(st.code, 0) << st.out;
     const auto row = st.json().at("nodes").at(0);
@@ -749,7 +731,7 @@ TEST_F(Nodes, PushWaitQuotesTheCycleThatAppliedThePush) {
   ASSERT_TRUE(applied && applied->appliedCycle);
   const int64_t cycle = applied->appliedCycle->cycle;
   // Two more cycles, which found nothing to do (and wrote nothing: the status is as it was).
-  ASSERT_TRUE(awaitLog("n1", kCycleLine, countOf(readAll(nodes["n1"].log), kCycleLine) + 2));
+  ASSERT_TRUE(awaitLog("n1", kCycleLine, countOf(slurp(nodes["n1"].log), kCycleLine) + 2));
   Result again = push({"--node", "n1", "--wait", "20s", decl});
   EXPECT_EQ(again.code, 0) << again.out << again.err;
   EXPECT_NE(again.out.find("unchanged n1"), std::string::npos) << again.out;
@@ -843,7 +825,7 @@ TEST_F(Nodes, AnIdleNodeWritesNothingToEtcdYetStaysUpAndAChangeIsWrittenAtOnce) 
   auto revs = pushTo("n1", fileDecl(1, "one"));
   ASSERT_TRUE(awaitApplied("n1", revs.at("n1")));
   // The cycle after the one that applied it has other counts (all unchanged): let it pass.
-  const auto cycles = [&] { return countOf(readAll(nodes["n1"].log), kCycleLine); };
+  const auto cycles = [&] { return countOf(slurp(nodes["n1"].log), kCycleLine); };
   ASSERT_TRUE(awaitLog("n1", kCycleLine, cycles() + 2));
 
   const auto before = client->getPrefix(keys.nodesPrefix()).revision;
@@ -854,7 +836,7 @@ TEST_F(Nodes, AnIdleNodeWritesNothingToEtcdYetStaysUpAndAChangeIsWrittenAtOnce) 
   ASSERT_TRUE(awaitLog("n1", kCycleLine, cycles() + 16, 40s));
   ASSERT_GT(Clock::now() - idleFrom, fleet::kHeartbeatTtl);
   const auto idle = client->getPrefix(keys.status("n1"));
-  EXPECT_EQ(idle.revision, before) << "an idle node wrote to etcd:\n" << readAll(nodes["n1"].log);
+  EXPECT_EQ(idle.revision, before) << "an idle node wrote to etcd:\n" << slurp(nodes["n1"].log);
   ASSERT_EQ(idle.kvs.size(), 1u) << "its lease expired while it idled";
   EXPECT_EQ(idle.kvs[0].modRevision, statusBefore.kvs[0].modRevision);
   Result up = status({"--json"});
@@ -877,7 +859,7 @@ TEST_F(Nodes, AnIdleNodeWritesNothingToEtcdYetStaysUpAndAChangeIsWrittenAtOnce) 
   ASSERT_TRUE(awaitStatus("n1", [&](const auto& s) {
     return s && s->serial == 2 && s->revision >= revs2.at("n1") && s->failed == 0;
   }));
-  EXPECT_EQ(readAll(nodes["n1"].root + "/etc/app.conf"), "two");
+  EXPECT_EQ(slurp(nodes["n1"].root + "/etc/app.conf"), "two");
 }
 
 // Issue 13: a node whose agent stops (SIGTERM) revokes its lease: its status and heartbeat
@@ -919,7 +901,7 @@ TEST_F(Nodes, ReadyAndShowingWhatItAppliedWhileItsFirstCycleWaitsForARestartSlot
   NotifySocket notify(work + "/notify.sock");
   startNode("n1", {"NOTIFY_SOCKET=" + notify.path});
   const std::string ready = notify.awaitContaining("READY=1", 20s);
-  ASSERT_NE(ready, "") << "no READY=1; got:\n" << notify.received << readAll(nodes["n1"].log);
+  ASSERT_NE(ready, "") << "no READY=1; got:\n" << notify.received << slurp(nodes["n1"].log);
   EXPECT_NE(ready.find("STATUS=watching"), std::string::npos) << ready;
   // The first cycle cannot have ended: the slot it needs is still the blocker's.
   EXPECT_EQ(client->get(slot)->value, "blocker pid 1");
@@ -935,8 +917,8 @@ TEST_F(Nodes, ReadyAndShowingWhatItAppliedWhileItsFirstCycleWaitsForARestartSlot
   ASSERT_TRUE(awaitStatus("n1", [&](const auto& s) {
     return s && s->pid == nodes["n1"].pid && s->cycle > applied->cycle;
   }));
-  EXPECT_EQ(statusOf("n1")->failed, 0) << readAll(nodes["n1"].log);
-  EXPECT_EQ(readAll(nodes["n1"].root + "/etc/app.conf"), "one");
+  EXPECT_EQ(statusOf("n1")->failed, 0) << slurp(nodes["n1"].log);
+  EXPECT_EQ(slurp(nodes["n1"].root + "/etc/app.conf"), "one");
 }
 
 // Regression: "--max-parallel-restarts 1 can be exceeded when the agent holding a slot dies
@@ -963,7 +945,7 @@ TEST_F(Nodes, ASlotOutlivesItsHolderDyingMidRestartUntilItsNextAgentIsDone) {
   startNode("n1");  // its next agent: takes the slot over or frees it after its first cycle
   ASSERT_TRUE(awaitApplied("n1", rev1.at("n1")));
   ASSERT_TRUE(awaitApplied("n2", rev2.at("n2")));
-  EXPECT_EQ(statusOf("n2")->failed, 0) << readAll(nodes["n2"].log);
+  EXPECT_EQ(statusOf("n2")->failed, 0) << slurp(nodes["n2"].log);
 
   // n2's restart began only once n1's service was ready again.
   const auto runs = startsAndReadies();
@@ -971,11 +953,11 @@ TEST_F(Nodes, ASlotOutlivesItsHolderDyingMidRestartUntilItsNextAgentIsDone) {
   const auto& n2 = runs.at(nodes["n2"].root);
   // n1: its first start, the restart cut short with its agent, and the one its next agent
   // made (the restart it still owed) — or the cut one became ready.
-  ASSERT_GE(n1.size(), 2u) << readAll(shared);
-  ASSERT_EQ(n2.size(), 2u) << readAll(shared);
-  ASSERT_GT(n1.back().second, 0) << "n1's restart never got ready:\n" << readAll(shared);
+  ASSERT_GE(n1.size(), 2u) << slurp(shared);
+  ASSERT_EQ(n2.size(), 2u) << slurp(shared);
+  ASSERT_GT(n1.back().second, 0) << "n1's restart never got ready:\n" << slurp(shared);
   EXPECT_GT(n2[1].first, n1.back().second) << "n2 restarted while n1 was still restarting:\n"
-                                           << readAll(shared);
+                                           << slurp(shared);
   EXPECT_FALSE(client->get(slot)) << "a slot was left behind: " << client->get(slot)->value;
 }
 

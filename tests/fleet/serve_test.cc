@@ -80,13 +80,6 @@ int freePort() {
   return ntohs(a.sin_port);
 }
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 // Polls `ready` every 10 ms until it is true or `bound` has passed; returns how long it took,
 // or nullopt.
 template <class F>

@@ -17,6 +17,7 @@
 
 #include <fmt/format.h>
 
+#include "../support/child.hh"
 #include "fleet/etcd.hh"
 #include "fleet_fixture.hh"
 #include "test_etcd.hh"
@@ -29,23 +30,26 @@ namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
-std::string readAll(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 std::string trimmed(std::string s) {
   while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
   return s;
 }
 
+bool etcdInstalled() {
+  return ::access("/usr/bin/etcd", X_OK) == 0;
+}
+
 // One etcd.sh etcd of a kind, shared by a test suite and stopped after it.
 struct SecuredEtcd {
+  SecuredEtcd(const char* env, bool tls) : env(env), tls(tls) {}
+
+  const char* env;  // etcd.sh's switches for this kind
+  bool tls;         // TLS with client certificates; otherwise auth with a user and password
   std::string dir, url, failure;
 
-  void start(const std::string& env) {
+  // When etcd is installed; a failure to start is kept in `failure`.
+  void start() {
+    if (!etcdInstalled()) return;
     char tmpl[] = "/tmp/mesh-etcd-secured.XXXXXX";
     dir = std::string(::mkdtemp(tmpl)) + "/etcd";
     int status = 0;
@@ -58,6 +62,7 @@ struct SecuredEtcd {
       return;
     }
     url = trimmed(out.substr(out.rfind("http")));
+    if (tls && !url.starts_with("https://")) failure = "not an https endpoint: " + url;
   }
   void stop() {
     if (dir.empty()) return;
@@ -67,11 +72,37 @@ struct SecuredEtcd {
     fs::remove_all(fs::path(dir).parent_path());
     dir.clear();
   }
+
+  // The fleet commands' and the agent's options for it.
+  std::vector<std::string> securityOptions() const {
+    if (!tls) return {"--etcd-user", "mesh", "--etcd-password-file", dir + "/password"};
+    const std::string t = dir + "/tls/";
+    return {"--etcd-cacert",  t + "ca.pem", "--etcd-cert",
+            t + "client.pem", "--etcd-key", t + "client.key"};
+  }
 };
 
 // authEtcd's tokens last 1 s unused (--auth-token-ttl 1): every pause longer than that
 // makes a client renew its token.
-SecuredEtcd tlsEtcd, authEtcd;
+SecuredEtcd tlsEtcd{"ETCD_TLS=1", true}, authEtcd{"ETCD_AUTH=1 ETCD_AUTH_TOKEN_TTL=1", false};
+
+// A test suite on `etcd`: started before its first test, stopped after its last.
+template <SecuredEtcd& etcd, class Base>
+class On : public Base {
+ protected:
+  static void SetUpTestSuite() { etcd.start(); }
+  static void TearDownTestSuite() { etcd.stop(); }
+};
+
+// The etcd client alone against `etcd`.
+template <SecuredEtcd& etcd>
+class ClientOn : public On<etcd, ::testing::Test> {
+ protected:
+  void SetUp() override {
+    if (!etcdInstalled()) GTEST_SKIP() << "/usr/bin/etcd is missing";
+    ASSERT_TRUE(etcd.failure.empty()) << etcd.failure;
+  }
+};
 
 // Lets an auth token's TTL pass: time passing is the point here, nothing to wait on.
 void outliveTheToken() {
@@ -100,7 +131,7 @@ EtcdConfig authConfig(const std::string& password) {
 }
 
 std::string authPassword() {
-  return trimmed(readAll(authEtcd.dir + "/password"));
+  return trimmed(slurp(authEtcd.dir + "/password"));
 }
 
 // Puts, reads back, and sees the put through a watch: what the agent does.
@@ -127,19 +158,7 @@ void roundTrip(EtcdClient& c, const std::string& key) {
   EXPECT_EQ(c.grpcReads(), 1u);
 }
 
-class EtcdTls : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    if (::access("/usr/bin/etcd", X_OK) != 0) return;
-    tlsEtcd.start("ETCD_TLS=1");
-  }
-  static void TearDownTestSuite() { tlsEtcd.stop(); }
-  void SetUp() override {
-    if (::access("/usr/bin/etcd", X_OK) != 0) GTEST_SKIP() << "/usr/bin/etcd is missing";
-    ASSERT_TRUE(tlsEtcd.failure.empty()) << tlsEtcd.failure;
-    ASSERT_TRUE(tlsEtcd.url.starts_with("https://")) << tlsEtcd.url;
-  }
-};
+using EtcdTls = ClientOn<tlsEtcd>;
 
 TEST_F(EtcdTls, AClientWithTheCaAndACertificateTalksToIt) {
   EtcdClient c(tlsConfig());
@@ -165,18 +184,7 @@ TEST_F(EtcdTls, WithoutAClientCertificateOrTheCaItIsRefusedSayingWhatToCheck) {
   }
 }
 
-class EtcdAuth : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    if (::access("/usr/bin/etcd", X_OK) != 0) return;
-    authEtcd.start("ETCD_AUTH=1 ETCD_AUTH_TOKEN_TTL=1");
-  }
-  static void TearDownTestSuite() { authEtcd.stop(); }
-  void SetUp() override {
-    if (::access("/usr/bin/etcd", X_OK) != 0) GTEST_SKIP() << "/usr/bin/etcd is missing";
-    ASSERT_TRUE(authEtcd.failure.empty()) << authEtcd.failure;
-  }
-};
+using EtcdAuth = ClientOn<authEtcd>;
 
 TEST_F(EtcdAuth, AUserWithItsPasswordTalksToIt) {
   EtcdClient c(authConfig(authPassword()));
@@ -274,17 +282,7 @@ class SecuredFleet : public FleetTest {
         "1s",          "--splay", "0",       "--supervisor",     "builtin"};
     argv.insert(argv.end(), security.begin(), security.end());
     log = work + "/n1.log";
-    node = ::fork();
-    if (node == 0) {
-      int out = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
-      ::dup2(out, 1);
-      ::dup2(out, 2);
-      std::vector<char*> args;
-      for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-      args.push_back(nullptr);
-      ::execv(args[0], args.data());
-      ::_exit(127);
-    }
+    node = ::mesh::test::spawnChild(argv, log, "", ::mesh::test::Output::Append);
   }
 
   // Push, wait until the node applied it (push --wait), and check `fleet status`.
@@ -292,10 +290,10 @@ class SecuredFleet : public FleetTest {
     const std::string decl = declare(
         "serial = 1\n\n[module.app.file.config]\npath = \"/etc/app.conf\"\ncontent = \"one\"\n");
     Result r = runCommand(fleet("push", {"--key", keyFile, "--node", "n1", "--wait", "30s", decl}));
-    EXPECT_EQ(r.code, 0) << r.out << r.err << readAll(log);
-    EXPECT_EQ(readAll(root + "/etc/app.conf"), "one");
+    EXPECT_EQ(r.code, 0) << r.out << r.err << slurp(log);
+    EXPECT_EQ(slurp(root + "/etc/app.conf"), "one");
     Result st = runCommand(fleet("status", {"--trust", operatorKey.text(), "--json"}));
-    EXPECT_EQ(st.code, 0) << st.out << st.err << readAll(log);
+    EXPECT_EQ(st.code, 0) << st.out << st.err << slurp(log);
     EXPECT_EQ(st.json().at("nodes").at(0).at("state"), "converged") << st.out;
   }
 
@@ -304,44 +302,27 @@ class SecuredFleet : public FleetTest {
   pid_t node = -1;
 };
 
-class SecuredFleetTls : public SecuredFleet {
+// The agent and the fleet commands through `etcd`, with its security options.
+template <SecuredEtcd& etcd>
+class SecuredFleetOn : public On<etcd, SecuredFleet> {
  protected:
-  static void SetUpTestSuite() {
-    if (::access("/usr/bin/etcd", X_OK) != 0) return;
-    tlsEtcd.start("ETCD_TLS=1");
-  }
-  static void TearDownTestSuite() { tlsEtcd.stop(); }
   void SetUp() override {
     SecuredFleet::SetUp();
-    if (IsSkipped() || HasFatalFailure()) return;
-    ASSERT_TRUE(tlsEtcd.failure.empty()) << tlsEtcd.failure;
-    endpoint = tlsEtcd.url;
-    const std::string t = tlsEtcd.dir + "/tls/";
-    security = {"--etcd-cacert",  t + "ca.pem", "--etcd-cert",
-                t + "client.pem", "--etcd-key", t + "client.key"};
+    if (this->IsSkipped() || this->HasFatalFailure()) return;
+    ASSERT_TRUE(etcd.failure.empty()) << etcd.failure;
+    this->endpoint = etcd.url;
+    this->security = etcd.securityOptions();
   }
 };
+
+using SecuredFleetTls = SecuredFleetOn<tlsEtcd>;
 
 TEST_F(SecuredFleetTls, ANodeConvergesThroughTlsWithClientCertificates) {
   startNode();
   pushAndConverge();
 }
 
-class SecuredFleetAuth : public SecuredFleet {
- protected:
-  static void SetUpTestSuite() {
-    if (::access("/usr/bin/etcd", X_OK) != 0) return;
-    authEtcd.start("ETCD_AUTH=1 ETCD_AUTH_TOKEN_TTL=1");
-  }
-  static void TearDownTestSuite() { authEtcd.stop(); }
-  void SetUp() override {
-    SecuredFleet::SetUp();
-    if (IsSkipped() || HasFatalFailure()) return;
-    ASSERT_TRUE(authEtcd.failure.empty()) << authEtcd.failure;
-    endpoint = authEtcd.url;
-    security = {"--etcd-user", "mesh", "--etcd-password-file", authEtcd.dir + "/password"};
-  }
-};
+using SecuredFleetAuth = SecuredFleetOn<authEtcd>;
 
 TEST_F(SecuredFleetAuth, ANodeConvergesAsAUserAndKeepsGoingAfterItsTokenIsGone) {
   startNode();
@@ -353,8 +334,8 @@ TEST_F(SecuredFleetAuth, ANodeConvergesAsAUserAndKeepsGoingAfterItsTokenIsGone) 
       "serial = 2\n\n[module.app.file.config]\npath = \"/etc/app.conf\"\ncontent = \"two\"\n",
       "two.toml");
   Result r = runCommand(fleet("push", {"--key", keyFile, "--node", "n1", "--wait", "30s", decl}));
-  EXPECT_EQ(r.code, 0) << r.out << r.err << readAll(log);
-  EXPECT_EQ(readAll(root + "/etc/app.conf"), "two");
+  EXPECT_EQ(r.code, 0) << r.out << r.err << slurp(log);
+  EXPECT_EQ(slurp(root + "/etc/app.conf"), "two");
 }
 
 TEST_F(SecuredFleetAuth, BadSecurityOptionsAreBadInput) {

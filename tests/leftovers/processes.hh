@@ -32,6 +32,8 @@
 #include <thread>
 #include <vector>
 
+#include "../support/files.hh"
+
 namespace mesh::test {
 
 inline constexpr const char* kTestRunVar = "MESH_HOST_TEST_RUN";
@@ -44,13 +46,6 @@ inline bool tagTestRun(const std::string& tag) {
 }
 
 namespace detail {
-
-inline std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 inline std::string linkOf(const std::string& path) {
   char buf[4096];
@@ -152,7 +147,7 @@ inline std::vector<std::string> killProcessesUsing(const std::string& dir) {
     if (pids.empty()) break;
     for (pid_t pid : pids) ::kill(pid, SIGSTOP);
     for (pid_t pid : pids) {
-      std::string cmd = detail::slurp("/proc/" + std::to_string(pid) + "/cmdline");
+      std::string cmd = slurp("/proc/" + std::to_string(pid) + "/cmdline");
       for (char& c : cmd)
         if (c == '\0') c = ' ';
       killed.push_back(std::to_string(pid) + ": " + cmd);

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "../../support/temp_dir.hh"
 #include "decl/parse.hh"
 
 namespace mesh::agent {
@@ -22,15 +23,9 @@ const std::string kDigest = "sha256:" + std::string(64, 'b');
 class DriftWatchPaths : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/mesh-drift-watch-XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl), nullptr);
-    work = tmpl;
-    root = work + "/root";
-    elsewhere = work + "/elsewhere";
     fs::create_directories(root + "/srv");
     fs::create_directories(elsewhere);
   }
-  void TearDown() override { fs::remove_all(work); }
 
   static decl::Declaration declare(const std::string& text) {
     decl::ParseOptions o;
@@ -40,7 +35,8 @@ class DriftWatchPaths : public ::testing::Test {
   }
   static void write(const std::string& path) { std::ofstream(path) << "changed\n"; }
 
-  std::string work, root, elsewhere;
+  mesh::test::TempDir tmp{"mesh-drift-watch"};
+  std::string work = tmp.path, root = work + "/root", elsewhere = work + "/elsewhere";
 };
 
 TEST_F(DriftWatchPaths, AChangeBesideAManagedFileNamesIt) {

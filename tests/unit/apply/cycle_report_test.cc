@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "../../support/temp_dir.hh"
 #include "apply/cycle.hh"
 #include "decl/parse.hh"
 #include "state/store.hh"
@@ -20,13 +21,7 @@ namespace fs = std::filesystem;
 
 class CycleReportKeeps : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/mesh-cycle-report-test.XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl), nullptr);
-    work = tmpl;
-    fs::create_directories(stateDir());
-  }
-  void TearDown() override { fs::remove_all(work); }
+  void SetUp() override { fs::create_directories(stateDir()); }
 
   std::string stateDir() const { return work + "/root/var/lib/mesh-host"; }
 
@@ -61,7 +56,8 @@ class CycleReportKeeps : public ::testing::Test {
     return out;
   }
 
-  std::string work;
+  mesh::test::TempDir tmp{"mesh-cycle-report-test"};
+  std::string work = tmp.path;
 };
 
 TEST_F(CycleReportKeeps, ChangesOnlyKeepsWhatIsNotUnchangedAndCountsEveryOutcome) {

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include "../../support/temp_dir.hh"
 
 namespace mesh::apply {
 namespace {
@@ -22,12 +23,6 @@ const std::string kLabel = "/etc/app/config";
 
 class Diff : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/mesh-diff-test.XXXXXX";
-    dir = ::mkdtemp(tmpl);
-  }
-  void TearDown() override { fs::remove_all(dir); }
-
   // What `diff -u` prints for the same two contents and labels (no old file:
   // an empty one labelled /dev/null).
   std::string oracle(const std::optional<std::string>& oldContent, const std::string& newContent) {
@@ -59,7 +54,8 @@ class Diff : public ::testing::Test {
                          << newContent;
   }
 
-  std::string dir;
+  mesh::test::TempDir tmp{"mesh-diff-test"};
+  std::string dir = tmp.path;
 };
 
 // "line from\n" … "line to\n"

@@ -16,31 +16,16 @@
 #include <string>
 #include <vector>
 
+#include "../../support/temp_dir.hh"
 #include "bundle/unpack.hh"
 #include "util/error.hh"
 #include "util/fd.hh"
 
 namespace mesh::bundle::test {
 
-class TempDir {
- public:
-  TempDir() {
-    char tmpl[] = "/tmp/mesh-bundle-test.XXXXXX";
-    if (!::mkdtemp(tmpl)) throw std::runtime_error("mkdtemp failed");
-    path = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    // Hostile tests may leave unsearchable directories; make everything removable.
-    for (auto it = std::filesystem::recursive_directory_iterator(path, ec);
-         it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
-      if (it->is_directory(ec) && !it->is_symlink(ec))
-        std::filesystem::permissions(it->path(), std::filesystem::perms::owner_all,
-                                     std::filesystem::perm_options::add, ec);
-    }
-    std::filesystem::remove_all(path, ec);
-  }
-  std::string path;
+// Hostile tests may leave unsearchable directories: mesh::test::TempDir removes them too.
+struct TempDir : ::mesh::test::TempDir {
+  TempDir() : ::mesh::test::TempDir("mesh-bundle-test") {}
 };
 
 inline void sh(const std::string& cmd) {

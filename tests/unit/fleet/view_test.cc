@@ -14,6 +14,8 @@
 #include <fstream>
 #include <iterator>
 
+#include "../../support/files.hh"
+#include "../../support/temp_dir.hh"
 #include "fleet/enroll.hh"
 #include "fleet/node_signed.hh"
 #include "fleet/statement.hh"
@@ -118,6 +120,8 @@ TEST(FleetView, AMemoSparesCheckingAgainButNeverHidesAChange) {
   EXPECT_EQ(view.count(NodeState::Converged), 2u);
 }
 
+using ::mesh::test::slurp;
+
 // Who pushed a version is the newest statement naming it, whatever the order the nodes
 // are met in, and only that statement's signature decides whether it is marked verified:
 // an older statement signed by another key, or changed after it was signed, changes
@@ -160,18 +164,9 @@ TEST(FleetView, TheNewestStatementOfAVersionAloneSaysWhoPushedIt) {
   }
 }
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), {}};
-}
-
-struct TempDir {
-  std::string path;
-  TempDir() {
-    char tmpl[] = "/tmp/mesh-memo.XXXXXX";
-    path = ::mkdtemp(tmpl);
-  }
-  ~TempDir() { std::filesystem::remove_all(path); }
+// The memo's directory.
+struct TempDir : mesh::test::TempDir {
+  TempDir() : mesh::test::TempDir("mesh-memo") {}
 };
 
 // `fleet status` keeps its memo between runs in a directory: an entry counts only when

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "../../support/files.hh"
 #include "state/store.hh"
 #include "state_test.hh"
 
@@ -19,6 +20,7 @@ namespace {
 
 using LockTest = testing::StateTest;
 using Kind = StateLock::Kind;
+using ::mesh::test::slurp;
 
 struct Pipe {
   Pipe() { EXPECT_EQ(::pipe(fds), 0); }
@@ -73,27 +75,37 @@ pid_t spawn(F&& body) {
   return pid;
 }
 
+// A child that takes the exclusive lock of `dir`, sends on `held`, and keeps the lock
+// until `release` is sent. Its pid.
+pid_t holder(const std::string& dir, const Pipe& held, const Pipe& release) {
+  return spawn([&] {
+    auto lock = StateLock::acquire(dir, Kind::Exclusive);
+    held.send();
+    release.wait();
+    return 0;
+  });
+}
+
+// A child that waits for the `kind` lock of `dir`: what it says on stderr comes through
+// `err`, and it sends on `acquired` once it holds the lock. Its pid.
+pid_t waiter(const std::string& dir, Kind kind, const Pipe& err, const Pipe& acquired) {
+  return spawn([&] {
+    ::dup2(err.w(), STDERR_FILENO);
+    auto lock = StateLock::acquire(dir, kind);
+    acquired.send();
+    return 0;
+  });
+}
+
 int exitCode(pid_t pid) {
   int status = 0;
   ::waitpid(pid, &status, 0);
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-std::string fileText(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 TEST_F(LockTest, TryAcquireFailsWhileAnotherProcessHoldsIt) {
   Pipe held, release;
-  pid_t child = spawn([&] {
-    auto lock = StateLock::acquire(dir, Kind::Exclusive);
-    held.send();
-    release.wait();
-    return 0;
-  });
+  pid_t child = holder(dir, held, release);
   ASSERT_TRUE(held.wait());
   EXPECT_FALSE(StateLock::tryAcquire(dir, Kind::Exclusive));
   EXPECT_FALSE(StateLock::tryAcquire(dir, Kind::Shared));
@@ -115,12 +127,7 @@ TEST_F(LockTest, SharedHoldersCoexistButExcludeAWriter) {
 TEST_F(LockTest, ExclusiveWaitsForSharedAndSaysSo) {
   auto mine = std::optional(StateLock::acquire(dir, Kind::Shared));
   Pipe err, acquired;
-  pid_t child = spawn([&] {
-    ::dup2(err.w(), STDERR_FILENO);
-    auto lock = StateLock::acquire(dir, Kind::Exclusive);
-    acquired.send();
-    return 0;
-  });
+  pid_t child = waiter(dir, Kind::Exclusive, err, acquired);
   // The child says it waits just before it blocks; while we hold the shared lock
   // it cannot have the exclusive one.
   std::string line = err.line();
@@ -135,12 +142,7 @@ TEST_F(LockTest, ExclusiveWaitsForSharedAndSaysSo) {
 TEST_F(LockTest, WaiterNamesTheExclusiveHolder) {
   auto mine = std::optional(StateLock::acquire(dir, Kind::Exclusive));
   Pipe err, acquired;
-  pid_t child = spawn([&] {
-    ::dup2(err.w(), STDERR_FILENO);
-    auto lock = StateLock::acquire(dir, Kind::Shared);
-    acquired.send();
-    return 0;
-  });
+  pid_t child = waiter(dir, Kind::Shared, err, acquired);
   EXPECT_EQ(err.line(), "mesh-host: waiting for another mesh-host using " + dir + " (pid " +
                             std::to_string(::getpid()) + ")…");
   EXPECT_FALSE(acquired.ready());
@@ -153,26 +155,21 @@ TEST_F(LockTest, LockFileHoldsTheWriterPidWhileHeld) {
   const std::string path = dir + "/lock";
   {
     auto lock = StateLock::acquire(dir, Kind::Exclusive);
-    EXPECT_EQ(fileText(path), std::to_string(::getpid()) + "\n");
+    EXPECT_EQ(slurp(path), std::to_string(::getpid()) + "\n");
     struct stat st {};
     ASSERT_EQ(::stat(path.c_str(), &st), 0);
     EXPECT_EQ(st.st_mode & 07777, 0640u);
   }
-  EXPECT_EQ(fileText(path), "") << "released: no pid left to mislead a later waiter";
+  EXPECT_EQ(slurp(path), "") << "released: no pid left to mislead a later waiter";
   auto shared = StateLock::acquire(dir, Kind::Shared);
-  EXPECT_EQ(fileText(path), "");
+  EXPECT_EQ(slurp(path), "");
 }
 
 // The lock is on the directory, not on <dir>/lock: deleting that file (or
 // replacing it) while a writer holds the lock lets no second writer in.
 TEST_F(LockTest, DeletingTheLockFileLetsNoSecondWriterIn) {
   Pipe held, release;
-  pid_t child = spawn([&] {
-    auto lock = StateLock::acquire(dir, Kind::Exclusive);
-    held.send();
-    release.wait();
-    return 0;
-  });
+  pid_t child = holder(dir, held, release);
   ASSERT_TRUE(held.wait());
   const std::string path = dir + "/lock";
   std::filesystem::remove(path);
@@ -183,12 +180,7 @@ TEST_F(LockTest, DeletingTheLockFileLetsNoSecondWriterIn) {
 
   // A second writer still waits, saying so, until the first one is done.
   Pipe err, acquired;
-  pid_t second = spawn([&] {
-    ::dup2(err.w(), STDERR_FILENO);
-    auto lock = StateLock::acquire(dir, Kind::Exclusive);
-    acquired.send();
-    return 0;
-  });
+  pid_t second = waiter(dir, Kind::Exclusive, err, acquired);
   EXPECT_EQ(err.lineWithin(10000), "mesh-host: waiting for another mesh-host using " + dir + "…")
       << "the second writer did not wait";
   EXPECT_FALSE(acquired.ready());

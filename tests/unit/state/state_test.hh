@@ -9,23 +9,16 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include "../../support/temp_dir.hh"
 
 namespace mesh::state::testing {
 
 class StateTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/mesh-state-test.XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl), nullptr);
-    root = tmpl;
-    dir = root + "/state";
-    db = dir + "/state.db";
-  }
-  void TearDown() override { std::filesystem::remove_all(root); }
-
-  std::string root;  // the temp dir; `dir` inside it is not created up front
-  std::string dir;
-  std::string db;
+  mesh::test::TempDir tmp{"mesh-state-test"};
+  std::string root = tmp.path;  // the temp dir; `dir` inside it is not created up front
+  std::string dir = root + "/state";
+  std::string db = dir + "/state.db";
 };
 
 // A direct connection; fails the test rather than throwing.

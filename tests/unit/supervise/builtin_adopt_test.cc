@@ -5,32 +5,7 @@
 namespace mesh::supervise::test {
 namespace {
 
-class AdoptTest : public BuiltinTest {
- protected:
-  // Starts a service that writes a heartbeat file and a log line every 20ms.
-  pid_t startBeating() {
-    beat = dir + "/beat";
-    return startUnit("demo.service",
-                     {{"ExecStart",
-                       "/bin/sh -c 'n=0; while :; do n=$$((n+1)); echo tick $$n; "
-                       "echo $$n > " +
-                           beat + ".tmp; mv " + beat + ".tmp " + beat + "; sleep 0.02; done'"},
-                      {"Restart", "always"}});
-  }
-  int beats() {
-    auto text = readFile(beat).value_or("0");
-    return std::atoi(text.c_str());
-  }
-  // Kills the supervisor with -9 and waits for it to be gone.
-  void killSupervisor() {
-    pid_t supervisor = status("demo.service").supervisorPid;
-    ASSERT_GT(supervisor, 0);
-    ASSERT_EQ(::kill(supervisor, SIGKILL), 0);
-    ASSERT_TRUE(awaitGone(supervisor));
-    ASSERT_FALSE(builtin::supervisorHoldsLock(paths("demo.service").lock));
-  }
-  std::string beat;
-};
+using AdoptTest = BeatingServiceTest;
 
 TEST_F(AdoptTest, AnOrphanedServiceIsReportedAliveAndUnsupervised) {
   pid_t pid = startBeating();

@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "../../support/temp_dir.hh"
 #include "supervise/builtin/service_files.hh"
 #include "supervise/supervisor.hh"
 #include "util/fd.hh"
@@ -73,12 +74,7 @@ inline bool alive(pid_t pid) {
 class BuiltinTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/mesh-sv.XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl), nullptr);
-    dir = tmpl;
     ::chmod(dir.c_str(), 0755);
-    stateDir = dir + "/state";
-    runtimeDir = dir + "/run";
     sup = openBuiltin(options());
   }
 
@@ -106,7 +102,6 @@ class BuiltinTest : public ::testing::Test {
     }
     for (pid_t pid : extraPids)
       if (alive(pid)) ::kill(pid, SIGKILL);
-    std::filesystem::remove_all(dir, ec);
   }
 
   void killLeftovers(const std::string& name) {
@@ -156,9 +151,38 @@ class BuiltinTest : public ::testing::Test {
         parentOf(path), [&] { return lstatPath(path).has_value(); }, timeoutMs);
   }
 
-  std::string dir, stateDir, runtimeDir;
+  mesh::test::TempDir tmp{"mesh-sv"};
+  std::string dir = tmp.path, stateDir = dir + "/state", runtimeDir = dir + "/run";
   std::unique_ptr<Supervisor> sup;
   std::vector<pid_t> extraPids;
+};
+
+// demo.service writing a heartbeat (a counter, in `beat`) every 20 ms, for the tests
+// that kill its supervisor with -9 and look at what is left running.
+class BeatingServiceTest : public BuiltinTest {
+ protected:
+  // Starts demo.service; its pid.
+  pid_t startBeating() {
+    beat = dir + "/beat";
+    return startUnit("demo.service",
+                     {{"ExecStart",
+                       "/bin/sh -c 'n=0; while :; do n=$$((n+1)); echo tick $$n; "
+                       "echo $$n > " +
+                           beat + ".tmp; mv " + beat + ".tmp " + beat + "; sleep 0.02; done'"},
+                      {"Restart", "always"}});
+  }
+  // The last heartbeat written; 0 before the first.
+  int beats() { return std::atoi(readFile(beat).value_or("0").c_str()); }
+  // Kills demo.service's supervisor with -9 and waits for it to be gone, its lock with it.
+  void killSupervisor() {
+    pid_t supervisor = status("demo.service").supervisorPid;
+    ASSERT_GT(supervisor, 0);
+    ASSERT_EQ(::kill(supervisor, SIGKILL), 0);
+    ASSERT_TRUE(awaitGone(supervisor));
+    ASSERT_FALSE(builtin::supervisorHoldsLock(paths("demo.service").lock));
+  }
+
+  std::string beat;
 };
 
 }  // namespace mesh::supervise::test

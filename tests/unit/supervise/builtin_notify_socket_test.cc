@@ -13,6 +13,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "../../support/temp_dir.hh"
 #include "supervise/builtin/notify_socket.hh"
 #include "util/error.hh"
 #include "util/fd.hh"
@@ -79,16 +80,8 @@ void send(const std::string& address, const std::string& text, int fd = -1) {
 
 class NotifySocketTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/mesh-notify.XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl), nullptr);
-    dir = tmpl;
-  }
-  void TearDown() override {
-    std::error_code ec;
-    std::filesystem::remove_all(dir, ec);
-  }
-  std::string dir;
+  mesh::test::TempDir tmp{"mesh-notify"};
+  std::string dir = tmp.path;
 };
 
 TEST_F(NotifySocketTest, ReceivesWithTheSendersPid) {

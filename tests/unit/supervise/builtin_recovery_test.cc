@@ -40,7 +40,7 @@ std::vector<pid_t> supervisorsUnder(const std::string& dir) {
   return out;
 }
 
-class RecoveryTest : public BuiltinTest {
+class RecoveryTest : public BeatingServiceTest {
  protected:
   void TearDown() override {
     // Stop everything while the runtime directory is still there, then unmount.
@@ -69,26 +69,7 @@ class RecoveryTest : public BuiltinTest {
     ASSERT_EQ(errno, ENOSPC);
   }
 
-  pid_t startBeating() {
-    beat = dir + "/beat";
-    return startUnit("demo.service",
-                     {{"ExecStart",
-                       "/bin/sh -c 'n=0; while :; do n=$$((n+1)); echo tick $$n; "
-                       "echo $$n > " +
-                           beat + ".tmp; mv " + beat + ".tmp " + beat + "; sleep 0.02; done'"},
-                      {"Restart", "always"}});
-  }
-  int beats() { return std::atoi(readFile(beat).value_or("0").c_str()); }
-
-  void killSupervisor() {
-    pid_t supervisor = status("demo.service").supervisorPid;
-    ASSERT_GT(supervisor, 0);
-    ASSERT_EQ(::kill(supervisor, SIGKILL), 0);
-    ASSERT_TRUE(awaitGone(supervisor));
-  }
-
   bool mounted = false;
-  std::string beat;
 };
 
 // A restart made on a full disk: the service restarted, but the supervisor

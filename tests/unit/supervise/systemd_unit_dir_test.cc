@@ -7,6 +7,7 @@
 
 #include <filesystem>
 
+#include "../../support/temp_dir.hh"
 #include "supervise/systemd/explain.hh"
 #include "supervise/systemd/unit_dir.hh"
 #include "util/error.hh"
@@ -23,13 +24,8 @@ const std::string kUnit =
 
 class UnitDirTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/mesh-unitdir-test.XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl), nullptr);
-    dir = tmpl;
-  }
-  void TearDown() override { std::filesystem::remove_all(dir); }
-  std::string dir;
+  mesh::test::TempDir tmp{"mesh-unitdir-test"};
+  std::string dir = tmp.path;
 };
 
 TEST(EnableLinksTest, FollowTheInstallSection) {

@@ -6,6 +6,7 @@
 
 #include <filesystem>
 
+#include "../../support/temp_dir.hh"
 #include "backend_fixture.hh"
 #include "util/fs.hh"
 
@@ -20,12 +21,6 @@ class SystemdVerifyTest : public ::testing::Test {
     int status = 0;
     runCommand("command -v systemd-analyze >/dev/null 2>&1", &status);
     if (status != 0) GTEST_SKIP() << "systemd-analyze is not installed (scripts/install-deps)";
-    char tmpl[] = "/tmp/mesh-verify-test.XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl), nullptr);
-    dir = tmpl;
-  }
-  void TearDown() override {
-    if (!dir.empty()) std::filesystem::remove_all(dir);
   }
 
   // A bundle's program at <stateDir>/bundles/<hex>/bin/app; returns its path.
@@ -50,7 +45,8 @@ class SystemdVerifyTest : public ::testing::Test {
     return v;
   }
 
-  std::string dir;
+  mesh::test::TempDir tmp{"mesh-verify-test"};
+  std::string dir = tmp.path;
 };
 
 TEST_F(SystemdVerifyTest, RenderedUnitPassesWithNoWarnings) {

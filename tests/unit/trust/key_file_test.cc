@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "key_dir_test.hh"
 #include "trust/node_key.hh"
 #include "trust/operator_key.hh"
 #include "trust/signing.hh"
@@ -24,33 +25,9 @@ namespace fs = std::filesystem;
 
 constexpr uid_t kNobody = 65534;
 
-class KeyFile : public ::testing::Test {
+class KeyFile : public KeyDirTest {
  protected:
-  void SetUp() override {
-    ASSERT_GE(sodium_init(), 0);
-    char tmpl[] = "/tmp/mesh-keyfile.XXXXXX";
-    dir = ::mkdtemp(tmpl);
-  }
-  void TearDown() override { fs::remove_all(dir); }
-  // Writes `text` with exactly `mode`, whatever the umask.
-  std::string write(const std::string& name, const std::string& text, mode_t mode) {
-    const auto path = dir + "/" + name;
-    std::ofstream(path, std::ios::binary | std::ios::trunc) << text;
-    EXPECT_EQ(::chmod(path.c_str(), mode), 0) << path;
-    return path;
-  }
-  template <typename E = InputError>
-  std::string errorOf(const std::function<void()>& f) {
-    try {
-      f();
-    } catch (const E& e) {
-      return e.what();
-    }
-    ADD_FAILURE() << "expected an exception";
-    return {};
-  }
   static bool isRoot() { return ::geteuid() == 0; }
-  std::string dir;
 };
 
 struct stat statWith(mode_t mode, uid_t uid) {

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "key_dir_test.hh"
 #include "util/error.hh"
 
 namespace mesh::trust {
@@ -17,32 +18,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-class Signing : public ::testing::Test {
- protected:
-  void SetUp() override {
-    ASSERT_GE(sodium_init(), 0);
-    char tmpl[] = "/tmp/mesh-signing.XXXXXX";
-    dir = ::mkdtemp(tmpl);
-  }
-  void TearDown() override { fs::remove_all(dir); }
-  // Writes `text` with exactly `mode` (key files are checked: fleet/key_file.hh).
-  std::string write(const std::string& name, const std::string& text, mode_t mode = 0644) {
-    const auto path = dir + "/" + name;
-    std::ofstream(path, std::ios::binary) << text;
-    EXPECT_EQ(::chmod(path.c_str(), mode), 0) << path;
-    return path;
-  }
-  std::string errorOf(const std::function<void()>& f) {
-    try {
-      f();
-    } catch (const InputError& e) {
-      return e.what();
-    }
-    ADD_FAILURE() << "expected an InputError";
-    return {};
-  }
-  std::string dir;
-};
+// Key files are written with exact modes: they are checked (trust/key_file.hh).
+using Signing = KeyDirTest;
 
 const std::string kDecl = "serial = 1\n[module.m.file.x]\npath = \"/x\"\ncontent = \"x\"\n";
 

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "../../support/temp_dir.hh"
 #include "util/error.hh"
 
 namespace mesh {
@@ -13,13 +14,8 @@ namespace {
 
 class FsTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/mesh-fs-test.XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl), nullptr);
-    dir = tmpl;
-  }
-  void TearDown() override { std::filesystem::remove_all(dir); }
-  std::string dir;
+  mesh::test::TempDir tmp{"mesh-fs-test"};
+  std::string dir = tmp.path;
 };
 
 // The name a writer makes is the name its sweeper (gc) finds again, and no other.

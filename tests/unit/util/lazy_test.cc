@@ -12,26 +12,25 @@
 namespace mesh::lazy {
 namespace {
 
-TEST(Lazy, AMissingLibraryIsAnErrorNamingIt) {
+// What symbol(library, name) throws; a failure of the test when it throws nothing.
+std::string errorOfSymbol(const char* library, const char* name) {
   try {
-    symbol("libmesh-no-such-library.so.7", "f");
-    FAIL() << "no error";
+    symbol(library, name);
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("cannot load libmesh-no-such-library.so.7"),
-              std::string::npos)
-        << e.what();
+    return e.what();
   }
+  ADD_FAILURE() << "no error for " << library << " " << name;
+  return "";
+}
+
+TEST(Lazy, AMissingLibraryIsAnErrorNamingIt) {
+  const std::string e = errorOfSymbol("libmesh-no-such-library.so.7", "f");
+  EXPECT_NE(e.find("cannot load libmesh-no-such-library.so.7"), std::string::npos) << e;
 }
 
 TEST(Lazy, AMissingSymbolIsAnErrorNamingIt) {
-  try {
-    symbol("libc.so.6", "mesh_no_such_function");
-    FAIL() << "no error";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("libc.so.6 has no mesh_no_such_function"),
-              std::string::npos)
-        << e.what();
-  }
+  const std::string e = errorOfSymbol("libc.so.6", "mesh_no_such_function");
+  EXPECT_NE(e.find("libc.so.6 has no mesh_no_such_function"), std::string::npos) << e;
 }
 
 TEST(Lazy, LoadsOnFirstUseOnly) {

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <string>
 
+#include "../../support/temp_dir.hh"
 #include "util/error.hh"
 
 namespace mesh {
@@ -22,13 +23,6 @@ class TrustedPathTest : public ::testing::Test {
  protected:
   void SetUp() override {
     if (::geteuid() != 0) GTEST_SKIP() << "giving a directory to another user needs root";
-    char tmpl[] = "/tmp/mesh-trusted.XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl), nullptr);
-    dir = tmpl;
-  }
-  void TearDown() override {
-    std::error_code ec;
-    if (!dir.empty()) std::filesystem::remove_all(dir, ec);
   }
 
   std::string mkdir(const std::string& name, mode_t mode, uid_t owner = 0) {
@@ -54,7 +48,8 @@ class TrustedPathTest : public ::testing::Test {
     return "";
   }
 
-  std::string dir;
+  mesh::test::TempDir tmp{"mesh-trusted"};
+  std::string dir = tmp.path;
 };
 
 TEST_F(TrustedPathTest, DirectoriesOfRootAndAStickyTmpPass) {
