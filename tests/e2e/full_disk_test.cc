@@ -473,6 +473,65 @@ unit = {{ ExecStart = "{{bundle}}/bin/svc", Restart = "always", Environment = ["
   EXPECT_GT(changedThenFailed, 0) << round << " rounds";
 }
 
+// A process whose new bundle does not fit in <state-dir>/bundles (the store,
+// on the same tmpfs, still has room): failed with ENOSPC, the service keeps
+// running its old bundle (same pid, old tree intact), and no half-unpacked tree
+// is left, under its final name (where it would pass for the bundle) or as a
+// temp. Room again: updated and restarted onto the new bundle.
+TEST_F(FullDisk, AProcessBundleThatDoesNotFitKeepsTheServiceRunning) {
+  const std::string script =
+      "#!/bin/sh\necho \"$(cat \"$MESH_BUNDLE_DIR/version\")\" >> \"$MESH_STARTS\"\n"
+      "exec sleep 100000\n";
+  const std::string v1 = publish(makeArchive({{"bin/svc", script}, {"version", "v1"}},
+                                             "chmod 755 bin/svc && tar -cf out bin version"));
+  const std::string v2 =
+      publish(makeArchive({{"bin/svc", script}, {"version", "v2"}, {"data", bytes(300 * 1024, 7)}},
+                          "chmod 755 bin/svc && tar -cf out bin version data"));
+  mountTmpfs(stateDir(), 1024);
+  extraArgs = {"--supervisor", "builtin"};
+  auto decl = [&](const std::string& bundle) {
+    return declare(fmt::format(R"(
+[module.m.process.svc]
+bundle = "{}"
+unit = {{ ExecStart = "{{bundle}}/bin/svc", Restart = "always", Environment = ["MESH_BUNDLE_DIR={{bundle}}", "MESH_STARTS={{root}}/starts"] }}
+)",
+                               bundle));
+  };
+  auto pid = [&] {
+    const auto status = nlohmann::json::parse(mesh({"status", "--json"}).out);
+    for (const auto& r : status["resources"])
+      if (r["id"] == "m.svc") return r["service"].value("pid", 0);
+    return 0;
+  };
+  Result r = apply(decl(v1));
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  ASSERT_EQ(slurp(at("/starts")), "v1\n");
+  const int first = pid();
+  ASSERT_GT(first, 0);
+  const std::string bundles = stateDir() + "/bundles";
+  const auto before = snapshotTree(bundles + "/" + v1.substr(7));
+
+  fillLeaving(stateDir(), 128 * 1024);
+  r = apply(decl(v2));
+  EXPECT_EQ(r.code, 1) << r.out << r.err;
+  auto o = outcomeOf(r.json(), "m.svc");
+  EXPECT_EQ(o["outcome"], "failed") << o.dump();
+  EXPECT_NE(o.dump().find(kEnospc), std::string::npos) << o.dump();
+  EXPECT_EQ(pid(), first);
+  EXPECT_EQ(::kill(first, 0), 0) << "the old service is gone";
+  EXPECT_EQ(slurp(at("/starts")), "v1\n");
+  EXPECT_EQ(snapshotTree(bundles + "/" + v1.substr(7)), before);
+  EXPECT_FALSE(fs::exists(bundles + "/" + v2.substr(7)));
+  EXPECT_EQ(leftovers(bundles), std::vector<std::string>{});
+
+  makeRoom();
+  r = apply(decl(v2));
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_EQ(outcomeOf(r.json(), "m.svc")["outcome"], "updated");
+  EXPECT_EQ(slurp(at("/starts")), "v1\nv2\n");
+  EXPECT_NE(pid(), first);
+}
+
 // ---- 3. The blob directory full -----------------------------------------------
 
 // `blob add` into a directory that cannot hold the blob: a clear error (ENOSPC,
