@@ -21,6 +21,7 @@
 
 #include "../leftovers/processes.hh"
 #include "harness.hh"
+#include "tiny_http.hh"
 
 namespace mesh::e2e {
 namespace {
@@ -566,6 +567,53 @@ TEST_F(FullDisk, ABlobThatDoesNotFitIsNotPublished) {
   EXPECT_EQ(r.code, 0) << r.out << r.err;
   EXPECT_EQ(r.out, "sha256:" + hex + "\n");
   EXPECT_EQ(sha256Hex(store + "/sha256/" + hex), hex);
+}
+
+// A blob fetched over HTTP into a state directory that cannot hold it: the
+// download into <state-dir>/blobs fails, only the resource that needs it fails
+// (naming ENOSPC), its temp file is removed and nothing sits in the cache under
+// the digest's name, so no half blob is later taken from the cache for the whole
+// one: with room again the next apply fetches it anew and writes the whole file.
+TEST_F(FullDisk, ABlobFetchThatDoesNotFitLeavesNoHalfBlobInTheCache) {
+  TinyHttpServer server;
+  mountTmpfs(stateDir(), 1024);
+  const std::string body = bytes(300 * 1024, 8);
+  std::ofstream(work + "/blob", std::ios::binary) << body;
+  const std::string hex = sha256Hex(work + "/blob");
+  server.serve("/store/sha256/" + hex, {200, body});
+  blobs = fmt::format("http://127.0.0.1:{}/store", server.port());
+  auto decl = declare(fmt::format(R"(
+[module.m.file.big]
+path = "/etc/big"
+blob = "sha256:{}"
+
+[module.m.file.other]
+path = "/etc/other"
+content = "converges"
+)",
+                                  hex));
+  // A first cycle with room makes the store; the cache then is empty.
+  Result r = apply(
+      declare("[module.m.file.other]\npath = \"/etc/other\"\ncontent = \"first\"\n", "first.toml"));
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+
+  fillLeaving(stateDir(), 128 * 1024);
+  r = apply(decl);
+  EXPECT_EQ(r.code, 1) << r.out << r.err;
+  auto o = outcomeOf(r.json(), "m.big");
+  EXPECT_EQ(o["outcome"], "failed") << o.dump();
+  EXPECT_NE(o.dump().find(kEnospc), std::string::npos) << o.dump();
+  EXPECT_EQ(outcomeOf(r.json(), "m.other")["outcome"], "updated");
+  EXPECT_FALSE(fs::exists(at("/etc/big")));
+  EXPECT_FALSE(fs::exists(stateDir() + "/blobs/sha256/" + hex));
+  EXPECT_EQ(leftovers(stateDir()), std::vector<std::string>{});
+
+  makeRoom();
+  r = apply(decl);
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_EQ(outcomeOf(r.json(), "m.big")["outcome"], "created");
+  EXPECT_TRUE(read("/etc/big") == body);
+  EXPECT_EQ(sha256Hex(stateDir() + "/blobs/sha256/" + hex), hex);
 }
 
 }  // namespace
