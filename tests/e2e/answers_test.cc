@@ -92,6 +92,51 @@ TEST_F(Answers, APlanSpeaksInTheFutureTense) {
   EXPECT_EQ(outcomeOf(plan(emptied, true).json(), "m.a")["detail"], "would delete");
 }
 
+// The top-level --help lists every command with its description, and each command's
+// --help is its own however it is asked for: mesh-host builds the options of the
+// command named only, so `--help CMD` and `CMD --help` must find the same one.
+TEST_F(Answers, HelpListsEveryCommandAndEachCommandsHelpIsItsOwn) {
+  const auto run = [](std::vector<std::string> args) {
+    args.insert(args.begin(), MESH_HOST_BIN);
+    Result r = runCommand(args);
+    EXPECT_EQ(r.code, 0) << args[1] << ": " << r.err;
+    return r.out;
+  };
+  const std::string top = run({"--help"});
+  const std::vector<std::string> commands = {"apply",    "plan", "status", "history", "generations",
+                                             "rollback", "gc",   "run",    "seal",    "blob",
+                                             "key",      "sign", "fleet"};
+  for (const auto& command : commands) {
+    // "  apply    one cycle now; …": the name, then its description's first words.
+    std::smatch listed;
+    ASSERT_TRUE(std::regex_search(top, listed, std::regex("\n  " + command + " +([^\n]{1,30})")))
+        << command << ":\n"
+        << top;
+    const std::string own = run({command, "--help"});
+    EXPECT_EQ(own.rfind(listed[1].str(), 0), 0u) << command << ":\n" << own;
+    EXPECT_NE(own.find(" " + command + " [OPTIONS]"), std::string::npos) << own;
+    EXPECT_EQ(run({"--help", command}), own) << command;
+  }
+  const std::string fleet = run({"fleet", "--help"});
+  for (const char* sub : {"push", "status", "serve", "history", "enroll", "forget"}) {
+    EXPECT_TRUE(std::regex_search(fleet, std::regex(std::string("\n  ") + sub + " ")))
+        << sub << ":\n"
+        << fleet;
+    const std::string own = run({"fleet", sub, "--help"});
+    EXPECT_NE(own.find(std::string("fleet ") + sub + " [OPTIONS]"), std::string::npos) << own;
+    EXPECT_EQ(run({"fleet", "--help", sub}), own) << sub;
+    EXPECT_EQ(run({"--help", "fleet", sub}), own) << sub;
+  }
+  // A command none of them names, or none at all: the same refusal as ever.
+  for (const auto& args :
+       std::vector<std::vector<std::string>>{{}, {"help"}, {"--bogus", "apply"}}) {
+    std::vector<std::string> line = {MESH_HOST_BIN};
+    line.insert(line.end(), args.begin(), args.end());
+    Result r = runCommand(line);
+    EXPECT_EQ(r.code, 2) << r.out << r.err;
+  }
+}
+
 // Each command's --help lists the options it takes, each with its default where it
 // has one, and no other; an option a command does not take is refused, not ignored.
 TEST_F(Answers, EachCommandsHelpListsOnlyItsOwnOptions) {
