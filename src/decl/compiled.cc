@@ -30,7 +30,7 @@ static_assert(sizeof(LinkSpec) == 64, "LinkSpec changed: update compiled.cc");
 static_assert(sizeof(ArchiveSpec) == 96, "ArchiveSpec changed: update compiled.cc");
 static_assert(sizeof(CredentialSpec) == 200, "CredentialSpec changed: update compiled.cc");
 static_assert(sizeof(ProcessSpec) == 120, "ProcessSpec changed: update compiled.cc");
-static_assert(sizeof(Resource) == 448, "Resource changed: update compiled.cc");
+static_assert(sizeof(Resource) == 432, "Resource changed: update compiled.cc");
 static_assert(sizeof(Declaration) == 224, "Declaration changed: update compiled.cc");
 
 class Writer {
@@ -342,8 +342,8 @@ void writeDeclaration(Writer& w, const Declaration& d) {
     w.s(r.name);
     w.u(static_cast<uint64_t>(r.kind));
     // Nearly always the declaration's own file: one byte then.
-    w.b(r.pos.file == d.source);
-    if (r.pos.file != d.source) w.s(r.pos.file);
+    w.b(r.pos.file() == d.source);
+    if (r.pos.file() != d.source) w.s(r.pos.file());
     w.u(static_cast<uint64_t>(r.pos.line));
     w.u(static_cast<uint64_t>(r.pos.column));
     w.strings(r.requires_);
@@ -365,6 +365,8 @@ Declaration readDeclaration(Reader& r) {
   }
   d.empty = r.b();
   d.digest = r.digest();
+  // One name for every position in the declaration's own file.
+  const FileName source = std::make_shared<const std::string>(d.source);
   const uint64_t n = r.count();
   d.resources.reserve(n);
   for (uint64_t k = 0; k < n; ++k) {
@@ -375,7 +377,7 @@ Declaration readDeclaration(Reader& r) {
     const uint64_t kind = r.u();
     if (kind >= kKindCount) throw Malformed{};
     res.kind = static_cast<Kind>(kind);
-    res.pos.file = r.b() ? d.source : r.s();
+    res.pos.fileName = r.b() ? source : std::make_shared<const std::string>(r.s());
     res.pos.line = r.i();
     res.pos.column = r.i();
     res.requires_ = r.strings();

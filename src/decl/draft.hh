@@ -17,9 +17,10 @@ namespace mesh::decl {
 // them together, sorted by position so the report reads top to bottom.
 class Diagnostics {
  public:
-  explicit Diagnostics(std::string file) : file_(std::move(file)) {}
+  explicit Diagnostics(std::string file)
+      : file_(std::make_shared<const std::string>(std::move(file))) {}
 
-  const std::string& file() const { return file_; }
+  const std::string& file() const { return *file_; }
   Position at(int line, int column) const { return Position{file_, line, column}; }
 
   void error(const Position& pos, std::string message) {
@@ -52,7 +53,7 @@ class Diagnostics {
   // A "…; did you mean 'x'?" (or "…: did you mean …", "…: write `…`") ending is
   // the hint.
   static InputProblem problemOf(const Entry& e) {
-    InputProblem p{e.pos.file, e.pos.line, e.pos.column, e.message, ""};
+    InputProblem p{e.pos.file(), e.pos.line, e.pos.column, e.message, ""};
     for (const char* sep : {"; did you mean", ": did you mean", ": write `"}) {
       if (auto at = p.message.rfind(sep); at != std::string::npos) {
         p.hint = p.message.substr(at + 2);
@@ -62,7 +63,7 @@ class Diagnostics {
     }
     return p;
   }
-  std::string file_;
+  FileName file_;  // never null
   std::vector<Entry> entries_;
 };
 

@@ -4,9 +4,14 @@
 
 namespace mesh::decl {
 
+const std::string& Position::file() const {
+  static const std::string none;
+  return fileName ? *fileName : none;
+}
+
 std::string Position::str() const {
-  if (line <= 0) return file;
-  return fmt::format("{}:{}:{}", file, line, column);
+  if (line <= 0) return file();
+  return fmt::format("{}:{}:{}", file(), line, column);
 }
 
 const std::string& Resource::path() const {

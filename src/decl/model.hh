@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <variant>
@@ -21,11 +22,16 @@ enum class Kind { File, Directory, Link, Archive, Credential, Process };
 const char* kindName(Kind k);  // "file", "directory", …
 std::optional<Kind> kindFromName(std::string_view name);
 
+// The name of a declaration file, one string shared by every position in that
+// file (a declaration of 50,000 resources holds it once, not 50,000 times).
+using FileName = std::shared_ptr<const std::string>;
+
 // Where something was written in a declaration, for error messages.
 struct Position {
-  std::string file;
+  FileName fileName;  // null: no file known ("")
   int line = 0;
   int column = 0;
+  const std::string& file() const;
   std::string str() const;  // "decl.toml:12:3" (or "decl.toml" when no line is known)
 };
 

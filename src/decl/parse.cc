@@ -115,7 +115,7 @@ void checkEmpty(const Declaration& decl, size_t resources, const std::optional<P
                                        resources == 1 ? "the resource" : "the resources"));
   } else if (!decl.empty && resources == 0 && diags.empty()) {
     // (With other errors, those say what went wrong; this would only add noise.)
-    diags.error(Position{diags.file(), 0, 0},
+    diags.error(diags.at(0, 0),
                 fmt::format("declaration {} declares no resources; an empty declaration would "
                             "remove everything mesh-host manages on this node: write "
                             "`empty = true` if that is what you want",

@@ -84,6 +84,18 @@ TEST(Compiled, ReadsBackWhatWasParsedToTheLetter) {
   EXPECT_EQ(dir.group->name, "0");
 }
 
+TEST(Compiled, EveryPositionSharesTheDeclarationsFileName) {
+  const Declaration d = parse(kEveryKind);
+  for (const Declaration& decl :
+       {d, *loadCompiled(compileDeclaration(d), d.digest, defaultOptions())}) {
+    ASSERT_GE(decl.resources.size(), 2u);
+    const auto& first = decl.resources.front().pos.fileName;
+    ASSERT_TRUE(first);
+    EXPECT_EQ(*first, decl.source);
+    for (const auto& r : decl.resources) EXPECT_EQ(r.pos.fileName.get(), first.get()) << r.id;
+  }
+}
+
 TEST(Compiled, AnyDamagedByteIsRefused) {
   const Declaration d = parse(kEveryKind);
   const std::string form = compileDeclaration(d);

@@ -64,6 +64,8 @@ group = "0"
   EXPECT_EQ(r.name, "config");
   EXPECT_EQ(r.kind, Kind::File);
   EXPECT_EQ(r.pos.str(), "decl.toml:2:1");
+  EXPECT_EQ(r.pos.file(), "decl.toml");
+  EXPECT_EQ(Position{}.str(), "");  // no file known
   const auto& s = std::get<FileSpec>(r.spec);
   EXPECT_EQ(s.path, "/etc/node-tools/config.toml");
   EXPECT_EQ(r.path(), s.path);
