@@ -66,29 +66,53 @@ Cycle readCycle(const Query& q) {
 
 }  // namespace
 
-Statements::Statements(Db& db)
-    : loadRecords(db, fmt::format("SELECT {} FROM records", kRecordColumns).c_str(),
-                  "loading resource records"),
-      countRecords(db, "SELECT count(*) FROM records", "counting resource records"),
-      record(db, fmt::format("SELECT {} FROM records WHERE id = ?", kRecordColumns).c_str(),
-             "reading a resource record"),
-      putRecord(db,
-                "INSERT INTO records (id, module, kind, path, want, wrote, outcome, reason, "
-                "detail, changed_at, changed_cycle, changes, observed) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
-                "ON CONFLICT (id) DO UPDATE SET module = excluded.module, "
-                "kind = excluded.kind, path = excluded.path, want = excluded.want, "
-                "wrote = excluded.wrote, outcome = excluded.outcome, "
-                "reason = excluded.reason, detail = excluded.detail, "
-                "changed_at = excluded.changed_at, changed_cycle = excluded.changed_cycle, "
-                "changes = excluded.changes, observed = excluded.observed",
-                "saving a resource record"),
-      deleteRecord(db, "DELETE FROM records WHERE id = ?", "deleting a resource record"),
-      addHistory(db,
-                 "INSERT INTO history (cycle, id, outcome, reason, want, wrote, at) "
-                 "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                 "adding a history entry"),
-      trimHistory(db, "DELETE FROM history WHERE cycle <= ?", "trimming old history") {}
+Stmt& Statements::lazy(std::optional<Stmt>& slot, const char* sql, const char* purpose) {
+  if (!slot) slot.emplace(db_, sql, purpose);
+  return *slot;
+}
+
+Stmt& Statements::loadRecords() {
+  static const std::string sql = fmt::format("SELECT {} FROM records", kRecordColumns);
+  return lazy(loadRecords_, sql.c_str(), "loading resource records");
+}
+
+Stmt& Statements::countRecords() {
+  return lazy(countRecords_, "SELECT count(*) FROM records", "counting resource records");
+}
+
+Stmt& Statements::record() {
+  static const std::string sql = fmt::format("SELECT {} FROM records WHERE id = ?", kRecordColumns);
+  return lazy(record_, sql.c_str(), "reading a resource record");
+}
+
+Stmt& Statements::putRecord() {
+  return lazy(putRecord_,
+              "INSERT INTO records (id, module, kind, path, want, wrote, outcome, reason, "
+              "detail, changed_at, changed_cycle, changes, observed) "
+              "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+              "ON CONFLICT (id) DO UPDATE SET module = excluded.module, "
+              "kind = excluded.kind, path = excluded.path, want = excluded.want, "
+              "wrote = excluded.wrote, outcome = excluded.outcome, "
+              "reason = excluded.reason, detail = excluded.detail, "
+              "changed_at = excluded.changed_at, changed_cycle = excluded.changed_cycle, "
+              "changes = excluded.changes, observed = excluded.observed",
+              "saving a resource record");
+}
+
+Stmt& Statements::deleteRecord() {
+  return lazy(deleteRecord_, "DELETE FROM records WHERE id = ?", "deleting a resource record");
+}
+
+Stmt& Statements::addHistory() {
+  return lazy(addHistory_,
+              "INSERT INTO history (cycle, id, outcome, reason, want, wrote, at) "
+              "VALUES (?, ?, ?, ?, ?, ?, ?)",
+              "adding a history entry");
+}
+
+Stmt& Statements::trimHistory() {
+  return lazy(trimHistory_, "DELETE FROM history WHERE cycle <= ?", "trimming old history");
+}
 
 Store::Store(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Store::Store(Store&&) noexcept = default;
@@ -100,8 +124,8 @@ std::unordered_map<std::string, Record> Store::loadRecords() {
   return impl_->guard([&] {
     std::unordered_map<std::string, Record> out;
     // Sized up front: rehashing 10,000 nodes costs as much as reading them.
-    if (auto c = impl_->st->countRecords.start(); c.next()) out.reserve(c.integer(0));
-    auto q = impl_->st->loadRecords.start();
+    if (auto c = impl_->st->countRecords().start(); c.next()) out.reserve(c.integer(0));
+    auto q = impl_->st->loadRecords().start();
     while (q.next()) {
       Record r = readRecord(q);
       std::string id = r.id;
@@ -119,7 +143,7 @@ Records Store::loadRecordSet(size_t expected) {
     // by doubling, which holds two copies of the rows at once, and up to twice
     // the room they need. Counting the rows first would read every page twice.
     out.reserve(expected);
-    auto q = impl_->st->loadRecords.start();
+    auto q = impl_->st->loadRecords().start();
     while (q.next()) {
       RecordView v{q.textView(0), q.textView(1), q.textView(2), q.textView(3), q.textView(4),
                    q.textView(5), q.textView(6), q.textView(7), q.textView(8), q.textView(12),
@@ -132,7 +156,7 @@ Records Store::loadRecordSet(size_t expected) {
 }
 
 std::optional<Record> Store::record(const std::string& id) {
-  auto q = impl_->st->record.start();
+  auto q = impl_->st->record().start();
   q.bind(id);
   if (!q.next()) return std::nullopt;
   return readRecord(q);
@@ -141,7 +165,7 @@ std::optional<Record> Store::record(const std::string& id) {
 void Store::putRecord(const Record& r) {
   impl_->checkIntegrity();
   impl_->wrote(WriteKind::Kept);
-  auto q = impl_->st->putRecord.start();
+  auto q = impl_->st->putRecord().start();
   q.bind(r.id).bind(r.module).bind(r.kind).bind(r.path).bind(r.want).bind(r.wrote);
   q.bind(r.outcome).bind(r.reason).bind(r.detail).bind(r.changedAt).bind(r.changedCycle);
   q.bind(r.changes).bind(r.observed).run();
@@ -150,7 +174,7 @@ void Store::putRecord(const Record& r) {
 void Store::deleteRecord(const std::string& id) {
   impl_->checkIntegrity();
   impl_->wrote(WriteKind::Kept);
-  impl_->st->deleteRecord.start().bind(id).run();
+  impl_->st->deleteRecord().start().bind(id).run();
 }
 
 void Store::oweRestart(const OwedRestart& o) {
@@ -272,10 +296,10 @@ void Store::addHistory(const HistoryEntry& h) {
   impl_->checkIntegrity();
   impl_->wrote(WriteKind::Kept);
   if (h.cycle != impl_->trimmedForCycle) {
-    impl_->st->trimHistory.start().bind(h.cycle - kHistoryCycles).run();
+    impl_->st->trimHistory().start().bind(h.cycle - kHistoryCycles).run();
     impl_->trimmedForCycle = h.cycle;
   }
-  auto q = impl_->st->addHistory.start();
+  auto q = impl_->st->addHistory().start();
   q.bind(h.cycle).bind(h.id).bind(h.outcome).bind(h.reason).bind(h.want).bind(h.wrote);
   q.bind(h.at).run();
 }

@@ -10,10 +10,27 @@
 
 namespace mesh::state {
 
-// Statements on the hot paths of a cycle, prepared once per open store.
-struct Statements {
-  explicit Statements(Db& db);
-  Stmt loadRecords, countRecords, record, putRecord, deleteRecord, addHistory, trimHistory;
+// Statements on the hot paths of a cycle, each prepared the first time it is used
+// and kept (finalized with the store) from then on: a no-op cycle reads the records
+// and writes none, so it never pays for parsing the writes' statements.
+class Statements {
+ public:
+  explicit Statements(Db& db) : db_(db) {}
+  Stmt& loadRecords();
+  Stmt& countRecords();
+  Stmt& record();
+  Stmt& putRecord();
+  Stmt& deleteRecord();
+  Stmt& addHistory();
+  Stmt& trimHistory();
+
+ private:
+  // `slot`, prepared from `sql` if it is not yet.
+  Stmt& lazy(std::optional<Stmt>& slot, const char* sql, const char* purpose);
+
+  Db& db_;
+  std::optional<Stmt> loadRecords_, countRecords_, record_, putRecord_, deleteRecord_, addHistory_,
+      trimHistory_;
 };
 
 // What a write is to the store's durability (docs/state-store.md, "WAL and
