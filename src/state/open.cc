@@ -77,10 +77,12 @@ void createSchema(Db& db) {
 // compiled_declaration,
 // owed_restarts.intent, owed_restarts.kind, cycles.node, cycles.released and cycles.skipped):
 // a store made before them gains them on its first read-write open. Idempotent.
-void addLateSchema(Db& db) {
-  if (db.queryInt("SELECT count(*) FROM pragma_table_info('generations') WHERE name = 'serial'",
-                  "looking for generations.serial") == 0)
-    db.exec("ALTER TABLE generations ADD COLUMN serial INTEGER", "adding generations.serial");
+// The columns are looked for in a version-1 store only: a version-2 store has every
+// one (made with them, or migrated after they were added), and the look costs each
+// open a statement per column. A part added from now on comes with a version.
+void addLateSchema(Db& db, int64_t version) {
+  // A table is made again even in a current store: the compiled form's, dropped,
+  // would fail every apply, and CREATE … IF NOT EXISTS is cheap.
   db.exec(
       "CREATE TABLE IF NOT EXISTS fleet_declaration (key TEXT PRIMARY KEY NOT NULL, revision "
       "INTEGER NOT NULL, envelope TEXT NOT NULL, received_at INTEGER NOT NULL)",
@@ -89,6 +91,10 @@ void addLateSchema(Db& db) {
       "CREATE TABLE IF NOT EXISTS compiled_declaration (key TEXT PRIMARY KEY NOT NULL, form "
       "BLOB NOT NULL)",
       "adding the compiled_declaration table");
+  if (version >= 2) return;
+  if (db.queryInt("SELECT count(*) FROM pragma_table_info('generations') WHERE name = 'serial'",
+                  "looking for generations.serial") == 0)
+    db.exec("ALTER TABLE generations ADD COLUMN serial INTEGER", "adding generations.serial");
   if (db.queryInt("SELECT count(*) FROM pragma_table_info('owed_restarts') WHERE name = 'intent'",
                   "looking for owed_restarts.intent") == 0)
     db.exec("ALTER TABLE owed_restarts ADD COLUMN intent TEXT NOT NULL DEFAULT ''",
@@ -201,7 +207,7 @@ int64_t prepare(Db& db, Store::Access access) {
     if (tables == 0) {
       createSchema(db);
     } else {
-      addLateSchema(db);
+      addLateSchema(db, version);
       // Migrations from older versions, one step per version, each in its own
       // transaction.
       if (version < 2) migrateToVersion2(db);

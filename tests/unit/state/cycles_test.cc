@@ -206,8 +206,17 @@ TEST_F(CyclesTest, AStoreWithoutCyclesNodeGainsIt) {
     store.beginCycle(1, 0, "web-1");
   }
   {
+    // A store from before cycles.node: of schema version 1 (the generations'
+    // texts in their rows), which an open looks into for the parts added since.
     RawDb raw(dir + "/state.db");
-    raw.exec("ALTER TABLE cycles DROP COLUMN node");
+    raw.exec(
+        "ALTER TABLE cycles DROP COLUMN node;"
+        "DROP TABLE generations; DROP TABLE generation_texts;"
+        "CREATE TABLE generations (generation INTEGER PRIMARY KEY, digest TEXT NOT NULL UNIQUE, "
+        "text TEXT NOT NULL, first_applied_at INTEGER NOT NULL, last_applied_at INTEGER NOT "
+        "NULL, source TEXT NOT NULL DEFAULT '', base_dir TEXT NOT NULL DEFAULT '', serial "
+        "INTEGER);"
+        "PRAGMA user_version = 1");
   }
   EXPECT_FALSE(Store::open(dir, Store::Access::ReadOnly).nodeName());
   auto store = Store::open(dir);
