@@ -111,11 +111,13 @@ set(CPACK_DEBIAN_PACKAGE_DEPENDS
     "init-system-helpers (>= 1.54~), libcurl4, libarchive13, libsystemd0")
 if(MESH_DPKG_SHLIBDEPS)
   # Depends computed from what the binaries really link (libsqlite3-0,
-  # libsodium23, libfmt9, libssl3, libc6, libstdc++6 …), appended.
+  # libsodium23, libfmt9, libtomlplusplus3, libc6, libstdc++6 …; libcpp-httplib0.11 and
+  # libssl3 for the HTTP module), appended.
   set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 else()
   string(APPEND CPACK_DEBIAN_PACKAGE_DEPENDS
-         ", libc6, libstdc++6, libgcc-s1, libsqlite3-0, libsodium23, libfmt9, libssl3")
+         ", libc6, libstdc++6, libgcc-s1, libsqlite3-0, libsodium23, libfmt9, libtomlplusplus3, "
+         "libcpp-httplib0.11, libssl3")
 endif()
 set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA ${_mesh_deb}/postinst ${_mesh_deb}/prerm ${_mesh_deb}/postrm
                                       ${_mesh_pkg}/conffiles)

@@ -119,6 +119,59 @@ TEST_F(Package, DependsOnTheLibrariesItLinks) {
     EXPECT_NE(r.out.find(lib), std::string::npos) << lib << " missing from " << r.out;
 }
 
+// Every shared library a packaged ELF file needs directly (its DT_NEEDED entries,
+// resolved by ldd, each library's package from dpkg -S) is in Depends: the module's
+// libraries too (mesh-host-http needs cpp-httplib), not only the agent's. What those
+// libraries need in turn comes with their own packages' Depends.
+TEST_F(Package, DependsOnThePackageOfEveryNeededLibrary) {
+  const std::string depends = runCommand({"dpkg-deb", "--field", deb(), "Depends"}).out;
+  const std::string tree = dir() + "/linked";
+  ASSERT_EQ(runCommand({"dpkg-deb", "-x", deb(), tree}).code, 0);
+  std::set<std::string> packages;
+  size_t elfs = 0;
+  for (const auto& e : fs::recursive_directory_iterator(tree)) {
+    if (!e.is_regular_file() || e.is_symlink()) continue;
+    if (slurp(e.path().string()).substr(0, 4) !=
+        "\x7f"
+        "ELF")
+      continue;
+    ++elfs;
+    const Result ldd = runCommand({"ldd", e.path().string()});
+    ASSERT_EQ(ldd.code, 0) << e.path() << ": " << ldd.err;
+    const Result dyn = runCommand({"readelf", "-d", e.path().string()});
+    ASSERT_EQ(dyn.code, 0) << e.path() << ": " << dyn.err;
+    std::istringstream needed(dyn.out);
+    static const std::regex neededLine(R"(\(NEEDED\).*\[(.+)\])");
+    for (std::string line; std::getline(needed, line);) {
+      std::smatch n;
+      if (!std::regex_search(line, n, neededLine)) continue;
+      const std::string soname = n[1].str();
+      if (soname.starts_with("ld-linux")) continue;
+      const auto at = ldd.out.find(soname + " => /");
+      ASSERT_NE(at, std::string::npos) << e.path() << " needs " << soname << ":\n" << ldd.out;
+      const auto from = ldd.out.find('/', at);
+      const std::string path = ldd.out.substr(from, ldd.out.find(' ', from) - from);
+      Result owner = runCommand({"dpkg", "-S", path});
+      if (owner.code != 0) owner = runCommand({"dpkg", "-S", fs::canonical(path).string()});
+      ASSERT_EQ(owner.code, 0) << "no package owns " << path << " (" << e.path() << ")";
+      packages.insert(owner.out.substr(0, owner.out.find_first_of(":,")));
+    }
+  }
+  EXPECT_GE(elfs, 3u) << "mesh-host, mesh-host-supervise and the HTTP module";
+  EXPECT_TRUE(packages.count("libtomlplusplus3")) << "the agent needs toml++";
+  EXPECT_TRUE(packages.count("libcpp-httplib0.11")) << "the HTTP module needs cpp-httplib";
+  for (const auto& p : packages) {
+    bool named = false;
+    for (size_t at = depends.find(p); at != std::string::npos; at = depends.find(p, at + 1)) {
+      const bool starts = at == 0 || depends.compare(at - 2, 2, ", ") == 0;
+      const size_t end = at + p.size();
+      const bool ends = end == depends.size() || depends[end] == ' ' || depends[end] == ',';
+      named = named || (starts && ends);
+    }
+    EXPECT_TRUE(named) << p << " (needed) missing from Depends: " << depends;
+  }
+}
+
 TEST_F(Package, MaintainerScriptsNeverTouchSystemdOutsideItsRoot) {
   const std::string control = dir() + "/control";
   ASSERT_EQ(runCommand({"dpkg-deb", "--control", deb(), control}).code, 0);
