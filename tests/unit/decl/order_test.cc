@@ -2,6 +2,7 @@
 // declaration order otherwise; and the cycles that make an order impossible.
 // Two tables: declarations and the order they parse to, declarations with
 // cycles and what their refusal must say.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <ostream>
@@ -121,6 +122,16 @@ void PrintTo(const Cycle& c, std::ostream* os) {
   *os << c.name;
 }
 
+// Six lines: directories `x` and `y` of `module`, at /x and /y, each requiring
+// the other.
+std::string directoriesRequiringEachOther(const std::string& module, const std::string& x,
+                                          const std::string& y) {
+  return fmt::format(
+      "[module.{0}.directory.{1}]\npath = \"/{1}\"\nrequires = [\"{0}.{2}\"]\n"
+      "[module.{0}.directory.{2}]\npath = \"/{2}\"\nrequires = [\"{0}.{1}\"]\n",
+      module, x, y);
+}
+
 std::vector<Cycle> cycles() {
   return {
       {.name = "RequiresCycleNamesTheWholeCycle",
@@ -139,13 +150,7 @@ requires = ["a.x"]
 )",
        .says = {"decl.toml:1:1: error: dependency cycle: a.x -> a.y -> a.z -> a.x"}},
       {.name = "TwoResourceCycle",
-       .text = R"([module.a.directory.p]
-path = "/p"
-requires = ["a.q"]
-[module.a.directory.q]
-path = "/q"
-requires = ["a.p"]
-)",
+       .text = directoriesRequiringEachOther("a", "p", "q"),
        .says = {"decl.toml:1:1: error: dependency cycle: a.p -> a.q -> a.p"}},
       {.name = "CycleThroughParentDirectoryIsExplained",
        .text = R"([module.a.directory.d]
@@ -164,19 +169,8 @@ content = ""
        .says = {"decl.toml:1:1: error: dependency cycle: a.conf -> a.p -> a.conf",
                 "a.p restarts on a.conf"}},
       {.name = "SeparateCyclesAreEachReported",
-       .text = R"([module.a.directory.p]
-path = "/p"
-requires = ["a.q"]
-[module.a.directory.q]
-path = "/q"
-requires = ["a.p"]
-[module.b.directory.r]
-path = "/r"
-requires = ["b.s"]
-[module.b.directory.s]
-path = "/s"
-requires = ["b.r"]
-)",
+       .text = directoriesRequiringEachOther("a", "p", "q") +
+               directoriesRequiringEachOther("b", "r", "s"),
        .says = {"decl.toml:1:1: error: dependency cycle: a.p -> a.q -> a.p",
                 "decl.toml:7:1: error: dependency cycle: b.r -> b.s -> b.r"}},
   };
