@@ -177,7 +177,6 @@ int main(int argc, char** argv) {
   FleetServeOptions fleetServeOptions;
   FleetEnrollOptions fleetEnrollOptions;
   FleetForgetOptions fleetForgetOptions;
-  CLI::App* serve = nullptr;
   auto* fleetCmd = app.add_subcommand(
       "fleet",
       "fleet push|status|serve|history|enroll|forget: push a signed declaration to nodes "
@@ -185,114 +184,117 @@ int main(int argc, char** argv) {
       "was pushed, enroll a node's key, forget a node that is gone");
   if (named == "fleet") {
     fleetCmd->require_subcommand(1);
-    auto* push = fleetCmd->add_subcommand(
-        "push",
-        "signs a statement for DECL (its digest, the cluster, the nodes as given, the serial, the "
-        "push time and key, --max-parallel-restarts) with an operator key and puts it with DECL "
-        "to each node's declaration key in etcd, one push at a time per cluster; exit 0 pushed "
-        "(with --wait: every node's status carries the pushed digest), 1 etcd unreachable, "
-        "another push held the lock past --lock-timeout (nothing pushed), a node's declaration "
-        "changed during the push, or (with --wait) a node refused it, failed or timed out, 2 bad "
-        "input (nothing pushed)");
-    fleetOptions.addTo(*push);
-    fleetPushOptions.addTo(*push);
-    // Optional for push: --wait counts a node's status only when it verifies against an
-    // enrollment signed by the pushing key or one of these.
-    fleetOptions.trust.addTo(*push);
-    push->footer(
-        "Every node named (--node, --nodes; at least one) is checked before anything is put: a "
-        "declaration that does not parse or has no serial, a glob that matches no known node, or "
-        "a node holding a statement signed by this key with a higher serial, or the same serial "
-        "with other text, is bad input (exit 2) and nothing is pushed; a value there not signed "
-        "by this key for that node does not count. The same serial with the same text is left "
-        "unchanged. See docs/fleet.md.");
-    push->callback([&] {
-      nothingDone = "nothing was pushed";
-      chosen = [&] { return runFleetPush(fleetOptions, fleetPushOptions); };
-    });
-    auto* fleetStatus = fleetCmd->add_subcommand(
-        "status",
-        "one row per node known in etcd: wanted and applied serial, applied digest, state, last "
-        "seen, then how many nodes are on each version and who pushed it when; exit 0 "
-        "every node converged (or none known), 1 a node down, behind, refused, failing or "
-        "churning, or etcd unreachable, 2 bad input");
-    fleetOptions.addTo(*fleetStatus);
-    fleetOptions.trust.addTo(*fleetStatus);
-    fleetStatus->footer(
-        "STATE, first that applies: forged (a status, heartbeat or enrollment it judges by that "
-        "does "
-        "not verify against the node's enrolled key and --trust), unenrolled (a node that "
-        "publishes "
-        "but whose key is not enrolled), down (no status key: the node's lease is gone; or its "
-        "status is not on the live lease it names, nor with its heartbeat on one live lease they "
-        "both name), refused (it refused the value pushed now), failing, behind (its status does "
-        "not carry the pushed digest and serial), churning, converged. Reads every node's keys in "
-        "one range, at one etcd revision (and the seen copies when a node is down). Signatures it "
-        "verified are remembered in $XDG_CACHE_HOME/mesh-host (else ~/.cache/mesh-host; remove it "
-        "to forget them): a value changed since is verified again, and an enrollment's signer is "
-        "checked against --trust every time. See docs/fleet.md.");
-    fleetStatus->callback([&] {
-      nothingDone = "";
-      chosen = [&] { return runFleetStatus(fleetOptions); };
-    });
-    auto* history = fleetCmd->add_subcommand(
-        "history",
-        "the pushes recorded in etcd, newest first: when, by which key, serial, digest, "
-        "selector, how many nodes, and their results (with --wait: applied, failed, refused, "
-        "timed out); exit 0 listed, 1 etcd unreachable, 2 bad input");
-    fleetOptions.addTo(*history);
-    fleetHistoryOptions.addTo(*history);
-    fleetOptions.trust.addTo(*history);
-    history->footer(
-        "A record is informational: whoever can write etcd can write one, and nodes act only on "
-        "the signed statement. Each push signs its record with its key: with --trust KEY, a "
-        "record signed by KEY as its pusher is marked verified, any other NOT VERIFIED. etcd "
-        "keeps the last 100 pushes of a cluster. See docs/fleet.md.");
-    history->callback([&] {
-      nothingDone = "";
-      chosen = [&] { return runFleetHistory(fleetOptions, fleetHistoryOptions); };
-    });
-    serve = fleetCmd->add_subcommand(
-        "serve",
-        "serves one read-only page that shows the fleet live: the versions and who pushed them, "
-        "the newest push's rollout, the nodes by state with their errors and recent history; "
-        "the judgement of fleet status, updated from one etcd watch through server-sent events "
-        "(GET / the page, /api/fleet the fleet status --json object, /events the stream); runs "
-        "until SIGINT or SIGTERM (exit 0); exit 1 etcd unreachable at start or the address "
-        "taken, 2 bad input");
-    fleetOptions.addTo(*serve, /*takesJson=*/false);
-    fleetOptions.trust.addTo(*serve);
-    fleetServeOptions.addTo(*serve);
-    serve->footer(
-        "Binds 127.0.0.1:8080 unless --listen says otherwise; an address other than loopback is "
-        "refused without --listen-public, and on loopback only requests addressed to a loopback "
-        "name are answered. See docs/fleet.md.");
-    serve->callback([&] {
-      nothingDone = "";
-      chosen = [&] { return runFleetServe(fleetOptions, fleetServeOptions); };
-    });
-    auto* enroll = fleetCmd->add_subcommand(
-        "enroll",
-        "records NODE's public key (mesh-host key show on that node), signed with an operator key: "
-        "fleet status then believes only statuses that key signed; exit 0 enrolled, 1 etcd "
-        "unreachable, 2 bad input");
-    fleetOptions.addTo(*enroll);
-    fleetEnrollOptions.addTo(*enroll);
-    enroll->callback([&] {
-      nothingDone = "nothing was enrolled";
-      chosen = [&] { return runFleetEnroll(fleetOptions, fleetEnrollOptions); };
-    });
-    auto* forget = fleetCmd->add_subcommand(
-        "forget",
-        "removes every key of a node that is gone (decommissioned, or a mistyped name): its "
-        "declaration, status, heartbeat and enrollment; exit 0 forgotten, 1 etcd unreachable, 2 "
-        "bad input (an unknown node, or one that is up without --force: nothing removed)");
-    fleetOptions.addTo(*forget);
-    fleetForgetOptions.addTo(*forget);
-    forget->callback([&] {
-      nothingDone = "nothing was removed";
-      chosen = [&] { return runFleetForget(fleetOptions, fleetForgetOptions); };
-    });
+    struct FleetCommand {
+      const char* name;
+      const char* help;
+      std::function<void(CLI::App&)> options;  // all it takes, in the order --help lists them
+      const char* footer;                      // "" none
+      const char* nothingDone;                 // what its bad input guarantees; "" nothing
+      std::function<int()> run;
+    };
+    const FleetCommand fleetTable[] = {
+        {"push",
+         "signs a statement for DECL (its digest, the cluster, the nodes as given, the serial, the "
+         "push time and key, --max-parallel-restarts) with an operator key and puts it with DECL "
+         "to each node's declaration key in etcd, one push at a time per cluster; exit 0 pushed "
+         "(with --wait: every node's status carries the pushed digest), 1 etcd unreachable, "
+         "another push held the lock past --lock-timeout (nothing pushed), a node's declaration "
+         "changed during the push, or (with --wait) a node refused it, failed or timed out, 2 bad "
+         "input (nothing pushed)",
+         [&](CLI::App& sub) {
+           fleetOptions.addTo(sub);
+           fleetPushOptions.addTo(sub);
+           // Optional for push: --wait counts a node's status only when it verifies against an
+           // enrollment signed by the pushing key or one of these.
+           fleetOptions.trust.addTo(sub);
+         },
+         "Every node named (--node, --nodes; at least one) is checked before anything is put: a "
+         "declaration that does not parse or has no serial, a glob that matches no known node, or "
+         "a node holding a statement signed by this key with a higher serial, or the same serial "
+         "with other text, is bad input (exit 2) and nothing is pushed; a value there not signed "
+         "by this key for that node does not count. The same serial with the same text is left "
+         "unchanged. See docs/fleet.md.",
+         "nothing was pushed", [&] { return runFleetPush(fleetOptions, fleetPushOptions); }},
+        {"status",
+         "one row per node known in etcd: wanted and applied serial, applied digest, state, last "
+         "seen, then how many nodes are on each version and who pushed it when; exit 0 "
+         "every node converged (or none known), 1 a node down, behind, refused, failing or "
+         "churning, or etcd unreachable, 2 bad input",
+         [&](CLI::App& sub) {
+           fleetOptions.addTo(sub);
+           fleetOptions.trust.addTo(sub);
+         },
+         "STATE, first that applies: forged (a status, heartbeat or enrollment it judges by that "
+         "does not verify against the node's enrolled key and --trust), unenrolled (a node that "
+         "publishes but whose key is not enrolled), down (no status key: the node's lease is gone; "
+         "or its status is not on the live lease it names, nor with its heartbeat on one live "
+         "lease they both name), refused (it refused the value pushed now), failing, behind (its "
+         "status does not carry the pushed digest and serial), churning, converged. Reads every "
+         "node's keys in one range, at one etcd revision (and the seen copies when a node is "
+         "down). Signatures it verified are remembered in $XDG_CACHE_HOME/mesh-host (else "
+         "~/.cache/mesh-host; remove it to forget them): a value changed since is verified again, "
+         "and an enrollment's signer is checked against --trust every time. See docs/fleet.md.",
+         "", [&] { return runFleetStatus(fleetOptions); }},
+        {"history",
+         "the pushes recorded in etcd, newest first: when, by which key, serial, digest, "
+         "selector, how many nodes, and their results (with --wait: applied, failed, refused, "
+         "timed out); exit 0 listed, 1 etcd unreachable, 2 bad input",
+         [&](CLI::App& sub) {
+           fleetOptions.addTo(sub);
+           fleetHistoryOptions.addTo(sub);
+           fleetOptions.trust.addTo(sub);
+         },
+         "A record is informational: whoever can write etcd can write one, and nodes act only on "
+         "the signed statement. Each push signs its record with its key: with --trust KEY, a "
+         "record signed by KEY as its pusher is marked verified, any other NOT VERIFIED. etcd "
+         "keeps the last 100 pushes of a cluster. See docs/fleet.md.",
+         "", [&] { return runFleetHistory(fleetOptions, fleetHistoryOptions); }},
+        {"serve",
+         "serves one read-only page that shows the fleet live: the versions and who pushed them, "
+         "the newest push's rollout, the nodes by state with their errors and recent history; "
+         "the judgement of fleet status, updated from one etcd watch through server-sent events "
+         "(GET / the page, /api/fleet the fleet status --json object, /events the stream); runs "
+         "until SIGINT or SIGTERM (exit 0); exit 1 etcd unreachable at start or the address "
+         "taken, 2 bad input",
+         [&](CLI::App& sub) {
+           fleetOptions.addTo(sub, /*takesJson=*/false);
+           fleetOptions.trust.addTo(sub);
+           fleetServeOptions.addTo(sub);
+         },
+         "Binds 127.0.0.1:8080 unless --listen says otherwise; an address other than loopback is "
+         "refused without --listen-public, and on loopback only requests addressed to a loopback "
+         "name are answered. See docs/fleet.md.",
+         "", [&] { return runFleetServe(fleetOptions, fleetServeOptions); }},
+        {"enroll",
+         "records NODE's public key (mesh-host key show on that node), signed with an operator "
+         "key: fleet status then believes only statuses that key signed; exit 0 enrolled, 1 "
+         "etcd unreachable, 2 bad input",
+         [&](CLI::App& sub) {
+           fleetOptions.addTo(sub);
+           fleetEnrollOptions.addTo(sub);
+         },
+         "", "nothing was enrolled",
+         [&] { return runFleetEnroll(fleetOptions, fleetEnrollOptions); }},
+        {"forget",
+         "removes every key of a node that is gone (decommissioned, or a mistyped name): its "
+         "declaration, status, heartbeat and enrollment; exit 0 forgotten, 1 etcd unreachable, 2 "
+         "bad input (an unknown node, or one that is up without --force: nothing removed)",
+         [&](CLI::App& sub) {
+           fleetOptions.addTo(sub);
+           fleetForgetOptions.addTo(sub);
+         },
+         "", "nothing was removed",
+         [&] { return runFleetForget(fleetOptions, fleetForgetOptions); }},
+    };
+    for (const auto& c : fleetTable) {
+      auto* sub = fleetCmd->add_subcommand(c.name, c.help);
+      c.options(*sub);
+      if (*c.footer) sub->footer(c.footer);
+      sub->callback([&chosen, &nothingDone, c] {
+        nothingDone = c.nothingDone;
+        chosen = c.run;
+      });
+    }
   }
 
   const Answer answer = Answer::of(argc, argv);
@@ -305,6 +307,7 @@ int main(int argc, char** argv) {
     return answer.detailed ? kExitFailed : kExitBadInput;
   }
   // The agent and the page server run for long; every other command is one shot.
-  if (!app.got_subcommand("run") && !(serve && serve->parsed())) tuneHeapForOneShot();
+  if (!app.got_subcommand("run") && !(named == "fleet" && fleetCmd->got_subcommand("serve")))
+    tuneHeapForOneShot();
   return guarded(answer, chosen, nothingDone);
 }

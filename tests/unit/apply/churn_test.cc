@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
+#include <string>
+
 namespace mesh::apply {
 namespace {
 
@@ -119,45 +122,39 @@ TEST(Churn, HistoryTrimmedFallsBackOnTheReason) {
   EXPECT_FALSE(churn.count("m.y"));
 }
 
-TEST(Churn, RestartOnCountsOnlyWhenItsCauseChurned) {
+// A process that restarts or reloads for a cause churns only when its cause
+// churned. `run` holds the process's reasons in cycles 2 to 5: in 2 and 3 its
+// config is re-declared (no churn), in 4 and 5 someone edits the config behind
+// our back (both churn).
+void expectChurnOnlyWhenTheCauseChurned(const std::array<std::string, 4>& run) {
   History h;
   h.add(1, "m.config", "created", "new", "sha256:c1");
   h.add(1, "m.run", "created", "new", "sha256:p");
-  // Cycles 2, 3: the config is re-declared; the process restarts for it: fine.
   h.add(2, "m.config", "updated", "declared", "sha256:c2");
-  h.add(2, "m.run", "updated", "restart-on m.config", "sha256:p");
+  h.add(2, "m.run", "updated", run[0], "sha256:p");
   h.add(3, "m.config", "updated", "declared", "sha256:c3");
-  h.add(3, "m.run", "updated", "restart-on m.config, m.key", "sha256:p");
-  EXPECT_TRUE(computeChurn(h.entries(), 3).empty());
-  // Cycles 4, 5: someone edits the config behind our back: both churn.
+  h.add(3, "m.run", "updated", run[1], "sha256:p");
+  EXPECT_TRUE(computeChurn(h.entries(), 3).empty()) << "a declared cause is no churn";
   h.add(4, "m.config", "updated", "drift: content changed", "sha256:c3");
-  h.add(4, "m.run", "updated", "restart-on m.config", "sha256:p");
+  h.add(4, "m.run", "updated", run[2], "sha256:p");
   h.add(5, "m.config", "updated", "drift: content changed", "sha256:c3");
-  h.add(5, "m.run", "updated", "restart-on m.key, m.config", "sha256:p");
+  h.add(5, "m.run", "updated", run[3], "sha256:p");
   auto churn = computeChurn(h.entries(), 5);
   EXPECT_TRUE(churn.at("m.config").churning);
   EXPECT_TRUE(churn.at("m.run").churning);
   EXPECT_EQ(churn.at("m.run").changes, 2);
 }
 
+TEST(Churn, RestartOnCountsOnlyWhenItsCauseChurned) {
+  expectChurnOnlyWhenTheCauseChurned({"restart-on m.config", "restart-on m.config, m.key",
+                                      "restart-on m.config", "restart-on m.key, m.config"});
+}
+
 // The same rule for reload-on causes, alone or after restart-on ones.
 TEST(Churn, ReloadOnCountsOnlyWhenItsCauseChurned) {
-  History h;
-  h.add(1, "m.config", "created", "new", "sha256:c1");
-  h.add(1, "m.run", "created", "new", "sha256:p");
-  h.add(2, "m.config", "updated", "declared", "sha256:c2");
-  h.add(2, "m.run", "updated", "reload-on m.config", "sha256:p");
-  h.add(3, "m.config", "updated", "declared", "sha256:c3");
-  h.add(3, "m.run", "updated", "restart-on m.key; reload-on m.config", "sha256:p");
-  EXPECT_TRUE(computeChurn(h.entries(), 3).empty()) << "a declared cause is no churn";
-  h.add(4, "m.config", "updated", "drift: content changed", "sha256:c3");
-  h.add(4, "m.run", "updated", "reload-on m.config", "sha256:p");
-  h.add(5, "m.config", "updated", "drift: content changed", "sha256:c3");
-  h.add(5, "m.run", "updated", "restart-on m.key; reload-on m.config", "sha256:p");
-  auto churn = computeChurn(h.entries(), 5);
-  EXPECT_TRUE(churn.at("m.config").churning);
-  EXPECT_TRUE(churn.at("m.run").churning);
-  EXPECT_EQ(churn.at("m.run").changes, 2);
+  expectChurnOnlyWhenTheCauseChurned({"reload-on m.config", "restart-on m.key; reload-on m.config",
+                                      "reload-on m.config",
+                                      "restart-on m.key; reload-on m.config"});
 }
 
 TEST(Churn, UndeclaredChangeNeedsAChangeOutcome) {
