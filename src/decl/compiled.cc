@@ -6,12 +6,17 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <new>
 #include <set>
 #include <type_traits>
 #include <variant>
 
 #include "decl/kind_info.hh"
 #include "util/digest.hh"
+
+// XXH3-128, header-only (no shared library): the form's checksum.
+#define XXH_INLINE_ALL
+#include <xxhash.h>
 
 namespace mesh::decl {
 
@@ -20,7 +25,7 @@ namespace {
 constexpr std::string_view kMagic = "mesh-host compiled declaration\n";
 // Bump with any change of the layout below (the build-id changes too, but a
 // build without one relies on this).
-constexpr uint64_t kFormat = 2;
+constexpr uint64_t kFormat = 3;
 
 // A field added to the model must be written and read here too: these fail to
 // compile until this file has been looked at (and the sizes updated).
@@ -68,14 +73,47 @@ class Writer {
 
 struct Malformed {};
 
+// The form's checksum: XXH3-128 of everything before it, its 16 bytes in
+// canonical (big-endian) order. Not a cryptographic hash, and it need not be:
+// it guards against accidental damage (a torn write, a bad disk) of a store
+// that only root can write; trust comes from the key (compiledKey, a SHA-256).
+constexpr size_t kSum = sizeof(XXH128_canonical_t);
+
+std::string sumText(XXH128_hash_t h) {
+  XXH128_canonical_t c;
+  XXH128_canonicalFromHash(&c, h);
+  return std::string(reinterpret_cast<const char*>(c.digest), sizeof c.digest);
+}
+
+// The checksum of a form read in pieces.
+class Checksum {
+ public:
+  Checksum() : state_(XXH3_createState()) {
+    if (state_ == nullptr) throw std::bad_alloc();
+    XXH3_128bits_reset(state_);
+  }
+  Checksum(const Checksum&) = delete;
+  Checksum& operator=(const Checksum&) = delete;
+  ~Checksum() { XXH3_freeState(state_); }
+  void update(std::string_view bytes) { XXH3_128bits_update(state_, bytes.data(), bytes.size()); }
+  std::string finish() const { return sumText(XXH3_128bits_digest(state_)); }
+
+ private:
+  XXH3_state_t* state_;
+};
+
+std::string checksumOf(std::string_view bytes) {
+  return sumText(XXH3_128bits(bytes.data(), bytes.size()));
+}
+
 // Reads a form held whole (a view of it), or in pieces fetched as they are
 // reached (FormSource: the form is not held whole, only a window of it), hashing
-// each piece as it comes so that the caller can check the form's SHA-256 at the end.
+// each piece as it comes so that the caller can check the form's checksum at the end.
 class Reader {
  public:
   explicit Reader(std::string_view in) : window_(in), size_(in.size()) {}
   // The `size` bytes of `source` from `base` on.
-  Reader(const FormSource& source, size_t base, size_t size, Hasher& hasher)
+  Reader(const FormSource& source, size_t base, size_t size, Checksum& hasher)
       : source_(&source), hasher_(&hasher), base_(base), size_(size) {}
 
   uint64_t u() {
@@ -180,7 +218,7 @@ class Reader {
   }
 
   const FormSource* source_ = nullptr;
-  Hasher* hasher_ = nullptr;
+  Checksum* hasher_ = nullptr;
   std::string_view window_;  // what is held of the form, from at_ - pos_
   std::string piece_, scratch_;
   size_t base_ = 0;  // where in the source the bytes read start
@@ -468,14 +506,11 @@ std::string compileDeclaration(const Declaration& d) {
   w.out().append(kMagic);
   w.u(kFormat);
   writeDeclaration(w, d);
-  const Digest sum = Digest::ofBytes(w.out());
-  w.out().append(sum.hex());
+  w.out().append(checksumOf(w.out()));
   return std::move(w.out());
 }
 
 namespace {
-
-constexpr size_t kSum = 64;  // hex of a SHA-256
 
 // What the form holds is this text's, and names only users and groups that exist.
 bool fits(const Declaration& d, const Digest& textDigest, const ParseOptions& options) {
@@ -499,7 +534,7 @@ std::optional<Declaration> loadCompiled(const FormSource& form, const Digest& te
   if (!form.read(0, magic.data(), magic.size()) || magic != kMagic) return std::nullopt;
   if (!form.read(payload, sum.data(), sum.size())) return std::nullopt;
   std::optional<Declaration> d;
-  Hasher hasher;
+  Checksum hasher;
   hasher.update(magic);
   try {
     Reader r(form, kMagic.size(), payload - kMagic.size(), hasher);
@@ -510,7 +545,7 @@ std::optional<Declaration> loadCompiled(const FormSource& form, const Digest& te
     return std::nullopt;
   }
   // Decoded as it was read: whatever it says counts only if its sum is right.
-  if (hasher.finish().hex() != sum) return std::nullopt;
+  if (hasher.finish() != sum) return std::nullopt;
   if (!fits(*d, textDigest, options)) return std::nullopt;
   return d;
 }
@@ -519,7 +554,7 @@ std::optional<Declaration> loadCompiled(std::string_view form, const Digest& tex
                                         const ParseOptions& options) {
   if (form.size() < kMagic.size() + kSum || !form.starts_with(kMagic)) return std::nullopt;
   const auto payload = form.substr(0, form.size() - kSum);
-  if (Digest::ofBytes(payload).hex() != form.substr(payload.size())) return std::nullopt;
+  if (checksumOf(payload) != form.substr(payload.size())) return std::nullopt;
   std::optional<Declaration> d;
   try {
     Reader r(payload.substr(kMagic.size()));
