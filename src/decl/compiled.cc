@@ -25,7 +25,7 @@ namespace {
 constexpr std::string_view kMagic = "mesh-host compiled declaration\n";
 // Bump with any change of the layout below (the build-id changes too, but a
 // build without one relies on this).
-constexpr uint64_t kFormat = 3;
+constexpr uint64_t kFormat = 4;
 
 // A field added to the model must be written and read here too: these fail to
 // compile until this file has been looked at (and the sizes updated).
@@ -52,7 +52,12 @@ class Writer {
     out_.append(v);
   }
   void b(bool v) { u(v ? 1 : 0); }
-  void digest(const Digest& d) { s(d.hex()); }
+  // Its 32 raw bytes after their count; none is a count of 0.
+  void digest(const Digest& d) {
+    if (d.empty()) return u(0);
+    u(d.raw().size());
+    out_.append(reinterpret_cast<const char*>(d.raw().data()), d.raw().size());
+  }
   void optS(const std::optional<std::string>& v) {
     b(v.has_value());
     if (v) s(*v);
@@ -148,11 +153,12 @@ class Reader {
     return static_cast<int>(v);
   }
   Digest digest() {
-    const auto hex = sv();
-    if (hex.empty()) return Digest::none();
-    auto d = Digest::parse(std::string("sha256:").append(hex));
-    if (!d) throw Malformed{};
-    return *d;
+    const auto bytes = sv();
+    if (bytes.empty()) return Digest::none();
+    std::array<uint8_t, 32> raw;
+    if (bytes.size() != raw.size()) throw Malformed{};
+    std::memcpy(raw.data(), bytes.data(), raw.size());
+    return Digest::fromRaw(raw);
   }
   std::optional<std::string> optS() {
     if (!b()) return std::nullopt;
