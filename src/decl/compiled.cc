@@ -12,6 +12,7 @@
 #include <variant>
 
 #include "decl/kind_info.hh"
+#include "decl/want.hh"
 #include "util/digest.hh"
 
 // XXH3-128, header-only (no shared library): the form's checksum.
@@ -25,7 +26,7 @@ namespace {
 constexpr std::string_view kMagic = "mesh-host compiled declaration\n";
 // Bump with any change of the layout below (the build-id changes too, but a
 // build without one relies on this).
-constexpr uint64_t kFormat = 4;
+constexpr uint64_t kFormat = 5;
 
 // A field added to the model must be written and read here too: these fail to
 // compile until this file has been looked at (and the sizes updated).
@@ -35,7 +36,7 @@ static_assert(sizeof(LinkSpec) == 64, "LinkSpec changed: update compiled.cc");
 static_assert(sizeof(ArchiveSpec) == 96, "ArchiveSpec changed: update compiled.cc");
 static_assert(sizeof(CredentialSpec) == 200, "CredentialSpec changed: update compiled.cc");
 static_assert(sizeof(ProcessSpec) == 120, "ProcessSpec changed: update compiled.cc");
-static_assert(sizeof(Resource) == 432, "Resource changed: update compiled.cc");
+static_assert(sizeof(Resource) == 464, "Resource changed: update compiled.cc");
 static_assert(sizeof(Declaration) == 224, "Declaration changed: update compiled.cc");
 
 class Writer {
@@ -394,6 +395,8 @@ void writeDeclaration(Writer& w, const Declaration& d) {
     w.strings(r.restartOn);
     w.strings(r.reloadOn);
     codec(r.kind).write(w, r.spec);
+    // Made here, once: a cycle over the form builds and hashes none of them.
+    w.digest(wantOf(r));
   }
 }
 
@@ -428,6 +431,8 @@ Declaration readDeclaration(Reader& r) {
     res.restartOn = r.strings();
     res.reloadOn = r.strings();
     res.spec = codec(res.kind).read(r);
+    res.want = r.digest();
+    if (res.want.empty() == wantIsOfSpec(res.kind)) throw Malformed{};
   }
   return d;
 }

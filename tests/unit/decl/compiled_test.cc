@@ -70,6 +70,7 @@ TEST(Compiled, ReadsBackWhatWasParsedToTheLetter) {
     EXPECT_EQ(a.restartOn, b.restartOn);
     EXPECT_EQ(a.reloadOn, b.reloadOn);
     EXPECT_EQ(a.path(), b.path());
+    EXPECT_EQ(a.want, b.want);
   }
   EXPECT_EQ(back->serial, 7);
   EXPECT_EQ(back->node, "laptop");
