@@ -288,48 +288,37 @@ void writeSpec(Writer& w, const ProcessSpec& s) {
   w.s(s.service);
 }
 
-FileSpec readFile(Reader& r) {
-  FileSpec s;
+void readFile(Reader& r, FileSpec& s) {
   s.path = r.s();
   s.content = r.optS();
   if (r.b()) s.blob = r.digest();
   s.contentDigest = r.digest();
   readOwnership(r, s);
   if (s.content.has_value() == s.blob.has_value()) throw Malformed{};
-  return s;
 }
-DirectorySpec readDirectory(Reader& r) {
-  DirectorySpec s;
+void readDirectory(Reader& r, DirectorySpec& s) {
   s.path = r.s();
   readOwnership(r, s);
-  return s;
 }
-LinkSpec readLink(Reader& r) {
-  LinkSpec s;
+void readLink(Reader& r, LinkSpec& s) {
   s.path = r.s();
   s.target = r.s();
-  return s;
 }
-ArchiveSpec readArchive(Reader& r) {
-  ArchiveSpec s;
+void readArchive(Reader& r, ArchiveSpec& s) {
   s.path = r.s();
   s.bundle = r.digest();
   s.maxEntries = r.u();
   s.maxBytes = r.u();
   s.replace = r.b();
   s.keepModes = r.b();
-  return s;
 }
-CredentialSpec readCredential(Reader& r) {
-  CredentialSpec s;
+void readCredential(Reader& r, CredentialSpec& s) {
   s.path = r.s();
   s.from = r.optS();
   s.sealed = r.optS();
   readOwnership(r, s);
-  return s;
 }
-ProcessSpec readProcess(Reader& r) {
-  ProcessSpec s;
+void readProcess(Reader& r, ProcessSpec& s) {
   s.bundle = r.digest();
   const uint64_t n = r.count();
   for (uint64_t k = 0; k < n; ++k) {
@@ -337,7 +326,6 @@ ProcessSpec readProcess(Reader& r) {
     s.unit[std::move(key)] = r.strings();
   }
   s.service = r.s();
-  return s;
 }
 
 // The compiled form of each kind, one row per kind in Kind's order: a new kind
@@ -345,17 +333,18 @@ ProcessSpec readProcess(Reader& r) {
 struct SpecCodec {
   Kind kind;
   void (*write)(Writer& w, const Spec& spec);
-  Spec (*read)(Reader& r);
+  // Into the alternative of `into` it makes (in place: no spec is moved).
+  void (*read)(Reader& r, Spec& into);
 };
 
 // Kind K's alternative of Spec (the two are declared in the same order).
 template <Kind K>
 using SpecOf = std::variant_alternative_t<static_cast<size_t>(K), Spec>;
 
-template <Kind K, SpecOf<K> (*Read)(Reader&)>
+template <Kind K, void (*Read)(Reader&, SpecOf<K>&)>
 constexpr SpecCodec row() {
   return {K, [](Writer& w, const Spec& spec) { writeSpec(w, std::get<SpecOf<K>>(spec)); },
-          [](Reader& r) -> Spec { return Read(r); }};
+          [](Reader& r, Spec& into) { Read(r, into.template emplace<SpecOf<K>>()); }};
 }
 
 constexpr std::array<SpecCodec, kKindCount> kSpecCodecs = {{
@@ -430,7 +419,7 @@ Declaration readDeclaration(Reader& r) {
     res.requires_ = r.strings();
     res.restartOn = r.strings();
     res.reloadOn = r.strings();
-    res.spec = codec(res.kind).read(r);
+    codec(res.kind).read(r, res.spec);
     res.want = r.digest();
     if (res.want.empty() == wantIsOfSpec(res.kind)) throw Malformed{};
   }
