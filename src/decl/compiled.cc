@@ -6,12 +6,18 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <new>
 #include <set>
 #include <type_traits>
 #include <variant>
 
 #include "decl/kind_info.hh"
+#include "decl/want.hh"
 #include "util/digest.hh"
+
+// XXH3-128, header-only (no shared library): the form's checksum.
+#define XXH_INLINE_ALL
+#include <xxhash.h>
 
 namespace mesh::decl {
 
@@ -20,7 +26,7 @@ namespace {
 constexpr std::string_view kMagic = "mesh-host compiled declaration\n";
 // Bump with any change of the layout below (the build-id changes too, but a
 // build without one relies on this).
-constexpr uint64_t kFormat = 2;
+constexpr uint64_t kFormat = 5;
 
 // A field added to the model must be written and read here too: these fail to
 // compile until this file has been looked at (and the sizes updated).
@@ -30,7 +36,7 @@ static_assert(sizeof(LinkSpec) == 64, "LinkSpec changed: update compiled.cc");
 static_assert(sizeof(ArchiveSpec) == 96, "ArchiveSpec changed: update compiled.cc");
 static_assert(sizeof(CredentialSpec) == 200, "CredentialSpec changed: update compiled.cc");
 static_assert(sizeof(ProcessSpec) == 120, "ProcessSpec changed: update compiled.cc");
-static_assert(sizeof(Resource) == 432, "Resource changed: update compiled.cc");
+static_assert(sizeof(Resource) == 464, "Resource changed: update compiled.cc");
 static_assert(sizeof(Declaration) == 224, "Declaration changed: update compiled.cc");
 
 class Writer {
@@ -47,7 +53,12 @@ class Writer {
     out_.append(v);
   }
   void b(bool v) { u(v ? 1 : 0); }
-  void digest(const Digest& d) { s(d.hex()); }
+  // Its 32 raw bytes after their count; none is a count of 0.
+  void digest(const Digest& d) {
+    if (d.empty()) return u(0);
+    u(d.raw().size());
+    out_.append(reinterpret_cast<const char*>(d.raw().data()), d.raw().size());
+  }
   void optS(const std::optional<std::string>& v) {
     b(v.has_value());
     if (v) s(*v);
@@ -68,14 +79,47 @@ class Writer {
 
 struct Malformed {};
 
+// The form's checksum: XXH3-128 of everything before it, its 16 bytes in
+// canonical (big-endian) order. Not a cryptographic hash, and it need not be:
+// it guards against accidental damage (a torn write, a bad disk) of a store
+// that only root can write; trust comes from the key (compiledKey, a SHA-256).
+constexpr size_t kSum = sizeof(XXH128_canonical_t);
+
+std::string sumText(XXH128_hash_t h) {
+  XXH128_canonical_t c;
+  XXH128_canonicalFromHash(&c, h);
+  return std::string(reinterpret_cast<const char*>(c.digest), sizeof c.digest);
+}
+
+// The checksum of a form read in pieces.
+class Checksum {
+ public:
+  Checksum() : state_(XXH3_createState()) {
+    if (state_ == nullptr) throw std::bad_alloc();
+    XXH3_128bits_reset(state_);
+  }
+  Checksum(const Checksum&) = delete;
+  Checksum& operator=(const Checksum&) = delete;
+  ~Checksum() { XXH3_freeState(state_); }
+  void update(std::string_view bytes) { XXH3_128bits_update(state_, bytes.data(), bytes.size()); }
+  std::string finish() const { return sumText(XXH3_128bits_digest(state_)); }
+
+ private:
+  XXH3_state_t* state_;
+};
+
+std::string checksumOf(std::string_view bytes) {
+  return sumText(XXH3_128bits(bytes.data(), bytes.size()));
+}
+
 // Reads a form held whole (a view of it), or in pieces fetched as they are
 // reached (FormSource: the form is not held whole, only a window of it), hashing
-// each piece as it comes so that the caller can check the form's SHA-256 at the end.
+// each piece as it comes so that the caller can check the form's checksum at the end.
 class Reader {
  public:
   explicit Reader(std::string_view in) : window_(in), size_(in.size()) {}
   // The `size` bytes of `source` from `base` on.
-  Reader(const FormSource& source, size_t base, size_t size, Hasher& hasher)
+  Reader(const FormSource& source, size_t base, size_t size, Checksum& hasher)
       : source_(&source), hasher_(&hasher), base_(base), size_(size) {}
 
   uint64_t u() {
@@ -110,11 +154,12 @@ class Reader {
     return static_cast<int>(v);
   }
   Digest digest() {
-    const auto hex = sv();
-    if (hex.empty()) return Digest::none();
-    auto d = Digest::parse(std::string("sha256:").append(hex));
-    if (!d) throw Malformed{};
-    return *d;
+    const auto bytes = sv();
+    if (bytes.empty()) return Digest::none();
+    std::array<uint8_t, 32> raw;
+    if (bytes.size() != raw.size()) throw Malformed{};
+    std::memcpy(raw.data(), bytes.data(), raw.size());
+    return Digest::fromRaw(raw);
   }
   std::optional<std::string> optS() {
     if (!b()) return std::nullopt;
@@ -180,7 +225,7 @@ class Reader {
   }
 
   const FormSource* source_ = nullptr;
-  Hasher* hasher_ = nullptr;
+  Checksum* hasher_ = nullptr;
   std::string_view window_;  // what is held of the form, from at_ - pos_
   std::string piece_, scratch_;
   size_t base_ = 0;  // where in the source the bytes read start
@@ -243,48 +288,37 @@ void writeSpec(Writer& w, const ProcessSpec& s) {
   w.s(s.service);
 }
 
-FileSpec readFile(Reader& r) {
-  FileSpec s;
+void readFile(Reader& r, FileSpec& s) {
   s.path = r.s();
   s.content = r.optS();
   if (r.b()) s.blob = r.digest();
   s.contentDigest = r.digest();
   readOwnership(r, s);
   if (s.content.has_value() == s.blob.has_value()) throw Malformed{};
-  return s;
 }
-DirectorySpec readDirectory(Reader& r) {
-  DirectorySpec s;
+void readDirectory(Reader& r, DirectorySpec& s) {
   s.path = r.s();
   readOwnership(r, s);
-  return s;
 }
-LinkSpec readLink(Reader& r) {
-  LinkSpec s;
+void readLink(Reader& r, LinkSpec& s) {
   s.path = r.s();
   s.target = r.s();
-  return s;
 }
-ArchiveSpec readArchive(Reader& r) {
-  ArchiveSpec s;
+void readArchive(Reader& r, ArchiveSpec& s) {
   s.path = r.s();
   s.bundle = r.digest();
   s.maxEntries = r.u();
   s.maxBytes = r.u();
   s.replace = r.b();
   s.keepModes = r.b();
-  return s;
 }
-CredentialSpec readCredential(Reader& r) {
-  CredentialSpec s;
+void readCredential(Reader& r, CredentialSpec& s) {
   s.path = r.s();
   s.from = r.optS();
   s.sealed = r.optS();
   readOwnership(r, s);
-  return s;
 }
-ProcessSpec readProcess(Reader& r) {
-  ProcessSpec s;
+void readProcess(Reader& r, ProcessSpec& s) {
   s.bundle = r.digest();
   const uint64_t n = r.count();
   for (uint64_t k = 0; k < n; ++k) {
@@ -292,7 +326,6 @@ ProcessSpec readProcess(Reader& r) {
     s.unit[std::move(key)] = r.strings();
   }
   s.service = r.s();
-  return s;
 }
 
 // The compiled form of each kind, one row per kind in Kind's order: a new kind
@@ -300,17 +333,18 @@ ProcessSpec readProcess(Reader& r) {
 struct SpecCodec {
   Kind kind;
   void (*write)(Writer& w, const Spec& spec);
-  Spec (*read)(Reader& r);
+  // Into the alternative of `into` it makes (in place: no spec is moved).
+  void (*read)(Reader& r, Spec& into);
 };
 
 // Kind K's alternative of Spec (the two are declared in the same order).
 template <Kind K>
 using SpecOf = std::variant_alternative_t<static_cast<size_t>(K), Spec>;
 
-template <Kind K, SpecOf<K> (*Read)(Reader&)>
+template <Kind K, void (*Read)(Reader&, SpecOf<K>&)>
 constexpr SpecCodec row() {
   return {K, [](Writer& w, const Spec& spec) { writeSpec(w, std::get<SpecOf<K>>(spec)); },
-          [](Reader& r) -> Spec { return Read(r); }};
+          [](Reader& r, Spec& into) { Read(r, into.template emplace<SpecOf<K>>()); }};
 }
 
 constexpr std::array<SpecCodec, kKindCount> kSpecCodecs = {{
@@ -350,6 +384,8 @@ void writeDeclaration(Writer& w, const Declaration& d) {
     w.strings(r.restartOn);
     w.strings(r.reloadOn);
     codec(r.kind).write(w, r.spec);
+    // Made here, once: a cycle over the form builds and hashes none of them.
+    w.digest(wantOf(r));
   }
 }
 
@@ -383,7 +419,9 @@ Declaration readDeclaration(Reader& r) {
     res.requires_ = r.strings();
     res.restartOn = r.strings();
     res.reloadOn = r.strings();
-    res.spec = codec(res.kind).read(r);
+    codec(res.kind).read(r, res.spec);
+    res.want = r.digest();
+    if (res.want.empty() == wantIsOfSpec(res.kind)) throw Malformed{};
   }
   return d;
 }
@@ -468,14 +506,11 @@ std::string compileDeclaration(const Declaration& d) {
   w.out().append(kMagic);
   w.u(kFormat);
   writeDeclaration(w, d);
-  const Digest sum = Digest::ofBytes(w.out());
-  w.out().append(sum.hex());
+  w.out().append(checksumOf(w.out()));
   return std::move(w.out());
 }
 
 namespace {
-
-constexpr size_t kSum = 64;  // hex of a SHA-256
 
 // What the form holds is this text's, and names only users and groups that exist.
 bool fits(const Declaration& d, const Digest& textDigest, const ParseOptions& options) {
@@ -499,7 +534,7 @@ std::optional<Declaration> loadCompiled(const FormSource& form, const Digest& te
   if (!form.read(0, magic.data(), magic.size()) || magic != kMagic) return std::nullopt;
   if (!form.read(payload, sum.data(), sum.size())) return std::nullopt;
   std::optional<Declaration> d;
-  Hasher hasher;
+  Checksum hasher;
   hasher.update(magic);
   try {
     Reader r(form, kMagic.size(), payload - kMagic.size(), hasher);
@@ -510,7 +545,7 @@ std::optional<Declaration> loadCompiled(const FormSource& form, const Digest& te
     return std::nullopt;
   }
   // Decoded as it was read: whatever it says counts only if its sum is right.
-  if (hasher.finish().hex() != sum) return std::nullopt;
+  if (hasher.finish() != sum) return std::nullopt;
   if (!fits(*d, textDigest, options)) return std::nullopt;
   return d;
 }
@@ -519,7 +554,7 @@ std::optional<Declaration> loadCompiled(std::string_view form, const Digest& tex
                                         const ParseOptions& options) {
   if (form.size() < kMagic.size() + kSum || !form.starts_with(kMagic)) return std::nullopt;
   const auto payload = form.substr(0, form.size() - kSum);
-  if (Digest::ofBytes(payload).hex() != form.substr(payload.size())) return std::nullopt;
+  if (checksumOf(payload) != form.substr(payload.size())) return std::nullopt;
   std::optional<Declaration> d;
   try {
     Reader r(payload.substr(kMagic.size()));

@@ -8,7 +8,7 @@
 // digest, everything else parsing depends on (node, base directory, state
 // directory, file name) and this very binary (its version and GNU build-id), so
 // a different text or a rebuilt mesh-host misses and parses again. A form that
-// does not decode to the letter (magic, format, a SHA-256 of the whole payload,
+// does not decode to the letter (magic, format, a checksum of the whole payload,
 // every length and enum in bounds) is nullopt, never a half-read model: the
 // caller parses instead. Users and groups are looked up again on every load
 // (ParseOptions), since they may have gone since the form was made.
@@ -38,8 +38,9 @@ std::string compileDeclaration(const Declaration& d);
 std::optional<Declaration> loadCompiled(std::string_view form, const Digest& textDigest,
                                         const ParseOptions& options);
 // The same, from a form read a piece at a time (only a piece held at once); its
-// SHA-256 is checked as it is read, and a model decoded from a form whose sum
-// is wrong is dropped (nullopt).
+// checksum (XXH3-128: against accidental damage; trust comes from the key) is
+// checked as it is read, and a model decoded from a form whose sum is wrong is
+// dropped (nullopt).
 std::optional<Declaration> loadCompiled(const FormSource& form, const Digest& textDigest,
                                         const ParseOptions& options);
 

@@ -100,6 +100,10 @@ struct Resource {
   std::string module;
   std::string name;
   Kind kind = Kind::File;
+  // What it asks for, for a kind whose want is of its spec alone (decl/want.hh):
+  // made once when parsed, and kept by the compiled form. None for the other
+  // kinds, whose appliers make it on every cycle.
+  Digest want;                         // (beside `kind`, in part in what would be padding)
   Position pos;                        // of the resource's table header
   std::vector<std::string> requires_;  // resource ids
   std::vector<std::string> restartOn;  // resource ids (process only)

@@ -23,6 +23,7 @@
 #include "decl/kinds.hh"
 #include "decl/order.hh"
 #include "decl/validate.hh"
+#include "decl/want.hh"
 #include "util/error.hh"
 #include "util/fd.hh"
 #include "util/fs.hh"
@@ -236,6 +237,7 @@ Declaration parseDeclaration(std::string_view text, const std::string& source,
   checkAcross(drafts, diags, options.stateDir);
   decl.resources = applyOrder(std::move(drafts), diags);
   diags.throwIfAny();
+  for (auto& r : decl.resources) r.want = specWant(r);
   return decl;
 }
 

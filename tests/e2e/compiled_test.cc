@@ -84,7 +84,7 @@ TEST_F(CompiledDeclaration, AnotherBinarysRowIsIgnored) {
 TEST_F(CompiledDeclaration, ADamagedRowIsParsedAgain) {
   ASSERT_EQ(apply(declPath).code, 0);
   const std::string kept = row();
-  // Same length, other content: only the form's own digest can tell.
+  // Same length, other content: only the form's own checksum can tell.
   sql("UPDATE compiled_declaration SET form = CAST(replace(CAST(form AS TEXT), 'listen = 1', "
       "'listen = 3') AS BLOB)");
   ASSERT_NE(row(), kept);

@@ -71,6 +71,8 @@ TEST_F(StoreFixture, AStoreOfThePreviousSchemaIsMigratedAndRestartsNothing) {
   ASSERT_EQ(sql("SELECT count(*) FROM pragma_table_info('owed_restarts') WHERE name = 'kind'"), "0")
       << "the fixture is not of the previous schema";
   ASSERT_EQ(sql("SELECT count(*) FROM cycles"), "1");
+  const std::string recordedWant = sql("SELECT want FROM records WHERE id = 'fx.config'");
+  ASSERT_TRUE(recordedWant.starts_with("sha256:")) << recordedWant;
 
   Result r = apply(decl);
   ASSERT_EQ(r.code, 0) << r.out << r.err;
@@ -83,6 +85,20 @@ TEST_F(StoreFixture, AStoreOfThePreviousSchemaIsMigratedAndRestartsNothing) {
   const auto after = service();
   EXPECT_EQ(after["pid"], before["pid"]) << after.dump();
   EXPECT_EQ(after["since"], before["since"]) << after.dump();
+  // Applied again, the declaration is read compiled (the row that apply kept is
+  // read, not written again), each file's want kept in the form: the want the
+  // previous mesh-host recorded, so still nothing to do.
+  const std::string form = sql("SELECT hex(form) FROM compiled_declaration");
+  ASSERT_FALSE(form.empty());
+  Result again = apply(decl);
+  ASSERT_EQ(again.code, 0) << again.out << again.err;
+  const auto aj = again.json();  // held: a range over a temporary's member dangles
+  for (const auto& o : aj["outcomes"]) EXPECT_EQ(o["outcome"], "unchanged") << o.dump();
+  EXPECT_EQ(aj["outcomes"].size(), 2u);
+  EXPECT_EQ(aj["summary"]["supervisor"]["restart"], 0) << again.out;
+  EXPECT_EQ(sql("SELECT hex(form) FROM compiled_declaration"), form);
+  EXPECT_EQ(sql("SELECT want FROM records WHERE id = 'fx.config'"), recordedWant);
+  EXPECT_EQ(service()["pid"], before["pid"]);
   // Migrated in place: the column is there, every row it gained owes a restart.
   EXPECT_EQ(sql("PRAGMA user_version"), "2");
   EXPECT_EQ(sql("SELECT count(*) FROM pragma_table_info('owed_restarts') WHERE name = 'kind'"),

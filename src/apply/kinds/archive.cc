@@ -13,6 +13,7 @@
 
 #include "apply/applier.hh"
 #include "apply/kinds/tree.hh"
+#include "decl/want.hh"
 #include "util/error.hh"
 #include "util/fs.hh"
 
@@ -54,14 +55,8 @@ std::string deletionDiff(const bundle::Unlisted& u, const std::string& path) {
 
 class ArchiveApplier : public Applier {
  public:
-  Digest want(Context&, const decl::Resource& r) const override {
-    const auto& s = std::get<decl::ArchiveSpec>(r.spec);
-    WantBuilder w("archive/1");
-    w.add("bundle", s.bundle).add("path", s.path);
-    // Only when set: every want made before keep-modes existed stays as it was.
-    if (s.keepModes) w.add("keep-modes", "true");
-    return w.finish();
-  }
+  // Of the spec alone: kept in the compiled form (decl/want.hh).
+  Digest want(Context&, const decl::Resource& r) const override { return decl::wantOf(r); }
 
   Decision reconcile(Context& ctx, const decl::Resource& r, const Digest& want,
                      const state::Record* rec) const override {

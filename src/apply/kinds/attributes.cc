@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <vector>
 
+#include "decl/want.hh"
 #include "util/error.hh"
 
 namespace mesh::apply {
@@ -59,10 +60,7 @@ std::array<char, 4> modeDigits(mode_t m) {
 }  // namespace
 
 void addAttributes(WantBuilder& w, const Attributes& a) {
-  const auto mode = modeDigits(a.mode);
-  w.add("mode", std::string_view(mode.data(), mode.size()));
-  w.add("owner", a.owner ? std::string_view(a.owner->name) : std::string_view());
-  w.add("group", a.group ? std::string_view(a.group->name) : std::string_view());
+  decl::addAttributeFields(w, a.mode, a.owner, a.group);
 }
 
 std::string modeString(mode_t m) {

@@ -5,6 +5,7 @@
 
 #include "apply/applier.hh"
 #include "apply/kinds/attributes.hh"
+#include "decl/want.hh"
 #include "util/error.hh"
 #include "util/fs.hh"
 
@@ -18,11 +19,8 @@ Attributes attributesOf(const decl::DirectorySpec& s) {
 
 class DirectoryApplier : public Applier {
  public:
-  Digest want(Context&, const decl::Resource& r) const override {
-    WantBuilder w("directory/1");
-    addAttributes(w, attributesOf(std::get<decl::DirectorySpec>(r.spec)));
-    return w.finish();
-  }
+  // Of the spec alone: kept in the compiled form (decl/want.hh).
+  Digest want(Context&, const decl::Resource& r) const override { return decl::wantOf(r); }
 
   // The machine against the declaration alone: neither the want nor the record
   // changes what is decided (the cycle words the reason from them).

@@ -1,6 +1,7 @@
 // `file`: one regular file with inline `content` or a `blob` from the blob source.
 #include "apply/applier.hh"
 #include "apply/kinds/content_file.hh"
+#include "decl/want.hh"
 #include "util/error.hh"
 #include "util/fs.hh"
 
@@ -18,13 +19,8 @@ std::string sha256OfFile(int fd, const std::string& shown) {
 
 class FileApplier : public Applier {
  public:
-  Digest want(Context&, const decl::Resource& r) const override {
-    const auto& s = std::get<decl::FileSpec>(r.spec);
-    WantBuilder w("file/1");
-    w.add("content", s.contentDigest);
-    addAttributes(w, attributesOf(s));
-    return w.finish();
-  }
+  // Of the spec alone: kept in the compiled form (decl/want.hh).
+  Digest want(Context&, const decl::Resource& r) const override { return decl::wantOf(r); }
 
   Decision reconcile(Context& ctx, const decl::Resource& r, const Digest& want,
                      const state::Record* rec) const override {

@@ -2,6 +2,7 @@
 #include <unistd.h>
 
 #include "apply/applier.hh"
+#include "decl/want.hh"
 #include "util/error.hh"
 #include "util/fs.hh"
 
@@ -11,9 +12,8 @@ namespace {
 
 class LinkApplier : public Applier {
  public:
-  Digest want(Context&, const decl::Resource& r) const override {
-    return WantBuilder("link/1").add("target", std::get<decl::LinkSpec>(r.spec).target).finish();
-  }
+  // Of the spec alone: kept in the compiled form (decl/want.hh).
+  Digest want(Context&, const decl::Resource& r) const override { return decl::wantOf(r); }
 
   // The machine against the declaration alone: neither the want nor the record
   // changes what is decided (the cycle words the reason from them).

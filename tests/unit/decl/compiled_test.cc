@@ -70,6 +70,7 @@ TEST(Compiled, ReadsBackWhatWasParsedToTheLetter) {
     EXPECT_EQ(a.restartOn, b.restartOn);
     EXPECT_EQ(a.reloadOn, b.reloadOn);
     EXPECT_EQ(a.path(), b.path());
+    EXPECT_EQ(a.want, b.want);
   }
   EXPECT_EQ(back->serial, 7);
   EXPECT_EQ(back->node, "laptop");
@@ -99,8 +100,8 @@ TEST(Compiled, EveryPositionSharesTheDeclarationsFileName) {
 TEST(Compiled, AnyDamagedByteIsRefused) {
   const Declaration d = parse(kEveryKind);
   const std::string form = compileDeclaration(d);
-  // Every byte, flipped in turn: the form's own SHA-256 (or its framing) catches it.
-  for (size_t i = 0; i < form.size(); i += 7) {
+  // Every byte, flipped in turn: the form's own checksum (or its framing) catches it.
+  for (size_t i = 0; i < form.size(); ++i) {
     std::string bad = form;
     bad[i] = static_cast<char>(bad[i] ^ 0x20);
     EXPECT_FALSE(loadCompiled(bad, d.digest, defaultOptions())) << "byte " << i;
