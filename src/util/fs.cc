@@ -333,7 +333,28 @@ Fingerprint Fingerprint::of(const struct stat& st) {
 }
 
 std::string Fingerprint::str() const {
-  return fmt::format("{}:{}:{}:{}:{}:{:o}:{}:{}", dev, ino, size, mtimeNs, ctimeNs, mode, uid, gid);
+  char text[kMaxText];
+  return std::string(text, write(text));
+}
+
+size_t Fingerprint::write(char* out) const {
+  // "dev:ino:size:mtimeNs:ctimeNs:mode(octal):uid:gid", as fmt's "{}" and "{:o}"
+  // wrote it before: records written then still compare equal.
+  char* p = out;
+  char* const end = out + kMaxText;
+  auto field = [&](auto v, int base, bool last) {
+    p = std::to_chars(p, end, v, base).ptr;
+    if (!last) *p++ = ':';
+  };
+  field(dev, 10, false);
+  field(ino, 10, false);
+  field(size, 10, false);
+  field(mtimeNs, 10, false);
+  field(ctimeNs, 10, false);
+  field(mode, 8, false);
+  field(uid, 10, false);
+  field(gid, 10, true);
+  return static_cast<size_t>(p - out);
 }
 
 std::optional<Fingerprint> Fingerprint::parse(std::string_view text) {

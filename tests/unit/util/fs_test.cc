@@ -1,5 +1,6 @@
 #include "util/fs.hh"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
@@ -87,6 +88,26 @@ TEST_F(FsTest, FingerprintRoundTrip) {
   EXPECT_EQ(*parsed, f);
   EXPECT_FALSE(Fingerprint::parse("1:2:3"));
   EXPECT_FALSE(Fingerprint::parse(f.str() + "x"));
+}
+
+// The text is what records hold: written as fmt wrote it before, to the byte,
+// so a record from an earlier version still matches the file it describes.
+TEST(Fingerprint, TextAsFmtWroteIt) {
+  const Fingerprint cases[] = {
+      {},
+      {8, 1234, 200, 1700000000123456789, 1700000001000000000, 0100644, 0, 0},
+      {UINT64_MAX, UINT64_MAX, UINT64_MAX, INT64_MAX, INT64_MIN, UINT32_MAX, UINT32_MAX,
+       UINT32_MAX},
+      {1, 2, 0, -1, -1700000000000000000, 0120777, 65534, 1000},
+  };
+  for (const auto& f : cases) {
+    const std::string old = fmt::format("{}:{}:{}:{}:{}:{:o}:{}:{}", f.dev, f.ino, f.size,
+                                        f.mtimeNs, f.ctimeNs, f.mode, f.uid, f.gid);
+    EXPECT_EQ(f.str(), old);
+    char text[Fingerprint::kMaxText];
+    EXPECT_EQ(std::string_view(text, f.write(text)), old);
+    EXPECT_EQ(Fingerprint::parse(old), f) << old;
+  }
 }
 
 TEST_F(FsTest, FingerprintMovesWithAnyWrite) {
