@@ -104,13 +104,9 @@ ContentObserved ContentObserved::parse(const std::string& text) {
 
 bool ContentObserved::holds(std::string_view text, const Fingerprint& now,
                             std::string_view content) {
-  // The record's text against `now`'s, written out: nothing parsed (the text
-  // form is canonical, so equal texts are equal fingerprints; a text written
-  // otherwise only misses the fast path).
-  char fingerprint[Fingerprint::kMaxText];
-  const size_t n = now.write(fingerprint);
-  return text.size() == n + 1 + content.size() && text[n] == '|' && text.substr(n + 1) == content &&
-         text.substr(0, n) == std::string_view(fingerprint, n);
+  const auto bar = text.find('|');
+  return bar != std::string_view::npos && text.substr(bar + 1) == content &&
+         now.is(text.substr(0, bar));
 }
 
 ContentObserved ContentObserved::of(const struct stat& st, std::string content) {
