@@ -136,7 +136,7 @@ class Cycle {
       }
     }
     bool prunesProcess = false;
-    for (size_t i = 0; i < records_.slots(); ++i) prunesProcess |= records_[i].kind == "process";
+    for (size_t i = 0; i < records_.slots(); ++i) prunesProcess |= records_.kind(i) == "process";
     usesSupervisor_ = !services.empty() || prunesProcess;
     // Owed restarts are checked against the service's start time, which some
     // backends only report in detail.
@@ -148,7 +148,7 @@ class Cycle {
   const state::Record* recordOf(const std::string& id, const std::string& kind) {
     auto i = records_.find(id);
     // A record of another kind under the same id describes something else.
-    if (!i || records_[*i].kind != kind) return nullptr;
+    if (!i || records_.kind(*i) != kind) return nullptr;
     records_[*i].copyTo(scratch_);
     return &scratch_;
   }
@@ -599,8 +599,7 @@ class Cycle {
     // resource until the report is printed otherwise).
     Finally release([&outcome] { std::string().swap(outcome.observed); });
     if (!ctx_.applying()) return;
-    const int64_t now = nowMs();
-    if (auto w = writeFor(p, outcome, now)) write(p, outcome, *w, now, shared);
+    if (auto w = writeFor(p, outcome)) write(p, outcome, *w, w->now, shared);
   }
 
   // A process that restarts (or reloads) when a cause of it changes.
@@ -618,10 +617,11 @@ class Cycle {
     bool paysRestarts = false;  // a start or restart was made
     bool history = false;       // anything but `unchanged`
     bool synced = false;        // committed with an fsync
+    int64_t now = 0;            // the time it is written at
   };
 
   // Whether `p`'s outcome needs a write, and which; nullopt in the no-op path.
-  std::optional<Write> writeFor(const Pending& p, const Outcome& outcome, int64_t now) const {
+  std::optional<Write> writeFor(const Pending& p, const Outcome& outcome) const {
     Write w;
     const bool changed =
         (outcome.changed() || outcome.verdict() == Verdict::Removed) && outcome.restartsDependents;
@@ -630,9 +630,10 @@ class Cycle {
         w.owedBy = &owes->second;
     w.paysRestarts = outcome.activation != Activation::None && outcome.verdict() != Verdict::Failed;
     if (!w.owedBy && !w.paysRestarts && unchangedAsRecorded(p, outcome)) return std::nullopt;
+    w.now = nowMs();  // not read in the no-op path
     if (!outcome.gone())
       w.next =
-          nextRecord(p.rec, p.id, p.module, p.kind, p.path, p.want, outcome, report_.cycle, now);
+          nextRecord(p.rec, p.id, p.module, p.kind, p.path, p.want, outcome, report_.cycle, w.now);
     w.putRecord = w.next && (!p.rec || *w.next != *p.rec);
     w.history = outcome.verdict() != Verdict::Unchanged;
     // A change that owes restarts, and a move, is recorded synced (one fsync

@@ -26,7 +26,10 @@ class Progress {
   // Whether stderr is a terminal.
   static bool stderrIsTerminal();
 
-  void update(size_t done, size_t total, Clock::time_point now = Clock::now());
+  void update(size_t done, size_t total) {
+    if (enabled_) update(done, total, Clock::now());  // no clock read per resource otherwise
+  }
+  void update(size_t done, size_t total, Clock::time_point now);
   // Work measured in bytes within it (a bundle's download, its unpacking), drawn in
   // place of the count while it lasts; its rate counts from its own start.
   void updateBytes(std::string_view what, uint64_t done, uint64_t total,

@@ -26,10 +26,14 @@ void RecordView::copyTo(Record& r) const {
 }
 
 std::optional<size_t> Records::find(std::string_view id) const {
-  auto it = std::lower_bound(rows_.begin(), rows_.end(), id,
-                             [](const Row& r, std::string_view key) { return r.id() < key; });
-  if (it == rows_.end() || it->id() != id) return std::nullopt;
-  const auto i = static_cast<size_t>(it - rows_.begin());
+  size_t i = next_;
+  if (i >= rows_.size() || rows_[i].id() != id) {
+    auto it = std::lower_bound(rows_.begin(), rows_.end(), id,
+                               [](const Row& r, std::string_view key) { return r.id() < key; });
+    if (it == rows_.end() || it->id() != id) return std::nullopt;
+    i = static_cast<size_t>(it - rows_.begin());
+  }
+  next_ = i + 1;
   if (erased_[i]) return std::nullopt;
   return i;
 }

@@ -38,9 +38,16 @@ class Records {
   Records& operator=(Records&&) noexcept = default;
 
   // Index of the record of `id`, nullopt when there is none (or it was erased).
+  // The record after the last one found is tried first: a cycle asks in
+  // declaration order, which is usually the records' order too.
   std::optional<size_t> find(std::string_view id) const;
   // A view of record i's fields, made on the spot.
   RecordView operator[](size_t i) const;
+  // Record i's kind alone.
+  std::string_view kind(size_t i) const {
+    const Row& r = rows_[i];
+    return {r.at + r.len[0] + r.len[1], r.len[2]};
+  }
   // Every index, erased ones included: check erased().
   size_t slots() const { return rows_.size(); }
   bool erased(size_t i) const { return erased_[i]; }
@@ -76,6 +83,7 @@ class Records {
   std::vector<Row> rows_;
   std::vector<bool> erased_;
   size_t live_ = 0;
+  mutable size_t next_ = 0;  // find()'s first guess
 };
 
 }  // namespace mesh::state

@@ -113,7 +113,15 @@ struct Fingerprint {
   static Fingerprint of(const struct stat& st);
   // Text form for the state store; parse returns nullopt on anything malformed.
   std::string str() const;
+  // The same text, written to `out` (kMaxText bytes of room) without allocating:
+  // its length. Canonical (no leading zeros or signs but a negative's), so two
+  // fingerprints are equal exactly when their texts are.
+  static constexpr size_t kMaxText = 8 * 24;
+  size_t write(char* out) const;
   [[nodiscard]] static std::optional<Fingerprint> parse(std::string_view text);
+  // Whether `text` says this fingerprint (parse(text) == *this), read in place:
+  // nothing built, the first field that differs ends it.
+  bool is(std::string_view text) const;
   bool operator==(const Fingerprint&) const = default;
 };
 

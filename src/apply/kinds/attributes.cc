@@ -103,9 +103,8 @@ ContentObserved ContentObserved::parse(const std::string& text) {
 bool ContentObserved::holds(std::string_view text, const Fingerprint& now,
                             std::string_view content) {
   const auto bar = text.find('|');
-  if (bar == std::string_view::npos || text.substr(bar + 1) != content) return false;
-  const auto fingerprint = Fingerprint::parse(text.substr(0, bar));
-  return fingerprint && *fingerprint == now;
+  return bar != std::string_view::npos && text.substr(bar + 1) == content &&
+         now.is(text.substr(0, bar));
 }
 
 ContentObserved ContentObserved::of(const struct stat& st, std::string content) {

@@ -43,6 +43,10 @@ TEST(ContentObserved, HoldsAsParsed) {
   EXPECT_FALSE(ContentObserved::holds(now.str() + content, now, content));  // no bar
   EXPECT_FALSE(ContentObserved::holds("", now, ""));
   EXPECT_FALSE(ContentObserved::holds("x:y|" + content, now, content));  // malformed
+  EXPECT_FALSE(ContentObserved::holds(text + "x", now, content));        // longer
+  // The same values written otherwise (a leading zero) hold, as parse() reads them.
+  EXPECT_TRUE(Fingerprint::parse("0" + now.str()) == now);
+  EXPECT_TRUE(ContentObserved::holds("0" + text, now, content));
 }
 
 }  // namespace mesh::apply

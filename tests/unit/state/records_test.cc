@@ -215,6 +215,43 @@ TEST_F(RecordsTest, CompactSetHoldsWhatLoadRecordsHolds) {
   EXPECT_EQ(set.slots(), all.size());
 }
 
+// find() tries the record after the last one found first (a cycle asks in
+// declaration order): whatever the order of the questions, it answers as a
+// search would, erased records included; kind(i) is the view's kind.
+TEST_F(RecordsTest, CompactSetFindsInAnyOrderAndNamesKinds) {
+  auto store = Store::open(dir);
+  std::vector<std::string> ids;
+  for (int i = 0; i < 10; ++i) {
+    Record r = sample("m.r" + std::to_string(i));
+    r.kind = i % 2 ? "process" : "file";
+    store.putRecord(r);
+    ids.push_back(r.id);
+  }
+  auto set = store.loadRecordSet(ids.size());
+  auto expectFound = [&](const std::string& id) {
+    auto i = set.find(id);
+    ASSERT_TRUE(i) << id;
+    EXPECT_EQ(set[*i].id, id);
+    EXPECT_EQ(set.kind(*i), set[*i].kind);
+  };
+  for (const auto& id : ids) expectFound(id);  // in order: each the one after
+  for (auto it = ids.rbegin(); it != ids.rend(); ++it) expectFound(*it);
+  expectFound("m.r3");
+  expectFound("m.r3");  // the same again
+  expectFound("m.r9");
+  EXPECT_FALSE(set.find("m.r99"));  // past the last
+  expectFound("m.r0");
+  EXPECT_FALSE(set.find("m.r00"));  // between the one after and the rest
+  const auto five = set.find("m.r5");
+  ASSERT_TRUE(five);
+  set.erase(*five);
+  expectFound("m.r4");
+  EXPECT_FALSE(set.find("m.r5"));  // the one after, erased
+  expectFound("m.r6");
+  EXPECT_EQ(set.kind(*set.find("m.r7")), "process");
+  EXPECT_EQ(set.kind(*set.find("m.r8")), "file");
+}
+
 TEST_F(RecordsTest, CompactSetOfAnEmptyStoreIsEmpty) {
   auto store = Store::open(dir);
   auto set = store.loadRecordSet();

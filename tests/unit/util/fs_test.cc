@@ -1,10 +1,12 @@
 #include "util/fs.hh"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
 #include <cstdlib>
 #include <filesystem>
+#include <vector>
 
 #include "../../support/temp_dir.hh"
 #include "util/error.hh"
@@ -87,6 +89,76 @@ TEST_F(FsTest, FingerprintRoundTrip) {
   EXPECT_EQ(*parsed, f);
   EXPECT_FALSE(Fingerprint::parse("1:2:3"));
   EXPECT_FALSE(Fingerprint::parse(f.str() + "x"));
+}
+
+// The text is what records hold: written as fmt wrote it before, to the byte,
+// so a record from an earlier version still matches the file it describes.
+TEST(Fingerprint, TextAsFmtWroteIt) {
+  const Fingerprint cases[] = {
+      {},
+      {8, 1234, 200, 1700000000123456789, 1700000001000000000, 0100644, 0, 0},
+      {UINT64_MAX, UINT64_MAX, UINT64_MAX, INT64_MAX, INT64_MIN, UINT32_MAX, UINT32_MAX,
+       UINT32_MAX},
+      {1, 2, 0, -1, -1700000000000000000, 0120777, 65534, 1000},
+  };
+  for (const auto& f : cases) {
+    const std::string old = fmt::format("{}:{}:{}:{}:{}:{:o}:{}:{}", f.dev, f.ino, f.size,
+                                        f.mtimeNs, f.ctimeNs, f.mode, f.uid, f.gid);
+    EXPECT_EQ(f.str(), old);
+    char text[Fingerprint::kMaxText];
+    EXPECT_EQ(std::string_view(text, f.write(text)), old);
+    EXPECT_EQ(Fingerprint::parse(old), f) << old;
+  }
+}
+
+// is(text) answers parse(text) == *this, field by field: every field that
+// differs, every malformed or out-of-range text, and the same values written
+// otherwise (leading zeros, "-0").
+TEST(Fingerprint, IsAsParsedAndCompared) {
+  const Fingerprint f{8, 1234, 200, -1700000000123456789, 1700000001000000000, 0100644, 0, 1000};
+  const std::string text = f.str();
+  EXPECT_TRUE(f.is(text));
+  std::vector<std::string> texts = {
+      text,
+      "",
+      ":",
+      "8:1234:200",
+      text + ":",
+      text + "x",
+      "x" + text,
+      "08:01234:200:-1700000000123456789:1700000001000000000:0100644:00:1000",
+      "8:1234:200:-1700000000123456789:1700000001000000000:100644:-0:1000",
+      "8:1234:200:1700000000123456789:1700000001000000000:100644:0:1000",
+      "8:1234:200:-1700000000123456789:-1700000001000000000:100644:0:1000",
+      "8:1234:200:-1700000000123456789:1700000001000000000:100648:0:1000",
+      "8:1234:200:-1700000000123456789:1700000001000000000:100644:0:4294968296",
+      "8:1234:200:-1700000000123456789:1700000001000000000:100644:0:18446744073709552616",
+      "8:1234:200:-1700000000123456789:1700000001000000000:100644:0:+1000",
+      "8:1234:200:--1700000000123456789:1700000001000000000:100644:0:1000",
+      "8:1234:200:-:1700000000123456789:1700000001000000000:100644:0:1000",
+  };
+  for (size_t i = 0; i < text.size(); ++i) {  // every character changed, or dropped
+    std::string t = text;
+    t[i] = t[i] == '9' ? '0' : (t[i] == ':' ? '1' : static_cast<char>(t[i] + 1));
+    texts.push_back(t);
+    texts.push_back(text.substr(0, i) + text.substr(i + 1));
+  }
+  const Fingerprint edges[] = {
+      {},
+      {UINT64_MAX, UINT64_MAX, UINT64_MAX, INT64_MAX, INT64_MIN, UINT32_MAX, UINT32_MAX,
+       UINT32_MAX},
+  };
+  for (const auto& e : edges) {
+    texts.push_back(e.str());
+    EXPECT_TRUE(e.is(e.str()));
+  }
+  texts.push_back("0:0:0:-0:0:0:0:0");
+  texts.push_back("0:0:0:9223372036854775808:0:0:0:0");   // past INT64_MAX
+  texts.push_back("0:0:0:-9223372036854775809:0:0:0:0");  // past INT64_MIN
+  texts.push_back("18446744073709551616:0:0:0:0:0:0:0");  // past UINT64_MAX
+  for (const auto& t : texts)
+    for (const auto& g : {f, edges[0], edges[1]})
+      EXPECT_EQ(g.is(t), Fingerprint::parse(t) == g) << t << " against " << g.str();
 }
 
 TEST_F(FsTest, FingerprintMovesWithAnyWrite) {
