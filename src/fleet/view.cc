@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <thread>
 #include <tuple>
@@ -538,8 +539,9 @@ std::string downReason(const NodeKeys& k, const std::optional<NodeStatus>& statu
   return "";
 }
 
-// From this many nodes on, they are judged on several threads.
+// From this many nodes on, they are judged on several threads, kChunk nodes at a time.
 constexpr size_t kParallelFrom = 256;
+constexpr size_t kChunk = 32;
 
 namespace {
 
@@ -557,31 +559,34 @@ FleetView viewKnown(const std::map<std::string, NodeKeys>& known, int64_t revisi
   std::vector<std::optional<PushedDeclaration>> pushed(order.size());
   const DecodedValues decoded = decodeDistinct(known);
   // Each node is judged on its own (a signature or two to check, a few JSON values to
-  // read): across the machine's cores for a large fleet, in order for a small one.
-  const auto judge = [&](size_t from, size_t step) {
-    for (size_t i = from; i < order.size(); i += step) {
-      const auto& [node, k] = *order[i];
-      NodeView v = viewOf(node, k, decoded, pushed[i]);
-      checkTrust(v, keys.cluster, k, trusted, nowMs, memo);
-      v.state = stateOf(v);
-      if (v.state != NodeState::Converged) {
-        v.reasons = reasonsOf(v, nowMs);
-        v.lastError = lastErrorOf(v);
+  // read): across the machine's cores for a large fleet, in order for a small one. The
+  // threads take the next chunk of nodes as they finish one, so a thread that gets less
+  // of a busy machine's CPU does less of the work rather than holding up the others.
+  std::atomic<size_t> next{0};
+  const auto judge = [&] {
+    for (;;) {
+      const size_t from = next.fetch_add(kChunk, std::memory_order_relaxed);
+      if (from >= order.size()) return;
+      for (size_t i = from; i < std::min(from + kChunk, order.size()); ++i) {
+        const auto& [node, k] = *order[i];
+        NodeView v = viewOf(node, k, decoded, pushed[i]);
+        checkTrust(v, keys.cluster, k, trusted, nowMs, memo);
+        v.state = stateOf(v);
+        if (v.state != NodeState::Converged) {
+          v.reasons = reasonsOf(v, nowMs);
+          v.lastError = lastErrorOf(v);
+        }
+        out.nodes[i] = std::move(v);
       }
-      out.nodes[i] = std::move(v);
     }
   };
   const size_t threads = order.size() < kParallelFrom
                              ? 1
                              : std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 8);
-  if (threads == 1) {
-    judge(0, 1);
-  } else {
-    std::vector<std::thread> pool;
-    for (size_t t = 1; t < threads; ++t) pool.emplace_back(judge, t, threads);
-    judge(0, threads);
-    for (auto& th : pool) th.join();
-  }
+  std::vector<std::thread> pool;
+  for (size_t t = 1; t < threads; ++t) pool.emplace_back(judge);
+  judge();
+  for (auto& th : pool) th.join();
   PushedBy pushedBy(trusted);
   for (size_t i = 0; i < order.size(); ++i)
     if (pushed[i] && out.nodes[i].wanted)
