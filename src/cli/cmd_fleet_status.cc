@@ -85,13 +85,15 @@ int runFleetStatus(const FleetOptions& f) {
   fleet::EtcdClient client(etcdConfigOf(f));
   // Statuses change rarely and enrollments almost never: most signatures were checked by
   // the run before (docs/fleet.md, "What fleet status remembers"). The memo is loaded
-  // (its key made, on a first run) while etcd answers.
+  // (its key made, on a first run) while etcd answers, and what it lacks is checked into
+  // it as the range arrives; what is not checked by the end of the read is checked after.
   fleet::VerifiedMemo memo;
   const std::string dir = memoDir();
-  auto loading =
-      std::async(std::launch::async, [&] { return !dir.empty() && memo.persistIn(dir); });
-  auto range = fleet::readFleet(client, keys);
-  const bool kept = loading.get();
+  bool kept = false;
+  fleet::CheckAhead ahead(keys, trusted, memo, [&] { kept = !dir.empty() && memo.persistIn(dir); });
+  auto range =
+      fleet::readFleet(client, keys, [&](const fleet::EtcdKeyValue& kv) { ahead.see(kv); });
+  ahead.stop();
   // The range is not needed after: its values are moved into the judgement, not copied.
   const auto view = fleet::viewFleet(std::move(range), keys, trusted, nowMs(), &memo);
   // The memo is written while the answer is: it only spares work, so an answer cut

@@ -614,6 +614,7 @@ class Reader {
 // 10,000 nodes) is read while etcd still sends it, and is never held whole a second time.
 class RangeStream {
  public:
+  explicit RangeStream(const EtcdClient::KvObserver* onKv) : onKv_(onKv) {}
   // The bytes of the answer's body, in the order they came.
   void feed(std::string_view data) {
     received_ += data.size();
@@ -717,9 +718,14 @@ class RangeStream {
           break;
       }
     if (!k.ok) return false;
+    if (onKv_ && *onKv_) try {  // never through libcurl's C frames
+        (*onKv_)(kv);
+      } catch (...) {
+      }
     out.kvs.push_back(std::move(kv));
     return true;
   }
+  const EtcdClient::KvObserver* onKv_;
   std::string pending_;  // bytes in, not yet read: at most part of one field
   std::uint64_t length_ = 0, read_ = 0, received_ = 0;
   bool framed_ = false, ok_ = true;
@@ -727,6 +733,7 @@ class RangeStream {
 
 // The grpc-status and grpc-message headers (or trailers: libcurl hands both to this).
 struct Answer {
+  explicit Answer(const EtcdClient::KvObserver* onKv) : body(onKv) {}
   RangeStream body;
   std::string status, message;
 };
@@ -762,11 +769,11 @@ enum class Outcome { Read, Unreachable, NoHttp2, NotServed };
 // says it in etcd's words.
 Outcome range(CURL* curl, const EtcdConfig& config, const std::string& token,
               const std::string& key, const std::string& rangeEnd,
-              std::chrono::milliseconds timeout, EtcdRange& out, std::uint64_t& clusterId,
-              std::string& error) {
+              std::chrono::milliseconds timeout, const EtcdClient::KvObserver& onKv, EtcdRange& out,
+              std::uint64_t& clusterId, std::string& error) {
   const std::string body = rangeRequest(key, rangeEnd);
   const std::string url = config.endpoint + "/etcdserverpb.KV/Range";
-  Answer answer;
+  Answer answer(&onKv);
   char errbuf[CURL_ERROR_SIZE] = {0};
   Headers headers(token, Headers::Grpc{});
   curl_easy_reset(curl);
@@ -835,6 +842,10 @@ std::optional<EtcdValue> EtcdClient::get(const std::string& key) {
 }
 
 EtcdRange EtcdClient::getPrefix(const std::string& prefix) {
+  return getPrefix(prefix, {});
+}
+
+EtcdRange EtcdClient::getPrefix(const std::string& prefix, const KvObserver& onKv) {
   if (!grpcNotServed_.load()) {  // etcd's gRPC API first, the gateway when it is not served
     std::lock_guard<std::mutex> lock(mutex_);
     if (!grpcHandle_) grpcHandle_ = std::make_unique<Handle>();
@@ -843,7 +854,7 @@ EtcdRange EtcdClient::getPrefix(const std::string& prefix) {
     std::uint64_t clusterId = 0;
     std::string error;
     switch (rpc::range(grpcHandle_->curl, config_, token, prefix, prefixEnd(prefix),
-                       requestTimeout_, out, clusterId, error)) {
+                       requestTimeout_, onKv, out, clusterId, error)) {
       case rpc::Outcome::Read:
         noteHeader(std::to_string(clusterId), out.revision);
         grpcReads_.fetch_add(1);
@@ -867,6 +878,8 @@ EtcdRange EtcdClient::getPrefix(const std::string& prefix) {
   out.revision = i64(r["header"], "revision");
   if (auto kvs = r.find("kvs"); kvs != r.end() && kvs->is_array())
     for (const auto& kv : *kvs) out.kvs.push_back(parseKv(kv, what));
+  if (onKv)
+    for (const auto& kv : out.kvs) onKv(kv);
   return out;
 }
 
