@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <future>
 #include <utility>
 
 #include "cli/commands.hh"
@@ -82,15 +83,24 @@ int runFleetStatus(const FleetOptions& f) {
   const auto keys = keysOf(f);
   const auto trusted = f.trust.load();
   fleet::EtcdClient client(etcdConfigOf(f));
-  auto range = fleet::readFleet(client, keys);
   // Statuses change rarely and enrollments almost never: most signatures were checked by
-  // the run before (docs/fleet.md, "What fleet status remembers").
+  // the run before (docs/fleet.md, "What fleet status remembers"). The memo is loaded
+  // (its key made, on a first run) while etcd answers, and what it lacks is checked into
+  // it as the range arrives; what is not checked by the end of the read is checked after.
   fleet::VerifiedMemo memo;
   const std::string dir = memoDir();
-  const bool kept = !dir.empty() && memo.persistIn(dir);
+  bool kept = false;
+  fleet::CheckAhead ahead(keys, trusted, memo, [&] { kept = !dir.empty() && memo.persistIn(dir); });
+  auto range =
+      fleet::readFleet(client, keys, [&](const fleet::EtcdKeyValue& kv) { ahead.see(kv); });
+  ahead.stop();
   // The range is not needed after: its values are moved into the judgement, not copied.
   const auto view = fleet::viewFleet(std::move(range), keys, trusted, nowMs(), &memo);
-  if (kept) memo.save();
+  // The memo is written while the answer is: it only spares work, so an answer cut
+  // short before it is written costs the next run its checks, nothing more.
+  auto saving = std::async(std::launch::async, [&] {
+    if (kept) memo.save();
+  });
 
   if (f.json) {
     std::puts(fleet::fleetJsonText(view).c_str());

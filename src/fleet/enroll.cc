@@ -283,4 +283,31 @@ NodeTrust checkNode(const std::string& cluster, const std::string& node,
   return t;
 }
 
+void checkAhead(const std::string& cluster, const std::string& node, const std::string& enrollment,
+                const std::string& status, const std::vector<trust::OperatorPublicKey>& trusted,
+                VerifiedMemo& memo) {
+  try {
+    // As checkNode: the enrollment's signature by a key trusted now, then the status
+    // signed by the enrolled key and naming this node and cluster.
+    const std::string d = memoDigest({"enrollment", cluster, node, enrollment});
+    trust::NodePublicKey key;
+    if (memo.has(d)) {
+      auto [e, sig] = readEnrollment(enrollment, cluster, node, "");
+      if (std::find(trusted.begin(), trusted.end(), sig.signer) == trusted.end()) return;
+      key = e.key;
+    } else {
+      key = verifyEnrollment(enrollment, cluster, node, trusted, "").key;
+      memo.add(d);
+    }
+    const std::string s = memoDigest({"signed", cluster, node, key.text(), status});
+    if (memo.has(s)) return;
+    SignedFor signedFor;
+    if (checkNodeJson(status, key, signedFor) == NodeSignature::Valid && signedFor.node == node &&
+        signedFor.cluster == cluster)
+      memo.add(s);
+  } catch (...) {
+    // Left to checkNode.
+  }
+}
+
 }  // namespace mesh::fleet

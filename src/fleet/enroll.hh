@@ -110,4 +110,12 @@ NodeTrust checkNode(const std::string& cluster, const std::string& node,
                     const std::vector<trust::OperatorPublicKey>& trusted,
                     VerifiedMemo* memo = nullptr);
 
+// What checkNode will check of a node whose status sits in etcd, checked ahead into
+// `memo` (fleet status checks while the range still arrives): the enrollment's signature,
+// then the status's by the key it enrolls. Only what checkNode itself would remember is
+// remembered; whatever does not verify is left to checkNode to say why. Never throws.
+void checkAhead(const std::string& cluster, const std::string& node, const std::string& enrollment,
+                const std::string& status, const std::vector<trust::OperatorPublicKey>& trusted,
+                VerifiedMemo& memo);
+
 }  // namespace mesh::fleet

@@ -550,6 +550,7 @@ class Reader {
  public:
   explicit Reader(std::string_view bytes) : at_(bytes.data()), end_(bytes.data() + bytes.size()) {}
   bool more() const { return ok && at_ < end_; }
+  size_t left() const { return static_cast<size_t>(end_ - at_); }
   std::uint64_t varint() {
     std::uint64_t v = 0;
     for (int shift = 0; shift < 64; shift += 7) {
@@ -608,53 +609,133 @@ class Reader {
 };
 
 // RangeResponse{header = 1 {cluster_id = 1, revision = 3}, kvs = 2 {key = 1,
-// create_revision = 2, mod_revision = 3, value = 5, lease = 6}} into `out`.
-bool readRange(std::string_view msg, EtcdRange& out, std::uint64_t& clusterId) {
-  Reader r(msg);
-  unsigned field = 0;
-  std::uint64_t n = 0;
-  std::string_view b;
-  while (r.more() && r.next(field, n, b)) {
-    if (field == 1) {
-      Reader h(b);
-      while (h.more() && h.next(field, n, b))
-        if (field == 1)
-          clusterId = n;
-        else if (field == 3)
-          out.revision = static_cast<std::int64_t>(n);
-      if (!h.ok) return false;
-    } else if (field == 2) {
-      Reader k(b);
-      EtcdKeyValue kv;
-      while (k.more() && k.next(field, n, b)) switch (field) {
-          case 1:
-            kv.key = b;
-            break;
-          case 2:
-            kv.createRevision = static_cast<std::int64_t>(n);
-            break;
-          case 3:
-            kv.modRevision = static_cast<std::int64_t>(n);
-            break;
-          case 5:
-            kv.value = b;
-            break;
-          case 6:
-            kv.lease = static_cast<std::int64_t>(n);
-            break;
-          default:
-            break;
-        }
-      if (!k.ok) return false;
-      out.kvs.push_back(std::move(kv));
+// create_revision = 2, mod_revision = 3, value = 5, lease = 6}}, read as it arrives: each
+// field is read into `out` as soon as all its bytes are in, so the answer (tens of MB at
+// 10,000 nodes) is read while etcd still sends it, and is never held whole a second time.
+class RangeStream {
+ public:
+  explicit RangeStream(const EtcdClient::KvObserver* onKv) : onKv_(onKv) {}
+  // The bytes of the answer's body, in the order they came.
+  void feed(std::string_view data) {
+    received_ += data.size();
+    if (!ok_) return;
+    pending_.append(data);
+    size_t at = 0;
+    if (!framed_) {
+      if (pending_.size() < 5) return;
+      if (pending_[0] != 0) ok_ = false;  // compressed, or not gRPC
+      for (int i = 1; i < 5; ++i) length_ = length_ << 8 | static_cast<unsigned char>(pending_[i]);
+      framed_ = true;
+      at = 5;
+    }
+    while (ok_ && at < pending_.size()) {
+      const std::string_view rest = std::string_view(pending_).substr(at);
+      Reader r(rest);
+      unsigned field = 0;
+      std::uint64_t n = 0;
+      std::string_view b;
+      // A field whose bytes are not all in yet is read when they are.
+      if (!complete(rest)) break;
+      if (!r.next(field, n, b)) {
+        ok_ = false;
+        break;
+      }
+      const size_t used = rest.size() - r.left();
+      if (field == 1 || field == 2) ok_ = field == 1 ? readHeader(b) : readKv(b);
+      at += used;
+      read_ += used;
+      if (read_ > length_) ok_ = false;
+    }
+    pending_.erase(0, at);
+  }
+  // Whether the body was one whole, well-formed message of `length` bytes: then `out` is
+  // the range.
+  bool whole() const {
+    return ok_ && framed_ && pending_.empty() && read_ == length_ && received_ == 5 + length_;
+  }
+  EtcdRange out;
+  std::uint64_t clusterId = 0;
+
+ private:
+  // Whether `rest` begins with a whole field (tag, and for bytes their length and all of
+  // them); a malformed start counts as whole, for next() to reject.
+  static bool complete(std::string_view rest) {
+    Reader r(rest);
+    const auto tag = r.varint();
+    if (!r.ok) return rest.size() >= 10;
+    switch (tag & 7) {
+      case 0:
+        r.varint();
+        return r.ok || rest.size() >= 20;
+      case 1:
+        return r.left() >= 8;
+      case 5:
+        return r.left() >= 4;
+      case 2: {
+        const auto n = r.varint();
+        if (!r.ok) return rest.size() >= 20;
+        return r.left() >= n;
+      }
+      default:
+        return true;
     }
   }
-  return r.ok;
-}
+  bool readHeader(std::string_view msg) {
+    Reader h(msg);
+    unsigned field = 0;
+    std::uint64_t n = 0;
+    std::string_view b;
+    while (h.more() && h.next(field, n, b))
+      if (field == 1)
+        clusterId = n;
+      else if (field == 3)
+        out.revision = static_cast<std::int64_t>(n);
+    return h.ok;
+  }
+  bool readKv(std::string_view msg) {
+    Reader k(msg);
+    unsigned field = 0;
+    std::uint64_t n = 0;
+    std::string_view b;
+    EtcdKeyValue kv;
+    while (k.more() && k.next(field, n, b)) switch (field) {
+        case 1:
+          kv.key = b;
+          break;
+        case 2:
+          kv.createRevision = static_cast<std::int64_t>(n);
+          break;
+        case 3:
+          kv.modRevision = static_cast<std::int64_t>(n);
+          break;
+        case 5:
+          kv.value = b;
+          break;
+        case 6:
+          kv.lease = static_cast<std::int64_t>(n);
+          break;
+        default:
+          break;
+      }
+    if (!k.ok) return false;
+    if (onKv_ && *onKv_) try {  // never through libcurl's C frames
+        (*onKv_)(kv);
+      } catch (...) {
+      }
+    out.kvs.push_back(std::move(kv));
+    return true;
+  }
+  const EtcdClient::KvObserver* onKv_;
+  std::string pending_;  // bytes in, not yet read: at most part of one field
+  std::uint64_t length_ = 0, read_ = 0, received_ = 0;
+  bool framed_ = false, ok_ = true;
+};
 
 // The grpc-status and grpc-message headers (or trailers: libcurl hands both to this).
 struct Answer {
-  std::string body, status, message;
+  explicit Answer(const EtcdClient::KvObserver* onKv) : body(onKv) {}
+  RangeStream body;
+  std::string status, message;
 };
 
 size_t onHeader(char* data, size_t size, size_t n, void* user) {
@@ -674,17 +755,8 @@ size_t onHeader(char* data, size_t size, size_t n, void* user) {
   return size * n;
 }
 
-// The answer's bytes, in a buffer sized once from the message's length (tens of MB grown
-// by doubling are copied and their pages faulted in again and again).
 size_t onBody(char* data, size_t size, size_t n, void* user) {
-  auto& body = *static_cast<std::string*>(user);
-  const size_t had = body.size();
-  body.append(data, size * n);
-  if (had < 5 && body.size() >= 5) {
-    std::uint64_t length = 0;
-    for (int i = 1; i < 5; ++i) length = length << 8 | static_cast<unsigned char>(body[i]);
-    body.reserve(5 + length);
-  }
+  static_cast<RangeStream*>(user)->feed(std::string_view(data, size * n));
   return size * n;
 }
 
@@ -697,11 +769,11 @@ enum class Outcome { Read, Unreachable, NoHttp2, NotServed };
 // says it in etcd's words.
 Outcome range(CURL* curl, const EtcdConfig& config, const std::string& token,
               const std::string& key, const std::string& rangeEnd,
-              std::chrono::milliseconds timeout, EtcdRange& out, std::uint64_t& clusterId,
-              std::string& error) {
+              std::chrono::milliseconds timeout, const EtcdClient::KvObserver& onKv, EtcdRange& out,
+              std::uint64_t& clusterId, std::string& error) {
   const std::string body = rangeRequest(key, rangeEnd);
   const std::string url = config.endpoint + "/etcdserverpb.KV/Range";
-  Answer answer;
+  Answer answer(&onKv);
   char errbuf[CURL_ERROR_SIZE] = {0};
   Headers headers(token, Headers::Grpc{});
   curl_easy_reset(curl);
@@ -732,16 +804,10 @@ Outcome range(CURL* curl, const EtcdConfig& config, const std::string& token,
   curl_easy_getinfo(curl, CURLINFO_HTTP_VERSION, &version);
   if (rc == CURLE_OK && status != 0 && version != CURL_HTTP_VERSION_2_0) return Outcome::NoHttp2;
   if (rc != CURLE_OK || status != 200 || version != CURL_HTTP_VERSION_2_0 || answer.status != "0" ||
-      answer.body.size() < 5 || answer.body[0] != 0)
+      !answer.body.whole())
     return Outcome::NotServed;
-  std::uint64_t length = 0;
-  for (int i = 1; i < 5; ++i) length = length << 8 | static_cast<unsigned char>(answer.body[i]);
-  if (answer.body.size() != 5 + length) return Outcome::NotServed;
-  out = EtcdRange();
-  if (!readRange(std::string_view(answer.body).substr(5), out, clusterId)) {
-    out = EtcdRange();
-    return Outcome::NotServed;
-  }
+  out = std::move(answer.body.out);
+  clusterId = answer.body.clusterId;
   return Outcome::Read;
 }
 
@@ -776,6 +842,10 @@ std::optional<EtcdValue> EtcdClient::get(const std::string& key) {
 }
 
 EtcdRange EtcdClient::getPrefix(const std::string& prefix) {
+  return getPrefix(prefix, {});
+}
+
+EtcdRange EtcdClient::getPrefix(const std::string& prefix, const KvObserver& onKv) {
   if (!grpcNotServed_.load()) {  // etcd's gRPC API first, the gateway when it is not served
     std::lock_guard<std::mutex> lock(mutex_);
     if (!grpcHandle_) grpcHandle_ = std::make_unique<Handle>();
@@ -784,7 +854,7 @@ EtcdRange EtcdClient::getPrefix(const std::string& prefix) {
     std::uint64_t clusterId = 0;
     std::string error;
     switch (rpc::range(grpcHandle_->curl, config_, token, prefix, prefixEnd(prefix),
-                       requestTimeout_, out, clusterId, error)) {
+                       requestTimeout_, onKv, out, clusterId, error)) {
       case rpc::Outcome::Read:
         noteHeader(std::to_string(clusterId), out.revision);
         grpcReads_.fetch_add(1);
@@ -808,6 +878,8 @@ EtcdRange EtcdClient::getPrefix(const std::string& prefix) {
   out.revision = i64(r["header"], "revision");
   if (auto kvs = r.find("kvs"); kvs != r.end() && kvs->is_array())
     for (const auto& kv : *kvs) out.kvs.push_back(parseKv(kv, what));
+  if (onKv)
+    for (const auto& kv : out.kvs) onKv(kv);
   return out;
 }
 

@@ -148,6 +148,12 @@ class EtcdClient {
   // gateway would send as base64 in JSON), else, when etcd does not serve gRPC there or
   // answers the call with an error, through the gateway as every other call.
   EtcdRange getPrefix(const std::string& prefix);
+  // The same, `onKv` shown each key-value as soon as it is read (over gRPC, while the rest
+  // of the answer still arrives; through the gateway, once the answer is read), on the
+  // calling thread, in key order. A read that fails over gRPC and is asked again through
+  // the gateway may show some keys twice.
+  using KvObserver = std::function<void(const EtcdKeyValue&)>;
+  EtcdRange getPrefix(const std::string& prefix, const KvObserver& onKv);
   // How many getPrefix calls were answered over gRPC.
   std::size_t grpcReads() const { return grpcReads_.load(); }
   // Returns whether the key existed.

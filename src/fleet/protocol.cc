@@ -105,8 +105,8 @@ std::map<std::string, NodeKeys> nodesIn(EtcdRange&& range, const FleetKeys& keys
   return nodesOf(range, keys);
 }
 
-EtcdRange readFleet(EtcdClient& etcd, const FleetKeys& keys) {
-  EtcdRange range = etcd.getPrefix(keys.nodesPrefix());
+EtcdRange readFleet(EtcdClient& etcd, const FleetKeys& keys, const EtcdClient::KvObserver& onKv) {
+  EtcdRange range = etcd.getPrefix(keys.nodesPrefix(), onKv);
   // Whether a known node (nodesIn) has no live status, by the keys alone: the values
   // (tens of MB at 10,000 nodes) are not copied for that.
   std::unordered_map<std::string, bool> hasStatus;

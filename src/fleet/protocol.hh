@@ -88,7 +88,9 @@ std::map<std::string, NodeKeys> nodesIn(EtcdRange&& range, const FleetKeys& keys
 // only when a node there has no live status, the seen copies too (appended: the range
 // stays sorted). A node known by nothing but a seen copy is not listed while every other
 // node is up.
-EtcdRange readFleet(EtcdClient& etcd, const FleetKeys& keys);
+// `onKv`, when given, is shown each key of the nodes prefix as it is read (getPrefix).
+EtcdRange readFleet(EtcdClient& etcd, const FleetKeys& keys,
+                    const EtcdClient::KvObserver& onKv = {});
 
 struct NodeStatus {
   std::string node;

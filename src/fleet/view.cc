@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <thread>
 #include <tuple>
@@ -538,8 +539,9 @@ std::string downReason(const NodeKeys& k, const std::optional<NodeStatus>& statu
   return "";
 }
 
-// From this many nodes on, they are judged on several threads.
+// From this many nodes on, they are judged on several threads, kChunk nodes at a time.
 constexpr size_t kParallelFrom = 256;
+constexpr size_t kChunk = 32;
 
 namespace {
 
@@ -557,31 +559,34 @@ FleetView viewKnown(const std::map<std::string, NodeKeys>& known, int64_t revisi
   std::vector<std::optional<PushedDeclaration>> pushed(order.size());
   const DecodedValues decoded = decodeDistinct(known);
   // Each node is judged on its own (a signature or two to check, a few JSON values to
-  // read): across the machine's cores for a large fleet, in order for a small one.
-  const auto judge = [&](size_t from, size_t step) {
-    for (size_t i = from; i < order.size(); i += step) {
-      const auto& [node, k] = *order[i];
-      NodeView v = viewOf(node, k, decoded, pushed[i]);
-      checkTrust(v, keys.cluster, k, trusted, nowMs, memo);
-      v.state = stateOf(v);
-      if (v.state != NodeState::Converged) {
-        v.reasons = reasonsOf(v, nowMs);
-        v.lastError = lastErrorOf(v);
+  // read): across the machine's cores for a large fleet, in order for a small one. The
+  // threads take the next chunk of nodes as they finish one, so a thread that gets less
+  // of a busy machine's CPU does less of the work rather than holding up the others.
+  std::atomic<size_t> next{0};
+  const auto judge = [&] {
+    for (;;) {
+      const size_t from = next.fetch_add(kChunk, std::memory_order_relaxed);
+      if (from >= order.size()) return;
+      for (size_t i = from; i < std::min(from + kChunk, order.size()); ++i) {
+        const auto& [node, k] = *order[i];
+        NodeView v = viewOf(node, k, decoded, pushed[i]);
+        checkTrust(v, keys.cluster, k, trusted, nowMs, memo);
+        v.state = stateOf(v);
+        if (v.state != NodeState::Converged) {
+          v.reasons = reasonsOf(v, nowMs);
+          v.lastError = lastErrorOf(v);
+        }
+        out.nodes[i] = std::move(v);
       }
-      out.nodes[i] = std::move(v);
     }
   };
   const size_t threads = order.size() < kParallelFrom
                              ? 1
                              : std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 8);
-  if (threads == 1) {
-    judge(0, 1);
-  } else {
-    std::vector<std::thread> pool;
-    for (size_t t = 1; t < threads; ++t) pool.emplace_back(judge, t, threads);
-    judge(0, threads);
-    for (auto& th : pool) th.join();
-  }
+  std::vector<std::thread> pool;
+  for (size_t t = 1; t < threads; ++t) pool.emplace_back(judge);
+  judge();
+  for (auto& th : pool) th.join();
   PushedBy pushedBy(trusted);
   for (size_t i = 0; i < order.size(); ++i)
     if (pushed[i] && out.nodes[i].wanted)
@@ -603,6 +608,79 @@ FleetView viewFleet(EtcdRange&& range, const FleetKeys& keys,
                     VerifiedMemo* memo) {
   const int64_t revision = range.revision;
   return viewKnown(nodesIn(std::move(range), keys), revision, keys, trusted, nowMs, memo);
+}
+
+CheckAhead::CheckAhead(const FleetKeys& keys, const std::vector<trust::OperatorPublicKey>& trusted,
+                       VerifiedMemo& memo, std::function<void()> prepare)
+    : keys_(keys),
+      prefix_(keys.nodesPrefix()),
+      trusted_(trusted),
+      memo_(memo),
+      prepare_(std::move(prepare)),
+      thread_([this] { run(); }) {}
+
+void CheckAhead::see(const EtcdKeyValue& kv) {
+  // A node's keys are read together (they share its prefix): declaration, enrollment,
+  // heartbeat, status.
+  std::string_view rest(kv.key);
+  if (!rest.starts_with(prefix_)) return;
+  rest.remove_prefix(prefix_.size());
+  const auto slash = rest.find('/');
+  if (slash == std::string_view::npos || slash == 0) return;
+  const auto node = rest.substr(0, slash), what = rest.substr(slash + 1);
+  if (node != node_) {
+    node_ = node;
+    enrollment_.clear();
+  }
+  if (what == "enrollment") enrollment_ = kv.value;
+  if (what != "status" || enrollment_.empty()) return;
+  batch_.push_back({node_, std::move(enrollment_), kv.value});
+  enrollment_.clear();
+  if (batch_.size() < 16) return;
+  {
+    std::lock_guard lock(mutex_);
+    for (auto& job : batch_) jobs_.push_back(std::move(job));
+  }
+  batch_.clear();
+  wake_.notify_one();
+}
+
+void CheckAhead::stop() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_one();
+  if (thread_.joinable()) thread_.join();
+}
+
+void CheckAhead::finish() {
+  {
+    std::lock_guard lock(mutex_);
+    for (auto& job : batch_) jobs_.push_back(std::move(job));
+    dropRest_ = false;
+  }
+  batch_.clear();
+  stop();
+}
+
+void CheckAhead::run() {
+  try {
+    if (prepare_) prepare_();
+  } catch (...) {
+    // The memo stays in memory; what is checked ahead is remembered there all the same.
+  }
+  for (;;) {
+    Job job;
+    {
+      std::unique_lock lock(mutex_);
+      wake_.wait(lock, [&] { return stopping_ || !jobs_.empty(); });
+      if (stopping_ && (dropRest_ || jobs_.empty())) return;
+      job = std::move(jobs_.front());
+      jobs_.pop_front();
+    }
+    checkAhead(keys_.cluster, job.node, job.enrollment, job.status, trusted_, memo_);
+  }
 }
 
 json fleetJson(const FleetView& v) {

@@ -4,6 +4,7 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <stdlib.h>
@@ -73,6 +74,27 @@ TEST_F(EtcdTest, GetPrefixReturnsOnlyKeysUnderIt) {
   EXPECT_GT(range.kvs[1].modRevision, 0);
   EXPECT_GE(range.revision, last);
   EXPECT_TRUE(client->getPrefix(key("none/")).kvs.empty());
+}
+
+// A range read over gRPC is read as it arrives: an observer is shown each key-value once,
+// in key order, exactly as the range returns it — here 300 values of 1–3 KB, so that
+// keys and values are cut across the pieces the answer arrives in.
+TEST_F(EtcdTest, GetPrefixShowsEachKeyValueAsItIsRead) {
+  for (int i = 0; i < 300; ++i)
+    client->put(key(fmt::format("s/{:03}", i)), std::string(1000 + 7 * i, static_cast<char>(i)));
+  std::vector<EtcdKeyValue> seen;
+  const auto range =
+      client->getPrefix(key("s/"), [&](const EtcdKeyValue& kv) { seen.push_back(kv); });
+  EXPECT_EQ(client->grpcReads(), 1u);
+  ASSERT_EQ(range.kvs.size(), 300u);
+  ASSERT_EQ(seen.size(), range.kvs.size());
+  for (size_t i = 0; i < seen.size(); ++i) {
+    EXPECT_EQ(seen[i].key, key(fmt::format("s/{:03}", i)));
+    EXPECT_EQ(seen[i].key, range.kvs[i].key);
+    EXPECT_EQ(seen[i].value, range.kvs[i].value) << seen[i].key;
+    EXPECT_EQ(seen[i].value.size(), 1000 + 7 * i);
+    EXPECT_EQ(seen[i].modRevision, range.kvs[i].modRevision);
+  }
 }
 
 // getPrefix reads over etcd's gRPC API: every byte of keys and values (NUL, 0xff, empty,

@@ -334,6 +334,47 @@ TEST(FleetView, AForgedValueAmongManyJudgedInParallelIsNamedEveryRun) {
   }
 }
 
+// What is checked while the range still arrives (CheckAhead) is what the judging would
+// remember itself, no more: a good node's enrollment and status; a forged status or an
+// enrollment by a key not trusted is not remembered, and is judged forged all the same.
+// The memo is loaded on CheckAhead's thread before anything is checked into it.
+TEST(FleetView, WhatIsCheckedAheadIsWhatTheJudgingWouldRemember) {
+  ASSERT_GE(sodium_init(), 0);
+  TempDir tmp;
+  Fleet f;
+  const auto stranger = trust::NodeKey::ephemeral();
+  const auto otherOp = trust::OperatorKey::generate();
+  for (int i = 0; i < 4; ++i) f.node(fmt::format("n-{}", i));
+  f.node("n-4", true, &stranger);          // its status signed by another key
+  f.node("n-5", true, nullptr, &otherOp);  // enrolled by a key not trusted
+  f.node("n-6", false);                    // down: a seen copy, no status
+  std::sort(f.range.kvs.begin(), f.range.kvs.end(),
+            [](const EtcdKeyValue& a, const EtcdKeyValue& b) { return a.key < b.key; });
+  const std::vector<trust::OperatorPublicKey> trusted = {f.op.publicKey()};
+  const std::string dir = tmp.path + "/memo";
+  {
+    VerifiedMemo memo;
+    bool kept = false;
+    CheckAhead ahead(f.keys, trusted, memo, [&] { kept = memo.persistIn(dir); });
+    for (const auto& kv : f.range.kvs) ahead.see(kv);
+    ahead.finish();
+    ASSERT_TRUE(kept);
+    memo.save();
+  }
+  // Four nodes' enrollment and status, and n-4's enrollment.
+  EXPECT_EQ(slurp(dir + "/verified").size(), 9u * crypto_auth_hmacsha256_BYTES);
+  VerifiedMemo memo;
+  ASSERT_TRUE(memo.persistIn(dir));
+  const auto view = viewFleet(f.range, f.keys, trusted, kNow, &memo);
+  const auto fresh = viewFleet(f.range, f.keys, trusted, kNow);
+  EXPECT_EQ(fleetJsonText(view), fleetJsonText(fresh));
+  ASSERT_EQ(view.nodes.size(), 7u);
+  EXPECT_EQ(view.nodes[4].state, NodeState::Forged) << stateName(view.nodes[4].state);
+  EXPECT_EQ(view.nodes[5].state, NodeState::Forged) << stateName(view.nodes[5].state);
+  EXPECT_EQ(view.nodes[6].state, NodeState::Down) << stateName(view.nodes[6].state);
+  EXPECT_EQ(view.count(NodeState::Converged), 4u);
+}
+
 // `fleet status --json` writes the nodes straight into the text: byte for byte what the
 // tree of fleetJson dumps, for every field a node can have (none, all, optional ones left
 // out) and strings that need escaping; what the tree cannot dump (invalid UTF-8) throws
