@@ -87,7 +87,9 @@ int runFleetStatus(const FleetOptions& f) {
   // the run before (docs/fleet.md, "What fleet status remembers"). The memo is loaded
   // (its key made, on a first run) while etcd answers, and what it lacks is checked into
   // it as the range arrives; what is not checked by the end of the read is checked after.
-  fleet::VerifiedMemo memo;
+  // The memo and the judged fleet (tens of thousands of strings at 10,000 nodes) are left
+  // to the process's exit, not freed one at a time: runFleetStatus runs once a process.
+  auto& memo = *new fleet::VerifiedMemo;
   const std::string dir = memoDir();
   bool kept = false;
   fleet::CheckAhead ahead(keys, trusted, memo, [&] { kept = !dir.empty() && memo.persistIn(dir); });
@@ -95,7 +97,8 @@ int runFleetStatus(const FleetOptions& f) {
       fleet::readFleet(client, keys, [&](const fleet::EtcdKeyValue& kv) { ahead.see(kv); });
   ahead.stop();
   // The range is not needed after: its values are moved into the judgement, not copied.
-  const auto view = fleet::viewFleet(std::move(range), keys, trusted, nowMs(), &memo);
+  const auto& view =
+      *new fleet::FleetView(fleet::viewFleet(std::move(range), keys, trusted, nowMs(), &memo));
   // The memo is written while the answer is: it only spares work, so an answer cut
   // short before it is written costs the next run its checks, nothing more.
   auto saving = std::async(std::launch::async, [&] {

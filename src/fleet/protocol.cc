@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
+#include <cstdint>
 #include <nlohmann/json.hpp>
 #include <unordered_map>
 
@@ -68,29 +70,50 @@ std::string FleetKeys::push(int64_t pushedAtMs, const std::string& digest) const
 
 namespace {
 
+// splitNodeKey's reading, as views into `key` under `prefix` (keys.nodesPrefix()): tens of
+// thousands of keys are split per range without building two strings for each.
+std::optional<std::pair<std::string_view, std::string_view>> splitUnder(std::string_view prefix,
+                                                                        std::string_view key) {
+  if (!key.starts_with(prefix)) return std::nullopt;
+  key.remove_prefix(prefix.size());
+  const auto slash = key.find('/');
+  if (slash == std::string_view::npos || slash == 0 || slash + 1 == key.size()) return std::nullopt;
+  const auto rest = key.substr(slash + 1);
+  if (rest.find('/') != std::string_view::npos) return std::nullopt;
+  return std::pair{key.substr(0, slash), rest};
+}
+
 // nodesIn, the values copied out of `range` (const) or moved (not const).
 template <typename Range>
 std::map<std::string, NodeKeys> nodesOf(Range& range, const FleetKeys& keys) {
   std::map<std::string, NodeKeys> nodes;
-  const std::string seenPrefix = keys.seenPrefix();
+  const std::string seenPrefix = keys.seenPrefix(), nodesPrefix = keys.nodesPrefix();
   // Of a node's two seen copies (an older agent's under its node prefix), the newer.
   const auto seen = [](std::optional<EtcdKeyValue>& slot, auto& kv) {
     if (!slot || slot->modRevision < kv.modRevision) slot = std::move(kv);
   };
+  std::pair<const std::string, NodeKeys>* last = nullptr;
   for (auto& kv : range.kvs) {
     if (kv.key.starts_with(seenPrefix)) {
       const std::string node = kv.key.substr(seenPrefix.size());
       if (!node.empty() && node.find('/') == std::string::npos) seen(nodes[node].seen, kv);
       continue;
     }
-    const auto split = keys.splitNodeKey(kv.key);
+    const auto split = splitUnder(nodesPrefix, kv.key);
     if (!split) continue;
-    const auto& [node, what] = *split;
-    if (what == "declaration") nodes[node].declaration = std::move(kv);
-    if (what == "status") nodes[node].status = std::move(kv);
-    if (what == "seen") seen(nodes[node].seen, kv);
-    if (what == "enrollment") nodes[node].enrollment = std::move(kv);
-    if (what == "heartbeat") nodes[node].heartbeat = std::move(kv);
+    const auto [nodeView, what] = *split;
+    const bool known = what == "declaration" || what == "status" || what == "seen" ||
+                       what == "enrollment" || what == "heartbeat";
+    if (!known) continue;
+    // A node's keys come together in a range: its entry is found once, not per key.
+    if (!last || last->first != nodeView)
+      last = &*nodes.try_emplace(nodes.end(), std::string(nodeView));
+    auto& k = last->second;
+    if (what == "declaration") k.declaration = std::move(kv);
+    if (what == "status") k.status = std::move(kv);
+    if (what == "seen") seen(k.seen, kv);
+    if (what == "enrollment") k.enrollment = std::move(kv);
+    if (what == "heartbeat") k.heartbeat = std::move(kv);
   }
   return nodes;
 }
@@ -109,9 +132,10 @@ EtcdRange readFleet(EtcdClient& etcd, const FleetKeys& keys, const EtcdClient::K
   EtcdRange range = etcd.getPrefix(keys.nodesPrefix(), onKv);
   // Whether a known node (nodesIn) has no live status, by the keys alone: the values
   // (tens of MB at 10,000 nodes) are not copied for that.
-  std::unordered_map<std::string, bool> hasStatus;
+  const std::string prefix = keys.nodesPrefix();
+  std::unordered_map<std::string_view, bool> hasStatus;  // views into range.kvs' keys
   for (const auto& kv : range.kvs)
-    if (const auto split = keys.splitNodeKey(kv.key)) {
+    if (const auto split = splitUnder(prefix, kv.key)) {
       const auto& what = split->second;
       if (what == "declaration" || what == "status" || what == "seen" || what == "enrollment" ||
           what == "heartbeat")
@@ -126,14 +150,9 @@ EtcdRange readFleet(EtcdClient& etcd, const FleetKeys& keys, const EtcdClient::K
 
 std::optional<std::pair<std::string, std::string>> FleetKeys::splitNodeKey(
     std::string_view key) const {
-  const std::string prefix = nodesPrefix();
-  if (!key.starts_with(prefix)) return std::nullopt;
-  key.remove_prefix(prefix.size());
-  const auto slash = key.find('/');
-  if (slash == std::string_view::npos || slash == 0 || slash + 1 == key.size()) return std::nullopt;
-  const auto rest = key.substr(slash + 1);
-  if (rest.find('/') != std::string_view::npos) return std::nullopt;
-  return std::pair{std::string(key.substr(0, slash)), std::string(rest)};
+  const auto split = splitUnder(nodesPrefix(), key);
+  if (!split) return std::nullopt;
+  return std::pair{std::string(split->first), std::string(split->second)};
 }
 
 namespace {
@@ -288,7 +307,256 @@ bool sameMaterially(const NodeStatus& a, const NodeStatus& b) {
   return material(a) == material(b);
 }
 
+namespace {
+
+// decodeStatus's reading of a status, in one pass that builds no JSON tree (`fleet status`
+// reads 10,000 of them): `ok` false — the tree reads it then, and says what is wrong — for
+// anything it might not read as the tree does: a known field of another type (a float, a
+// boolean, a string for a number …), a known key given twice, anything but an object at
+// the top. Unknown keys are skipped, whatever their values.
+class StatusReader final : public json::json_sax_t {
+ public:
+  NodeStatus s;
+  bool ok = true;
+
+  bool null() override {
+    if (skip_) return true;
+    if (inArray()) return fail();
+    return true;  // the field's fallback: what `s` holds already (a key is read once)
+  }
+  bool boolean(bool) override {
+    return skip_ || (!inArray() && pending_.type == Unknown) || fail();
+  }
+  bool number_integer(json::number_integer_t v) override { return integer(v); }
+  bool number_unsigned(json::number_unsigned_t v) override {
+    if (skip_) return true;
+    if (v > static_cast<json::number_unsigned_t>(INT64_MAX)) return fail();
+    return integer(static_cast<int64_t>(v));
+  }
+  bool number_float(json::number_float_t, const json::string_t&) override {
+    return skip_ || (!inArray() && pending_.type == Unknown) || fail();
+  }
+  bool binary(json::binary_t&) override { return fail(); }
+  bool string(json::string_t& v) override {
+    if (skip_) return true;
+    if (inArray()) {
+      if (frames_.back().ctx != Churning) return fail();
+      s.churning.push_back(std::move(v));
+      return true;
+    }
+    if (pending_.type == Unknown) return true;
+    if (pending_.type != Str) return fail();
+    *pending_.str = std::move(v);
+    return true;
+  }
+  bool start_object(std::size_t) override {
+    if (skip_) return ++skip_, true;
+    if (frames_.empty()) return started_ ? fail() : (started_ = true, push(Top));
+    if (frames_.back().ctx == Failing) {
+      s.failing.emplace_back();
+      return push(Entry);
+    }
+    if (inArray()) return fail();
+    switch (pending_.type) {
+      case Unknown:
+        return ++skip_, true;
+      case Summary:
+        counts_ = pending_.counts;
+        return push(Counts);
+      case RefusedObj:
+        s.refused.emplace();
+        return push(Refused);
+      case AppliedObj:
+        s.appliedCycle.emplace();
+        return push(Applied);
+      default:
+        return fail();
+    }
+  }
+  bool end_object() override {
+    if (skip_) return --skip_, true;
+    frames_.pop_back();
+    return true;
+  }
+  bool start_array(std::size_t) override {
+    if (skip_) return ++skip_, true;
+    if (frames_.empty() || inArray()) return fail();
+    if (pending_.type == Unknown) return ++skip_, true;
+    if (pending_.type == FailingArr) return push(Failing);
+    if (pending_.type == ChurningArr) return push(Churning);
+    return fail();
+  }
+  bool end_array() override {
+    if (skip_) return --skip_, true;
+    frames_.pop_back();
+    return true;
+  }
+  bool key(json::string_t& k) override {
+    if (skip_) return true;
+    pending_ = {};
+    auto& f = frames_.back();
+    const auto names = kNames[f.ctx].begin(), end = names + kNamesIn[f.ctx];
+    const auto at = std::find(names, end, std::string_view(k));
+    if (at == end) return true;  // unknown: skipped
+    const auto bit = static_cast<size_t>(at - names);
+    if (f.seen & (1u << bit)) return fail();  // a key given twice: the tree's last one counts
+    f.seen |= 1u << bit;
+    switch (f.ctx) {
+      case Top:
+        pending_ = top(bit);
+        break;
+      case Counts:
+        pending_ = num(*counts_[bit]);
+        break;
+      case Entry:
+        pending_ = str(bit == 0 ? s.failing.back().first : s.failing.back().second);
+        break;
+      case Refused: {
+        auto& r = *s.refused;
+        pending_ = bit == 0   ? num(r.revision)
+                   : bit == 1 ? opt(r.serial)
+                   : bit == 2 ? str(r.reason)
+                   : bit == 3 ? num(r.atMs)
+                   : bit == 4 ? str(r.valueDigest)
+                              : str(r.declarationDigest);
+        break;
+      }
+      case Applied: {
+        auto& a = *s.appliedCycle;
+        pending_ = bit == 0   ? num(a.cycle)
+                   : bit == 1 ? num(a.atMs)
+                              : Pending{.type = Summary,
+                                        .counts = {&a.created, &a.updated, &a.unchanged, &a.removed,
+                                                   &a.released, &a.skipped, &a.failed}};
+        break;
+      }
+      default:
+        return fail();
+    }
+    return true;
+  }
+  bool parse_error(std::size_t, const std::string&, const json::exception&) override {
+    return fail();
+  }
+
+ private:
+  enum Ctx { Top, Counts, Entry, Refused, Applied, Failing, Churning };
+  enum Type { Unknown, Str, Int, OptInt, Summary, FailingArr, ChurningArr, RefusedObj, AppliedObj };
+  struct Pending {
+    Type type = Unknown;
+    std::string* str = nullptr;
+    int64_t* num = nullptr;
+    std::optional<int64_t>* opt = nullptr;
+    std::array<int64_t*, 7> counts{};
+  };
+  struct Frame {
+    Ctx ctx;
+    uint32_t seen = 0;
+  };
+  // The keys each object is read for, in the order of top() and key()'s cases.
+  static constexpr std::array<std::array<std::string_view, 22>, 5> kNames{{
+      {"node",       "cluster",         "version",
+       "pid",        "published_at_ms", "interval_ms",
+       "generation", "serial",          "declaration_digest",
+       "revision",   "cycle",           "last_cycle_at_ms",
+       "cycle_ms",   "trigger",         "summary",
+       "failing",    "churning",        "cycle_error",
+       "refused",    "applied_cycle",   "etcd_cluster_id",
+       "lease"},
+      {"created", "updated", "unchanged", "removed", "released", "skipped", "failed"},
+      {"id", "reason"},
+      {"revision", "serial", "reason", "at_ms", "value_digest", "declaration_digest"},
+      {"cycle", "at_ms", "summary"},
+  }};
+  static constexpr std::array<size_t, 5> kNamesIn{22, 7, 2, 6, 3};
+  Pending top(size_t field) {
+    switch (field) {
+      case 0:
+        return str(s.node);
+      case 1:
+        return str(s.cluster);
+      case 2:
+        return str(s.version);
+      case 3:
+        return num(s.pid);
+      case 4:
+        return num(s.publishedAtMs);
+      case 5:
+        return num(s.intervalMs);
+      case 6:
+        return num(s.generation);
+      case 7:
+        return opt(s.serial);
+      case 8:
+        return str(s.declarationDigest);
+      case 9:
+        return num(s.revision);
+      case 10:
+        return num(s.cycle);
+      case 11:
+        return num(s.lastCycleAtMs);
+      case 12:
+        return num(s.cycleMs);
+      case 13:
+        return str(s.trigger);
+      case 14:
+        return {.type = Summary,
+                .counts = {&s.created, &s.updated, &s.unchanged, &s.removed, &s.released,
+                           &s.skipped, &s.failed}};
+      case 15:
+        return {.type = FailingArr};
+      case 16:
+        return {.type = ChurningArr};
+      case 17:
+        return str(s.cycleError);
+      case 18:
+        return {.type = RefusedObj};
+      case 19:
+        return {.type = AppliedObj};
+      case 20:
+        return str(s.etcdClusterId);
+      default:
+        return num(s.lease);
+    }
+  }
+  static Pending str(std::string& v) { return {.type = Str, .str = &v}; }
+  static Pending num(int64_t& v) { return {.type = Int, .num = &v}; }
+  static Pending opt(std::optional<int64_t>& v) { return {.type = OptInt, .opt = &v}; }
+  bool inArray() const {
+    return !frames_.empty() && (frames_.back().ctx == Failing || frames_.back().ctx == Churning);
+  }
+  bool push(Ctx c) {
+    frames_.push_back({c});
+    pending_ = {};
+    return true;
+  }
+  bool fail() { return ok = false; }
+  bool integer(int64_t v) {
+    if (skip_) return true;
+    if (inArray()) return fail();
+    if (pending_.type == Unknown) return true;
+    if (pending_.type == Int)
+      *pending_.num = v;
+    else if (pending_.type == OptInt)
+      *pending_.opt = v;
+    else
+      return fail();
+    return true;
+  }
+  std::vector<Frame> frames_;
+  Pending pending_;
+  std::array<int64_t*, 7> counts_{};
+  size_t skip_ = 0;
+  bool started_ = false;
+};
+
+}  // namespace
+
 NodeStatus decodeStatus(std::string_view text, const std::string& where) {
+  {
+    StatusReader r;
+    if (json::sax_parse(text, &r) && r.ok && !r.s.node.empty()) return std::move(r.s);
+  }
   const json j = parseObject(text, where, "a node status");
   NodeStatus s;
   s.node = field<std::string>(j, "node", "", where);

@@ -97,6 +97,48 @@ TEST(FleetProtocol, NodeStatusRoundTripsWithAndWithoutARefusal) {
   EXPECT_EQ(decodeStatus(encodeStatus(s), "k"), s);
 }
 
+// decodeStatus reads a status in one pass, building no JSON tree; whatever that pass might
+// read otherwise than the tree (a key given twice, a field of another type) is read by the
+// tree, so every status decodes as it did: the last of a key given twice counts, a float
+// where an integer is wanted is truncated, null is the field's default, unknown keys
+// (nested or not) are skipped, and an empty key is just unknown.
+TEST(FleetProtocol, AStatusDecodesAsTheJsonTreeReadsIt) {
+  const auto d = [](const char* text) { return decodeStatus(text, "k"); };
+  EXPECT_EQ(d(R"({"node":"a","serial":3,"serial":4})").serial, 4);
+  EXPECT_EQ(d(R"({"node":"a","node":"b"})").node, "b");
+  EXPECT_EQ(d(R"({"node":"a","summary":{"failed":1},"summary":{"created":2}})").failed, 0);
+  EXPECT_EQ(d(R"({"node":"a","summary":{"failed":1},"summary":{"created":2}})").created, 2);
+  EXPECT_EQ(d(R"({"node":"a","failing":[{"id":"x"}],"failing":[]})").failing.size(), 0u);
+  EXPECT_EQ(d(R"({"node":"a","pid":7.9})").pid, 7);
+  EXPECT_EQ(d(R"({"node":"a","pid":18446744073709551615})").pid, -1);
+  EXPECT_EQ(d(R"({"node":"a","pid":null,"serial":null,"summary":null,"refused":null})").pid, 0);
+  const auto skipped =
+      d(R"({"x":{"node":"no","summary":{"failed":9}},"node":"a","y":[[{"node":"no"}],1,true],)"
+        R"("summary":{"":5,"failed":2,"z":{"created":3}},"failing":[{"id":"i","":1,"reason":"r"}],)"
+        R"("churning":["c1","c2"],"refused":{"serial":null,"reason":"bad","revision":3},)"
+        R"("applied_cycle":{"cycle":4,"summary":{"updated":6},"q":null},"signature":"s"})");
+  NodeStatus want;
+  want.node = "a";
+  want.failed = 2;
+  want.failing = {{"i", "r"}};
+  want.churning = {"c1", "c2"};
+  want.refused.emplace();
+  want.refused->revision = 3;
+  want.refused->reason = "bad";
+  want.appliedCycle.emplace();
+  want.appliedCycle->cycle = 4;
+  want.appliedCycle->updated = 6;
+  EXPECT_EQ(skipped, want);
+  EXPECT_FALSE(d(R"({"node":"a","applied_cycle":null})").appliedCycle);
+  EXPECT_TRUE(d(R"({"node":"a","applied_cycle":{}})").appliedCycle);
+  for (const char* bad :
+       {R"({"node":"a","pid":"7"})", R"({"node":"a","serial":1.5})", R"({"node":"a","trigger":1})",
+        R"({"node":"a","churning":[null]})", R"({"node":"a","failing":[{"id":1}]})",
+        R"({"node":"a","summary":[]})", R"({"node":"a"} x)", R"({"node":"a","refused":[]})",
+        R"({"node":7})", R"([{"node":"a"}])", R"("node")"})
+    EXPECT_THROW(d(bad), InputError) << bad;
+}
+
 // Issue 13: an agent puts its status only when it changed materially; a cycle that found
 // nothing to do changes only its number, its times and its trigger.
 TEST(FleetProtocol, OnlyWhatChangesEveryCycleByItselfIsNotMaterial) {
