@@ -11,6 +11,8 @@
 // so it cannot be copied to another node's key.
 #pragma once
 
+#include <sodium.h>
+
 #include <cstdint>
 #include <mutex>
 #include <optional>
@@ -96,6 +98,7 @@ class VerifiedMemo {
   std::unordered_set<std::string> seen_;
   Fd dir_;                                        // unset: in memory only
   std::string key_;                               // the HMAC key, with dir_
+  crypto_auth_hmacsha256_state keyed_{};          // the HMAC's state keyed with key_
   mutable std::unordered_set<std::string> used_;  // with dir_: what save() writes
   size_t loaded_ = 0;                             // entries read by persistIn
   bool added_ = false;

@@ -375,6 +375,51 @@ TEST(FleetView, WhatIsCheckedAheadIsWhatTheJudgingWouldRemember) {
   EXPECT_EQ(view.count(NodeState::Converged), 4u);
 }
 
+// An enrollment record is read in one pass (no JSON tree) when it is as `fleet enroll`
+// writes it, else by the tree: one whose "node" or "cluster" is not a string is forged
+// ("not an enrollment record"; it ended the judging thread, and `fleet status` with it,
+// before), one with a key given twice is read as the tree reads it (the last counts), and
+// a record with fields added or reordered is still enrolled.
+TEST(FleetView, AnEnrollmentIsReadAsTheJsonTreeReadsItAndAnOddOneIsForged) {
+  ASSERT_GE(sodium_init(), 0);
+  Fleet f;
+  for (int i = 0; i < 6; ++i) f.node(fmt::format("n-{}", i));
+  const auto put = [&](const std::string& node, const auto& edit) {
+    for (auto& kv : f.range.kvs)
+      if (kv.key == enrollmentKey(f.keys, node)) {
+        auto j = nlohmann::json::parse(kv.value);
+        edit(j);
+        kv.value = j.dump();
+      }
+  };
+  put("n-1", [](nlohmann::json& j) { j["node"] = 1; });
+  put("n-2", [](nlohmann::json& j) { j["cluster"] = nullptr; });
+  put("n-3", [](nlohmann::json& j) { j["extra"] = {{"node", "other"}, {"list", {1, 2}}}; });
+  for (auto& kv : f.range.kvs) {
+    // n-4: "node" given twice, the wrong one first (the tree keeps the last: enrolled).
+    if (kv.key == enrollmentKey(f.keys, "n-4")) kv.value = R"({"node":"n-9",)" + kv.value.substr(1);
+    // n-5: given twice, the wrong one last: forged.
+    if (kv.key == enrollmentKey(f.keys, "n-5"))
+      kv.value = kv.value.substr(0, kv.value.size() - 1) + R"(,"node":"n-9"})";
+  }
+  std::sort(f.range.kvs.begin(), f.range.kvs.end(),
+            [](const EtcdKeyValue& a, const EtcdKeyValue& b) { return a.key < b.key; });
+  VerifiedMemo memo;
+  for (int run = 0; run < 2; ++run) {  // checked, then remembered
+    const auto view = viewFleet(f.range, f.keys, {f.op.publicKey()}, kNow, &memo);
+    ASSERT_EQ(view.nodes.size(), 6u);
+    for (int i : {0, 3, 4}) EXPECT_EQ(view.nodes[i].state, NodeState::Converged) << i;
+    for (int i : {1, 2}) {
+      EXPECT_EQ(view.nodes[i].state, NodeState::Forged) << i;
+      EXPECT_NE(view.nodes[i].trustReason.find("not an enrollment record"), std::string::npos)
+          << view.nodes[i].trustReason;
+    }
+    EXPECT_EQ(view.nodes[5].state, NodeState::Forged);
+    EXPECT_NE(view.nodes[5].trustReason.find("enrolls node n-9"), std::string::npos)
+        << view.nodes[5].trustReason;
+  }
+}
+
 // `fleet status --json` writes the nodes straight into the text: byte for byte what the
 // tree of fleetJson dumps, for every field a node can have (none, all, optional ones left
 // out) and strings that need escaping; what the tree cannot dump (invalid UTF-8) throws
