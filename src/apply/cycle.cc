@@ -336,20 +336,20 @@ class Cycle {
     else if (dependents_.count(r.id))  // only causes: intents are judged against them
       heldNow_[r.id] = outcome->held().str();
     if (outcome->changed() && outcome->restartsDependents) changed_.insert(r.id);
-    Pending p{r.id, r.module, decl::kindName(r.kind),        r.path(),
-              want, rec,      base_ + report_.results.size()};
+    Pending p{r.id, r.module(), decl::kindName(r.kind),        r.path(),
+              want, rec,        base_ + report_.results.size()};
     if (outcome->activation != Activation::None) {
-      hold({r.id, r.module, kind, std::move(*outcome)});
+      hold({r.id, std::string(r.module()), kind, std::move(*outcome)});
       p.rec = keep(p.rec);
       activations_.push_back(std::move(p));  // recorded once started, in activate()
     } else if (staged > 0) {
-      hold({r.id, r.module, kind, std::move(*outcome)});
+      hold({r.id, std::string(r.module()), kind, std::move(*outcome)});
       p.rec = keep(p.rec);
       awaitingIds_.insert(r.id);
       awaiting_.emplace_back(std::move(p), staged);  // recorded once in place
     } else {
       record(p, *outcome);  // final now: kept only if the report keeps it
-      if (keeps(*outcome)) emit({r.id, r.module, kind, std::move(*outcome)});
+      if (keeps(*outcome)) emit({r.id, std::string(r.module()), kind, std::move(*outcome)});
     }
     if (ctx_.writesFull()) commitStaged();
   }

@@ -36,7 +36,7 @@ static_assert(sizeof(LinkSpec) == 64, "LinkSpec changed: update compiled.cc");
 static_assert(sizeof(ArchiveSpec) == 96, "ArchiveSpec changed: update compiled.cc");
 static_assert(sizeof(CredentialSpec) == 200, "CredentialSpec changed: update compiled.cc");
 static_assert(sizeof(ProcessSpec) == 120, "ProcessSpec changed: update compiled.cc");
-static_assert(sizeof(Resource) == 464, "Resource changed: update compiled.cc");
+static_assert(sizeof(Resource) == 400, "Resource changed: update compiled.cc");
 static_assert(sizeof(Declaration) == 224, "Declaration changed: update compiled.cc");
 
 class Writer {
@@ -372,8 +372,8 @@ void writeDeclaration(Writer& w, const Declaration& d) {
   w.digest(d.digest);
   w.u(d.resources.size());
   for (const auto& r : d.resources) {
-    w.s(r.module);
-    w.s(r.name);
+    w.s(r.module());
+    w.s(r.name());
     w.u(static_cast<uint64_t>(r.kind));
     // Nearly always the declaration's own file: one byte then.
     w.b(r.pos.file() == d.source);
@@ -407,9 +407,12 @@ Declaration readDeclaration(Reader& r) {
   d.resources.reserve(n);
   for (uint64_t k = 0; k < n; ++k) {
     Resource& res = d.resources.emplace_back();
-    res.module = r.s();
-    res.name = r.s();
-    res.id = res.module + "." + res.name;
+    // Two names of [A-Za-z0-9_-]+: a '.' in either would split the id elsewhere.
+    res.id = r.s();
+    if (res.id.find('.') != std::string::npos) throw Malformed{};
+    const auto name = r.sv();
+    if (name.find('.') != std::string_view::npos) throw Malformed{};
+    res.id.append(".").append(name);
     const uint64_t kind = r.u();
     if (kind >= kKindCount) throw Malformed{};
     res.kind = static_cast<Kind>(kind);

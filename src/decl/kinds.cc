@@ -128,7 +128,7 @@ ProcessSpec readProcess(Fields& f, Draft& d, const ParseOptions&) {
   if (auto bundle = f.digest("bundle")) s.bundle = *bundle;
   if (!f.find("unit")) f.missing("unit", "unit = { ExecStart = \"{bundle}/bin/app\" }");
   if (auto unit = f.unit("unit")) s.unit = std::move(*unit);
-  s.service = d.resource.module + ".service";
+  s.service = std::string(d.resource.module()) + ".service";
   d.servicePos = d.resource.pos;
   if (const toml::node* n = f.find("service")) {
     auto service = f.string("service", Text::Line);
@@ -136,7 +136,7 @@ ProcessSpec readProcess(Fields& f, Draft& d, const ParseOptions&) {
       f.error(f.at(*n),
               fmt::format("service '{}' in {} is not a valid service name; use letters, digits "
                           "and ':_.@-', ending in \".service\", e.g. \"{}-{}.service\"",
-                          shown(*service), f.subject(), d.resource.module, d.resource.name));
+                          shown(*service), f.subject(), d.resource.module(), d.resource.name()));
     } else if (service) {
       s.service = *service;
       d.servicePos = f.at(*n);
@@ -208,8 +208,6 @@ Draft readResource(const ResourceHeader& header, const toml::table& table, Diagn
                    const ParseOptions& options) {
   Draft d;
   Resource& r = d.resource;
-  r.module = header.module;
-  r.name = header.name;
   r.id = header.module + "." + header.name;
   r.kind = header.kind;
   r.pos = header.pos;

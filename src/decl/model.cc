@@ -26,4 +26,13 @@ const std::string& Resource::path() const {
       spec);
 }
 
+std::string_view Resource::module() const {
+  return std::string_view(id).substr(0, id.find('.'));
+}
+
+std::string_view Resource::name() const {
+  const size_t dot = id.find('.');
+  return dot == std::string::npos ? std::string_view() : std::string_view(id).substr(dot + 1);
+}
+
 }  // namespace mesh::decl

@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <variant>
 #include <vector>
 
@@ -96,9 +97,9 @@ using Spec =
     std::variant<FileSpec, DirectorySpec, LinkSpec, ArchiveSpec, CredentialSpec, ProcessSpec>;
 
 struct Resource {
-  std::string id;  // "<module>.<name>"
-  std::string module;
-  std::string name;
+  // "<module>.<name>": neither part holds a '.' (module and resource names are
+  // [A-Za-z0-9_-]+), so the two are read from it rather than held apart.
+  std::string id;
   Kind kind = Kind::File;
   // What it asks for, for a kind whose want is of its spec alone (decl/want.hh):
   // made once when parsed, and kept by the compiled form. None for the other
@@ -112,6 +113,9 @@ struct Resource {
 
   // The managed path on the node; empty for a process.
   const std::string& path() const;
+  // The parts of `id`, valid while it is: before its first '.' and after it.
+  std::string_view module() const;
+  std::string_view name() const;
 };
 
 struct Declaration {

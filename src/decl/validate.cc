@@ -19,16 +19,16 @@ using IdIndex = std::map<std::string, const Draft*>;
 std::string unknownIdHint(const std::string& id, const Draft& from, const IdIndex& ids) {
   auto dot = id.find('.');
   if (dot == std::string::npos) {
-    std::string local = from.resource.module + "." + id;
+    std::string local = std::string(from.resource.module()) + "." + id;
     if (ids.count(local)) return fmt::format("ids are <module>.<name>: did you mean '{}'?", local);
     return "ids are written <module>.<name>";
   }
   std::string module = id.substr(0, dot);  // shown() below: it may hold anything
   std::vector<std::string> inModule, modules;
   for (const auto& [known, draft] : ids) {
-    if (draft->resource.module == module) inModule.push_back(known);
-    if (modules.empty() || modules.back() != draft->resource.module)
-      modules.push_back(draft->resource.module);
+    if (draft->resource.module() == module) inModule.push_back(known);
+    if (modules.empty() || modules.back() != draft->resource.module())
+      modules.push_back(std::string(draft->resource.module()));
   }
   constexpr size_t kShown = 12;
   auto shortList = [&](std::vector<std::string> v) {

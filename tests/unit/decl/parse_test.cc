@@ -60,8 +60,8 @@ group = "0"
 )");
   const Resource& r = only(d);
   EXPECT_EQ(r.id, "node-tools.config");
-  EXPECT_EQ(r.module, "node-tools");
-  EXPECT_EQ(r.name, "config");
+  EXPECT_EQ(r.module(), "node-tools");
+  EXPECT_EQ(r.name(), "config");
   EXPECT_EQ(r.kind, Kind::File);
   EXPECT_EQ(r.pos.str(), "decl.toml:2:1");
   EXPECT_EQ(r.pos.file(), "decl.toml");
