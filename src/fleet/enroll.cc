@@ -41,90 +41,11 @@ std::string encodeEnrollment(const std::string& cluster, const std::string& node
 
 namespace {
 
-// An enrollment record's top-level fields as encodeEnrollment writes them, read in one pass
-// that builds no JSON tree (`fleet status` reads 10,000 records, most twice): `ok` false —
-// the tree reads it then, and says what is wrong — unless node, cluster, key and signature
-// are strings and enrolled_at_ms an integer, each given once, in an object.
-class PickEnrollment final : public json::json_sax_t {
- public:
-  std::string node, cluster, nodeKey, signature;
-  int64_t atMs = 0;
-  bool ok = true;
-  bool complete() const { return ok && seen_ == 31; }
-
-  bool null() override { return scalar(); }
-  bool boolean(bool) override { return scalar(); }
-  bool number_integer(json::number_integer_t v) override { return integer(v); }
-  bool number_unsigned(json::number_unsigned_t v) override {
-    if (depth_ == 1 && field_ == 4 && v > static_cast<json::number_unsigned_t>(INT64_MAX))
-      return fail();
-    return integer(static_cast<int64_t>(v));
-  }
-  bool number_float(json::number_float_t, const json::string_t&) override { return scalar(); }
-  bool binary(json::binary_t&) override { return fail(); }
-  bool string(json::string_t& v) override {
-    if (depth_ != 1 || field_ < 0) return true;
-    if (field_ == 4) return fail();
-    *(std::array{&node, &cluster, &nodeKey, &signature}[static_cast<size_t>(field_)]) = std::move(v);
-    return true;
-  }
-  bool start_object(std::size_t) override { return nest(); }
-  bool start_array(std::size_t) override { return depth_ == 0 ? fail() : nest(); }
-  bool end_object() override { return --depth_, true; }
-  bool end_array() override { return --depth_, true; }
-  bool key(json::string_t& k) override {
-    if (depth_ != 1) return true;
-    static constexpr std::array<std::string_view, 5> kNames{"node", "cluster", "key", "signature",
-                                                            "enrolled_at_ms"};
-    const auto at = std::find(kNames.begin(), kNames.end(), std::string_view(k));
-    field_ = at == kNames.end() ? -1 : static_cast<int>(at - kNames.begin());
-    if (field_ < 0) return true;
-    if (seen_ & (1u << field_)) return fail();  // given twice: the tree's last one counts
-    seen_ |= 1u << field_;
-    return true;
-  }
-  bool parse_error(std::size_t, const std::string&, const json::exception&) override {
-    return fail();
-  }
-
- private:
-  bool fail() { return ok = false; }
-  bool scalar() { return depth_ != 1 || field_ < 0 || fail(); }
-  bool integer(int64_t v) {
-    if (depth_ != 1 || field_ < 0) return true;
-    if (field_ != 4) return fail();
-    atMs = v;
-    return true;
-  }
-  bool nest() {
-    if (depth_ == 0 && started_) return fail();
-    if (depth_ == 1 && field_ >= 0) return fail();
-    started_ = true;
-    ++depth_;
-    return true;
-  }
-  int depth_ = 0, field_ = -1;
-  unsigned seen_ = 0;
-  bool started_ = false;
-};
-
 // The record read, everything checked but who signed it and the signature.
 std::pair<Enrollment, trust::DetachedSignature> readEnrollment(const std::string& text,
                                                                const std::string& cluster,
                                                                const std::string& node,
                                                                const std::string& where) {
-  if (PickEnrollment pick; json::sax_parse(text, &pick) && pick.complete() && pick.node == node &&
-                           pick.cluster == cluster) {
-    // As below, in the same order, for a record as encodeEnrollment writes it.
-    Enrollment e;
-    e.node = std::move(pick.node);
-    e.cluster = std::move(pick.cluster);
-    e.key = trust::NodePublicKey::parse(pick.nodeKey, where);
-    e.enrolledAtMs = pick.atMs;
-    auto sig = trust::parseSignature(pick.signature, where);
-    e.enrolledBy = sig.signer;
-    return {std::move(e), std::move(sig)};
-  }
   const json j = json::parse(text, nullptr, false);
   if (!j.is_object() || !j.contains("key") || !j["key"].is_string() || !j.contains("signature") ||
       !j["signature"].is_string())

@@ -378,58 +378,12 @@ std::optional<Fingerprint> Fingerprint::parse(std::string_view text) {
   return std::nullopt;
 }
 
-namespace {
-
-// The digits of `base` at p, as one number (false: none, or past 64 bits).
-template <unsigned base>
-bool readMagnitude(const char*& p, const char* end, uint64_t& v) {
-  const char* const start = p;
-  // 19 decimal or 21 octal digits always fit: only the digits past them are checked.
-  constexpr ptrdiff_t kFit = base == 10 ? 19 : 21;
-  const char* const fits = end - p > kFit ? p + kFit : end;
-  uint64_t x = 0;
-  unsigned d = 0;
-  for (; p != fits && (d = static_cast<unsigned char>(*p) - unsigned{'0'}) < base; ++p)
-    x = x * base + d;
-  for (; p != end && (d = static_cast<unsigned char>(*p) - unsigned{'0'}) < base; ++p)
-    if (__builtin_mul_overflow(x, base, &x) || __builtin_add_overflow(x, d, &x)) return false;
-  v = x;
-  return p != start;
-}
-
-}  // namespace
-
 bool Fingerprint::is(std::string_view text) const {
-  // The hot path of a no-op cycle (once per file). Reads what parse() reads,
-  // to the same values (from_chars' rules: digits of the base, a '-' before a
-  // signed field's, nothing out of range), comparing each as it is read.
-  const char* p = text.data();
-  const char* const end = p + text.size();
-  auto next = [&](bool last) {
-    if (last) return p == end;
-    if (p == end || *p != ':') return false;
-    ++p;
-    return true;
-  };
-  auto decimalIs = [&](uint64_t want, bool last = false) {
-    uint64_t v = 0;
-    return readMagnitude<10>(p, end, v) && v == want && next(last);
-  };
-  auto signedIs = [&](int64_t want) {
-    const bool negative = p != end && *p == '-';
-    if (negative) ++p;
-    uint64_t v = 0;
-    if (!readMagnitude<10>(p, end, v)) return false;
-    const uint64_t wantMagnitude =
-        want < 0 ? uint64_t{0} - static_cast<uint64_t>(want) : static_cast<uint64_t>(want);
-    return v == wantMagnitude && (negative == (want < 0) || v == 0) && next(false);
-  };
-  auto octalIs = [&](uint64_t want) {
-    uint64_t v = 0;
-    return readMagnitude<8>(p, end, v) && v == want && next(false);
-  };
-  return decimalIs(dev) && decimalIs(ino) && decimalIs(size) && signedIs(mtimeNs) &&
-         signedIs(ctimeNs) && octalIs(mode) && decimalIs(uid) && decimalIs(gid, true);
+  // The hot path of a no-op cycle (once per file): this fingerprint's own text,
+  // written on the stack, compared. A record written otherwise (never by this
+  // program) is not taken as the same: the file is read and hashed instead.
+  char own[kMaxText];
+  return text == std::string_view(own, write(own));
 }
 
 bool fingerprintIsRacy(const struct stat& st) {

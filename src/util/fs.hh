@@ -119,8 +119,8 @@ struct Fingerprint {
   static constexpr size_t kMaxText = 8 * 24;
   size_t write(char* out) const;
   [[nodiscard]] static std::optional<Fingerprint> parse(std::string_view text);
-  // Whether `text` says this fingerprint (parse(text) == *this), read in place:
-  // nothing built, the first field that differs ends it.
+  // Whether `text` is this fingerprint's text, as str() writes it (then
+  // parse(text) == *this), compared without allocating.
   bool is(std::string_view text) const;
   bool operator==(const Fingerprint&) const = default;
 };
