@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -88,7 +89,20 @@ struct Sink {
   uint64_t nextFreeCheck = kFreeCheckEvery;
   bool overCap = false;
   bool outOfRoom = false;
+  long long announced = -1;  // the last Content-Length heard, -1 none
 };
+
+// Notes the Content-Length (libcurl does not say it once MAXFILESIZE refused it).
+size_t onHeader(char* data, size_t size, size_t count, void* userdata) {
+  auto* sink = static_cast<Sink*>(userdata);
+  const std::string_view line(data, size * count);
+  constexpr std::string_view name = "content-length:";
+  if (line.size() > name.size() &&
+      std::equal(name.begin(), name.end(), line.begin(),
+                 [](char a, char b) { return a == std::tolower(static_cast<unsigned char>(b)); }))
+    sink->announced = std::strtoll(std::string(line.substr(name.size())).c_str(), nullptr, 10);
+  return size * count;
+}
 
 size_t onData(char* data, size_t size, size_t count, void* userdata) {
   auto* sink = static_cast<Sink*>(userdata);
@@ -219,6 +233,8 @@ class HttpSource : public BlobSource {
     curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, onData);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, &sink);
+    curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, onHeader);
+    curl_easy_setopt(c, CURLOPT_HEADERDATA, &sink);
     curl_easy_setopt(c, CURLOPT_FAILONERROR, 1L);
     curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 1L);  // CDNs and object stores redirect
     curl_easy_setopt(c, CURLOPT_MAXREDIRS, 5L);
@@ -253,12 +269,10 @@ class HttpSource : public BlobSource {
       if (status >= 500 || status == 429) return Transient{why};
       throw Error("blob {} could not be fetched from {}: {}", d.str(), redacted(url), why);
     }
-    if (rc == CURLE_FILESIZE_EXCEEDED) {
-      curl_off_t announced = -1;
-      curl_easy_getinfo(c, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &announced);
-      throw tooBig(announced >= 0 ? fmt::format("the server announced {} bytes", announced)
-                                  : std::string("the server announced more"));
-    }
+    if (rc == CURLE_FILESIZE_EXCEEDED)
+      throw tooBig(sink.announced >= 0
+                       ? fmt::format("the server announced {} bytes", sink.announced)
+                       : fmt::format("the server announced more than {} bytes", sink.cap));
     if (rc == CURLE_WRITE_ERROR && sink.overCap)
       throw tooBig(fmt::format("the transfer was cut off after {} bytes", sink.bytes));
     if (rc == CURLE_WRITE_ERROR && sink.outOfRoom)
