@@ -253,7 +253,9 @@ std::vector<std::string> pushRecordSeeds() {
   r.pushed = 2;
   r.unchanged = 1;
   r.outcomes = fleet::PushRecord::Outcomes{2, 0, 0, 1};
-  return {fleet::encodePushRecord(r, operatorKey())};
+  // And what threw type_error before: fields of other types.
+  return {fleet::encodePushRecord(r, operatorKey()), R"({"record":1,"signature":2})",
+          R"({"record":"{\"type\":1}"})"};
 }
 
 bool bodyManifest(std::string_view in) {
@@ -266,7 +268,8 @@ bool bodyManifest(std::string_view in) {
 
 std::vector<std::string> bodyManifestSeeds() {
   return {
-      nlohmann::json{{"type", fleet::kChunkedBodyType}, {"size", 3000000}, {"chunks", 3}}.dump()};
+      nlohmann::json{{"type", fleet::kChunkedBodyType}, {"size", 3000000}, {"chunks", 3}}.dump(),
+      R"({"type":1})", R"({"type":"mesh-host chunked body v1","size":"1","chunks":1})"};
 }
 
 bool notifyMessage(std::string_view in) {

@@ -44,6 +44,23 @@ TEST(DeepJson, EveryEtcdValueDecoderRefusesItAndLives) {
   }
 }
 
+// Issue 27: a field of another type where a string was read with json::value threw
+// nlohmann's type_error past the decoder (fleet history and the body read end in
+// "internal error"): such a value is now simply not a record / not a manifest.
+TEST(WrongTypes, APushRecordOrBodyManifestOfOtherTypesIsRefusedNotThrown) {
+  for (const char* value : {R"({"record":1,"signature":2})", R"({"record":"{\"type\":1}"})",
+                            R"({"record":"[1]"})", R"([1])"}) {
+    PushHistoryEntry e;
+    EXPECT_NO_THROW(e = readPushRecord("k", value, {})) << value;
+    EXPECT_FALSE(e.record) << value;
+    EXPECT_FALSE(e.problem.empty()) << value;
+  }
+  EXPECT_NO_THROW(EXPECT_FALSE(decodeBodyManifest(R"({"type":1})", "k")));
+  EXPECT_THROW(
+      decodeBodyManifest(R"({"type":"mesh-host chunked body v1","size":"1","chunks":1})", "k"),
+      InputError);
+}
+
 TEST(DeepJson, TheDepthScanCountsBracketsOutsideStringsOnly) {
   EXPECT_FALSE(jsonNestsDeeperThan(R"({"a":"[[[[[[[[[[\"[[[[[[","b":[[1]]})", 3));
   EXPECT_TRUE(jsonNestsDeeperThan(R"({"a":[[[1]]]})", 3));
