@@ -7,6 +7,7 @@
 #include <cstring>
 #include <string>
 
+#include "apply/plan_file.hh"
 #include "decl/compiled.hh"
 #include "decl/parse.hh"
 #include "fleet/bodies.hh"
@@ -272,6 +273,20 @@ std::vector<std::string> bodyManifestSeeds() {
       R"({"type":1})", R"({"type":"mesh-host chunked body v1","size":"1","chunks":1})"};
 }
 
+// A plan file (`plan --out`, applied later by `apply PLAN`): the operator's input.
+bool planFile(std::string_view in) {
+  try {
+    apply::decodePlanFile(in, "fuzz.plan");
+    return true;
+  } catch (const Error&) {
+    return false;
+  }
+}
+
+std::vector<std::string> planFileSeeds() {
+  return {R"({"type":1})", R"({"type":"mesh-host plan v1","resources":[[[[{}]]]]})"};
+}
+
 bool notifyMessage(std::string_view in) {
   const auto m = supervise::builtin::parseNotifyMessage(in);
   if (m.status && m.status->find('\n') != std::string::npos) fail("a STATUS= holds a newline");
@@ -295,6 +310,7 @@ const std::vector<Target>& targets() {
       {"heartbeat", heartbeat, [] { return withDeep(heartbeatSeeds()); }, kJsonTokens},
       {"push-record", pushRecord, [] { return withDeep(pushRecordSeeds()); }, kJsonTokens},
       {"body-manifest", bodyManifest, [] { return withDeep(bodyManifestSeeds()); }, kJsonTokens},
+      {"plan-file", planFile, [] { return withDeep(planFileSeeds()); }, kJsonTokens},
       {"notify", notifyMessage, notifySeeds, {"READY=1", "STATUS=", "\n", "=", "\xff", "\x1b["}},
   };
   return all;
