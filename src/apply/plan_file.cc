@@ -7,6 +7,7 @@
 
 #include "util/digest.hh"
 #include "util/error.hh"
+#include "util/json_depth.hh"
 
 namespace mesh::apply {
 
@@ -80,13 +81,18 @@ std::string encodePlanFile(const PlanFile& p) {
 }
 
 PlanFile decodePlanFile(std::string_view bytes, const std::string& where) {
-  const json j = json::parse(bytes, nullptr, false);
+  // Nested deeper than any plan (copying such a value would recurse off the stack).
+  const json j = jsonNestsDeeperThan(bytes) ? json(json::value_t::discarded)
+                                            : json::parse(bytes, nullptr, false);
   if (!j.is_object())
     throw InputError("{}: not a plan file (not JSON); make one with mesh-host plan DECL --out {}",
                      where, where);
-  if (j.value("type", std::string()) != kPlanFileType)
+  const auto type = j.find("type");
+  const std::string typeText =
+      type != j.end() && type->is_string() ? type->get<std::string>() : std::string();
+  if (typeText != kPlanFileType)
     throw InputError("{}: not a plan file of this mesh-host (type \"{}\", expected \"{}\")", where,
-                     j.value("type", std::string()), kPlanFileType);
+                     typeText, kPlanFileType);
   PlanFile p;
   p.node = text(j, "node", where);
   p.root = text(j, "root", where);

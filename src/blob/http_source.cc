@@ -4,9 +4,11 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <stdlib.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -53,17 +55,69 @@ std::string redacted(const std::string& url) {
   return url.substr(0, hostStart) + "***@" + url.substr(at + 1);
 }
 
+uint64_t envBytes(const char* name, uint64_t fallback) {
+  const char* text = std::getenv(name);
+  if (!text || !*text) return fallback;
+  char* end = nullptr;
+  errno = 0;
+  unsigned long long n = std::strtoull(text, &end, 10);
+  if (errno != 0 || *end != '\0' || text[0] == '-')
+    throw InputError("{}={}: expected a whole number of bytes", name, text);
+  return n;
+}
+
+// Free bytes (for an unprivileged writer) and the size of the file system of `fd`.
+std::pair<uint64_t, uint64_t> spaceOf(int fd) {
+  struct statvfs v {};
+  if (::fstatvfs(fd, &v) != 0) return {UINT64_MAX, UINT64_MAX};  // unknown: not the cap
+  return {uint64_t{v.f_bavail} * v.f_frsize, uint64_t{v.f_blocks} * v.f_frsize};
+}
+
+constexpr uint64_t kFreeCheckEvery = uint64_t{16} << 20;
+
 // Where streamed bytes go: the temp file and the hash, in one pass.
 struct Sink {
   FdRef fd;  // the temp file, owned by the fetch
   Hasher hasher;
   int writeErrno = 0;
   uint64_t bytes = 0;
+  // The body is cut off past `cap` bytes (the lesser of the most a blob may be and the
+  // room left above `minFree`), and when the file system's free space falls under
+  // `minFree` meanwhile (checked every kFreeCheckEvery bytes).
+  uint64_t cap = UINT64_MAX;
+  uint64_t minFree = 0;
+  uint64_t nextFreeCheck = kFreeCheckEvery;
+  bool overCap = false;
+  bool outOfRoom = false;
+  long long announced = -1;  // the last Content-Length heard, -1 none
 };
+
+// Notes the Content-Length (libcurl does not say it once MAXFILESIZE refused it).
+size_t onHeader(char* data, size_t size, size_t count, void* userdata) {
+  auto* sink = static_cast<Sink*>(userdata);
+  const std::string_view line(data, size * count);
+  constexpr std::string_view name = "content-length:";
+  if (line.size() > name.size() &&
+      std::equal(name.begin(), name.end(), line.begin(),
+                 [](char a, char b) { return a == std::tolower(static_cast<unsigned char>(b)); }))
+    sink->announced = std::strtoll(std::string(line.substr(name.size())).c_str(), nullptr, 10);
+  return size * count;
+}
 
 size_t onData(char* data, size_t size, size_t count, void* userdata) {
   auto* sink = static_cast<Sink*>(userdata);
   const size_t len = size * count;
+  if (len > sink->cap - sink->bytes) {
+    sink->overCap = true;
+    return 0;  // stops the transfer (CURLE_WRITE_ERROR)
+  }
+  if (sink->bytes + len >= sink->nextFreeCheck) {
+    sink->nextFreeCheck = sink->bytes + len + kFreeCheckEvery;
+    if (spaceOf(sink->fd).first < sink->minFree + len) {
+      sink->outOfRoom = true;
+      return 0;
+    }
+  }
   size_t done = 0;
   while (done < len) {
     ssize_t n = ::write(sink->fd, data + done, len - done);
@@ -150,6 +204,27 @@ class HttpSource : public BlobSource {
 
     Sink sink;
     sink.fd = fd;
+    // Never more than the most a blob may be, nor so much that the file system is left
+    // with less than its margin free: an endless body would otherwise fill the disk
+    // before its digest is ever checked.
+    const auto [freeNow, fsSize] = spaceOf(fd.get());
+    sink.minFree = options_.minFreeBytes > 0 ? options_.minFreeBytes
+                                             : std::min(uint64_t{1} << 30, fsSize / 20);
+    const uint64_t room = freeNow > sink.minFree ? freeNow - sink.minFree : 0;
+    sink.cap = std::min(options_.maxBytes, room);
+    const bool roomIsTheCap = room < options_.maxBytes;
+    auto tooBig = [&](const std::string& how) {
+      if (roomIsTheCap || sink.outOfRoom)
+        return Error(
+            "blob {} from {} does not fit in {}: {}, and {} bytes are kept free there "
+            "(MESH_HOST_HTTP_MIN_FREE); nothing was kept",
+            d.str(), redacted(url), cacheDir_, how, sink.minFree);
+      return Error(
+          "blob {} from {} is larger than {} bytes, the most a blob may be "
+          "(MESH_HOST_HTTP_MAX_BYTES): {}; nothing was kept",
+          d.str(), redacted(url), options_.maxBytes, how);
+    };
+    if (sink.cap == 0) throw tooBig(fmt::format("only {} bytes are free", freeNow));
     Curl h(curl_easy_init(), curl_easy_cleanup);
     if (!h) throw Error("cannot start an HTTP transfer (libcurl)");
     char errbuf[CURL_ERROR_SIZE] = {};
@@ -158,6 +233,8 @@ class HttpSource : public BlobSource {
     curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, onData);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, &sink);
+    curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, onHeader);
+    curl_easy_setopt(c, CURLOPT_HEADERDATA, &sink);
     curl_easy_setopt(c, CURLOPT_FAILONERROR, 1L);
     curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 1L);  // CDNs and object stores redirect
     curl_easy_setopt(c, CURLOPT_MAXREDIRS, 5L);
@@ -167,6 +244,8 @@ class HttpSource : public BlobSource {
     curl_easy_setopt(c, CURLOPT_TIMEOUT, options_.totalTimeoutS);
     curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, options_.lowSpeedBytesPerS);
     curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, options_.lowSpeedTimeS);
+    if (sink.cap < static_cast<uint64_t>(INT64_MAX))  // a Content-Length above it: refused at once
+      curl_easy_setopt(c, CURLOPT_MAXFILESIZE_LARGE, static_cast<curl_off_t>(sink.cap));
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(c, CURLOPT_USERAGENT, "mesh-host");
     Watch watch{&progress_, "downloading " + d.str()};
@@ -190,6 +269,14 @@ class HttpSource : public BlobSource {
       if (status >= 500 || status == 429) return Transient{why};
       throw Error("blob {} could not be fetched from {}: {}", d.str(), redacted(url), why);
     }
+    if (rc == CURLE_FILESIZE_EXCEEDED)
+      throw tooBig(sink.announced >= 0
+                       ? fmt::format("the server announced {} bytes", sink.announced)
+                       : fmt::format("the server announced more than {} bytes", sink.cap));
+    if (rc == CURLE_WRITE_ERROR && sink.overCap)
+      throw tooBig(fmt::format("the transfer was cut off after {} bytes", sink.bytes));
+    if (rc == CURLE_WRITE_ERROR && sink.outOfRoom)
+      throw tooBig(fmt::format("the transfer was stopped after {} bytes", sink.bytes));
     if (rc == CURLE_WRITE_ERROR && sink.writeErrno != 0)
       throw SysError(sink.writeErrno, fmt::format("cannot write {}", tmp));
     if (rc == CURLE_OPERATION_TIMEDOUT) return Transient{timedOut(c, sink)};
@@ -230,8 +317,9 @@ class HttpSource : public BlobSource {
                          options_.totalTimeoutS);
     if (connect <= 0 && sink.bytes == 0)
       return fmt::format("timed out after {} s while connecting", seconds);
-    return fmt::format("timed out after {} s: slower than {} bytes/s for {} s", seconds,
-                       options_.lowSpeedBytesPerS, options_.lowSpeedTimeS);
+    return fmt::format(
+        "timed out after {} s: slower than {} bytes/s for {} s (MESH_HOST_HTTP_LOW_SPEED_TIME)",
+        seconds, options_.lowSpeedBytesPerS, options_.lowSpeedTimeS);
   }
 
   std::string prefix_;
@@ -256,6 +344,9 @@ HttpOptions HttpOptions::fromEnvironment() {
   HttpOptions o;
   o.totalTimeoutS = envNumber("MESH_HOST_HTTP_TIMEOUT", o.totalTimeoutS);
   o.retries = static_cast<int>(std::min(envNumber("MESH_HOST_HTTP_RETRIES", o.retries), 10L));
+  o.lowSpeedTimeS = std::max(1L, envNumber("MESH_HOST_HTTP_LOW_SPEED_TIME", o.lowSpeedTimeS));
+  o.maxBytes = envBytes("MESH_HOST_HTTP_MAX_BYTES", o.maxBytes);
+  o.minFreeBytes = envBytes("MESH_HOST_HTTP_MIN_FREE", o.minFreeBytes);
   return o;
 }
 

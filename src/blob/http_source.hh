@@ -4,6 +4,7 @@
 // again. libcurl honours http_proxy, https_proxy and no_proxy by itself.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -18,9 +19,18 @@ struct HttpOptions {
   long lowSpeedTimeS = 30;        // …for this long
   int retries = 2;                // after the first attempt, for transient failures
   long backoffMs = 200;           // before retry k (from 0): backoffMs * 2^k
+  // The most a blob may be: a body larger than this (announced or streamed) is cut off
+  // and the fetch fails, not retried. 8 GiB: an archive of `max-bytes`' default 4 GiB,
+  // uncompressed, fits with room to spare.
+  uint64_t maxBytes = uint64_t{8} << 30;
+  // Free space the download leaves in the cache's file system, whatever maxBytes says:
+  // it stops before taking the last of it. 0: 5% of the file system, at most 1 GiB.
+  uint64_t minFreeBytes = 0;
 
-  // Defaults, overridden by MESH_HOST_HTTP_TIMEOUT (seconds, the whole transfer) and
-  // MESH_HOST_HTTP_RETRIES; throws InputError when one is not a number.
+  // Defaults, overridden by MESH_HOST_HTTP_TIMEOUT (seconds, the whole transfer),
+  // MESH_HOST_HTTP_RETRIES, MESH_HOST_HTTP_MAX_BYTES, MESH_HOST_HTTP_MIN_FREE (bytes)
+  // and MESH_HOST_HTTP_LOW_SPEED_TIME (seconds slower than 1 KiB/s before a transfer is
+  // given up); throws InputError when one is not a number.
   static HttpOptions fromEnvironment();
 };
 

@@ -10,6 +10,7 @@
 #include "cli/fleet_common.hh"
 #include "fleet/enroll.hh"
 #include "fleet/etcd.hh"
+#include "fleet/json_value.hh"
 #include "fleet/node_signed.hh"
 #include "fleet/protocol.hh"
 #include "trust/node_key.hh"
@@ -48,8 +49,10 @@ int runFleetEnroll(const FleetOptions& f, const FleetEnrollOptions& e) {
   const auto before = client.get(key);
   std::string previous;
   if (before) {
-    const auto j = json::parse(before->value, nullptr, false);
-    if (j.is_object()) previous = j.value("key", std::string());
+    // Whatever is there (another writer's): a "key" of another type is no key.
+    const auto j = fleet::parseEtcdJson(before->value);
+    const auto it = j.is_object() ? j.find("key") : j.end();
+    if (it != j.end() && it->is_string()) previous = it->get<std::string>();
   }
   const int64_t at = nowMs();
   const auto revision =

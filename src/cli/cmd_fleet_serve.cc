@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <functional>
 #include <memory>
@@ -73,31 +74,55 @@ std::string sseEvent(const char* name, const std::string& data) {
   return fmt::format("event: {}\ndata: {}\n\n", name, data);
 }
 
+std::shared_ptr<const std::string> text(std::string s) {
+  return std::make_shared<const std::string>(std::move(s));
+}
+
 // The browsers' stream: the newest view at once, then every newer one as it comes (a
 // client that reads slowly gets the newest when it is ready and skips the rest), an etcd
 // error when it changes, and a comment every 15 s that keeps proxies from closing it.
-std::function<std::optional<std::string>()> eventsFor(fleet::FleetFeed& feed) {
+// What a client is sent is bounded: the view is the feed's own text, shared by every
+// client (never copied per client), and a client that takes nothing for the write
+// timeout is dropped (its browser reconnects when it reads again).
+std::function<std::optional<http::Routes::Parts>()> eventsFor(fleet::FleetFeed& feed) {
   struct Sent {
     uint64_t seq = 0;
     std::string etcdError;
     bool first = true;
   };
-  return [&feed, sent = std::make_shared<Sent>()]() -> std::optional<std::string> {
+  return [&feed, sent = std::make_shared<Sent>()]() -> std::optional<http::Routes::Parts> {
     const auto snap = feed.waitNewer(sent->seq, std::chrono::seconds(15));
     if (feed.stopped()) return std::nullopt;  // shutting down: end the stream
-    std::string out = sent->first ? "retry: 1000\n\n" : "";
+    std::string head = sent->first ? "retry: 1000\n\n" : "";
+    http::Routes::Parts out;
     if (snap.seq == sent->seq) {
-      out += ": keep-alive\n\n";
+      head += ": keep-alive\n\n";
     } else {
       if (sent->first || snap.etcdError != sent->etcdError)
-        out += sseEvent("etcd", nlohmann::json{{"error", snap.etcdError}}.dump());
-      if (snap.json) out += sseEvent("fleet", *snap.json);
+        head += sseEvent("etcd", nlohmann::json{{"error", snap.etcdError}}.dump());
+      if (snap.json) {
+        out = {text(head + "event: fleet\ndata: "), snap.json, text("\n\n")};
+        head.clear();
+      }
       sent->seq = snap.seq;
       sent->etcdError = snap.etcdError;
     }
+    if (!head.empty()) out.push_back(text(std::move(head)));
     sent->first = false;
     return out;
   };
+}
+
+// How long a browser's socket may take nothing before it is dropped: 10 s, or
+// MESH_HOST_SERVE_WRITE_TIMEOUT seconds.
+int writeTimeout() {
+  const char* v = std::getenv("MESH_HOST_SERVE_WRITE_TIMEOUT");
+  if (!v || !*v) return 10;
+  char* end = nullptr;
+  const long n = std::strtol(v, &end, 10);
+  if (*end != '\0' || n < 1 || n > 3600)
+    throw InputError("MESH_HOST_SERVE_WRITE_TIMEOUT={}: give seconds from 1 to 3600", v);
+  return static_cast<int>(n);
 }
 
 }  // namespace
@@ -152,6 +177,13 @@ int runFleetServe(const FleetOptions& f, const FleetServeOptions& s) {
 
   http::Routes routes;
   routes.threads = 32;  // 32 browsers at once
+  routes.writeTimeoutSec = writeTimeout();
+  routes.dropped = [timeout = routes.writeTimeoutSec] {
+    std::fprintf(stderr,
+                 "mesh-host: fleet serve: dropped an event stream whose reader took nothing for "
+                 "%d s (MESH_HOST_SERVE_WRITE_TIMEOUT)\n",
+                 timeout);
+  };
   if (!s.listenPublic)
     // A page on loopback can still be reached by another site's script through DNS
     // rebinding: only a request addressed to a loopback name or address is answered.

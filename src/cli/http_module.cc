@@ -2,6 +2,9 @@
 // mesh-host.
 #include <httplib.h>
 
+#include <algorithm>
+#include <chrono>
+
 #include "cli/http_server.hh"
 
 namespace {
@@ -21,6 +24,7 @@ class HttplibServer final : public mesh::cli::http::Server {
     const int threads = routes_.threads;
     server_.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
     server_.set_keep_alive_timeout(routes_.keepAliveTimeoutSec);
+    server_.set_write_timeout(routes_.writeTimeoutSec);
     if (routes_.screen)
       server_.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
         auto answer = routes_.screen(req.get_header_value("Host"));
@@ -33,15 +37,29 @@ class HttplibServer final : public mesh::cli::http::Server {
         fill(res, handler());
       });
     for (const auto& [path, stream] : routes_.streams)
-      server_.Get(path, [&stream = stream](const httplib::Request&, httplib::Response& res) {
+      server_.Get(path, [this, &stream = stream](const httplib::Request&, httplib::Response& res) {
         for (const auto& [k, v] : stream.headers) res.set_header(k, v);
-        auto next = std::make_shared<std::function<std::optional<std::string>()>>(stream.open());
-        res.set_chunked_content_provider(stream.contentType,
-                                         [next](size_t, httplib::DataSink& sink) {
-                                           auto chunk = (*next)();
-                                           if (!chunk) return false;
-                                           return sink.write(chunk->data(), chunk->size());
-                                         });
+        auto next = std::make_shared<std::function<std::optional<Routes::Parts>()>>(stream.open());
+        res.set_chunked_content_provider(
+            stream.contentType, [this, next](size_t, httplib::DataSink& sink) {
+              auto chunk = (*next)();
+              if (!chunk) return false;
+              // In slices: httplib copies what it is given into a chunk of its own.
+              for (const auto& part : *chunk)
+                for (size_t at = 0; part && at < part->size(); at += Routes::kStreamSliceBytes) {
+                  const auto start = std::chrono::steady_clock::now();
+                  if (sink.write(part->data() + at,
+                                 std::min(Routes::kStreamSliceBytes, part->size() - at)))
+                    continue;
+                  // Failed after the whole write timeout: a reader that stopped reading (one
+                  // that went away fails at once).
+                  if (routes_.dropped && std::chrono::steady_clock::now() - start >=
+                                             std::chrono::seconds(routes_.writeTimeoutSec))
+                    routes_.dropped();
+                  return false;
+                }
+              return true;
+            });
       });
   }
 

@@ -30,15 +30,24 @@ struct Routes {
   // GET paths answered with one response.
   std::vector<std::pair<std::string, std::function<Response()>>> get;
   // GET paths answered with a stream: the response's headers, then each chunk
-  // `next` returns until it returns nullopt (or the client goes).
+  // `next` returns until it returns nullopt (or the client goes). A chunk is parts
+  // written in order, shared rather than copied (the same large text goes to every
+  // client: each holds a reference, and at most kStreamSliceBytes of it is copied at a
+  // time for its socket).
+  using Parts = std::vector<std::shared_ptr<const std::string>>;
+  static constexpr size_t kStreamSliceBytes = 64 * 1024;
   struct Stream {
     std::string contentType;
     std::vector<std::pair<std::string, std::string>> headers;
-    std::function<std::function<std::optional<std::string>()>()> open;  // one `next` per client
+    std::function<std::function<std::optional<Parts>()>()> open;  // one `next` per client
   };
   std::vector<std::pair<std::string, Stream>> streams;
   int threads = 8;              // clients served at once
   int keepAliveTimeoutSec = 1;  // an idle connection does not hold up a stop
+  // A client whose socket takes nothing for this long is dropped (a reader that stopped
+  // reading holds a thread and what it was being sent); `dropped` then hears of it.
+  int writeTimeoutSec = 5;
+  std::function<void()> dropped;
 };
 
 class Server {

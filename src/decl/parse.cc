@@ -18,6 +18,7 @@
 #include <tuple>
 
 #include "decl/compiled.hh"
+#include "decl/depth.hh"
 #include "decl/fields.hh"
 #include "decl/kind_info.hh"
 #include "decl/kinds.hh"
@@ -213,6 +214,14 @@ Declaration parseDeclaration(std::string_view text, const std::string& source,
                              const ParseOptions& options) {
   Diagnostics diags(source);
   toml::table root;
+  // toml++ recurses once per level it builds: deep input would overflow the stack.
+  if (auto deep = tooDeep(text)) {
+    diags.error(diags.at(deep->line, deep->column),
+                fmt::format("keys, tables and values nest {} levels deep here; at most {} are "
+                            "allowed (a resource needs 4: [module.<module>.<kind>.<name>])",
+                            deep->depth, kMaxNesting));
+    diags.throwIfAny();
+  }
   try {
     root = toml::parse(text, std::string_view(source));
   } catch (const toml::parse_error& e) {

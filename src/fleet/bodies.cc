@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "fleet/json_value.hh"
 #include "util/error.hh"
 
 namespace mesh::fleet {
@@ -44,21 +45,34 @@ void storeBody(EtcdClient& etcd, const FleetKeys& keys, const std::string& diges
            json{{"type", kChunkedBodyType}, {"size", text.size()}, {"chunks", chunks}}.dump());
 }
 
+std::optional<BodyManifest> decodeBodyManifest(std::string_view value, const std::string& key) {
+  if (!value.starts_with('{')) return std::nullopt;
+  const auto manifest = parseEtcdJson(value);
+  if (!manifest.is_object()) return std::nullopt;
+  const auto type = manifest.find("type");
+  if (type == manifest.end() || !type->is_string() || *type != kChunkedBodyType)
+    return std::nullopt;
+  // A field of another type counts as missing (json::value would throw type_error).
+  auto number = [&](const char* name) {
+    const auto it = manifest.find(name);
+    return it != manifest.end() && it->is_number_integer() ? it->get<int64_t>() : int64_t{-1};
+  };
+  const int64_t size = number("size"), chunks = number("chunks");
+  if (size < 0 || chunks < 0 || static_cast<std::size_t>(size) > kMaxBodyBytes ||
+      chunks != static_cast<int64_t>((size + kBodyChunkBytes - 1) / kBodyChunkBytes))
+    throw InputError("{}: a chunked body's manifest that does not add up ({} bytes in {} chunks)",
+                     key, size, chunks);
+  return BodyManifest{size, chunks};
+}
+
 std::optional<std::string> readBody(EtcdClient& etcd, const FleetKeys& keys,
                                     const std::string& digest) {
   const std::string key = keys.body(digest);
   auto head = etcd.get(key);
   if (!head) return std::nullopt;
-  if (!head->value.starts_with('{')) return std::move(head->value);
-  const auto manifest = json::parse(head->value, nullptr, false);
-  if (!manifest.is_object() || manifest.value("type", "") != kChunkedBodyType)
-    return std::move(head->value);  // not a manifest: the digest check judges it
-  const auto size = manifest.value("size", int64_t{-1});
-  const auto chunks = manifest.value("chunks", int64_t{-1});
-  if (size < 0 || chunks < 0 || static_cast<std::size_t>(size) > kMaxBodyBytes ||
-      chunks != static_cast<int64_t>((size + kBodyChunkBytes - 1) / kBodyChunkBytes))
-    throw InputError("{}: a chunked body's manifest that does not add up ({} bytes in {} chunks)",
-                     key, size, chunks);
+  const auto manifest = decodeBodyManifest(head->value, key);
+  if (!manifest) return std::move(head->value);  // not a manifest: the digest check judges it
+  const int64_t size = manifest->size, chunks = manifest->chunks;
   std::string text;
   text.reserve(static_cast<std::size_t>(size));
   for (int64_t i = 0; i < chunks; ++i) {

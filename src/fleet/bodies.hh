@@ -33,6 +33,15 @@ inline constexpr std::size_t kBodyChunkBytes = 1024 * 1024;
 inline constexpr std::size_t kMaxBodyBytes = 64 * kBodyChunkBytes;
 inline constexpr std::string_view kChunkedBodyType = "mesh-host chunked body v1";
 
+// A chunked body's manifest, the value at keys.body(digest) when the body was stored
+// in chunks. nullopt: the value is no manifest (it is the body itself). Throws
+// InputError naming `key` when it is one that does not add up.
+struct BodyManifest {
+  int64_t size = 0;
+  int64_t chunks = 0;
+};
+std::optional<BodyManifest> decodeBodyManifest(std::string_view value, const std::string& key);
+
 // Throws InputError naming `path` when `text` is over kMaxBodyBytes.
 void checkBodySize(const std::string& path, const std::string& text);
 

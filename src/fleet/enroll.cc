@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "fleet/json_value.hh"
 #include "fleet/node_signed.hh"
 #include "trust/signing.hh"
 #include "util/digest.hh"
@@ -46,7 +47,7 @@ std::pair<Enrollment, trust::DetachedSignature> readEnrollment(const std::string
                                                                const std::string& cluster,
                                                                const std::string& node,
                                                                const std::string& where) {
-  const json j = json::parse(text, nullptr, false);
+  const json j = parseEtcdJson(text);
   if (!j.is_object() || !j.contains("key") || !j["key"].is_string() || !j.contains("signature") ||
       !j["signature"].is_string())
     throw InputError("{}: not an enrollment record", where);

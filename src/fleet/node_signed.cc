@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "fleet/json_value.hh"
 #include "util/error.hh"
 
 namespace mesh::fleet {
@@ -62,13 +63,13 @@ NodeSignature checkNodeJson(std::string_view text, const trust::NodePublicKey& k
   std::string_view cutValue;
   if (const auto signedBytes = cutSignature(text, cutValue);
       signedBytes && trust::nodeSignatureMatches(key, *signedBytes, cutValue)) {
-    json j = json::parse(*signedBytes, nullptr, /*allow_exceptions=*/false);
+    json j = parseEtcdJson(*signedBytes);
     if (j.is_object() && !j.contains(kSignatureField)) {
       if (parsed) *parsed = std::move(j);
       return NodeSignature::Valid;
     }
   }
-  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  json j = parseEtcdJson(text);
   if (!j.is_object()) return NodeSignature::Invalid;
   auto it = j.find(kSignatureField);
   if (it == j.end()) return NodeSignature::Unsigned;
@@ -177,7 +178,7 @@ std::string encodeHeartbeat(const Heartbeat& h) {
 }
 
 Heartbeat decodeHeartbeat(std::string_view text, const std::string& where) {
-  const json j = json::parse(text, nullptr, false);
+  const json j = parseEtcdJson(text);
   if (!j.is_object() || !j.contains("node") || !j["node"].is_string())
     throw InputError("{}: not a heartbeat (expected a JSON object with \"node\")", where);
   try {

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <unordered_map>
 
+#include "fleet/json_value.hh"
 #include "util/error.hh"
 
 namespace mesh::fleet {
@@ -157,7 +158,7 @@ std::optional<std::pair<std::string, std::string>> FleetKeys::splitNodeKey(
 namespace {
 
 json parseObject(std::string_view text, const std::string& where, const char* what) {
-  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  json j = parseEtcdJson(text);
   if (!j.is_object()) throw InputError("{}: not {} (expected a JSON object)", where, what);
   return j;
 }

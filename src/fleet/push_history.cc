@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "fleet/json_value.hh"
 #include "trust/signing.hh"
 #include "util/error.hh"
 
@@ -35,8 +36,9 @@ std::string recordText(const PushRecord& r) {
 }
 
 PushRecord decodeRecordText(const std::string& text, const std::string& where) {
-  const auto j = json::parse(text, nullptr, false);
-  if (!j.is_object() || j.value("type", "") != kPushRecordType)
+  const auto j = parseEtcdJson(text);
+  const auto type = j.is_object() ? j.find("type") : j.end();
+  if (!j.is_object() || type == j.end() || !type->is_string() || *type != kPushRecordType)
     throw InputError("{}: not a push record", where);
   try {
     PushRecord r;
@@ -97,31 +99,40 @@ std::vector<PushHistoryEntry> readPushHistory(
   std::reverse(kvs.begin(), kvs.end());  // newest first: keys sort by time
   if (limit > 0 && kvs.size() > limit) kvs.resize(limit);
   std::vector<PushHistoryEntry> out;
-  for (const auto& kv : kvs) {
-    PushHistoryEntry e;
-    e.key = kv.key;
-    const auto j = json::parse(kv.value, nullptr, false);
-    const std::string text = j.is_object() ? j.value("record", "") : "";
-    const std::string sig = j.is_object() ? j.value("signature", "") : "";
-    try {
-      e.record = decodeRecordText(text, kv.key);
-    } catch (const InputError& err) {
-      e.problem = err.what();
-    }
-    if (!trusted.empty()) {
-      e.verified = false;
-      if (e.record && !sig.empty()) {
-        try {
-          const auto signer = trust::verifySignedText(kv.key, text, sig, kv.key, trusted);
-          e.verified = signer.text() == e.record->pushedBy;
-        } catch (const InputError&) {
-          // Unsigned, tampered with, or by a key not given: not verified.
-        }
+  for (const auto& kv : kvs) out.push_back(readPushRecord(kv.key, kv.value, trusted));
+  return out;
+}
+
+PushHistoryEntry readPushRecord(const std::string& key, std::string_view value,
+                                const std::vector<trust::OperatorPublicKey>& trusted) {
+  PushHistoryEntry e;
+  e.key = key;
+  const auto j = parseEtcdJson(value);
+  // A field of another type counts as missing (json::value would throw type_error).
+  auto field = [&](const char* name) {
+    if (!j.is_object()) return std::string();
+    const auto it = j.find(name);
+    return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
+  };
+  const std::string text = field("record");
+  const std::string sig = field("signature");
+  try {
+    e.record = decodeRecordText(text, key);
+  } catch (const InputError& err) {
+    e.problem = err.what();
+  }
+  if (!trusted.empty()) {
+    e.verified = false;
+    if (e.record && !sig.empty()) {
+      try {
+        const auto signer = trust::verifySignedText(key, text, sig, key, trusted);
+        e.verified = signer.text() == e.record->pushedBy;
+      } catch (const InputError&) {
+        // Unsigned, tampered with, or by a key not given: not verified.
       }
     }
-    out.push_back(std::move(e));
   }
-  return out;
+  return e;
 }
 
 }  // namespace mesh::fleet

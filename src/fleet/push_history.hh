@@ -66,6 +66,11 @@ std::vector<PushHistoryEntry> readPushHistory(EtcdClient& etcd, const FleetKeys&
                                               std::size_t limit,
                                               const std::vector<trust::OperatorPublicKey>& trusted);
 
+// One record's value as it was read at `key` (what readPushHistory does for each):
+// never throws for what the value holds, says it in `problem`.
+PushHistoryEntry readPushRecord(const std::string& key, std::string_view value,
+                                const std::vector<trust::OperatorPublicKey>& trusted);
+
 // Writes `r` at keys.push(…), then deletes all but the newest kKeptPushes records.
 // Returns the record's key and the revision of its put.
 std::pair<std::string, int64_t> recordPush(EtcdClient& etcd, const FleetKeys& keys,

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "fleet/json_value.hh"
 #include "util/error.hh"
 
 namespace mesh::fleet {
@@ -87,7 +88,7 @@ void PushLock::keepAlive() {
 }
 
 std::string PushLock::holderText(const std::string& value) {
-  const auto j = nlohmann::json::parse(value, nullptr, false);
+  const auto j = parseEtcdJson(value);
   if (!j.is_object()) return "an unknown holder";
   return fmt::format("{} (pid {} on {})", j.value("pushed_by", "?"), j.value("pid", 0),
                      j.value("host", "?"));

@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "fleet/json_value.hh"
 #include "fleet/protocol.hh"
 #include "trust/signing.hh"
 #include "util/digest.hh"
@@ -82,7 +83,7 @@ T required(const json& j, const char* name, const std::string& where) {
 }  // namespace
 
 Statement decodeStatement(std::string_view text, const std::string& where) {
-  const json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  const json j = parseEtcdJson(text);
   if (!j.is_object() || j.value("type", json()) != kStatementType)
     throw InputError("{}: not a fleet statement (expected a JSON object of type \"{}\")", where,
                      kStatementType);
@@ -109,7 +110,7 @@ std::string encodePushed(const PushedDeclaration& p) {
 }
 
 PushedDeclaration decodePushed(std::string_view text, const std::string& where) {
-  const json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  const json j = parseEtcdJson(text);
   if (!j.is_object())
     throw InputError("{}: not a pushed declaration (expected a JSON object)", where);
   if (!j.contains("statement") && j.contains("declaration"))

@@ -176,6 +176,33 @@ TEST_F(BadInput, ControlCharactersAreNeverEchoedRaw) {
   EXPECT_EQ(snapshotTree(root), before);
 }
 
+// Issue 27: input nested 50,000 deep (~100 KB: dotted keys, table headers, inline tables,
+// arrays) overflowed toml++'s recursion (exit 139). Whatever its shape, bad input is
+// exit 2 with a message naming the place, and nothing is applied.
+TEST_F(BadInput, DeeplyNestedInputIsRefusedNotACrash) {
+  ASSERT_EQ(apply(declPath).code, 0);
+  auto before = snapshotTree(root);
+  std::string dotted = "a", header = "[a", inlined = "x = ";
+  for (int k = 0; k < 50000; ++k) dotted += ".a", header += ".a";
+  for (int k = 0; k < 20000; ++k) inlined += "{a.b = ";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"dotted.toml", dotted + " = 1\n"},
+      {"header.toml", header + "]\n"},
+      {"inline.toml", inlined + "1\n"},
+      {"arrays.toml", "x = " + std::string(50000, '[') + std::string(50000, ']') + "\n"}};
+  for (const auto& [name, text] : cases) {
+    for (const char* cmd : {"apply", "plan"}) {
+      Result r = mesh({cmd, declare(text, name)});
+      EXPECT_EQ(r.code, 2) << cmd << " " << name << ": " << r.err.substr(0, 300);
+      EXPECT_NE(r.err.find(name + ":1:"), std::string::npos) << r.err.substr(0, 300);
+      EXPECT_TRUE(r.err.find("levels deep here; at most 64") != std::string::npos ||
+                  r.err.find("maximum nested value depth") != std::string::npos)
+          << r.err.substr(0, 300);
+    }
+  }
+  EXPECT_EQ(snapshotTree(root), before);
+}
+
 // Saying it is what makes an empty declaration remove everything.
 TEST_F(BadInput, EmptyTrueRemovesEverything) {
   ASSERT_EQ(apply(declPath).code, 0);

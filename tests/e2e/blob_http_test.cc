@@ -188,6 +188,44 @@ TEST_F(BlobHttp, SlowServerTimesOut) {
   EXPECT_EQ(server->requests(urlPath(digest)), 2) << "a timeout is retried";
 }
 
+// An endless body (no Content-Length) is cut off at the most a blob may be: it would
+// otherwise fill <state-dir>/blobs before its digest is ever checked. Not retried (it
+// would be endless again); its temp file is removed. (MESH_HOST_HTTP_TIMEOUT only
+// bounds what a build without the cap writes.)
+TEST_F(BlobHttp, AnEndlessBodyIsCutOffAtTheMostABlobMayBe) {
+  const std::string digest = "sha256:" + std::string(64, 'e');
+  Reply endless{200, ""};
+  endless.endless = true;
+  server->serve(urlPath(digest), endless);
+  const auto start = std::chrono::steady_clock::now();
+  expectBlobFails(digest, "is larger than 1048576 bytes, the most a blob may be",
+                  {{"MESH_HOST_HTTP_MAX_BYTES", "1048576"}, {"MESH_HOST_HTTP_TIMEOUT", "3"}});
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 3s);
+  EXPECT_EQ(server->requests(urlPath(digest)), 1) << "a body over the cap is not retried";
+}
+
+// A Content-Length above the cap (the default, 8 GiB) is refused before a byte is kept.
+TEST_F(BlobHttp, ABodyAnnouncedLargerThanTheMostIsRefusedAtOnce) {
+  const std::string digest = "sha256:" + std::string(64, 'f');
+  server->serve(urlPath(digest), {200, "a few bytes", 10L << 30});
+  expectBlobFails(digest, "the server announced 10737418240 bytes");
+  EXPECT_EQ(server->requests(urlPath(digest)), 1);
+}
+
+// A body that drips a byte every 100 ms, for ever: the low-speed limit gives it up
+// (here after 1 s instead of the default 30 s) and the temp file goes.
+TEST_F(BlobHttp, ADrippingBodyTimesOut) {
+  const std::string digest = "sha256:" + std::string(64, 'd');
+  Reply drip{200, "x"};
+  drip.endless = true;
+  drip.drip = 100ms;
+  server->serve(urlPath(digest), drip);
+  const auto start = std::chrono::steady_clock::now();
+  expectBlobFails(digest, "slower than 1024 bytes/s for 1 s",
+                  {{"MESH_HOST_HTTP_LOW_SPEED_TIME", "1"}, {"MESH_HOST_HTTP_RETRIES", "0"}});
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 10s);
+}
+
 TEST_F(BlobHttp, TruncatedTransferFailsThatResourceOnly) {
   const std::string file = work + "/real";
   std::ofstream(file, std::ios::binary) << std::string(1000, 'x');

@@ -597,7 +597,9 @@ content = "converges"
   EXPECT_EQ(r.code, 1) << r.out << r.err;
   auto o = outcomeOf(r.json(), "m.big");
   EXPECT_EQ(o["outcome"], "failed") << o.dump();
-  EXPECT_NE(o.dump().find(kEnospc), std::string::npos) << o.dump();
+  // Its Content-Length is more than the room above the free-space margin: refused
+  // before a byte is written (an endless body: the test below).
+  EXPECT_NE(o.dump().find("the server announced 307200 bytes, and"), std::string::npos) << o.dump();
   EXPECT_EQ(outcomeOf(r.json(), "m.other")["outcome"], "updated");
   EXPECT_FALSE(fs::exists(at("/etc/big")));
   EXPECT_FALSE(fs::exists(stateDir() + "/blobs/sha256/" + hex));
@@ -609,6 +611,45 @@ content = "converges"
   EXPECT_EQ(outcomeOf(r.json(), "m.big")["outcome"], "created");
   EXPECT_TRUE(read("/etc/big") == body);
   EXPECT_EQ(sha256Hex(stateDir() + "/blobs/sha256/" + hex), hex);
+}
+
+// An endless body from a blob server, into a state directory of 4 MiB: the download
+// stops while the margin (5% of the file system here) is still free — the disk is
+// never filled, whatever the server sends — the resource fails saying so, the temp
+// file is removed, and every other resource converges.
+TEST_F(FullDisk, AnEndlessBlobBodyStopsAtTheFreeSpaceMargin) {
+  TinyHttpServer server;
+  mountTmpfs(stateDir(), 4096);
+  const std::string hex(64, 'e');
+  Reply endless{200, bytes(65536, 9)};
+  endless.endless = true;
+  server.serve("/store/sha256/" + hex, endless);
+  blobs = fmt::format("http://127.0.0.1:{}/store", server.port());
+  Result r = apply(
+      declare("[module.m.file.other]\npath = \"/etc/other\"\ncontent = \"first\"\n", "first.toml"));
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+
+  r = apply(declare(fmt::format(R"(
+[module.m.file.big]
+path = "/etc/big"
+blob = "sha256:{}"
+
+[module.m.file.other]
+path = "/etc/other"
+content = "converges"
+)",
+                                hex)));
+  EXPECT_EQ(r.code, 1) << r.out << r.err;
+  auto o = outcomeOf(r.json(), "m.big");
+  EXPECT_EQ(o["outcome"], "failed") << o.dump();
+  EXPECT_NE(o.dump().find("bytes are kept free there (MESH_HOST_HTTP_MIN_FREE)"), std::string::npos)
+      << o.dump();
+  EXPECT_EQ(o.dump().find(kEnospc), std::string::npos) << o.dump();
+  EXPECT_EQ(outcomeOf(r.json(), "m.other")["outcome"], "updated");
+  EXPECT_FALSE(fs::exists(at("/etc/big")));
+  EXPECT_EQ(leftovers(stateDir()), std::vector<std::string>{});
+  const auto space = fs::space(stateDir());
+  EXPECT_GE(space.available, 4096u * 1024 / 20) << "the margin was eaten into";
 }
 
 }  // namespace

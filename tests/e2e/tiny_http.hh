@@ -24,6 +24,10 @@ struct Reply {
   std::string body;
   long contentLength = -1;  // -1: the body's size
   std::chrono::milliseconds delay{0};
+  // The body sent again and again until the client goes (no Content-Length).
+  bool endless = false;
+  // A pause before each piece of the body; with it, the body goes a byte at a time.
+  std::chrono::milliseconds drip{0};
 };
 
 // One thread accepting on 127.0.0.1:<ephemeral>, one thread per connection; answers
@@ -116,12 +120,28 @@ class TinyHttpServer {
     for (auto waited = 0ms; waited < r.delay && !stop_; waited += 10ms)
       std::this_thread::sleep_for(10ms);
     const long length = r.contentLength >= 0 ? r.contentLength : long(r.body.size());
-    const std::string response = fmt::format(
-                                     "HTTP/1.1 {} X\r\nContent-Length: {}\r\nContent-Type: "
-                                     "application/octet-stream\r\nConnection: close\r\n\r\n",
-                                     r.status, length) +
-                                 r.body;
-    ::send(fd, response.data(), response.size(), MSG_NOSIGNAL);
+    const std::string head = fmt::format(
+        "HTTP/1.1 {} X\r\n{}Content-Type: application/octet-stream\r\nConnection: "
+        "close\r\n\r\n",
+        r.status, r.endless ? "" : fmt::format("Content-Length: {}\r\n", length));
+    auto sendAll = [&](std::string_view bytes) {
+      return ::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL) == ssize_t(bytes.size());
+    };
+    if (r.endless || r.drip > 0ms) {
+      const std::string piece = r.body.empty() ? std::string(65536, 'x') : r.body;
+      bool going = sendAll(head);
+      do {
+        for (size_t k = 0; going && k < piece.size() && !stop_;
+             k += r.drip > 0ms ? 1 : piece.size()) {
+          for (auto waited = 0ms; waited < r.drip && !stop_; waited += 10ms)
+            std::this_thread::sleep_for(10ms);
+          going = sendAll(std::string_view(piece).substr(k, r.drip > 0ms ? 1 : piece.size()));
+        }
+      } while (going && r.endless && !stop_);
+    } else {
+      const std::string response = head + r.body;
+      ::send(fd, response.data(), response.size(), MSG_NOSIGNAL);
+    }
     ::shutdown(fd, SHUT_WR);
     ::close(fd);
   }

@@ -312,5 +312,20 @@ TEST_F(FleetEnroll, AnOlderAgentsHeartbeatWithoutALeaseCountsWhileFresh) {
       << text.out;
 }
 
+// Issue 27: whatever another etcd writer left at the enrollment key — a "key" that is
+// not a string, JSON nested 300,000 deep — `fleet enroll` replaces it (it threw
+// nlohmann's type_error: "internal error", nothing enrolled).
+TEST_F(FleetEnroll, WhateverIsAtTheEnrollmentKeyIsReplaced) {
+  const auto key = trust::NodeKey::ephemeral();
+  for (const std::string junk :
+       {std::string(R"({"key":1})"),
+        R"({"key":)" + std::string(300000, '[') + std::string(300000, ']') + "}"}) {
+    client->put(enrollmentKey(keys, "web7"), junk);
+    Result e = runCommand(fleetArgv("enroll", {"--key", keyFile, "web7", key.publicKeyText()}));
+    EXPECT_EQ(e.code, 0) << e.out << e.err.substr(0, 300);
+    EXPECT_NE(e.out.find("enrolled web7: " + key.publicKeyText()), std::string::npos) << e.out;
+  }
+}
+
 }  // namespace
 }  // namespace mesh::fleet::test

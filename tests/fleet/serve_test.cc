@@ -248,6 +248,9 @@ class FleetServe : public FleetTest {
     return browser().run("return document.getElementById('rollout').dataset.serial || '';");
   }
 
+  pid_t servePid() const { return serve_.pid; }
+  const std::string& serveDir() const { return serve_.dir; }
+
   std::string page;
   static inline std::string browserDir_;
 
@@ -371,6 +374,82 @@ TEST_F(FleetServe, ShowsEveryStateAndARolloutInProgress) {
 
 // Read-only and loopback by default: no POST, no other site's name (DNS rebinding), and a
 // public address only when asked.
+// Resident memory of a process, from /proc/<pid>/status ("VmRSS" or "VmHWM"), in KiB.
+long memoryKib(pid_t pid, const std::string& field) {
+  std::ifstream in(fmt::format("/proc/{}/status", pid));
+  std::string line;
+  while (std::getline(in, line))
+    if (line.starts_with(field + ":")) return std::stol(line.substr(field.size() + 1));
+  return -1;
+}
+
+// A connection to /events that never reads: its receive buffer made small, so the
+// server's writes stall at once.
+int stuckReader(const std::string& page) {
+  const int port = std::stoi(page.substr(page.rfind(':') + 1));
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  int small = 4096;
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  const std::string request = fmt::format(
+      "GET /events HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nAccept: text/event-stream\r\n\r\n", port);
+  EXPECT_EQ(::send(fd, request.data(), request.size(), MSG_NOSIGNAL), ssize_t(request.size()));
+  return fd;
+}
+
+// Issue 27: browsers that stop reading a large view (a stuck tab, or someone holding
+// connections open on purpose) cost a bounded amount each — the view is shared, never
+// copied per reader — and each is dropped once its socket has taken nothing for the
+// write timeout, saying so; the server goes on serving. (It was ~2 copies of the view per
+// stuck reader, for ever re-made as they reconnect: 135 -> 535 MB.)
+TEST_F(FleetServe, StuckReadersOfALargeViewAreBoundedAndDropped) {
+  // A view of ~2 MB: 250 nodes failing 20 resources each, with long reasons.
+  for (int i = 0; i < 250; ++i) {
+    auto s = nodeStatus(fmt::format("big-{:03}", i), 0, std::nullopt);
+    for (int k = 0; k < 20; ++k)
+      s.failing.emplace_back(fmt::format("m.r{}", k), std::string(300, 'a' + k % 26));
+    s.failed = 20;
+    publish(s, true);
+  }
+  ::setenv("MESH_HOST_SERVE_WRITE_TIMEOUT", "2", 1);
+  startServe();
+  ::unsetenv("MESH_HOST_SERVE_WRITE_TIMEOUT");
+  ASSERT_FALSE(HasFatalFailure());
+  const size_t viewBytes = http("GET", page + "api/fleet").body.size();
+  ASSERT_GT(viewBytes, 1500000u) << "the view is too small to tell";
+  const long before = memoryKib(servePid(), "VmRSS");
+
+  constexpr int kReaders = 24;
+  std::vector<int> readers;
+  for (int i = 0; i < kReaders; ++i) readers.push_back(stuckReader(page));
+  // Each is dropped after 2 s of taking nothing: the server says so, once for each.
+  const auto dropped = waitFor(
+      [&] {
+        const auto err = slurp(serveDir() + "/err");
+        size_t n = 0;
+        for (size_t at = 0; (at = err.find("dropped an event stream", at)) != std::string::npos;
+             ++at)
+          ++n;
+        return n >= kReaders;
+      },
+      std::chrono::seconds(20));
+  EXPECT_TRUE(dropped) << slurp(serveDir() + "/err");
+  const long peak = memoryKib(servePid(), "VmHWM");
+  for (int fd : readers) ::close(fd);
+  // At most a slice (64 KiB) each and the shared view, not a copy of the view each.
+  EXPECT_LT((peak - before) * 1024, long(viewBytes) * 4 + (8 << 20))
+      << "grew from " << before << " KiB to a peak of " << peak << " KiB with " << kReaders
+      << " stuck readers of a " << viewBytes << "-byte view";
+  std::printf(
+      "[ memory ] fleet serve: %ld KiB, peak %ld KiB with %d stuck readers of a %zu-byte view\n",
+      before, peak, kReaders, viewBytes);
+  EXPECT_EQ(http("GET", page + "api/fleet").code, 200) << "the server stopped serving";
+}
+
 TEST_F(FleetServe, IsReadOnlyAndLoopbackUnlessAsked) {
   ASSERT_NO_FATAL_FAILURE(startServe());
   EXPECT_EQ(http("GET", page + "api/fleet").code, 200);

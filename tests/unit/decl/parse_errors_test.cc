@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "decl/depth.hh"
 #include "decl/unit_keys.hh"
 #include "decl_test.hh"
 
@@ -524,6 +525,39 @@ TEST(ParseError, EmptyIsNotReportedBesideOtherErrors) {
   auto msg = errorOf("[modules.m.file.a]\npath = \"/a\"\ncontent = \"\"\n");
   EXPECT_NE(msg.find("unknown key 'modules'"), std::string::npos) << msg;
   EXPECT_EQ(msg.find("declares no resources"), std::string::npos) << msg;
+}
+
+// Issue 27: nesting is counted before toml++ recurses over it. At the limit a
+// declaration still parses (strings holding brackets, dots and quotes do not count);
+// one level past it is refused at the place it passes the limit.
+TEST(ParseDepth, NestingPastTheLimitIsRefusedWhereItPassesIt) {
+  EXPECT_EQ(tooDeep(R"([module.m.file.f]
+path = "/etc/a.b.c[{"
+content = """ [[[[ {{{{ a.b.c.d.e.f.g """
+x = [[1, 2], {a.b = 'q.r[s'}]  # [[[[ comment
+)",
+                    10),
+            std::nullopt);
+  std::string dotted = "a";
+  for (int k = 1; k < kMaxNesting; ++k) dotted += ".a";
+  EXPECT_EQ(tooDeep(dotted + " = 1\n"), std::nullopt);
+  const auto deep = tooDeep("\n" + dotted + ".b = 1\n");
+  ASSERT_TRUE(deep);
+  EXPECT_EQ(deep->line, 2);
+  EXPECT_EQ(deep->column, 2 * kMaxNesting + 1);  // the 'b'
+  EXPECT_EQ(deep->depth, kMaxNesting + 1);
+  // A header's segments count beneath the keys below it; inline tables and arrays on top.
+  EXPECT_TRUE(tooDeep("[" + dotted + "]\nb = 1\n"));
+  EXPECT_TRUE(tooDeep("[a.b]\nc = " + std::string(kMaxNesting, '[')));
+  EXPECT_FALSE(tooDeep("[a.b]\nc = " + std::string(kMaxNesting - 3, '[')));
+
+  std::string header = "[a";
+  for (int k = 0; k < 50000; ++k) header += ".a";
+  const std::string message = errorOf(header + "]\n");
+  EXPECT_NE(message.find("decl.toml:1:130: error: keys, tables and values nest 65 levels deep "
+                         "here; at most 64 are allowed"),
+            std::string::npos)
+      << message.substr(0, 300);
 }
 
 }  // namespace
