@@ -24,6 +24,7 @@
 #include "fleet/feed.hh"
 #include "util/error.hh"
 #include "util/lazy/lazy_lib.hh"
+#include "util/text_safe.hh"
 
 namespace mesh::cli {
 
@@ -90,7 +91,7 @@ std::function<std::optional<std::string>()> eventsFor(fleet::FleetFeed& feed) {
       out += ": keep-alive\n\n";
     } else {
       if (sent->first || snap.etcdError != sent->etcdError)
-        out += sseEvent("etcd", nlohmann::json{{"error", snap.etcdError}}.dump());
+        out += sseEvent("etcd", jsonOut(nlohmann::json{{"error", snap.etcdError}}));
       if (snap.json) out += sseEvent("fleet", *snap.json);
       sent->seq = snap.seq;
       sent->etcdError = snap.etcdError;
