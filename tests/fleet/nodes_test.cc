@@ -785,6 +785,7 @@ class NodesWithOwnEtcd : public Nodes {
     ASSERT_TRUE(awaitApplied("n1", revs.at("n1")));
     // The old etcd well above where a fresh one starts.
     for (int i = 0; i < 30; ++i) client->put("/filler", std::to_string(i));
+    const auto before = statusOf("n1");
     ASSERT_TRUE(before);
 
     Result pause = runCommand({::mesh::test::etcdScript(), "pause", ownEtcdDir});

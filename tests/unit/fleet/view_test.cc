@@ -488,7 +488,7 @@ TEST(FleetView, TheJsonTextIsTheJsonTreeDumped) {
   v.nodes[1].lastError = "not UTF-8 \xff";
   v.nodes[2].node = "evil\xff\x1b[2K\xc2\x9b";
   EXPECT_EQ(fleetJsonText(v), jsonOut(fleetJson(v)));
-  const auto parsed = json::parse(fleetJsonText(v));
+  const auto parsed = nlohmann::json::parse(fleetJsonText(v));
   EXPECT_EQ(parsed["nodes"][2]["node"], "evil\ufffd\x1b[2K\u009b");
   EXPECT_EQ(fleetJsonText(v).find('\x1b'), std::string::npos);
 }
