@@ -86,12 +86,8 @@ unit = {{ ExecStart = "{{bundle}}/bin/svc" }}
   expectNothingRaw("apply", text.out + text.err);
   EXPECT_NE(text.out.find("evil\\xff\\e[2J\\r"), std::string::npos) << text.out;
 
-  for (const std::vector<std::string>& args :
-       std::vector<std::vector<std::string>>{{"plan", decl},
-                                             {"status"},
-                                             {"history"},
-                                             {"history", "m.app"},
-                                             {"generations"}}) {
+  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+           {"plan", decl}, {"status"}, {"history"}, {"history", "m.app"}, {"generations"}}) {
     const std::string what = fmt::format("{}", fmt::join(args, " "));
     Result r = mesh(args);
     EXPECT_EQ(r.err.find("internal error"), std::string::npos) << what << ": " << r.err;
