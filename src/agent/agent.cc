@@ -264,15 +264,21 @@ class Agent {
     staleSlotsReleased_ = staleSlotsReleased_ || releaseStale;
     worker_ =
         std::thread([this, &events, decl = *current(), hooks = std::move(hooks), releaseStale] {
-          result_ = runLocked(
-              o_.settings, decl, stop_,
-              [this](const std::string& msg) {
-                log_.log(Level::Notice, msg, {{"state_dir", o_.settings.stateDir}});
-              },
-              hooks);
-          // The first cycle has brought every service back: slots an earlier agent of this
-          // node held for a restart it did not finish can go.
-          if (releaseStale && result_.report) fleet_->releaseStaleSlots();
+          try {  // no thread ends the process: what escapes is the cycle's error
+            result_ = runLocked(
+                o_.settings, decl, stop_,
+                [this](const std::string& msg) {
+                  log_.log(Level::Notice, msg, {{"state_dir", o_.settings.stateDir}});
+                },
+                hooks);
+            // The first cycle has brought every service back: slots an earlier agent of
+            // this node held for a restart it did not finish can go.
+            if (releaseStale && result_.report) fleet_->releaseStaleSlots();
+          } catch (const std::exception& e) {
+            result_.error = e.what();
+          } catch (...) {
+            result_.error = "an unknown exception in the cycle's thread";
+          }
           events.signalCycleDone();
         });
   }

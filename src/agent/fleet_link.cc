@@ -148,8 +148,23 @@ void FleetLink::start(int64_t resumeAfter) {
     statusDirty_ = true;
     ++statusVersion_;
   }
-  watcher_ = std::thread([this, resumeAfter] { watchLoop(resumeAfter); });
-  heartbeat_ = std::thread([this] { heartbeatLoop(); });
+  // No thread ends the process on bad data: each loop treats any exception as a failed
+  // round (reported, retried with backoff), and what would still escape is reported here.
+  watcher_ = std::thread([this, resumeAfter] {
+    guardedThread("watching the pushed declaration", [&] { watchLoop(resumeAfter); });
+  });
+  heartbeat_ = std::thread(
+      [this] { guardedThread("publishing the node's status", [&] { heartbeatLoop(); }); });
+}
+
+void FleetLink::guardedThread(const char* what, const std::function<void()>& loop) {
+  try {
+    loop();
+  } catch (const std::exception& e) {
+    log_.error(fmt::format("mesh-host: stopped {} in etcd: {}", what, e.what()));
+  } catch (...) {
+    log_.error(fmt::format("mesh-host: stopped {} in etcd: an unknown exception", what));
+  }
 }
 
 void FleetLink::stop() {
@@ -230,8 +245,8 @@ void FleetLink::consider(const std::string& value, int64_t revision) {
   } catch (const BodyUnavailable&) {
     std::lock_guard<std::mutex> guard(mutex_);
     lastJudged_.clear();
-    throw;  // the watcher backs off and reads the key again
-  } catch (const Error& e) {
+    throw;                             // the watcher backs off and reads the key again
+  } catch (const std::exception& e) {  // not only Error: bad data never ends the thread
     refuse(revision, value, e.what());
   }
 }
@@ -308,7 +323,7 @@ void FleetLink::watchLoop(int64_t resumeAfter) {
       from = 0;
       down = false;
       backoff = o_.backoffMin;
-    } catch (const Error& e) {
+    } catch (const std::exception& e) {
       if (!down)
         log_.log(Level::Warning,
                  std::string("mesh-host: warning: ") + e.what() +
@@ -388,7 +403,7 @@ void FleetLink::heartbeatLoop() {
       if (put) noteLinked(false, true, "");
       lock.lock();
       continue;
-    } catch (const Error& e) {
+    } catch (const std::exception& e) {  // etcd, or a status that cannot be encoded
       if (!down)
         log_.log(Level::Warning,
                  std::string("mesh-host: warning: cannot publish the node's status: ") + e.what() +

@@ -123,6 +123,8 @@ class FleetLink {
  private:
   void watchLoop(int64_t resumeAfter);
   void heartbeatLoop();
+  // Runs a thread's loop; anything it throws is logged, never std::terminate.
+  void guardedThread(const char* what, const std::function<void()>& loop);
   // A value seen at `revision`: accepted (handed to the agent) or refused.
   void consider(const std::string& value, int64_t revision);
   AcceptedDeclaration check(const std::string& value, int64_t revision);

@@ -1,4 +1,5 @@
 #include "agent/log.hh"
+#include "util/text_safe.hh"
 
 #include <sys/uio.h>
 #include <systemd/sd-journal.h>
@@ -61,7 +62,7 @@ std::string formatLogLine(LogFormat format, bool journal, Level level, const std
       for (const auto& [k, v] : fields.items())
         if (!j.contains(k)) j[k] = v;
     // Invalid UTF-8 (a path in an error message) is replaced, never a throw.
-    return prefix + j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
+    return prefix + jsonOut(j) + "\n";
   }
   // Outside journald (which stamps lines itself), every line starts with its
   // time, RFC 3339 in UTC with milliseconds.
@@ -71,7 +72,9 @@ std::string formatLogLine(LogFormat format, bool journal, Level level, const std
   do {
     size_t end = msg.find('\n', start);
     if (end == std::string::npos) end = msg.size();
-    out += lead + msg.substr(start, end - start) + "\n";
+    // Each line escaped (util/text_safe.hh): no CR, ESC or invalid byte from a reason,
+    // a path or an etcd key reaches a terminal or a log viewer raw.
+    out += lead + shownText(std::string_view(msg).substr(start, end - start)) + "\n";
     start = end + 1;
   } while (start < msg.size());
   return out;
@@ -89,7 +92,9 @@ bool stderrIsJournal() {
 
 std::vector<std::string> journalFields(Level level, const std::string& msg,
                                        const nlohmann::json& fields) {
-  std::vector<std::string> out = {"MESSAGE=" + msg,
+  // Values escaped as the text log escapes them: journalctl shows a field holding a
+  // control or invalid byte as a blob, and a viewer would obey an ESC in it.
+  std::vector<std::string> out = {"MESSAGE=" + shownLines(msg),
                                   fmt::format("PRIORITY={}", static_cast<int>(level)),
                                   "SYSLOG_IDENTIFIER=mesh-host"};
   if (!fields.is_object()) return out;
@@ -110,9 +115,7 @@ std::vector<std::string> journalFields(Level level, const std::string& msg,
     }
     if (value.is_null()) continue;
     out.push_back(name + "=" +
-                  (value.is_string()
-                       ? value.get<std::string>()
-                       : value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)));
+                  shownText(value.is_string() ? value.get<std::string>() : jsonOut(value)));
   }
   return out;
 }

@@ -8,6 +8,7 @@
 #include "util/digest.hh"
 #include "util/error.hh"
 #include "util/json_depth.hh"
+#include "util/text_safe.hh"
 
 namespace mesh::apply {
 
@@ -57,7 +58,7 @@ std::vector<PlannedResource> plannedResources(const CycleReport& report) {
                        {"would", wouldOf(o)},
                        {"moved_from", o.movedFrom},
                        {"moved_to", o.movedTo}};
-    out.push_back({r.id, r.kind, verdictName(o.verdict()), Digest::ofBytes(said.dump()).str()});
+    out.push_back({r.id, r.kind, verdictName(o.verdict()), Digest::ofBytes(jsonData(said)).str()});
   }
   return out;
 }
@@ -67,16 +68,16 @@ std::string encodePlanFile(const PlanFile& p) {
   for (const auto& r : p.resources)
     resources.push_back(
         {{"id", r.id}, {"kind", r.kind}, {"outcome", r.outcome}, {"fingerprint", r.fingerprint}});
-  return json{{"type", kPlanFileType},
-              {"node", p.node},
-              {"root", p.root},
-              {"declaration_path", p.declarationPath},
-              {"declaration_digest", p.declarationDigest},
-              {"declaration", p.declaration},
-              {"version", p.version},
-              {"planned_at_ms", p.plannedAtMs},
-              {"resources", std::move(resources)}}
-             .dump(1) +
+  return jsonData(json{{"type", kPlanFileType},
+                       {"node", p.node},
+                       {"root", p.root},
+                       {"declaration_path", p.declarationPath},
+                       {"declaration_digest", p.declarationDigest},
+                       {"declaration", p.declaration},
+                       {"version", p.version},
+                       {"planned_at_ms", p.plannedAtMs},
+                       {"resources", std::move(resources)}},
+                  1) +
          "\n";
 }
 

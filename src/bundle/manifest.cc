@@ -4,6 +4,7 @@
 
 #include "bundle/path.hh"
 #include "bundle/unpack.hh"
+#include "util/text_safe.hh"
 
 namespace mesh::bundle {
 
@@ -102,7 +103,7 @@ std::string Manifest::str() const {
   json doc = {{"version", kManifestVersion}, {"entries", std::move(list)}};
   // unpack() refuses names that are not UTF-8; `replace` only keeps str() from
   // throwing on a hand-built manifest that holds one.
-  return doc.dump(-1, ' ', false, json::error_handler_t::replace);
+  return jsonData(doc);
 }
 
 std::optional<Manifest> Manifest::parse(const std::string& text) {

@@ -20,6 +20,7 @@
 #include "util/error.hh"
 #include "util/fd.hh"
 #include "util/fs.hh"
+#include "util/text_safe.hh"
 
 namespace mesh::cli {
 
@@ -66,7 +67,7 @@ int applyAndReport(const decl::Declaration& declaration, const CommonOptions& o,
         warnings.push_back(fmt::format("{}: {}", r.id, r.outcome.warning));
       if (unprintable) return;
       try {
-        std::string j = outcomeJson(r, false).dump();
+        std::string j = jsonOut(outcomeJson(r, false));
         if (!outcomesJson.empty()) outcomesJson += ',';
         outcomesJson += j;
       } catch (...) {  // never cuts the cycle short: it fails the output, after it
@@ -81,15 +82,15 @@ int applyAndReport(const decl::Declaration& declaration, const CommonOptions& o,
   for (const auto& r : report.results)
     if (!r.outcome.warning.empty())
       warnings.push_back(fmt::format("{}: {}", r.id, r.outcome.warning));
-  for (const auto& w : warnings) std::fprintf(stderr, "mesh-host: warning: %s\n", w.c_str());
+  for (const auto& w : warnings) printLine("mesh-host: warning: " + w, stderr);
   if (o.json) {
     if (unprintable) std::rethrow_exception(unprintable);
     std::puts(reportJsonText(report, o.node, outcomesJson).c_str());
   } else {
     for (const auto& r : report.results)
       if (o.verbose || r.outcome.verdict() != apply::Verdict::Unchanged)
-        std::puts(outcomeLine(r, false).c_str());
-    std::puts(summaryLine(report, false).c_str());
+        printLine(outcomeLine(r, false));
+    printLine(summaryLine(report, false));
   }
   if (!metricsPath.empty()) {
     // The cycle is done and recorded; metrics that cannot be written fail the
@@ -97,8 +98,8 @@ int applyAndReport(const decl::Declaration& declaration, const CommonOptions& o,
     try {
       writeMetrics(metricsPath, report, store, o.node);
     } catch (const Error& e) {
-      std::fprintf(stderr, "mesh-host: cannot write metrics to %s: %s\n", metricsPath.c_str(),
-                   e.what());
+      printLine(fmt::format("mesh-host: cannot write metrics to {}: {}", metricsPath, e.what()),
+                stderr);
       return kExitFailed;
     }
   }
@@ -121,18 +122,18 @@ int applyPlan(CommonOptions& o, const ApplyOptions& a) {
   if (!fd) throw InputError("--plan {}: cannot read it: {}", planPath, std::strerror(errno));
   const auto plan = apply::decodePlanFile(readAll(fd.get(), planPath), planPath);
   const auto refuse = [&](const std::vector<std::string>& moved) {
-    std::fprintf(stderr, "mesh-host: the plan %s no longer holds; nothing was applied:\n",
-                 planPath.c_str());
-    for (const auto& m : moved) std::fprintf(stderr, "  %s\n", m.c_str());
-    std::fprintf(stderr, "mesh-host: review it again: mesh-host plan %s --out %s\n",
-                 plan.declarationPath.c_str(), planPath.c_str());
+    printLine(fmt::format("mesh-host: the plan {} no longer holds; nothing was applied:", planPath),
+              stderr);
+    for (const auto& m : moved) printLine("  " + m, stderr);
+    printLine(fmt::format("mesh-host: review it again: mesh-host plan {} --out {}",
+                          plan.declarationPath, planPath),
+              stderr);
     if (o.json)
-      std::puts(nlohmann::json{{"schema", kJsonSchema},
-                               {"node", o.node},
-                               {"plan", planPath},
-                               {"applied", false},
-                               {"moved", moved}}
-                    .dump()
+      std::puts(jsonOut(nlohmann::json{{"schema", kJsonSchema},
+                                       {"node", o.node},
+                                       {"plan", planPath},
+                                       {"applied", false},
+                                       {"moved", moved}})
                     .c_str());
     return kExitPlanMoved;
   };

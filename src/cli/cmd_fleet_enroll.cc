@@ -8,6 +8,7 @@
 
 #include "cli/commands.hh"
 #include "cli/fleet_common.hh"
+#include "cli/output.hh"
 #include "fleet/enroll.hh"
 #include "fleet/etcd.hh"
 #include "fleet/json_value.hh"
@@ -16,6 +17,7 @@
 #include "trust/node_key.hh"
 #include "trust/operator_key.hh"
 #include "util/error.hh"
+#include "util/text_safe.hh"
 
 namespace mesh::cli {
 
@@ -59,21 +61,18 @@ int runFleetEnroll(const FleetOptions& f, const FleetEnrollOptions& e) {
       client.put(key, fleet::encodeEnrollment(f.cluster, e.node, publicKey, at, op));
   const bool same = previous == publicKey.text();
   if (f.json) {
-    std::puts(json{{"cluster", f.cluster},
-                   {"node", e.node},
-                   {"key", publicKey.text()},
-                   {"enrolled_by", op.publicKey().text()},
-                   {"revision", revision},
-                   {"previous_key", previous.empty() ? json(nullptr) : json(previous)}}
-                  .dump()
+    std::puts(jsonOut(json{{"cluster", f.cluster},
+                           {"node", e.node},
+                           {"key", publicKey.text()},
+                           {"enrolled_by", op.publicKey().text()},
+                           {"revision", revision},
+                           {"previous_key", previous.empty() ? json(nullptr) : json(previous)}})
                   .c_str());
   } else if (previous.empty() || same) {
-    std::puts(
-        fmt::format("enrolled {}: {} (revision {})", e.node, publicKey.text(), revision).c_str());
+    printLine(fmt::format("enrolled {}: {} (revision {})", e.node, publicKey.text(), revision));
   } else {
-    std::puts(fmt::format("enrolled {}: {} (revision {}); it replaces {}", e.node, publicKey.text(),
-                          revision, previous)
-                  .c_str());
+    printLine(fmt::format("enrolled {}: {} (revision {}); it replaces {}", e.node, publicKey.text(),
+                          revision, previous));
   }
   return kExitOk;
 }
@@ -107,11 +106,10 @@ int runFleetForget(const FleetOptions& f, const FleetForgetOptions& g) {
     if (f.json)
       out.push_back({{"node", node}, {"keys", removed}});
     else
-      std::puts(fmt::format("forgot {}: {} key(s) removed (declaration, status, enrollment …)",
-                            node, removed)
-                    .c_str());
+      printLine(fmt::format("forgot {}: {} key(s) removed (declaration, status, enrollment …)",
+                            node, removed));
   }
-  if (f.json) std::puts(json{{"cluster", f.cluster}, {"forgotten", out}}.dump().c_str());
+  if (f.json) std::puts(jsonOut(json{{"cluster", f.cluster}, {"forgotten", out}}).c_str());
   return kExitOk;
 }
 

@@ -14,6 +14,7 @@
 #include "fleet/push_history.hh"
 #include "fleet/statement.hh"
 #include "util/error.hh"
+#include "util/text_safe.hh"
 
 namespace mesh::cli {
 
@@ -88,13 +89,14 @@ int runFleetHistory(const FleetOptions& f, const FleetHistoryOptions& h) {
   if (f.json) {
     json pushes = json::array();
     for (const auto& e : entries) pushes.push_back(recordJson(e));
-    std::puts(json{{"schema", kJsonSchema}, {"cluster", f.cluster}, {"pushes", std::move(pushes)}}
-                  .dump()
-                  .c_str());
+    std::puts(
+        jsonOut(
+            json{{"schema", kJsonSchema}, {"cluster", f.cluster}, {"pushes", std::move(pushes)}})
+            .c_str());
     return kExitOk;
   }
   if (entries.empty()) {
-    std::printf("no push recorded in cluster %s\n", f.cluster.c_str());
+    printLine("no push recorded in cluster " + f.cluster);
     return kExitOk;
   }
   const bool marking = !trusted.empty();
@@ -104,15 +106,15 @@ int runFleetHistory(const FleetOptions& f, const FleetHistoryOptions& h) {
     const std::string mark =
         !marking ? "" : (e.verified && *e.verified ? "  verified" : "  NOT VERIFIED");
     if (!e.record) {
-      std::printf("%s: %s%s\n", e.key.c_str(), e.problem.c_str(), mark.c_str());
+      printLine(e.key + ": " + e.problem + mark);
       continue;
     }
     const auto& r = *e.record;
-    std::fputs(fmt::format("{:<20}  {:<19}  {:>6}  {:<19}  {:<20}  {:>5}  {}{}\n",
-                           isoTime(r.pushedAtMs), shortKey(r.pushedBy), r.serial,
-                           fleet::shortDigest(r.digest), r.selector, r.nodes, resultsText(r), mark)
-                   .c_str(),
-               stdout);
+    // Cells from etcd escaped before they are padded, so that the columns line up.
+    printLine(fmt::format("{:<20}  {:<19}  {:>6}  {:<19}  {:<20}  {:>5}  {}{}",
+                          isoTime(r.pushedAtMs), shownText(shortKey(r.pushedBy)), r.serial,
+                          shownText(fleet::shortDigest(r.digest)), shownText(r.selector), r.nodes,
+                          resultsText(r), mark));
   }
   return kExitOk;
 }

@@ -10,10 +10,12 @@
 #include "agent/duration.hh"
 #include "cli/commands.hh"
 #include "cli/fleet_common.hh"
+#include "cli/output.hh"
 #include "fleet/etcd.hh"
 #include "fleet/push.hh"
 #include "util/error.hh"
 #include "util/fs.hh"
+#include "util/text_safe.hh"
 
 namespace mesh::cli {
 
@@ -52,14 +54,13 @@ void FleetPushOptions::addTo(CLI::App& cmd) {
 
 namespace {
 
-void printLine(const std::string& line) {
-  std::fputs(line.c_str(), stdout);
-  std::fputc('\n', stdout);
+void sayLine(const std::string& line) {
+  printLine(line);
   std::fflush(stdout);  // `push --wait` shows what it pushed before it waits
 }
 
 void warnLine(const std::string& line) {
-  std::fprintf(stderr, "mesh-host: %s\n", line.c_str());
+  printLine("mesh-host: " + line, stderr);
   std::fflush(stderr);
 }
 
@@ -104,9 +105,9 @@ int runFleetPush(const FleetOptions& f, const FleetPushOptions& p) {
   if (!f.json)
     for (const auto& n : report.nodes) {
       if (n.result == fleet::PushedNode::Result::Unchanged)
-        printLine(fmt::format("unchanged {}: serial {} already pushed", n.node, report.serial));
+        sayLine(fmt::format("unchanged {}: serial {} already pushed", n.node, report.serial));
       else if (n.result == fleet::PushedNode::Result::Pushed)
-        printLine(
+        sayLine(
             fmt::format("pushed {}: serial {} (revision {})", n.node, report.serial, n.revision));
     }
 
@@ -145,7 +146,7 @@ int runFleetPush(const FleetOptions& f, const FleetPushOptions& p) {
       j["outcome"] = outcome;
       j["detail"] = n.detail;
       if (!f.json)
-        printLine(fmt::format("{} {}: {}", fleet::outcomeName(n.outcome), n.node, n.detail));
+        sayLine(fmt::format("{} {}: {}", fleet::outcomeName(n.outcome), n.node, n.detail));
     }
     nodes.push_back(std::move(j));
   }
@@ -154,10 +155,10 @@ int runFleetPush(const FleetOptions& f, const FleetPushOptions& p) {
                           {"serial", report.serial},      {"digest", report.digest},
                           {"pushed_by", report.pushedBy}, {"waited", waitFor.has_value()},
                           {"nodes", std::move(nodes)}};
-    std::puts(out.dump().c_str());
+    std::puts(jsonOut(out).c_str());
   } else if (waitFor) {
-    printLine(fmt::format("{} of {} node(s) applied serial {} ({})", applied, targets,
-                          report.serial, fleet::shortDigest(report.digest)));
+    sayLine(fmt::format("{} of {} node(s) applied serial {} ({})", applied, targets, report.serial,
+                        fleet::shortDigest(report.digest)));
   }
   const bool allApplied = !waitFor || applied == targets;
   return allApplied && conflicts == 0 ? kExitOk : kExitFailed;

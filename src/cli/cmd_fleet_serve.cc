@@ -25,6 +25,7 @@
 #include "fleet/feed.hh"
 #include "util/error.hh"
 #include "util/lazy/lazy_lib.hh"
+#include "util/text_safe.hh"
 
 namespace mesh::cli {
 
@@ -99,7 +100,7 @@ std::function<std::optional<http::Routes::Parts>()> eventsFor(fleet::FleetFeed& 
       head += ": keep-alive\n\n";
     } else {
       if (sent->first || snap.etcdError != sent->etcdError)
-        head += sseEvent("etcd", nlohmann::json{{"error", snap.etcdError}}.dump());
+        head += sseEvent("etcd", jsonOut(nlohmann::json{{"error", snap.etcdError}}));
       if (snap.json) {
         out = {text(head + "event: fleet\ndata: "), snap.json, text("\n\n")};
         head.clear();

@@ -11,10 +11,12 @@
 
 #include "cli/commands.hh"
 #include "cli/fleet_common.hh"
+#include "cli/output.hh"
 #include "cli/time_text.hh"
 #include "fleet/etcd.hh"
 #include "fleet/statement.hh"
 #include "fleet/view.hh"
+#include "util/text_safe.hh"
 
 namespace mesh::cli {
 
@@ -26,8 +28,11 @@ std::string digestText(const std::string& digest) {
   return digest.empty() ? "-" : fleet::shortDigest(digest);
 }
 
-// The table: columns padded to their widest cell.
-void printTable(const std::vector<std::vector<std::string>>& rows) {
+// The table: columns padded to their widest cell. Cells come from etcd (a node's name is
+// its key): escaped first (util/text_safe.hh), so that none draws over another row.
+void printTable(std::vector<std::vector<std::string>> rows) {
+  for (auto& row : rows)
+    for (auto& cell : row) cell = shownText(cell);
   std::vector<size_t> widths;
   for (const auto& row : rows)
     for (size_t i = 0; i < row.size(); ++i) {
@@ -38,7 +43,7 @@ void printTable(const std::vector<std::vector<std::string>>& rows) {
     std::string line;
     for (size_t i = 0; i < row.size(); ++i)
       line += i + 1 == row.size() ? row[i] : fmt::format("{:<{}}  ", row[i], widths[i]);
-    std::puts(line.c_str());
+    printLine(line);
   }
 }
 
@@ -51,19 +56,17 @@ void printVersions(const std::vector<fleet::VersionView>& versions, int64_t now)
                         ? fmt::format("{} node(s) with nothing applied", v.nodes.size())
                         : fmt::format("{} node(s) on serial {} ({})", v.nodes.size(),
                                       serialText(v.serial), fleet::shortDigest(v.digest)));
-  std::puts(fmt::format("versions: {}", fmt::join(parts, ", ")).c_str());
+  printLine(fmt::format("versions: {}", fmt::join(parts, ", ")));
   for (const auto& v : versions) {
     if (v.digest.empty()) continue;
     const std::string head =
         fmt::format("  serial {} ({}):", serialText(v.serial), fleet::shortDigest(v.digest));
     if (v.pushedBy.empty())
-      std::puts(
-          fmt::format("{} pushed by: not known (no node's statement names it now)", head).c_str());
+      printLine(fmt::format("{} pushed by: not known (no node's statement names it now)", head));
     else
-      std::puts(fmt::format("{} pushed by {} at {} ({}){}", head, fleet::shortKey(v.pushedBy),
+      printLine(fmt::format("{} pushed by {} at {} ({}){}", head, fleet::shortKey(v.pushedBy),
                             isoTime(v.pushedAtMs), agoText(v.pushedAtMs, now),
-                            v.pushedVerified ? "" : ", not signed by a --trust key")
-                    .c_str());
+                            v.pushedVerified ? "" : ", not signed by a --trust key"));
   }
 }
 
@@ -108,9 +111,8 @@ int runFleetStatus(const FleetOptions& f) {
   if (f.json) {
     std::puts(fleet::fleetJsonText(view).c_str());
   } else if (view.nodes.empty()) {
-    std::puts(fmt::format("cluster {}: no nodes (nothing under {} at revision {})", f.cluster,
-                          keys.nodesPrefix(), view.revision)
-                  .c_str());
+    printLine(fmt::format("cluster {}: no nodes (nothing under {} at revision {})", f.cluster,
+                          keys.nodesPrefix(), view.revision));
   } else {
     std::vector<std::vector<std::string>> rows = {
         {"NODE", "WANTED", "APPLIED", "DIGEST", "STATE", "FAILED", "CHURNING", "LAST SEEN"}};
@@ -126,7 +128,7 @@ int runFleetStatus(const FleetOptions& f) {
     }
     printTable(rows);
     if (!details.empty()) std::puts("");
-    for (const auto& d : details) std::puts(d.c_str());
+    for (const auto& d : details) printLine(d);
     std::string tally;
     for (auto state : {NodeState::Forged, NodeState::Unenrolled, NodeState::Down, NodeState::Behind,
                        NodeState::Refused, NodeState::Failing, NodeState::Churning})
@@ -134,9 +136,9 @@ int runFleetStatus(const FleetOptions& f) {
         tally += fmt::format(", {} {}", view.count(state), fleet::stateName(state));
     std::puts("");
     printVersions(view.versions, view.nowMs);
-    std::puts(fmt::format("cluster {} at revision {}: {} node(s), {} converged{}", f.cluster,
-                          view.revision, view.nodes.size(), view.count(NodeState::Converged), tally)
-                  .c_str());
+    printLine(fmt::format("cluster {} at revision {}: {} node(s), {} converged{}", f.cluster,
+                          view.revision, view.nodes.size(), view.count(NodeState::Converged),
+                          tally));
   }
   return view.allConverged() ? kExitOk : kExitFailed;
 }

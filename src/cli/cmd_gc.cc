@@ -16,6 +16,7 @@
 #include "decl/references.hh"
 #include "util/error.hh"
 #include "util/fs.hh"
+#include "util/text_safe.hh"
 
 namespace mesh::cli {
 
@@ -112,10 +113,10 @@ int runGc(CommonOptions& o, const GcOptions& g) {
     try {
       decl::collectReferences(parseGeneration(store, n, o, /*checkPrincipals=*/false), keep);
     } catch (const Error& e) {
-      std::fprintf(stderr,
-                   "mesh-host: warning: generation %lld no longer parses (%s); keeping every "
-                   "digest its text names\n",
-                   static_cast<long long>(n), e.what());
+      printLines(fmt::format("mesh-host: warning: generation {} no longer parses ({}); keeping "
+                             "every digest its text names\n",
+                             n, e.what()),
+                 stderr);
       if (auto text = store.generationText(n)) decl::collectReferencesFromText(*text, keep);
     }
   }
@@ -130,9 +131,8 @@ int runGc(CommonOptions& o, const GcOptions& g) {
     freed += c.bytes;
     removed.push_back({{"kind", c.what}, {"path", c.path.string()}, {"bytes", c.bytes}});
     if (!o.json)
-      std::puts(fmt::format("{} {} {} ({} bytes)", g.dryRun ? "would remove" : "removed", c.what,
-                            c.path.string(), c.bytes)
-                    .c_str());
+      printLine(fmt::format("{} {} {} ({} bytes)", g.dryRun ? "would remove" : "removed", c.what,
+                            c.path.string(), c.bytes));
   }
   std::string keptText;
   for (auto it = kept.rbegin(); it != kept.rend(); ++it)
@@ -144,13 +144,12 @@ int runGc(CommonOptions& o, const GcOptions& g) {
                           {"kept_generations", std::vector<int64_t>(kept.rbegin(), kept.rend())},
                           {"removed", std::move(removed)},
                           {"bytes_freed", freed}};
-    std::puts(out.dump().c_str());
+    std::puts(jsonOut(out).c_str());
   } else {
-    std::puts(fmt::format("gc: {} {} item(s), {} {} bytes; kept generations: {}",
+    printLine(fmt::format("gc: {} {} item(s), {} {} bytes; kept generations: {}",
                           g.dryRun ? "would remove" : "removed", candidates.size(),
                           g.dryRun ? "would free" : "freed", freed,
-                          keptText.empty() ? "none" : keptText)
-                  .c_str());
+                          keptText.empty() ? "none" : keptText));
   }
   return kExitOk;
 }

@@ -14,6 +14,7 @@
 #include "decl/parse.hh"
 #include "util/error.hh"
 #include "util/fs.hh"
+#include "util/text_safe.hh"
 
 namespace mesh::cli {
 
@@ -88,17 +89,16 @@ int runGenerations(CommonOptions& o) {
                           {"node", o.node},
                           {"current", current ? nlohmann::json(*current) : nlohmann::json()},
                           {"generations", std::move(list)}};
-    std::puts(out.dump().c_str());
+    std::puts(jsonOut(out).c_str());
     return kExitOk;
   }
   if (all.empty()) std::puts("no generation yet: no declaration has been applied");
   for (const auto& g : all)
-    std::puts(fmt::format("{} {:>4}  {}  first applied {}  last applied {}  {}  {}{}{}",
-                          current == g.generation ? "*" : " ", g.generation, g.digest.substr(0, 19),
-                          isoTime(g.firstAppliedAt), isoTime(g.lastAppliedAt),
-                          g.source.empty() ? "-" : g.source, g.good() ? "" : "FAILED: ",
-                          healthText(g), current == g.generation ? "  (current)" : "")
-                  .c_str());
+    printLine(fmt::format(
+        "{} {:>4}  {}  first applied {}  last applied {}  {}  {}{}{}",
+        current == g.generation ? "*" : " ", g.generation, g.digest.substr(0, 19),
+        isoTime(g.firstAppliedAt), isoTime(g.lastAppliedAt), g.source.empty() ? "-" : g.source,
+        g.good() ? "" : "FAILED: ", healthText(g), current == g.generation ? "  (current)" : ""));
   return kExitOk;
 }
 
@@ -134,9 +134,8 @@ int runRollback(CommonOptions& o, const RollbackOptions& r) {
   }
   const auto declaration = parseGeneration(store, target, o, /*checkPrincipals=*/true);
   if (!o.json)
-    std::puts(fmt::format("rollback: applying generation {} (current: {})", target,
-                          current ? std::to_string(*current) : "none")
-                  .c_str());
+    printLine(fmt::format("rollback: applying generation {} (current: {})", target,
+                          current ? std::to_string(*current) : "none"));
   return applyAndReport(declaration, o, store, r.metrics, r.exitCodes);
 }
 

@@ -10,6 +10,7 @@
 #include "cli/output.hh"
 #include "cli/time_text.hh"
 #include "state/store.hh"
+#include "util/text_safe.hh"
 
 namespace mesh::cli {
 
@@ -93,19 +94,18 @@ int runHistory(CommonOptions& o, const HistoryOptions& h) {
     }
     nlohmann::json out = {{"schema", kJsonSchema}, {"node", o.node}, {"cycles", std::move(list)}};
     if (!h.id.empty()) out["id"] = h.id;
-    std::puts(out.dump().c_str());
+    std::puts(jsonOut(out).c_str());
     return kExitOk;
   }
 
   if (cycles.empty())
-    std::puts(h.id.empty() ? "no cycle has run yet"
+    printLine(h.id.empty() ? "no cycle has run yet"
                            : fmt::format("no change to {} in the history kept (the last {} cycles)",
-                                         h.id, state::Store::kHistoryCycles)
-                                 .c_str());
+                                         h.id, state::Store::kHistoryCycles));
   for (const auto& c : cycles) {
-    std::puts(cycleLine(c).c_str());
+    printLine(cycleLine(c));
     if (auto it = byCycle.find(c.cycle); it != byCycle.end())
-      for (const auto& e : it->second) std::puts(entryLine(e).c_str());
+      for (const auto& e : it->second) printLine(entryLine(e));
     else if (c.cycle < oldestKept)
       std::puts("  (outcomes no longer kept)");
   }

@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "cli/commands.hh"
+#include "cli/output.hh"
 #include "state/state_dir.hh"
 #include "trust/node_key.hh"
 #include "trust/operator_key.hh"
@@ -28,13 +29,13 @@ int operatorKey(const KeyOptions& k) {
   if (k.action == "init") {
     auto key = trust::OperatorKey::generate();
     key.saveNew(k.operatorKey);
-    std::puts(key.publicKey().text().c_str());
-    std::fprintf(stderr,
-                 "mesh-host: operator key written to %s (0600); nodes trust it with --trust or a "
-                 ".pub file in <state-dir>/trusted/\n",
-                 k.operatorKey.c_str());
+    printLine(key.publicKey().text());
+    printLine(fmt::format("mesh-host: operator key written to {} (0600); nodes trust it with "
+                          "--trust or a .pub file in <state-dir>/trusted/",
+                          k.operatorKey),
+              stderr);
   } else {
-    std::puts(trust::OperatorKey::load(k.operatorKey).publicKey().text().c_str());
+    printLine(trust::OperatorKey::load(k.operatorKey).publicKey().text());
   }
   return kExitOk;
 }
@@ -49,15 +50,15 @@ int runKey(CommonOptions& o, const KeyOptions& k) {
     const bool existed = lstatPath(path).has_value();
     makeDirs(o.stateDir, 0750);
     auto key = trust::NodeKey::loadOrCreate(o.stateDir);
-    std::puts(key.publicKeyText().c_str());
-    if (existed) std::fprintf(stderr, "mesh-host: %s already existed; it was kept\n", path.c_str());
+    printLine(key.publicKeyText());
+    if (existed) printLine("mesh-host: " + path + " already existed; it was kept", stderr);
     return kExitOk;
   }
   auto key = trust::NodeKey::load(o.stateDir);
   if (!key)
     throw InputError("no node key at {} yet; create it with mesh-host key init",
                      state::StateDir{o.stateDir}.nodeKey());
-  std::puts(key->publicKeyText().c_str());
+  printLine(key->publicKeyText());
   return kExitOk;
 }
 

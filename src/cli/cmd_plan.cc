@@ -13,6 +13,7 @@
 #include "state/store.hh"
 #include "util/digest.hh"
 #include "util/fs.hh"
+#include "util/text_safe.hh"
 
 namespace mesh::cli {
 
@@ -58,16 +59,16 @@ int runPlan(const std::string& declPath, CommonOptions& o, const PlanOptions& p)
 
   for (const auto& r : report.results)
     if (!r.outcome.warning.empty())
-      std::fprintf(stderr, "mesh-host: warning: %s: %s\n", r.id.c_str(), r.outcome.warning.c_str());
+      printLine("mesh-host: warning: " + r.id + ": " + r.outcome.warning, stderr);
   if (o.json) {
-    std::puts(reportJson(report, o.node, true).dump().c_str());
+    std::puts(jsonOut(reportJson(report, o.node, true)).c_str());
   } else {
     for (const auto& r : report.results) {
       if (!o.verbose && r.outcome.verdict() == apply::Verdict::Unchanged) continue;
-      std::puts(outcomeLine(r, true).c_str());
-      if (!r.outcome.diff.empty()) std::fputs(r.outcome.diff.c_str(), stdout);
+      printLine(outcomeLine(r, true));
+      if (!r.outcome.diff.empty()) printLines(r.outcome.diff);  // its lines, escaped
     }
-    std::puts(summaryLine(report, true).c_str());
+    printLine(summaryLine(report, true));
   }
   if (report.anyFailed()) return kExitFailed;
   return report.anyChange() ? kExitPending : kExitOk;

@@ -61,8 +61,9 @@ int runAgentLocked(CommonOptions& o, const RunOptions& r, agent::AgentOptions& a
   std::optional<pid_t> holder;
   auto lock = agent::AgentLock::tryAcquire(o.stateDir, &holder);
   if (!lock) {
-    std::fprintf(stderr, "mesh-host: another agent%s is running for %s; stop it first\n",
-                 holder ? fmt::format(" (pid {})", *holder).c_str() : "", o.stateDir.c_str());
+    printLine(fmt::format("mesh-host: another agent{} is running for {}; stop it first",
+                          holder ? fmt::format(" (pid {})", *holder) : "", o.stateDir),
+              stderr);
     return kExitBadInput;
   }
 

@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "cli/commands.hh"
+#include "cli/output.hh"
 #include "trust/signing.hh"
 #include "util/error.hh"
 #include "util/fs.hh"
@@ -26,9 +27,8 @@ int runSign(const std::string& declPath, const SignOptions& s) {
   if (!text) throw InputError("declaration {} does not exist", declPath);
   const std::string sigPath = declPath + ".sig";
   atomicWrite(sigPath, trust::signatureText(key, *text), 0644);
-  std::fprintf(stderr, "mesh-host: signed %s by %s\n", declPath.c_str(),
-               key.publicKey().text().c_str());
-  std::puts(sigPath.c_str());
+  printLine(fmt::format("mesh-host: signed {} by {}", declPath, key.publicKey().text()), stderr);
+  printLine(sigPath);
   return kExitOk;
 }
 

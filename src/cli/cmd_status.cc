@@ -17,6 +17,7 @@
 #include "state/store.hh"
 #include "supervise/supervisor.hh"
 #include "util/error.hh"
+#include "util/text_safe.hh"
 
 namespace mesh::cli {
 
@@ -296,28 +297,27 @@ int showStatus(CommonOptions& o, const StatusOptions& so,
          supervisorError.empty() ? nlohmann::json() : nlohmann::json(supervisorError)},
         {"drift_watch", driftWatchJson(state::driftNote(o.stateDir))},
         {"resources", std::move(resources)}};
-    std::puts(out.dump().c_str());
+    std::puts(jsonOut(out).c_str());
   } else {
-    if (cycleError) std::puts(cycleErrorLine(*cycleError).c_str());
-    if (declarationError) std::puts(declarationErrorLine(*declarationError).c_str());
-    if (!supervisorError.empty()) std::puts(("error: " + supervisorError).c_str());
+    if (cycleError) printLine(cycleErrorLine(*cycleError));
+    if (declarationError) printLine(declarationErrorLine(*declarationError));
+    if (!supervisorError.empty()) printLine(("error: " + supervisorError));
     if (cutShort)
-      std::puts(fmt::format("error: cycle {} (started {}) never finished: mesh-host was killed or "
-                            "crashed in it; the next cycle completes what it began",
-                            unfinished->cycle.cycle, isoTime(unfinished->cycle.startedAt))
-                    .c_str());
-    for (const auto& l : lines) std::puts(l.c_str());
-    if (const auto drift = state::driftNote(o.stateDir)) std::puts(driftWatchLine(*drift).c_str());
+      printLine(
+          fmt::format("error: cycle {} (started {}) never finished: mesh-host was killed or "
+                      "crashed in it; the next cycle completes what it began",
+                      unfinished->cycle.cycle, isoTime(unfinished->cycle.startedAt)));
+    for (const auto& l : lines) printLine(l);
+    if (const auto drift = state::driftNote(o.stateDir)) printLine(driftWatchLine(*drift));
     std::string running;
     if (unfinished && unfinished->running)
       running = fmt::format("; cycle {} running since {}", unfinished->cycle.cycle,
                             isoTime(unfinished->cycle.startedAt));
-    std::puts(fmt::format("node {}: {} resource(s), last cycle {} at {} ({} ms): {} failing, {} "
-                          "churning{}",
-                          node, sorted.size(), last ? last->cycle : 0,
-                          last ? isoTime(last->finishedAt) : "never", last ? last->ms : 0,
-                          health.failing, health.churning, running)
-                  .c_str());
+    printLine(fmt::format(
+        "node {}: {} resource(s), last cycle {} at {} ({} ms): {} failing, {} "
+        "churning{}",
+        node, sorted.size(), last ? last->cycle : 0, last ? isoTime(last->finishedAt) : "never",
+        last ? last->ms : 0, health.failing, health.churning, running));
   }
   return health.healthy() ? kExitOk : kExitFailed;
 }
@@ -343,12 +343,12 @@ int runStatus(CommonOptions& o, const StatusOptions& so) {
                             {"last_error", cycleErrorJson(cycleError)},
                             {"declaration_error", declarationErrorJson(declarationError)},
                             {"store_error", e.what()}};
-      std::puts(out.dump().c_str());
+      std::puts(jsonOut(out).c_str());
     } else {
-      if (cycleError) std::puts(cycleErrorLine(*cycleError).c_str());
-      if (declarationError) std::puts(declarationErrorLine(*declarationError).c_str());
+      if (cycleError) printLine(cycleErrorLine(*cycleError));
+      if (declarationError) printLine(declarationErrorLine(*declarationError));
       if (!cycleError || e.what() != cycleError->message)
-        std::fprintf(stderr, "mesh-host: %s\n", e.what());
+        printLines(fmt::format("mesh-host: {}\n", e.what()), stderr);
     }
     return kExitFailed;
   }

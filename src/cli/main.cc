@@ -13,6 +13,7 @@
 #include "cli/output.hh"
 #include "util/error.hh"
 #include "util/state_layout.hh"
+#include "util/text_safe.hh"
 
 namespace {
 
@@ -40,10 +41,10 @@ struct Answer {
 // error object on stdout. Returns the exit code.
 int fail(const Answer& answer, const std::exception& e, bool badInput,
          const std::string& nothingDone, const std::string& text) {
-  std::fprintf(stderr, "%s\n", text.c_str());
-  if (badInput && !nothingDone.empty())
-    std::fprintf(stderr, "mesh-host: %s\n", nothingDone.c_str());
-  if (answer.json) std::puts(errorJson(e, badInput, badInput ? nothingDone : "").dump().c_str());
+  // Several problems are several lines; anything a terminal obeys in them is escaped.
+  printLines(text + "\n", stderr);
+  if (badInput && !nothingDone.empty()) printLine("mesh-host: " + nothingDone, stderr);
+  if (answer.json) std::puts(jsonOut(errorJson(e, badInput, badInput ? nothingDone : "")).c_str());
   if (!badInput) return kExitFailed;
   return answer.detailed ? kExitFailed : kExitBadInput;
 }
@@ -303,7 +304,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     int code = app.exit(e);  // --help and --version: 0, and their text
     if (code == 0) return 0;
-    if (answer.json) std::puts(errorJson(InputError(e.what()), true, "").dump().c_str());
+    if (answer.json) std::puts(jsonOut(errorJson(InputError(e.what()), true, "")).c_str());
     return answer.detailed ? kExitFailed : kExitBadInput;
   }
   // The agent and the page server run for long; every other command is one shot.

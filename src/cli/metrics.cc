@@ -9,6 +9,7 @@
 #include "apply/process_info.hh"
 #include "state/drift_note.hh"
 #include "util/fs.hh"
+#include "util/text_safe.hh"
 
 namespace mesh::cli {
 
@@ -20,7 +21,11 @@ void header(std::string& out, const char* name, const char* type, const char* he
 
 }  // namespace
 
-std::string escapeLabelValue(std::string_view value) {
+std::string escapeLabelValue(std::string_view raw) {
+  // The exposition format is UTF-8 with only \\, \" and \n escaped: a byte a terminal
+  // would obey or one that is not UTF-8 (it makes a scraper reject the whole file) is
+  // shown escaped as everywhere else (util/text_safe.hh), its backslash escaped here.
+  const std::string value = shownLines(raw);
   std::string out;
   out.reserve(value.size());
   for (char c : value) {

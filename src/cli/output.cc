@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "util/error.hh"
+#include "util/text_safe.hh"
 
 namespace mesh::cli {
 
@@ -32,18 +33,36 @@ const char* planVerb(Verdict v) {
 
 }  // namespace
 
+void printLine(std::string_view line, std::FILE* to) {
+  const std::string shown = shownText(line) + "\n";
+  std::fwrite(shown.data(), 1, shown.size(), to);
+}
+
+void printLines(std::string_view text, std::FILE* to) {
+  const std::string shown = shownLines(text);
+  std::fwrite(shown.data(), 1, shown.size(), to);
+}
+
+void printJson(const nlohmann::json& answer) {
+  std::puts(jsonOut(answer).c_str());
+}
+
 std::string outcomeLine(const apply::ResourceResult& r, bool plan) {
+  // Escaped here, not only where it is printed: the agent logs this line too, and a
+  // reason (a service's last output line, a file name) may hold anything.
   const auto& o = r.outcome;
   if (plan && !o.movedFrom.empty() && o.verdict() == Verdict::Updated) {
     std::string line =
-        fmt::format("would move {} ({}) {} -> {}", r.id, r.module, o.movedFrom, o.movedTo);
-    if (!o.detail().empty()) line += ": " + o.detail();
+        fmt::format("would move {} ({}) {} -> {}", shownText(r.id), shownText(r.module),
+                    shownText(o.movedFrom), shownText(o.movedTo));
+    if (!o.detail().empty()) line += ": " + shownText(o.detail());
     return line;
   }
-  std::string line = fmt::format(
-      "{} {} ({})", plan ? planVerb(o.verdict()) : verdictName(o.verdict()), r.id, r.module);
-  if (!o.detail().empty()) line += ": " + o.detail();
-  if (!o.reason().empty() && o.reason() != "new") line += ": " + o.reason();
+  std::string line =
+      fmt::format("{} {} ({})", plan ? planVerb(o.verdict()) : verdictName(o.verdict()),
+                  shownText(r.id), shownText(r.module));
+  if (!o.detail().empty()) line += ": " + shownText(o.detail());
+  if (!o.reason().empty() && o.reason() != "new") line += ": " + shownText(o.reason());
   return line;
 }
 
@@ -116,7 +135,7 @@ std::string reportJsonText(const apply::CycleReport& r, const std::string& node,
                            std::string_view outcomes) {
   apply::CycleReport empty = r;
   empty.results.clear();
-  std::string text = reportJson(empty, node, false).dump();
+  std::string text = jsonOut(reportJson(empty, node, false));
   // Keys are written sorted: "outcomes" comes after "cycle" and "node", whose
   // values (escaped) cannot hold this unescaped.
   constexpr std::string_view kEmpty = "\"outcomes\":[]";

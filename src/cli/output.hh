@@ -1,6 +1,7 @@
 // Rendering cycle reports: the human lines and the JSON object of docs/json.md.
 #pragma once
 
+#include <cstdio>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
@@ -11,6 +12,14 @@
 namespace mesh::cli {
 
 using ::mesh::kJsonSchema;  // "schema": 1 (util/json_schema.hh)
+
+// Every line a command prints goes through these (util/text_safe.hh): a line with
+// any byte a terminal would obey (CR, LF, ESC, any control, invalid UTF-8) escaped;
+// lines (a diff, a multi-line error) with only their line breaks and tabs kept; a
+// JSON answer with invalid UTF-8 replaced and no raw control byte.
+void printLine(std::string_view line, std::FILE* to = stdout);
+void printLines(std::string_view text, std::FILE* to = stdout);
+void printJson(const nlohmann::json& answer);
 
 // "created demo.config (demo): 12 bytes, mode 0644" — detail, then the reason
 // (omitted when it is just "new").

@@ -1,4 +1,5 @@
 #include "cli/progress.hh"
+#include "util/text_safe.hh"
 
 #include <fmt/format.h>
 #include <unistd.h>
@@ -49,7 +50,7 @@ void Progress::updateBytes(std::string_view what, uint64_t done, uint64_t total,
 
 void Progress::draw(const std::string& text, Clock::time_point now) {
   // \r and erase-to-end: the line is redrawn in place.
-  std::fprintf(stderr, "\r\033[K%s", text.c_str());
+  std::fprintf(stderr, "\r\033[K%s", shownText(text).c_str());
   std::fflush(stderr);
   drawn_ = now;
   shown_ = true;

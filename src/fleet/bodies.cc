@@ -6,6 +6,7 @@
 
 #include "fleet/json_value.hh"
 #include "util/error.hh"
+#include "util/text_safe.hh"
 
 namespace mesh::fleet {
 
@@ -42,7 +43,7 @@ void storeBody(EtcdClient& etcd, const FleetKeys& keys, const std::string& diges
     etcd.put(keys.bodyChunk(digest, i), text.substr(i * kBodyChunkBytes, kBodyChunkBytes));
   // Last: a reader that finds the manifest finds every chunk it lists.
   etcd.put(keys.body(digest),
-           json{{"type", kChunkedBodyType}, {"size", text.size()}, {"chunks", chunks}}.dump());
+           jsonData(json{{"type", kChunkedBodyType}, {"size", text.size()}, {"chunks", chunks}}));
 }
 
 std::optional<BodyManifest> decodeBodyManifest(std::string_view value, const std::string& key) {

@@ -16,6 +16,7 @@
 #include "trust/signing.hh"
 #include "util/digest.hh"
 #include "util/error.hh"
+#include "util/text_safe.hh"
 
 namespace mesh::fleet {
 
@@ -31,13 +32,12 @@ std::string encodeEnrollment(const std::string& cluster, const std::string& node
                              const trust::NodePublicKey& key, int64_t atMs,
                              const trust::OperatorKey& op) {
   const std::string signature = trust::signatureText(op, enrollmentText(cluster, node, key, atMs));
-  return json{{"node", node},
-              {"cluster", cluster},
-              {"key", key.text()},
-              {"enrolled_at_ms", atMs},
-              {"enrolled_by", op.publicKey().text()},
-              {"signature", signature.substr(0, signature.find_last_not_of('\n') + 1)}}
-      .dump();
+  return jsonData(json{{"node", node},
+                       {"cluster", cluster},
+                       {"key", key.text()},
+                       {"enrolled_at_ms", atMs},
+                       {"enrolled_by", op.publicKey().text()},
+                       {"signature", signature.substr(0, signature.find_last_not_of('\n') + 1)}});
 }
 
 namespace {

@@ -15,6 +15,7 @@
 
 #include "util/base64.hh"
 #include "util/error.hh"
+#include "util/text_safe.hh"
 
 namespace mesh::fleet {
 
@@ -65,7 +66,7 @@ std::int64_t i64(const json& obj, const char* field) {
     auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), n);
     if (ec == std::errc() && end == s.data() + s.size()) return n;
   }
-  throw Error("etcd response field {} is not an integer: {}", field, it->dump());
+  throw Error("etcd response field {} is not an integer: {}", field, jsonData(*it));
 }
 
 bool flag(const json& obj, const char* field) {
@@ -85,7 +86,7 @@ std::string clusterIdOf(const json& header) {
   if (!header.is_object()) return {};
   auto it = header.find("cluster_id");
   if (it == header.end() || it->is_null()) return {};
-  return it->is_string() ? it->get<std::string>() : it->dump();
+  return it->is_string() ? it->get<std::string>() : jsonData(*it);
 }
 
 EtcdKeyValue parseKv(const json& kv, const std::string& what) {
@@ -208,7 +209,7 @@ std::string gatewayMessage(const json& body) {
   if (it == body.end()) return {};
   if (it->is_string()) return it->get<std::string>();
   if (auto m = str(*it, "message"); !m.empty()) return m;
-  return it->dump();
+  return jsonData(*it);
 }
 
 std::string gatewayMessage(const std::string& raw) {
@@ -355,11 +356,9 @@ class EtcdAuth {
  private:
   std::string authenticate() const {
     const std::string url = config_.endpoint + "/v3/auth/authenticate";
-    const std::string body = json{
+    const std::string body = jsonData(json{
         {"name", config_.user},
-        {"password", config_.password
-                         ? std::string(config_.password->exposeForWrite())
-                         : ""}}.dump();
+        {"password", config_.password ? std::string(config_.password->exposeForWrite()) : ""}});
     EtcdClient::Handle handle;
     std::string answer;
     char errbuf[CURL_ERROR_SIZE] = {0};
@@ -452,7 +451,7 @@ struct Unary {
 
   json postOnce(const std::string& path, const json& body, const std::string& what,
                 const std::string& token) {
-    const std::string text = body.dump();
+    const std::string text = jsonData(body);
     const std::string url = endpoint + path;
     std::string answer;
     char errbuf[CURL_ERROR_SIZE] = {0};
@@ -1207,7 +1206,7 @@ bool EtcdClient::watchOnce(const std::string& keyOrPrefix, std::int64_t fromRevi
   json create = {{"key", b64(keyOrPrefix)}};
   if (scope == WatchScope::Prefix) create["range_end"] = b64(prefixEnd(keyOrPrefix));
   if (fromRevision > 0) create["start_revision"] = std::to_string(fromRevision);
-  const std::string body = json{{"create_request", create}}.dump();
+  const std::string body = jsonData(json{{"create_request", create}});
   const std::string url = endpoint_ + "/v3/watch";
 
   Handle handle;  // its own connection: a watch holds it for as long as it runs

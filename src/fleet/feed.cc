@@ -34,8 +34,20 @@ FleetFeed::~FleetFeed() {
 
 void FleetFeed::start() {
   refresh();
-  watcher_ = std::thread([this] { watchLoop(); });
-  refresher_ = std::thread([this] { refreshLoop(); });
+  // Each loop reports any exception as the feed's error and carries on; what still
+  // escapes (not a std::exception) is reported there too: never std::terminate.
+  watcher_ = std::thread([this] { guarded([this] { watchLoop(); }); });
+  refresher_ = std::thread([this] { guarded([this] { refreshLoop(); }); });
+}
+
+void FleetFeed::guarded(const std::function<void()>& loop) {
+  try {
+    loop();
+  } catch (const std::exception& e) {
+    publish(nullptr, std::string("the feed stopped: ") + e.what());
+  } catch (...) {
+    publish(nullptr, "the feed stopped: an unknown exception");
+  }
 }
 
 void FleetFeed::stop() {
@@ -123,7 +135,7 @@ void FleetFeed::watchLoop() {
       backoff = kBackoffMin;
     } catch (const EtcdCompacted&) {
       from = 0;
-    } catch (const Error& e) {
+    } catch (const std::exception& e) {  // not only etcd's: bad data never ends it
       publish(nullptr, e.what());
       from = 0;
       std::unique_lock lock(mutex_);
@@ -144,7 +156,7 @@ void FleetFeed::refreshLoop() {
     lock.unlock();
     try {
       refresh();
-    } catch (const Error& e) {
+    } catch (const std::exception& e) {  // not only etcd's: bad data never ends it
       publish(nullptr, e.what());
     }
     lock.lock();

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -61,6 +62,8 @@ class FleetFeed {
   void watchLoop();
   void refreshLoop();
   void markDirty();
+  // Runs a thread's loop; what it throws is published as the feed's error.
+  void guarded(const std::function<void()>& loop);
 
   EtcdConfig config_;
   FleetKeys keys_;

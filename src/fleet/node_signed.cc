@@ -5,6 +5,7 @@
 
 #include "fleet/json_value.hh"
 #include "util/error.hh"
+#include "util/text_safe.hh"
 
 namespace mesh::fleet {
 
@@ -27,9 +28,9 @@ std::string enrollmentKey(const FleetKeys& keys, const std::string& node) {
 std::string signNodeJson(std::string_view jsonObject, const trust::NodeKey& key) {
   json j = json::parse(jsonObject);
   j.erase(kSignatureField);
-  const std::string signedText = j.dump();
+  const std::string signedText = jsonData(j);
   j[kSignatureField] = key.sign(signedText);
-  return j.dump();
+  return jsonData(j);
 }
 
 namespace {
@@ -76,7 +77,7 @@ NodeSignature checkNodeJson(std::string_view text, const trust::NodePublicKey& k
   if (!it->is_string()) return NodeSignature::Invalid;
   const std::string signature = it->get<std::string>();
   j.erase(kSignatureField);
-  const bool valid = trust::nodeSignatureMatches(key, j.dump(), signature);
+  const bool valid = trust::nodeSignatureMatches(key, jsonData(j), signature);
   if (valid && parsed) *parsed = std::move(j);
   return valid ? NodeSignature::Valid : NodeSignature::Invalid;
 }
@@ -174,7 +175,7 @@ NodeSignature checkNodeJson(std::string_view text, const trust::NodePublicKey& k
 std::string encodeHeartbeat(const Heartbeat& h) {
   json j{{"node", h.node}, {"cluster", h.cluster}, {"pid", h.pid}, {"at_ms", h.atMs}};
   if (h.lease != 0) j["lease"] = h.lease;
-  return j.dump();
+  return jsonData(j);
 }
 
 Heartbeat decodeHeartbeat(std::string_view text, const std::string& where) {

@@ -9,6 +9,7 @@
 
 #include "fleet/json_value.hh"
 #include "util/error.hh"
+#include "util/text_safe.hh"
 
 namespace mesh::fleet {
 
@@ -270,29 +271,28 @@ std::string encodeStatus(const NodeStatus& s) {
                {"at_ms", s.refused->atMs},
                {"value_digest", s.refused->valueDigest},
                {"declaration_digest", s.refused->declarationDigest}};
-  return json{{"node", s.node},
-              {"cluster", s.cluster},
-              {"version", s.version},
-              {"pid", s.pid},
-              {"published_at_ms", s.publishedAtMs},
-              {"interval_ms", s.intervalMs},
-              {"generation", s.generation},
-              {"serial", optionalJson(s.serial)},
-              {"declaration_digest", s.declarationDigest},
-              {"revision", s.revision},
-              {"cycle", s.cycle},
-              {"last_cycle_at_ms", s.lastCycleAtMs},
-              {"cycle_ms", s.cycleMs},
-              {"trigger", s.trigger},
-              {"summary", countsJson(s)},
-              {"failing", failing},
-              {"churning", s.churning},
-              {"cycle_error", s.cycleError},
-              {"refused", refused},
-              {"applied_cycle", appliedCycleJson(s.appliedCycle)},
-              {"etcd_cluster_id", s.etcdClusterId},
-              {"lease", s.lease}}
-      .dump();
+  return jsonData(json{{"node", s.node},
+                       {"cluster", s.cluster},
+                       {"version", s.version},
+                       {"pid", s.pid},
+                       {"published_at_ms", s.publishedAtMs},
+                       {"interval_ms", s.intervalMs},
+                       {"generation", s.generation},
+                       {"serial", optionalJson(s.serial)},
+                       {"declaration_digest", s.declarationDigest},
+                       {"revision", s.revision},
+                       {"cycle", s.cycle},
+                       {"last_cycle_at_ms", s.lastCycleAtMs},
+                       {"cycle_ms", s.cycleMs},
+                       {"trigger", s.trigger},
+                       {"summary", countsJson(s)},
+                       {"failing", failing},
+                       {"churning", s.churning},
+                       {"cycle_error", s.cycleError},
+                       {"refused", refused},
+                       {"applied_cycle", appliedCycleJson(s.appliedCycle)},
+                       {"etcd_cluster_id", s.etcdClusterId},
+                       {"lease", s.lease}});
 }
 
 bool sameMaterially(const NodeStatus& a, const NodeStatus& b) {

@@ -8,6 +8,7 @@
 #include "fleet/json_value.hh"
 #include "trust/signing.hh"
 #include "util/error.hh"
+#include "util/text_safe.hh"
 
 namespace mesh::fleet {
 
@@ -22,7 +23,7 @@ std::string recordText(const PushRecord& r) {
                 {"failed", r.outcomes->failed},
                 {"refused", r.outcomes->refused},
                 {"timed_out", r.outcomes->timedOut}};
-  return json{
+  return jsonData(json{
       {"type", kPushRecordType},
       {"digest", r.digest},
       {"serial", r.serial},
@@ -31,8 +32,7 @@ std::string recordText(const PushRecord& r) {
       {"selector", r.selector},
       {"nodes", r.nodes},
       {"results", {{"pushed", r.pushed}, {"unchanged", r.unchanged}, {"conflict", r.conflict}}},
-      {"outcomes", outcomes}}
-      .dump();
+      {"outcomes", outcomes}});
 }
 
 PushRecord decodeRecordText(const std::string& text, const std::string& where) {
@@ -75,7 +75,7 @@ void trim(EtcdClient& etcd, const FleetKeys& keys) {
 
 std::string encodePushRecord(const PushRecord& r, const trust::OperatorKey& key) {
   const std::string text = recordText(r);
-  return json{{"record", text}, {"signature", trust::signatureText(key, text)}}.dump();
+  return jsonData(json{{"record", text}, {"signature", trust::signatureText(key, text)}});
 }
 
 std::pair<std::string, int64_t> recordPush(EtcdClient& etcd, const FleetKeys& keys,

@@ -8,6 +8,7 @@
 
 #include "fleet/json_value.hh"
 #include "util/error.hh"
+#include "util/text_safe.hh"
 
 namespace mesh::fleet {
 
@@ -34,11 +35,8 @@ PushLock::PushLock(EtcdClient& etcd, const FleetKeys& keys, const std::string& p
     : etcd_(etcd), key_(keys.pushLock()) {
   char host[256] = {0};
   ::gethostname(host, sizeof host - 1);
-  const std::string holder = nlohmann::json{
-      {"pushed_by", pushedBy},
-      {"host", host},
-      {"pid", ::getpid()},
-      {"since_ms", unixMs()}}.dump();
+  const std::string holder = jsonData(nlohmann::json{
+      {"pushed_by", pushedBy}, {"host", host}, {"pid", ::getpid()}, {"since_ms", unixMs()}});
   lease_ = etcd_.grantLease(kLockTtl);
   renewed_ = Clock::now();
   const auto deadline = Clock::now() + timeout;

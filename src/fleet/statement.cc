@@ -10,6 +10,7 @@
 #include "trust/signing.hh"
 #include "util/digest.hh"
 #include "util/error.hh"
+#include "util/text_safe.hh"
 
 namespace mesh::fleet {
 
@@ -60,11 +61,14 @@ std::string Selector::text() const {
 
 std::string encodeStatement(const Statement& s) {
   // nlohmann's object keeps its keys sorted: the same statement is the same bytes.
-  return json{{"type", kStatementType},    {"cluster", s.cluster},
-              {"nodes", s.selector.items}, {"declaration_digest", s.declarationDigest},
-              {"serial", s.serial},        {"pushed_at_ms", s.pushedAtMs},
-              {"pushed_by", s.pushedBy},   {"max_parallel_restarts", s.maxParallelRestarts}}
-      .dump();
+  return jsonData(json{{"type", kStatementType},
+                       {"cluster", s.cluster},
+                       {"nodes", s.selector.items},
+                       {"declaration_digest", s.declarationDigest},
+                       {"serial", s.serial},
+                       {"pushed_at_ms", s.pushedAtMs},
+                       {"pushed_by", s.pushedBy},
+                       {"max_parallel_restarts", s.maxParallelRestarts}});
 }
 
 namespace {
@@ -106,7 +110,7 @@ Statement decodeStatement(std::string_view text, const std::string& where) {
 std::string encodePushed(const PushedDeclaration& p) {
   json j = {{"statement", p.statement}, {"signature", p.signature}};
   if (!p.text.empty()) j["declaration"] = p.text;
-  return j.dump();
+  return jsonData(j);
 }
 
 PushedDeclaration decodePushed(std::string_view text, const std::string& where) {

@@ -13,6 +13,7 @@
 #include "fleet/node_signed.hh"
 #include "util/error.hh"
 #include "util/json_schema.hh"
+#include "util/text_safe.hh"
 #include "util/time_text.hh"
 
 namespace mesh::fleet {
@@ -313,7 +314,7 @@ json nodeJson(const NodeView& v) {
           {"last_error", v.lastError}};
 }
 
-// One node's object as nodeJson(v).dump() writes it: its keys in nlohmann's order (a
+// One node's object as jsonOut(nodeJson(v)) writes it: its keys in nlohmann's order (a
 // std::map's, sorted), strings escaped as nlohmann escapes them (tests/unit/fleet:
 // FleetView.TheJsonTextIsTheJsonTreeDumped).
 class JsonText {
@@ -321,11 +322,11 @@ class JsonText {
   std::string out;
 
   void str(std::string_view v) {
-    // Anything beyond ASCII is checked and escaped by nlohmann itself (invalid UTF-8
-    // throws there as it does for the tree).
+    // Anything beyond ASCII is written as the tree's writer writes it (invalid UTF-8
+    // replaced, C1 controls escaped: util/text_safe.hh).
     if (std::any_of(v.begin(), v.end(),
-                    [](char c) { return static_cast<unsigned char>(c) >= 0x80; })) {
-      out += json(std::string(v)).dump();
+                    [](char c) { return static_cast<unsigned char>(c) >= 0x7f; })) {
+      out += jsonString(v);
       return;
     }
     out += '"';
@@ -583,10 +584,23 @@ FleetView viewKnown(const std::map<std::string, NodeKeys>& known, int64_t revisi
   const size_t threads = order.size() < kParallelFrom
                              ? 1
                              : std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 8);
+  // What a judging thread throws is the view's to throw, after every thread ended.
+  std::mutex failedMutex;
+  std::exception_ptr failed;
+  const auto judgeGuarded = [&] {
+    try {
+      judge();
+    } catch (...) {
+      std::lock_guard lock(failedMutex);
+      if (!failed) failed = std::current_exception();
+      next = order.size();
+    }
+  };
   std::vector<std::thread> pool;
-  for (size_t t = 1; t < threads; ++t) pool.emplace_back(judge);
-  judge();
+  for (size_t t = 1; t < threads; ++t) pool.emplace_back(judgeGuarded);
+  judgeGuarded();
   for (auto& th : pool) th.join();
+  if (failed) std::rethrow_exception(failed);
   PushedBy pushedBy(trusted);
   for (size_t i = 0; i < order.size(); ++i)
     if (pushed[i] && out.nodes[i].wanted)
@@ -679,7 +693,11 @@ void CheckAhead::run() {
       job = std::move(jobs_.front());
       jobs_.pop_front();
     }
-    checkAhead(keys_.cluster, job.node, job.enrollment, job.status, trusted_, memo_);
+    try {
+      checkAhead(keys_.cluster, job.node, job.enrollment, job.status, trusted_, memo_);
+    } catch (...) {
+      // Checking ahead only spares work: the view judges the node again and says why.
+    }
   }
 }
 
@@ -715,7 +733,7 @@ std::string fleetJsonText(const FleetView& v) {
   o.out.reserve(v.nodes.size() * 700 + 4096);
   o.out += '{';
   o.key("cluster", true);
-  o.out += rest["cluster"].dump();
+  o.out += jsonOut(rest["cluster"]);
   o.key("nodes");
   o.out += '[';
   for (size_t i = 0; i < v.nodes.size(); ++i) {
@@ -725,7 +743,7 @@ std::string fleetJsonText(const FleetView& v) {
   o.out += ']';
   for (const char* k : {"revision", "schema", "summary", "versions"}) {
     o.key(k);
-    o.out += rest[k].dump();
+    o.out += jsonOut(rest[k]);
   }
   o.out += '}';
   return std::move(o.out);

@@ -7,6 +7,7 @@
 #include "state/state_dir.hh"
 #include "util/error.hh"
 #include "util/fs.hh"
+#include "util/text_safe.hh"
 
 namespace mesh::state {
 
@@ -26,7 +27,7 @@ void noteDrift(const std::string& stateDir, const DriftNote& n) noexcept {
                               {"unwatched", n.unwatched},
                               {"repairs", n.repairs},
                               {"backoff_ms", n.backoffMs}};
-    atomicWrite(notePath(stateDir), j.dump() + "\n", 0640);
+    atomicWrite(notePath(stateDir), jsonData(j) + "\n", 0640);
   } catch (...) {
   }
 }

@@ -20,6 +20,7 @@
 #include "util/error.hh"
 #include "util/fd.hh"
 #include "util/fs.hh"
+#include "util/text_safe.hh"
 
 namespace mesh::state {
 
@@ -106,8 +107,8 @@ StateLock StateLock::acquire(const std::string& stateDir, Kind kind) {
     if (errno != EWOULDBLOCK) throwSys(fmt::format("cannot lock {}", stateDir));
     auto pid = holderPid(stateDir);
     // One line, so that a cron job or operator sees why nothing happens yet.
-    fmt::print(stderr, "mesh-host: waiting for another mesh-host using {}{}…\n", stateDir,
-               pid ? fmt::format(" (pid {})", *pid) : std::string());
+    fmt::print(stderr, "mesh-host: waiting for another mesh-host using {}{}…\n",
+               shownText(stateDir), pid ? fmt::format(" (pid {})", *pid) : std::string());
     std::fflush(stderr);
     while (::flock(fd.get(), lockOp(kind)) != 0) {
       if (errno != EINTR) throwSys(fmt::format("cannot lock {}", stateDir));

@@ -15,6 +15,7 @@
 #include "state/store_impl.hh"
 #include "util/fd.hh"
 #include "util/fs.hh"
+#include "util/text_safe.hh"
 #include "util/trusted_path.hh"
 
 namespace mesh::state {
@@ -693,7 +694,7 @@ void noteDeclarationError(const std::string& stateDir, const DeclarationError& e
     if (!lstatPath(stateDir)) return;
     const nlohmann::json j = {
         {"at", e.at}, {"path", e.path}, {"message", e.message}, {"kept_last_good", e.keptLastGood}};
-    atomicWrite(declarationErrorPath(stateDir), j.dump() + "\n", 0640);
+    atomicWrite(declarationErrorPath(stateDir), jsonData(j) + "\n", 0640);
   } catch (...) {
   }
 }

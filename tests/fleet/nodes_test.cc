@@ -223,6 +223,24 @@ class Nodes : public FleetTest {
     return digest.substr(digest.rfind(' ') + 1);
   }
 
+  // A bundle (its digest) whose bin/svc is `body`, a shell script.
+  std::string scriptBundle(const std::string& name, const std::string& body) {
+    const std::string src = work + "/" + name + "-src";
+    fs::create_directories(src + "/bin");
+    std::ofstream(src + "/bin/svc") << "#!/bin/sh\n" << body;
+    fs::permissions(src + "/bin/svc", fs::perms::owner_all | fs::perms::group_read |
+                                          fs::perms::group_exec | fs::perms::others_read |
+                                          fs::perms::others_exec);
+    Result tar = runCommand({"tar", "-C", src, "-cf", work + "/" + name + ".tar", "bin"});
+    EXPECT_EQ(tar.code, 0) << tar.err;
+    Result add =
+        runCommand({MESH_HOST_BIN, "blob", "add", work + "/" + name + ".tar", "--to", blobs});
+    EXPECT_EQ(add.code, 0) << add.out << add.err;
+    std::string digest = add.out;
+    while (!digest.empty() && (digest.back() == '\n' || digest.back() == ' ')) digest.pop_back();
+    return digest.substr(digest.rfind(' ') + 1);
+  }
+
   static std::string fileDecl(int64_t serial, const std::string& content) {
     return fmt::format(
         "serial = {}\n\n[module.app.file.config]\npath = \"/etc/app.conf\"\ncontent = \"{}\"\n",
@@ -569,6 +587,92 @@ requires = ["app.config"]
     if (row.at("node") == "n2") {
       EXPECT_EQ(row.at("churning"), nlohmann::json::array({"app.svc"}));
     }
+}
+
+// --- Issue 27: bytes from outside never end the agent, and never reach a terminal raw ---
+
+// Whether a process is still running (not exited, not a zombie we reaped).
+bool running(pid_t pid) {
+  int status = 0;
+  return pid > 0 && ::waitpid(pid, &status, WNOHANG) == 0;
+}
+
+// No byte a terminal would obey, and nothing that is not UTF-8 (util/text_safe.hh).
+void expectNothingRaw(const std::string& what, const std::string& text) {
+  for (size_t i = 0; i < text.size(); ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c == '\n' || c == '\t') continue;
+    ASSERT_FALSE(
+        c < 0x20 || c == 0x7f || c == 0xff || c == 0xfe ||
+        (c == 0xc2 && i + 1 < text.size() && static_cast<unsigned char>(text[i + 1]) < 0xa0))
+        << what << ": raw byte " << int(c) << " at " << i << " in:\n"
+        << text;
+  }
+}
+
+// Issue 27.1: a service whose last output line holds \377 made the failure reason invalid
+// UTF-8, and the status publisher's thread died on it (std::terminate, rc 134) — at every
+// start again. Now the reason is published with the byte replaced, the agent lives and
+// starts again, and the fleet commands show it escaped.
+TEST_F(Nodes, AFailureReasonThatIsNotUtf8NeverEndsTheAgent) {
+  const std::string bundle =
+      scriptBundle("evil", "printf 'crash \\377 \\033[2K\\033[1Aconverged \\r\\n'\nexit 1\n");
+  startNode("n1");
+  auto revs = pushTo("n1", fmt::format(R"(serial = 1
+
+[module.app.process.svc]
+bundle = "{}"
+unit = {{ ExecStart = "{{bundle}}/bin/svc" }}
+)",
+                                       bundle));
+  ASSERT_TRUE(awaitStatus("n1", [&](const auto& s) {
+    return s && s->revision >= revs.at("n1") && !s->failing.empty();
+  }));
+  EXPECT_TRUE(running(nodes["n1"].pid)) << slurp(nodes["n1"].log);
+  const auto n1 = statusOf("n1");
+  ASSERT_EQ(n1->failing.size(), 1u);
+  EXPECT_NE(n1->failing[0].second.find("crash \xef\xbf\xbd"), std::string::npos)
+      << n1->failing[0].second;
+  expectNothingRaw("the agent's log", slurp(nodes["n1"].log));
+
+  // Stopped and started again: it publishes, and lives (before, it died again at start).
+  stopNode("n1", SIGTERM);
+  startNode("n1");
+  ASSERT_TRUE(awaitStatus("n1", [&](const auto& s) { return s && s->pid == nodes["n1"].pid; }));
+  EXPECT_TRUE(running(nodes["n1"].pid)) << slurp(nodes["n1"].log);
+
+  Result st = status({"--json"});
+  EXPECT_EQ(st.code, 1) << st.out << st.err;
+  const auto j = st.json();
+  ASSERT_EQ(j.at("nodes").size(), 1u);
+  expectNothingRaw("fleet status --json", st.out);
+  Result text = status();
+  EXPECT_EQ(text.code, 1) << text.out << text.err;
+  expectNothingRaw("fleet status", text.out + text.err);
+  EXPECT_NE(text.out.find("\\e[2K"), std::string::npos) << text.out;
+}
+
+// Issue 27.1 and 27.2: one etcd key whose node name holds \xff, ESC and CR broke `fleet
+// status --json` and drew over the table; now the JSON parses (the bytes replaced) and the
+// text shows them escaped, one row per node.
+TEST_F(Nodes, ANodeNameFromEtcdThatIsNotUtf8OrHoldsControlsIsShownEscaped) {
+  const std::string evil = "evil\xff\x1b[2K\r\x1b[1Afake-converged\n";
+  client->put(keys.nodesPrefix() + evil + "/status", "{\"not\": \"signed\"}");
+  client->put(keys.nodesPrefix() + evil + "/enrollment", "not JSON \xff\x1b]0;title\x07");
+  Result st = status({"--json"});
+  EXPECT_EQ(st.code, 1) << st.out << st.err;
+  const auto j = st.json();
+  ASSERT_EQ(j.at("nodes").size(), 1u) << st.out;
+  EXPECT_EQ(j["nodes"][0]["node"], "evil\xef\xbf\xbd\x1b[2K\r\x1b[1Afake-converged\n");
+  expectNothingRaw("fleet status --json", st.out);
+  Result text = status();
+  EXPECT_EQ(text.code, 1) << text.out << text.err;
+  expectNothingRaw("fleet status", text.out + text.err);
+  EXPECT_NE(text.out.find("evil\\xff\\e[2K\\r\\e[1Afake-converged\\n"), std::string::npos)
+      << text.out;
+  Result history = runCommand(fleetArgv("history", {"--json"}));
+  EXPECT_EQ(history.code, 0) << history.out << history.err;
+  (void)history.json();
 }
 
 // --- Issue 12 (part A): everything a node acts on is signed; convergence by content ---

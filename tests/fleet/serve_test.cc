@@ -372,8 +372,6 @@ TEST_F(FleetServe, ShowsEveryStateAndARolloutInProgress) {
     std::ofstream(path, std::ios::binary) << png;
 }
 
-// Read-only and loopback by default: no POST, no other site's name (DNS rebinding), and a
-// public address only when asked.
 // Resident memory of a process, from /proc/<pid>/status ("VmRSS" or "VmHWM"), in KiB.
 long memoryKib(pid_t pid, const std::string& field) {
   std::ifstream in(fmt::format("/proc/{}/status", pid));
@@ -450,6 +448,35 @@ TEST_F(FleetServe, StuckReadersOfALargeViewAreBoundedAndDropped) {
   EXPECT_EQ(http("GET", page + "api/fleet").code, 200) << "the server stopped serving";
 }
 
+// Issue 27.1: one etcd key whose node name holds \xff aborted a running `fleet serve` (its
+// feed's thread threw on the JSON) and then made it refuse to start. Now it serves the
+// view with the byte replaced, no raw control byte in it, and starts again.
+TEST_F(FleetServe, ANodeNameThatIsNotUtf8NeverEndsIt) {
+  ASSERT_NO_FATAL_FAILURE(startServe());
+  const std::string evil = "evil\xff\x1b[2K\r";
+  client->put(keys.nodesPrefix() + evil + "/status", "{\"not\": \"signed\"}");
+  std::string body;
+  ASSERT_TRUE(waitFor(
+      [&] {
+        const auto r = http("GET", page + "api/fleet");
+        body = r.body;
+        return r.code == 200 && body.find("evil") != std::string::npos;
+      },
+      std::chrono::seconds(10)))
+      << body;
+  const auto j = json::parse(body);
+  ASSERT_EQ(j.at("nodes").size(), 1u) << body;
+  EXPECT_EQ(j["nodes"][0]["node"], "evil\xef\xbf\xbd\x1b[2K\r");
+  EXPECT_EQ(body.find('\x1b'), std::string::npos) << body;
+  EXPECT_EQ(body.find('\xff'), std::string::npos) << body;
+  Result stopped = stopServe();
+  EXPECT_EQ(stopped.code, 0) << stopped.err;
+  ASSERT_NO_FATAL_FAILURE(startServe());  // and it starts again
+  EXPECT_EQ(http("GET", page + "api/fleet").code, 200);
+}
+
+// Read-only and loopback by default: no POST, no other site's name (DNS rebinding), and a
+// public address only when asked.
 TEST_F(FleetServe, IsReadOnlyAndLoopbackUnlessAsked) {
   ASSERT_NO_FATAL_FAILURE(startServe());
   EXPECT_EQ(http("GET", page + "api/fleet").code, 200);

@@ -17,6 +17,7 @@
 #include "util/faults.hh"
 #include "util/fs.hh"
 #include "util/state_layout.hh"
+#include "util/text_safe.hh"
 
 namespace mesh::apply {
 
@@ -41,7 +42,7 @@ struct ProcessObserved {
     json j{{"tree", tree.str()}, {"service", service}, {"restarts", restarts}};
     if (crashRestarts != 0) j["crash_restarts"] = crashRestarts;
     if (!unit.empty()) j["unit"] = unit;
-    return j.dump();
+    return jsonData(j);
   }
   static ProcessObserved parse(const std::string& text) {
     ProcessObserved o;

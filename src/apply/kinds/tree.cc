@@ -12,6 +12,7 @@
 #include "util/error.hh"
 #include "util/faults.hh"
 #include "util/fs.hh"
+#include "util/text_safe.hh"
 
 namespace mesh::apply {
 
@@ -21,7 +22,7 @@ std::string TreeObserved::str() const {
   if (!manifest) return {};
   json fp = json::array();
   for (const auto& [path, f] : cache.fingerprints) fp.push_back({path, f});
-  return json{{"manifest", manifest->str()}, {"fingerprints", fp}}.dump();
+  return jsonData(json{{"manifest", manifest->str()}, {"fingerprints", fp}});
 }
 
 TreeObserved TreeObserved::parse(const std::string& text) {

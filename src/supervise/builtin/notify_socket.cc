@@ -13,6 +13,7 @@
 #include "util/digest.hh"
 #include "util/error.hh"
 #include "util/fs.hh"
+#include "util/text_safe.hh"
 
 namespace mesh::supervise::builtin {
 
@@ -68,7 +69,9 @@ NotifyMessage parseNotifyMessage(std::string_view datagram) {
     std::string_view line = datagram.substr(0, eol);
     datagram.remove_prefix(eol == std::string_view::npos ? datagram.size() : eol + 1);
     if (line == "READY=1") m.ready = true;
-    if (line.substr(0, 7) == "STATUS=") m.status = std::string(line.substr(7));
+    // Anything a service sends: bytes that are not UTF-8 replaced as the JSON writers
+    // replace them (util/text_safe.hh), so the status file and `status` can hold it.
+    if (line.substr(0, 7) == "STATUS=") m.status = validUtf8(line.substr(7));
   }
   return m;
 }

@@ -15,6 +15,7 @@
 #include "util/fd.hh"
 #include "util/fs.hh"
 #include "util/state_layout.hh"
+#include "util/text_safe.hh"
 
 namespace mesh::supervise::builtin {
 
@@ -92,7 +93,7 @@ std::string Status::render() const {
                       {"unit_digest", unitDigest}};
   if (!statusText.empty()) j["status_text"] = statusText;
   if (!note.empty()) j["note"] = note;
-  return j.dump() + "\n";
+  return jsonData(j) + "\n";
 }
 
 std::optional<Status> Status::parse(std::string_view text) {

@@ -52,6 +52,26 @@ TEST(LogLine, JsonSurvivesInvalidUtf8) {
   EXPECT_FALSE(nlohmann::json::parse(line, nullptr, false).is_discarded()) << line;
 }
 
+// Issue 27: a reason or key holding CR, ESC or invalid UTF-8 is shown escaped in the text
+// log and in every journald field; the JSON log replaces invalid UTF-8 and escapes the rest.
+TEST(LogLine, ControlAndInvalidBytesAreEscapedInEveryFormat) {
+  const std::string hostile = "failed web.app (web): boom\r\x1b[2K\xc2\x9b fake\xff";
+  EXPECT_EQ(formatLogLine(LogFormat::Text, false, Level::Error, hostile, nullptr, kT),
+            "2025-11-30T12:20:30.042Z failed web.app (web): boom\\r\\e[2K\\xc2\\x9b fake\\xff\n");
+  const std::string json =
+      formatLogLine(LogFormat::Json, false, Level::Error, hostile, {{"reason", "x\x1b\xff"}}, kT);
+  EXPECT_EQ(json.find('\x1b'), std::string::npos);
+  EXPECT_EQ(json.find('\r'), std::string::npos);
+  EXPECT_EQ(json.find("\xc2\x9b"), std::string::npos);
+  EXPECT_EQ(nlohmann::json::parse(json)["reason"], "x\x1b\xef\xbf\xbd");
+  for (const auto& f : journalFields(Level::Error, hostile + "\nsecond", {{"reason", "r\x1b\xfe"}}))
+    for (const char c : f) {
+      const auto u = static_cast<unsigned char>(c);
+      EXPECT_TRUE(u == '\n' || (u >= 0x20 && u != 0x7f && u != 0xff && u != 0xfe && u != 0x9b))
+          << f;
+    }
+}
+
 TEST(JournalFields, OutcomesAreSearchableFields) {
   const auto f = journalFields(Level::Warning, "failed web.app (web): boom",
                                {{"cycle", 7},

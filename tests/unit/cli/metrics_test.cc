@@ -34,6 +34,9 @@ MetricsSnapshot sample() {
 TEST(Metrics, EscapesLabelValues) {
   EXPECT_EQ(escapeLabelValue("plain"), "plain");
   EXPECT_EQ(escapeLabelValue("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
+  // Issue 27: invalid UTF-8 would make a scraper refuse the file, an ESC would reach a
+  // terminal: both shown escaped, their backslash escaped for the format.
+  EXPECT_EQ(escapeLabelValue("evil\xff\x1b[2J"), "evil\\\\xff\\\\e[2J");
 }
 
 TEST(Metrics, RendersTextfileFormat) {

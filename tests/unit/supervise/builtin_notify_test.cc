@@ -105,6 +105,33 @@ TEST_F(NotifyTest, StartReturnsOnlyOnceTheServiceSentReady) {
       << log("demo.service");
 }
 
+// Issue 27: a STATUS= that is not UTF-8 (and holds an ESC) made the root supervisor give
+// up (its status file could not be written); now it is kept, replaced as JSON replaces
+// it, and the supervisor goes on answering.
+TEST_F(NotifyTest, AStatusThatIsNotUtf8NeverEndsTheSupervisor) {
+  const std::string d = dir;
+  sup->install(makeUnit(
+      "demo.service",
+      {{"Type", "notify"},
+       {"ExecStart", script("service.sh",
+                            "systemd-notify --ready --status=\"$(printf 'bad \\377 \\033[2J')\"\n"
+                            "touch " +
+                                d +
+                                "/sent\n"
+                                "exec sleep 1000\n")}}));
+  sup->start("demo.service");
+  ASSERT_TRUE(awaitFile(dir + "/sent"));
+  ASSERT_TRUE(awaitStatus("demo.service", [](const auto& s) { return !s.statusText.empty(); }));
+  EXPECT_EQ(status("demo.service").statusText, "bad \xef\xbf\xbd \x1b[2J");
+  const pid_t supervisor = status("demo.service").supervisorPid;
+  ASSERT_GT(supervisor, 0);
+  EXPECT_TRUE(alive(supervisor));
+  EXPECT_TRUE(observe("demo.service").active);
+  sup->restart("demo.service");  // it still answers
+  EXPECT_EQ(status("demo.service").supervisorPid, supervisor);
+  EXPECT_TRUE(observe("demo.service").active);
+}
+
 TEST_F(NotifyTest, RestartWaitsForTheNewProcessToBeReady) {
   const std::string d = dir;
   std::string exec = script("service.sh", "n=$(( $(cat " + d +
