@@ -72,6 +72,16 @@ struct OwedRestart {
   bool reload = false;
 };
 
+// A resource a process restarts (or reloads) on, as the newest cycle declared it:
+// what lets a later cycle that removes the resource, once the process no longer
+// lists it, restart the process that read it (docs/kinds.md).
+struct ProcessCause {
+  std::string process;  // the process resource's id
+  std::string cause;    // an id in its restart-on (or reload-on)
+  bool reload = false;  // in reload-on
+  bool operator==(const ProcessCause&) const = default;
+};
+
 struct Generation {
   int64_t generation = 0;
   std::string digest;  // of the declaration text
@@ -161,6 +171,13 @@ class Store {
   // `at` or before: one found paid (the service started since), and not
   // recorded again since.
   void settleOwedRestart(const std::string& process, const std::string& cause, int64_t at);
+
+  // What each process restarted or reloaded on (see ProcessCause), ordered by
+  // process and cause; empty in a store made before the table.
+  std::vector<ProcessCause> processCauses();
+  // Makes the table hold `causes` (the rows are replaced only where they differ,
+  // in one transaction of its own unless one is open).
+  void setProcessCauses(const std::vector<ProcessCause>& causes);
 
   // Returns the new number. `node`: the name the cycle runs as (--node), which
   // `status` shows when not given one.
@@ -273,7 +290,12 @@ struct CycleError {
 };
 // Writes <stateDir>/last-error atomically. Never throws: failing to note an
 // error must not hide the error itself.
+// It is written in place into <stateDir>/last-error.page (4 KiB, made by
+// prepareErrorPage while there is room), so that a full state directory does not
+// silence it; into last-error (atomically) only when the page cannot be had.
 void noteCycleError(const std::string& stateDir, const std::string& message) noexcept;
+// Makes last-error.page when missing (a read-write open of the store does).
+void prepareErrorPage(const std::string& stateDir) noexcept;
 std::optional<CycleError> lastCycleError(const std::string& stateDir);
 void clearCycleError(const std::string& stateDir);
 
