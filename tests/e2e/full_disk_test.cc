@@ -385,6 +385,12 @@ content = "b{0}"
       EXPECT_EQ(full.code, 1) << full.out << full.err;
       EXPECT_NE(full.err.find("database or disk is full"), std::string::npos) << full.err;
       EXPECT_NE(full.err.find(stateDir() + "/state.db"), std::string::npos) << full.err;
+      // `status` says why, on the full disk itself, and never calls it a kill.
+      Result st = mesh({"status"});
+      EXPECT_EQ(st.code, 1) << st.out << st.err;
+      EXPECT_NE((st.out + st.err).find("database or disk is full"), std::string::npos)
+          << st.out << st.err;
+      EXPECT_EQ(st.out.find("killed or crashed"), std::string::npos) << st.out;
     }
     bool changed = false;
     for (const auto& id : ids) {
