@@ -420,15 +420,21 @@ std::optional<std::string> Store::peekCompiledDeclaration(const std::string& sta
 }
 
 void Store::putCompiledDeclaration(const std::string& key, std::string_view form) {
-  impl_->wrote(WriteKind::Checkpointed);
-  Txn txn(*this);
-  impl_->db.exec("DELETE FROM compiled_declaration", "replacing the compiled declaration");
-  Stmt s(impl_->db, "INSERT INTO compiled_declaration (key, form) VALUES (?, ?)",
-         "saving the compiled declaration");
-  auto q = s.start();
-  q.bind(key).bindBlob(form);
-  q.run();
-  txn.commit();
+  // Only a cache: failing to keep it (a full state directory) must not keep the
+  // cycle from running — or from failing on its own account, which is noted for
+  // `status` (runCycle) — so the next apply parses the text again.
+  try {
+    Txn txn(*this);
+    impl_->db.exec("DELETE FROM compiled_declaration", "replacing the compiled declaration");
+    Stmt s(impl_->db, "INSERT INTO compiled_declaration (key, form) VALUES (?, ?)",
+           "saving the compiled declaration");
+    auto q = s.start();
+    q.bind(key).bindBlob(form);
+    q.run();
+    txn.commit();
+    impl_->wrote(WriteKind::Checkpointed);
+  } catch (const Error&) {
+  }
 }
 
 std::optional<Store::AppliedSerial> Store::highestSerial() {

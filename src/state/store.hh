@@ -236,7 +236,8 @@ class Store {
   static bool readCompiledDeclaration(
       const std::string& stateDir, const std::string& key,
       const std::function<void(size_t size, const FormPiece&)>& use);
-  // Keeps `form` under `key`, in place of any other.
+  // Keeps `form` under `key`, in place of any other. Never throws: a cache that
+  // cannot be written (a full disk) is left as it is.
   void putCompiledDeclaration(const std::string& key, std::string_view form);
 
   // The newest cycle row, finished or not (one still running, or cut short).
