@@ -413,13 +413,23 @@ class Agent {
     nextPeriodic_ = nextPeriodicCycle(now, o_.interval, o_.splay, random_());
     std::string status;
     if (run.report) {
+      failBackoff_ = {};
       status = logReport(*run.report);
       if (!run.afterCycleError.empty())
         log_.log(Level::Warning, "mesh-host: warning: after the cycle: " + run.afterCycleError,
                  {{"cycle", run.report->cycle}});
     } else if (!run.error.empty()) {
+      // Drift keeps coming (a busy writer) while no cycle can run (a full state
+      // directory): cycles by event back off, 1 s doubling up to the interval,
+      // instead of failing every kDriftBusy. A cycle that runs ends it.
+      failBackoff_ =
+          std::min(std::chrono::duration_cast<std::chrono::milliseconds>(o_.interval),
+                   failBackoff_.count() ? failBackoff_ * 2 : std::chrono::milliseconds(1000));
+      driftNotBefore_ = std::max(driftNotBefore_, now + failBackoff_);
       status = "cycle could not run: " + run.error;
-      log_.error("mesh-host: " + status, {{"trigger", runningTrigger_}});
+      log_.error(fmt::format("mesh-host: {}; the next cycle by event waits {} ms", status,
+                             failBackoff_.count()),
+                 {{"trigger", runningTrigger_}, {"backoff_ms", failBackoff_.count()}});
     } else {
       status = "cycle skipped: stopping";
       log_.info(status, {{"trigger", runningTrigger_}});
@@ -508,7 +518,8 @@ class Agent {
   std::string driftWhat_;                      // "<id> (<path>)": what drifted
   std::chrono::milliseconds driftBackoff_{0};
   Clock::time_point driftNotBefore_{}, lastDriftRepair_{};
-  Clock::time_point driftFirst_{};  // the first event of the burst being debounced
+  std::chrono::milliseconds failBackoff_{};  // after cycles that could not run
+  Clock::time_point driftFirst_{};           // the first event of the burst being debounced
   int64_t driftRepairs_ = 0;
   int quickRepairs_ = 0;
   std::map<std::string, std::string>

@@ -80,8 +80,10 @@ std::map<std::string, Churn> computeChurn(const std::vector<state::HistoryEntry>
           undeclared.emplace(h->cycle, h->id);
         }
       }
-      // A failure (or a skip) before the want was even computed says nothing about it.
-      if (!((h->outcome == "failed" || h->outcome == "skipped") && h->want.empty())) {
+      // A failure (or a skip) leaves what was there: the want it was after is not
+      // held, so the change that later makes it hold is the declared one (a write
+      // that failed on a full disk, then succeeded, is not churn).
+      if (h->outcome != "failed" && h->outcome != "skipped") {
         hasPrevious = true;
         previousWant = h->want;
       }

@@ -4,11 +4,13 @@
 #include <chrono>
 #include <deque>
 #include <map>
+#include <tuple>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "apply/applier.hh"
 #include "state/records.hh"
+#include "util/beneath.hh"
 #include "util/error.hh"
 #include "util/faults.hh"
 #include "util/fd.hh"
@@ -125,6 +127,12 @@ class Cycle {
   }
 
  private:
+  // A resource a process restarted (reloaded) on, no longer listed.
+  struct FormerCause {
+    std::string cause;
+    bool reload = false;
+  };
+
   void prepareProcesses() {
     std::vector<std::string> services;
     for (const auto& r : decl_.resources) {
@@ -138,9 +146,72 @@ class Cycle {
     bool prunesProcess = false;
     for (size_t i = 0; i < records_.slots(); ++i) prunesProcess |= records_.kind(i) == "process";
     usesSupervisor_ = !services.empty() || prunesProcess;
+    findFormerCauses();
     // Owed restarts are checked against the service's start time, which some
     // backends only report in detail.
     if (usesSupervisor_) ctx_.expectServices(std::move(services), !owed_.empty());
+  }
+
+  // What the processes restarted (reloaded) on last cycle and no longer list, where
+  // the cause is no longer declared and its record is still there: its removal
+  // this cycle is a change of the process's input, like any other (docs/kinds.md).
+  // The table keeps what processes list, for the next cycle to compare.
+  void findFormerCauses() {
+    if (!store_ || (serviceOf_.empty() && !prunesAnyProcess())) return;
+    storedCauses_ = store_->processCauses();
+    std::unordered_map<std::string, const decl::Resource*> processes;
+    for (const auto& r : decl_.resources)
+      if (r.kind == decl::Kind::Process) processes.emplace(r.id, &r);
+    for (const auto& c : storedCauses_) {
+      auto p = processes.find(c.process);
+      if (p == processes.end()) continue;
+      const auto& r = *p->second;
+      auto lists = [&c](const std::vector<std::string>& ids) {
+        return std::find(ids.begin(), ids.end(), c.cause) != ids.end();
+      };
+      if (lists(r.restartOn) || lists(r.reloadOn)) continue;
+      indexDeclaration();  // only when a list lost an id: rare
+      if (declaredIds_.count(c.cause) || !records_.find(c.cause)) continue;
+      former_[c.process].push_back({c.cause, c.reload});
+      dependents_[c.cause].push_back({c.process, c.reload});
+    }
+    if (ctx_.applying()) writeProcessCauses();
+  }
+
+  bool prunesAnyProcess() const {
+    for (size_t i = 0; i < records_.slots(); ++i)
+      if (!records_.erased(i) && records_.kind(i) == "process") return true;
+    return false;
+  }
+
+  // The table as it must be now: what every declared process lists, and its former
+  // causes whose records are still there (their removal is yet to be done: a crash
+  // or a failed removal leaves them for a later cycle). Written only when it differs.
+  void writeProcessCauses() {
+    std::vector<state::ProcessCause> now;
+    for (const auto& r : decl_.resources) {
+      for (const auto& c : r.restartOn) now.push_back({r.id, c, false});
+      for (const auto& c : r.reloadOn) now.push_back({r.id, c, true});
+    }
+    for (const auto& [process, causes] : former_)
+      for (const auto& f : causes)
+        if (records_.find(f.cause) || prunedKept_.count(f.cause))
+          now.push_back({process, f.cause, f.reload});
+    auto order = [](const state::ProcessCause& a, const state::ProcessCause& b) {
+      return std::tie(a.process, a.cause) < std::tie(b.process, b.cause);
+    };
+    std::sort(now.begin(), now.end(), order);
+    if (now == storedCauses_) return;
+    store_->setProcessCauses(now);
+    storedCauses_ = std::move(now);
+  }
+
+  bool isFormerCause(const std::string& process, const std::string& cause) const {
+    auto f = former_.find(process);
+    if (f == former_.end()) return false;
+    for (const auto& c : f->second)
+      if (c.cause == cause) return true;
+    return false;
   }
 
   // The record of the resource in hand, in scratch_ (valid until the next
@@ -177,6 +248,10 @@ class Cycle {
       if (changed_.count(cause)) c.changed.push_back(cause);
     for (const auto& cause : r.reloadOn)
       if (changed_.count(cause)) c.reloadChanged.push_back(cause);
+    if (auto f = former_.find(r.id); f != former_.end())
+      for (const auto& [cause, reload] : f->second)
+        if (changed_.count(cause))
+          (reload ? c.reloadChanged : c.changed).push_back(cause + " (removed)");
     auto it = owed_.find(r.id);
     if (it != owed_.end()) {
       const auto& svc = ctx_.service(std::get<decl::ProcessSpec>(r.spec).service);
@@ -213,8 +288,11 @@ class Cycle {
       return o.intent == want.str() ? IntentFate::Happened : IntentFate::NeverHappened;
     // A cause the process no longer restarts (reloads) on owes it nothing more (a
     // confirmed row is still paid: its change is known to have happened).
+    // A former cause (no longer declared, removed this cycle or before) owes
+    // it what its removal owes.
     const auto& on = o.reload ? r.reloadOn : r.restartOn;
-    if (std::find(on.begin(), on.end(), o.cause) == on.end()) return IntentFate::NeverHappened;
+    if (std::find(on.begin(), on.end(), o.cause) == on.end() && !isFormerCause(r.id, o.cause))
+      return IntentFate::NeverHappened;
     if (changed_.count(o.cause)) return IntentFate::Happened;
     auto held = heldNow_.find(o.cause);
     if (held == heldNow_.end()) return IntentFate::Unknown;
@@ -224,18 +302,21 @@ class Cycle {
   // Before the first change of a resource that processes restart on, the
   // restarts it will owe are written as intents and synced.
   void oweBeforeChange(const decl::Resource& r, const Digest& want) {
+    oweBeforeChange(r.id, want.str());
+  }
+  void oweBeforeChange(const std::string& id, std::string intent) {
     if (!ctx_.applying()) return;
-    auto owes = dependents_.find(r.id);
+    auto owes = dependents_.find(id);
     if (owes == dependents_.end()) return;
-    ctx_.setBeforeFirstChange([this, &r, want, processes = &owes->second] {
+    ctx_.setBeforeFirstChange([this, id, intent, processes = &owes->second] {
       std::vector<state::OwedRestart> intents;
       const int64_t now = nowMs();
       for (const auto& [process, reload] : *processes) {
         // A confirmed row this intent may not replace, yet paid already: it goes
         // first, or its older time would have a start before this change pay
         // for it too.
-        if (auto paid = paidAtStart(process, r.id)) store_->settleOwedRestart(process, r.id, *paid);
-        intents.push_back({process, r.id, report_.cycle, now, want.str(), reload});
+        if (auto paid = paidAtStart(process, id)) store_->settleOwedRestart(process, id, *paid);
+        intents.push_back({process, id, report_.cycle, now, intent, reload});
       }
       store_->oweRestartsDurably(intents);
     });
@@ -288,6 +369,8 @@ class Cycle {
   }
 
   void converge(const decl::Resource& r) {
+    if (!former_.empty() && r.kind == decl::Kind::Process)
+      if (auto f = former_.find(r.id); f != former_.end()) pruneFormerCauses(f->second);
     const std::string kind = decl::kindName(r.kind);
     if (needsStaged(r)) commitStaged();
     // Only files and credentials stage their writes; any other act is made at
@@ -409,7 +492,7 @@ class Cycle {
       left = "old path left in place: mesh-host never wrote it";
     } else {
       try {
-        const Removal removal = applierFor(old.kind).remove(ctx_, old);
+        const Removal removal = removeRecorded(old);
         deleted = deletedIt(removal);
         left = deleted ? (ctx_.planning() ? "old path would be deleted" : "old path deleted")
                        : "old path " + removal.detail();
@@ -448,6 +531,26 @@ class Cycle {
     return std::nullopt;
   }
 
+  // What mesh-host wrote at `rec`'s path, removed by its kind (only when nobody
+  // changed it since). A parent on the way that is no longer a directory: when a
+  // file (or any non-directory) stands there, it cannot hold what was written, so
+  // that is already gone; a link is never followed, so whatever lies behind it is
+  // left in place, untouched. Either way the record goes.
+  Removal removeRecorded(const state::Record& rec) {
+    try {
+      return applierFor(rec.kind).remove(ctx_, rec);
+    } catch (const PathRefused& e) {
+      if (e.found == PathRefused::Found::NotDirectory)
+        return Removal::removed(
+            fmt::format("already gone: {} is not a directory now", e.component));
+      if (e.found == PathRefused::Found::Link)
+        return Removal::released(
+            fmt::format("left in place: {} is a symbolic link now, which mesh-host does not follow",
+                        e.component));
+      throw;
+    }
+  }
+
   // An earlier cycle wrote an intent for `cause` about to hold `held`.
   bool intendedBefore(const std::string& cause, const Digest& held) const {
     auto processes = dependents_.find(cause);
@@ -459,21 +562,9 @@ class Cycle {
     return false;
   }
 
-  void prune() {
-    // Every record belongs to a declared resource (the usual cycle): nothing to prune.
-    if (declaredRecords_ == records_.size()) return;
-    std::unordered_map<std::string, std::string> declaredPaths;
-    std::unordered_set<std::string> declaredIds;
-    for (const auto& r : decl_.resources) {
-      declaredIds.insert(r.id);
-      if (!r.path().empty()) declaredPaths.emplace(r.path(), r.id);
-    }
-    std::vector<const state::Record*> gone;
-    for (size_t i = 0; i < records_.slots(); ++i)
-      if (!records_.erased(i) && !declaredIds.count(std::string(records_[i].id)))
-        gone.push_back(keep(records_[i]));
-    // Processes first (stopped before what they use goes), then deepest paths
-    // first, so a directory is emptied before it is removed.
+  // Processes first (stopped before what they use goes), then deepest paths
+  // first, so a directory is emptied before it is removed.
+  static void pruningOrder(std::vector<const state::Record*>& gone) {
     std::sort(gone.begin(), gone.end(), [](const auto* a, const auto* b) {
       const bool pa = a->kind == "process", pb = b->kind == "process";
       if (pa != pb) return pa;
@@ -481,39 +572,101 @@ class Cycle {
       if (depth(a->path) != depth(b->path)) return depth(a->path) > depth(b->path);
       return a->id < b->id;
     });
-    for (const auto* rec : gone) {
-      if (rec->wrote.empty()) {  // never wrote anything: nothing to remove
-        if (ctx_.applying()) store_->deleteRecord(rec->id);
-        continue;
-      }
-      std::optional<Outcome> outcome;
-      if (rec->changes == 0) {
-        // Only ever adopted as found: mesh-host never wrote it, so never deletes it.
-        outcome = Outcome::of(Removal::released("left in place: mesh-host never wrote it"));
-      } else if (auto owner = declaredPaths.find(rec->path);
-                 !rec->path.empty() && owner != declaredPaths.end()) {
-        outcome = Outcome::of(Removal::released(
-            fmt::format("left in place: {} now manages {}", owner->second, rec->path)));
-      } else {
-        try {
-          outcome = Outcome::of(applierFor(rec->kind).remove(ctx_, *rec));
-        } catch (const Error& e) {
-          outcome = Outcome::failed(rec, e.what());
-        }
-      }
-      if (outcome->verdict() == Verdict::Removed) changed_.insert(rec->id);
-      Pending p{rec->id,
-                rec->module,
-                rec->kind,
-                rec->path,
-                Digest::none(),
-                rec,
-                base_ + report_.results.size()};
-      ResourceResult res{rec->id, rec->module, rec->kind, std::move(*outcome)};
-      record(p, res.outcome);
-      emit(std::move(res));
-    }
   }
+
+  void prune() {
+    // Every record belongs to a declared resource (the usual cycle): nothing to prune.
+    if (declaredRecords_ == records_.size()) return;
+    indexDeclaration();
+    std::vector<const state::Record*> gone;
+    for (size_t i = 0; i < records_.slots(); ++i)
+      if (!records_.erased(i) && !declaredIds_.count(std::string(records_[i].id)))
+        gone.push_back(keep(records_[i]));
+    pruningOrder(gone);
+    for (const auto* rec : gone) pruneOne(*rec);
+  }
+
+  // Before a process converges, the resources it restarted (reloaded) on that are
+  // no longer declared go — with whatever else no longer declared lies beneath
+  // them, in pruning's order — so that their removal restarts (reloads) it, as
+  // their change would (causesFor). One whose path another resource now declares
+  // is left to the usual order (that resource may replace it first).
+  void pruneFormerCauses(const std::vector<FormerCause>& causes) {
+    indexDeclaration();
+    std::vector<const state::Record*> gone;
+    for (const auto& f : causes) {
+      auto at = records_.find(f.cause);
+      if (!at) continue;  // gone already (the cause of another process too)
+      const std::string path(records_[*at].path);
+      if (!path.empty() && declaredPaths_.count(path)) continue;
+      for (size_t i = 0; i < records_.slots(); ++i) {
+        if (records_.erased(i)) continue;
+        const auto rec = records_[i];
+        const bool beneath = !path.empty() && rec.path.size() > path.size() &&
+                             rec.path.starts_with(path) && rec.path[path.size()] == '/';
+        if (i != *at && (!beneath || declaredIds_.count(std::string(rec.id)) ||
+                         declaredPaths_.count(std::string(rec.path))))
+          continue;
+        gone.push_back(keep(rec));
+        records_.erase(i);
+      }
+    }
+    pruningOrder(gone);
+    for (const auto* rec : gone) pruneOne(*rec);
+  }
+
+  // Removes (or releases) what mesh-host wrote for a record no longer declared.
+  // A process's former cause owes the process a restart (reload) when it is
+  // deleted: the intent is synced before, as for any change.
+  void pruneOne(const state::Record& rec) {
+    if (rec.wrote.empty()) {  // never wrote anything: nothing to remove
+      if (ctx_.applying()) store_->deleteRecord(rec.id);
+      return;
+    }
+    std::optional<Outcome> outcome;
+    if (rec.changes == 0) {
+      // Only ever adopted as found: mesh-host never wrote it, so never deletes it.
+      outcome = Outcome::of(Removal::released("left in place: mesh-host never wrote it"));
+    } else if (auto owner = declaredPaths_.find(rec.path);
+               !rec.path.empty() && owner != declaredPaths_.end()) {
+      outcome = Outcome::of(Removal::released(
+          fmt::format("left in place: {} now manages {}", owner->second, rec.path)));
+    } else {
+      const bool owes = dependents_.count(rec.id) > 0;
+      if (owes) oweBeforeChange(rec.id, kRemovedIntent);
+      Finally noHook([this] { ctx_.setBeforeFirstChange(nullptr); });
+      try {
+        outcome = Outcome::of(removeRecorded(rec));
+      } catch (const Error& e) {
+        outcome = Outcome::failed(&rec, e.what());
+      }
+      // Deleted now (or found gone: an intent then says whether this cycle's
+      // predecessor deleted it, see intentFate).
+      if (owes && outcome->verdict() == Verdict::Removed) heldNow_[rec.id] = kRemovedIntent;
+    }
+    if (deletedNow(*outcome)) changed_.insert(rec.id);
+    if (!outcome->gone()) prunedKept_.insert(rec.id);
+    Pending p{rec.id,
+              rec.module,
+              rec.kind,
+              rec.path,
+              Digest::none(),
+              &rec,
+              base_ + report_.results.size()};
+    ResourceResult res{rec.id, rec.module, rec.kind, std::move(*outcome)};
+    record(p, res.outcome);
+    emit(std::move(res));
+  }
+
+  // A removal that deleted what mesh-host wrote (a plan: would delete it), not
+  // one that found it gone already.
+  static bool deletedNow(const Outcome& o) {
+    return o.verdict() == Verdict::Removed &&
+           (o.detail() == "deleted" || o.detail() == "would delete");
+  }
+
+  // The intent of a change that removes a cause: what it holds after (nothing).
+  static constexpr const char* kRemovedIntent = "removed";
 
   // Starts and restarts, last, in declaration order: by now every file they
   // read is in place, every unit is installed, and a backend that must reload
@@ -623,8 +776,9 @@ class Cycle {
   // Whether `p`'s outcome needs a write, and which; nullopt in the no-op path.
   std::optional<Write> writeFor(const Pending& p, const Outcome& outcome) const {
     Write w;
-    const bool changed =
-        (outcome.changed() || outcome.verdict() == Verdict::Removed) && outcome.restartsDependents;
+    // A removal owes its processes only when it deleted something: a cause found
+    // gone already changes nothing now (an intent says whether it owes, causesFor).
+    const bool changed = (outcome.changed() || deletedNow(outcome)) && outcome.restartsDependents;
     if (changed)  // a no-op cycle looks nothing up
       if (auto owes = dependents_.find(std::string(p.id)); owes != dependents_.end())
         w.owedBy = &owes->second;
@@ -692,6 +846,7 @@ class Cycle {
   }
 
   void finish(int64_t started) {
+    if (!former_.empty()) writeProcessCauses();  // the causes removed are no one's now
     state::Cycle c;
     c.cycle = report_.cycle;
     c.startedAt = started;
@@ -711,8 +866,14 @@ class Cycle {
   std::map<std::string, std::vector<state::OwedRestart>> owed_;
   // A process that restarts (reload false) or reloads on a cause.
   std::unordered_map<std::string, std::vector<Dependent>> dependents_;  // cause → processes
-  std::unordered_map<std::string, std::string> serviceOf_;              // process → service
-  std::unordered_set<std::string> failed_, changed_;  // failed_: failed or skipped
+  // What processes listed at the newest cycle (process_causes), and each
+  // declared process's former causes (no longer listed, no longer declared,
+  // their record still there: removed this cycle).
+  std::vector<state::ProcessCause> storedCauses_;
+  std::unordered_map<std::string, std::vector<FormerCause>> former_;  // process → causes
+  std::unordered_set<std::string> prunedKept_;              // pruned, and the record stays (failed)
+  std::unordered_map<std::string, std::string> serviceOf_;  // process → service
+  std::unordered_set<std::string> failed_, changed_;        // failed_: failed or skipped
   std::unordered_set<std::string> skipped_;
   std::unordered_map<std::string, std::string> heldNow_;  // id → digest held after this cycle
   std::vector<Pending> activations_;
@@ -740,7 +901,16 @@ class Cycle {
 CycleReport runCycle(Context& ctx, const decl::Declaration& d, const std::string& text,
                      state::Store* store, KeepOutcomes keep, OutcomeSink sink) {
   if (ctx.applying() && !store) throw Error("apply needs a state store");
-  return Cycle(ctx, d, store, keep, std::move(sink)).run(text);
+  if (!ctx.applying()) return Cycle(ctx, d, store, keep, std::move(sink)).run(text);
+  try {
+    return Cycle(ctx, d, store, keep, std::move(sink)).run(text);
+  } catch (const std::exception& e) {
+    // A cycle that could not finish (its store cannot be written: a full disk,
+    // I/O errors) leaves its row unfinished; this says why, for `status`, until
+    // a cycle finishes. Written in place, so a full state directory holds it too.
+    state::noteCycleError(store->stateDir(), e.what());
+    throw;
+  }
 }
 
 }  // namespace mesh::apply

@@ -144,6 +144,26 @@ nlohmann::json driftWatchJson(const std::optional<state::DriftNote>& n) {
           {"backoff_ms", n->backoffMs}};
 }
 
+// A drift note whose agent is gone (killed: it could not remove it): not a watch.
+std::string staleDriftWatchLine(const state::DriftNote& n) {
+  return fmt::format(
+      "drift watch: none: the agent that kept it{} is not running (killed or crashed; its note "
+      "of {} stays until an agent starts)",
+      n.pid > 0 ? fmt::format(" (pid {})", n.pid) : std::string(), isoTime(n.at));
+}
+
+// The drift note, when the agent that writes it runs; nullopt otherwise (and in
+// `stale`, a note a dead agent left). Read from /proc/locks: no lock is taken.
+std::optional<state::DriftNote> liveDriftNote(const std::string& stateDir,
+                                              std::optional<state::DriftNote>* stale) {
+  auto note = state::driftNote(stateDir);
+  if (!note) return note;
+  const auto seen = state::agentRunning(stateDir, note->pid);
+  if (!seen || seen->running) return note;  // cannot tell: as noted
+  *stale = std::move(note);
+  return std::nullopt;
+}
+
 std::string driftWatchLine(const state::DriftNote& n) {
   std::string line =
       fmt::format("drift watch: {} director{} watched, {} repair{} by event", n.watchedDirs,
@@ -261,6 +281,11 @@ int showStatus(CommonOptions& o, const StatusOptions& so,
                                   s != services.views.end() ? serviceText(s->second) : ""));
   }
   const bool cutShort = unfinished && !unfinished->running;
+  // The unfinished cycle failed (its error is noted since it began), rather than
+  // being killed: the note says why.
+  const bool failedInIt = cutShort && cycleError && cycleError->at >= unfinished->cycle.startedAt;
+  std::optional<state::DriftNote> staleDrift;
+  const auto drift = liveDriftNote(o.stateDir, &staleDrift);
   health.cycleError = cycleError.has_value();
   health.declarationError = declarationError.has_value();
   health.supervisorError = !services.error.empty();
@@ -295,20 +320,25 @@ int showStatus(CommonOptions& o, const StatusOptions& so,
         {"declaration_error", declarationErrorJson(declarationError)},
         {"supervisor_error",
          supervisorError.empty() ? nlohmann::json() : nlohmann::json(supervisorError)},
-        {"drift_watch", driftWatchJson(state::driftNote(o.stateDir))},
+        {"drift_watch", driftWatchJson(drift)},
         {"resources", std::move(resources)}};
     std::puts(jsonOut(out).c_str());
   } else {
-    if (cycleError) printLine(cycleErrorLine(*cycleError));
+    if (cycleError && !failedInIt) printLine(cycleErrorLine(*cycleError));
     if (declarationError) printLine(declarationErrorLine(*declarationError));
     if (!supervisorError.empty()) printLine(("error: " + supervisorError));
-    if (cutShort)
-      printLine(
-          fmt::format("error: cycle {} (started {}) never finished: mesh-host was killed or "
-                      "crashed in it; the next cycle completes what it began",
-                      unfinished->cycle.cycle, isoTime(unfinished->cycle.startedAt)));
+    if (failedInIt)
+      printLine(fmt::format("error: cycle {} (started {}) could not finish ({}): {}; the next "
+                            "cycle completes what it began",
+                            unfinished->cycle.cycle, isoTime(unfinished->cycle.startedAt),
+                            isoTime(cycleError->at), cycleError->message));
+    else if (cutShort)
+      printLine(fmt::format("error: cycle {} (started {}) never finished: mesh-host was killed or "
+                            "crashed in it; the next cycle completes what it began",
+                            unfinished->cycle.cycle, isoTime(unfinished->cycle.startedAt)));
     for (const auto& l : lines) printLine(l);
-    if (const auto drift = state::driftNote(o.stateDir)) printLine(driftWatchLine(*drift));
+    if (drift) printLine(driftWatchLine(*drift));
+    if (staleDrift) printLine(staleDriftWatchLine(*staleDrift));
     std::string running;
     if (unfinished && unfinished->running)
       running = fmt::format("; cycle {} running since {}", unfinished->cycle.cycle,

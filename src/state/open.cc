@@ -91,6 +91,12 @@ void addLateSchema(Db& db, int64_t version) {
       "CREATE TABLE IF NOT EXISTS compiled_declaration (key TEXT PRIMARY KEY NOT NULL, form "
       "BLOB NOT NULL)",
       "adding the compiled_declaration table");
+  // Made beside the others like them (additive: a store without it reads as
+  // "nothing restarts on anything yet", which the next cycle writes).
+  db.exec(
+      "CREATE TABLE IF NOT EXISTS process_causes (process TEXT NOT NULL, cause TEXT NOT NULL, "
+      "kind TEXT NOT NULL DEFAULT 'restart', PRIMARY KEY (process, cause))",
+      "adding the process_causes table");
   if (version >= 2) return;
   if (db.queryInt("SELECT count(*) FROM pragma_table_info('generations') WHERE name = 'serial'",
                   "looking for generations.serial") == 0)
@@ -294,6 +300,9 @@ Store Store::open(const std::string& stateDir, Access access) {
       makeDirs(stateDir, 0750);
       requireTrustedDirectory(absoluteStateDir(stateDir));
       createDbFile(path);
+      // The page a note of why cycles cannot run is written into in place, made
+      // now while there is room for it (a stat when it is there).
+      prepareErrorPage(stateDir);
       flags |= SQLITE_OPEN_READWRITE;
     } else {
       if (!lstatPath(path)) throw Error("no state store at {} yet (no cycle has run)", path);

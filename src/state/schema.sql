@@ -97,6 +97,17 @@ CREATE TABLE owed_restarts (
   PRIMARY KEY (process, cause)
 );
 
+-- What each declared process restarts (kind 'restart') or reloads ('reload') on, as
+-- the newest cycle declared it, and a cause it no longer lists while the cause's record
+-- is still there (its removal has yet to be done). A cycle that removes a resource a
+-- process listed here restarts (reloads) it once: the process's input went away.
+CREATE TABLE IF NOT EXISTS process_causes (
+  process TEXT NOT NULL,                   -- the process resource's id
+  cause   TEXT NOT NULL,                   -- the id it restarts or reloads on
+  kind    TEXT NOT NULL DEFAULT 'restart', -- 'restart' or 'reload'
+  PRIMARY KEY (process, cause)
+);
+
 -- Fleet mode (`run --etcd`): the pushed declaration this node last started a cycle
 -- with, exactly as it came from etcd, and its revision. When etcd is unreachable at
 -- start the agent converges to it (after checking its signature again), and it

@@ -16,6 +16,7 @@ struct StateDir {
   std::string store() const { return at(layout::kStore); }  // with -wal and -shm beside it
   std::string lock() const { return at(layout::kLock); }
   std::string lastError() const { return at(layout::kLastError); }
+  std::string errorPage() const { return at(layout::kErrorPage); }
   std::string declarationError() const { return at(layout::kDeclarationError); }
   std::string blobs() const { return at(layout::kBlobs); }  // the default blob cache
   std::string nodeKey() const { return at(layout::kNodeKey); }

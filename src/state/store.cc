@@ -1,5 +1,6 @@
 #include "state/store.hh"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -10,6 +11,7 @@
 #include <filesystem>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <tuple>
 
 #include "state/records.hh"
 #include "state/store_impl.hh"
@@ -419,15 +421,21 @@ std::optional<std::string> Store::peekCompiledDeclaration(const std::string& sta
 }
 
 void Store::putCompiledDeclaration(const std::string& key, std::string_view form) {
-  impl_->wrote(WriteKind::Checkpointed);
-  Txn txn(*this);
-  impl_->db.exec("DELETE FROM compiled_declaration", "replacing the compiled declaration");
-  Stmt s(impl_->db, "INSERT INTO compiled_declaration (key, form) VALUES (?, ?)",
-         "saving the compiled declaration");
-  auto q = s.start();
-  q.bind(key).bindBlob(form);
-  q.run();
-  txn.commit();
+  // Only a cache: failing to keep it (a full state directory) must not keep the
+  // cycle from running — or from failing on its own account, which is noted for
+  // `status` (runCycle) — so the next apply parses the text again.
+  try {
+    Txn txn(*this);
+    impl_->db.exec("DELETE FROM compiled_declaration", "replacing the compiled declaration");
+    Stmt s(impl_->db, "INSERT INTO compiled_declaration (key, form) VALUES (?, ?)",
+           "saving the compiled declaration");
+    auto q = s.start();
+    q.bind(key).bindBlob(form);
+    q.run();
+    txn.commit();
+    impl_->wrote(WriteKind::Checkpointed);
+  } catch (const Error&) {
+  }
 }
 
 std::optional<Store::AppliedSerial> Store::highestSerial() {
@@ -519,6 +527,42 @@ std::optional<Store::FleetDeclaration> Store::fleetDeclaration(const std::string
   q.bind(key);
   if (!q.next()) return std::nullopt;
   return FleetDeclaration{q.text(0), q.integer(1), q.text(2), q.integer(3)};
+}
+
+std::vector<ProcessCause> Store::processCauses() {
+  // A read-only open of a store made before the table existed.
+  if (impl_->db.queryInt(
+          "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'process_causes'",
+          "looking for the process_causes table") == 0)
+    return {};
+  Stmt s(impl_->db, "SELECT process, cause, kind FROM process_causes ORDER BY process, cause",
+         "reading what processes restart on");
+  std::vector<ProcessCause> out;
+  auto q = s.start();
+  while (q.next()) out.push_back({q.text(0), q.text(1), q.text(2) == "reload"});
+  return out;
+}
+
+void Store::setProcessCauses(const std::vector<ProcessCause>& causes) {
+  auto now = processCauses();
+  std::sort(now.begin(), now.end(), [](const auto& a, const auto& b) {
+    return std::tie(a.process, a.cause) < std::tie(b.process, b.cause);
+  });
+  auto want = causes;
+  std::sort(want.begin(), want.end(), [](const auto& a, const auto& b) {
+    return std::tie(a.process, a.cause) < std::tie(b.process, b.cause);
+  });
+  if (now == want) return;
+  impl_->checkIntegrity();
+  impl_->wrote(WriteKind::Kept);
+  std::optional<Txn> own;
+  if (!impl_->inTxn) own.emplace(*this);
+  impl_->db.exec("DELETE FROM process_causes", "replacing what processes restart on");
+  Stmt s(impl_->db, "INSERT OR REPLACE INTO process_causes (process, cause, kind) VALUES (?, ?, ?)",
+         "recording what processes restart on");
+  for (const auto& c : want)
+    s.start().bind(c.process).bind(c.cause).bind(c.reload ? "reload" : "restart").run();
+  if (own) own->commit();
 }
 
 std::optional<Cycle> Store::lastCycle() {
@@ -649,7 +693,72 @@ std::string declarationErrorPath(const std::string& stateDir) {
 
 }  // namespace
 
-// The file: the unix ms of the failure on the first line, the message after it.
+namespace {
+
+// The note's text: the unix ms of the failure on the first line, the message after it.
+std::string cycleErrorText(int64_t at, const std::string& message) {
+  return fmt::format("{}\n{}\n", at, message);
+}
+
+CycleError parseCycleError(std::string_view text) {
+  CycleError e;
+  const auto eol = text.find('\n');
+  auto [end, ec] = std::from_chars(text.data(), text.data() + std::min(eol, text.size()), e.at);
+  if (ec != std::errc()) e.at = 0;
+  e.message = std::string(eol == std::string::npos ? text : text.substr(eol + 1));
+  while (!e.message.empty() && e.message.back() == '\n') e.message.pop_back();
+  return e;
+}
+
+// The page: kErrorPageSize bytes, made (zeros: every block allocated) while there
+// is room, then only ever overwritten in place, so a note fits on a full disk
+// too. A NUL first byte says "no error"; else the note's text, NUL-padded.
+constexpr size_t kErrorPageSize = 4096;
+
+// The page, opened for writing; made when missing (an invalid Fd when it cannot be).
+Fd openErrorPage(const std::string& stateDir) {
+  const std::string path = StateDir{stateDir}.errorPage();
+  Fd fd(::open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW));
+  if (fd || errno != ENOENT) return fd;
+  fd = Fd(::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0640));
+  if (!fd) return fd;
+  const std::string zeros(kErrorPageSize, '\0');
+  if (::fchmod(fd.get(), 0640) != 0 ||
+      ::pwrite(fd.get(), zeros.data(), zeros.size(), 0) != static_cast<ssize_t>(zeros.size()) ||
+      ::fsync(fd.get()) != 0) {
+    ::unlink(path.c_str());  // a page without its blocks would fail when it is needed
+    return Fd();
+  }
+  return fd;
+}
+
+bool writeErrorPage(int fd, std::string_view text) {
+  std::string page(text.substr(0, kErrorPageSize - 1));
+  page.resize(kErrorPageSize, '\0');
+  return ::pwrite(fd, page.data(), page.size(), 0) == static_cast<ssize_t>(page.size()) &&
+         ::fdatasync(fd) == 0;
+}
+
+std::optional<CycleError> readErrorPage(const std::string& stateDir) {
+  Fd fd(::open(StateDir{stateDir}.errorPage().c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+  if (!fd) return std::nullopt;
+  std::string page(kErrorPageSize, '\0');
+  const ssize_t n = ::pread(fd.get(), page.data(), page.size(), 0);
+  if (n <= 0 || page[0] == '\0') return std::nullopt;
+  page.resize(std::min(page.find('\0'), static_cast<size_t>(n)));
+  return parseCycleError(page);
+}
+
+}  // namespace
+
+void prepareErrorPage(const std::string& stateDir) noexcept {
+  try {
+    if (lstatPath(StateDir{stateDir}.errorPage()).has_value()) return;
+    (void)openErrorPage(stateDir);
+  } catch (...) {
+  }
+}
+
 void noteCycleError(const std::string& stateDir, const std::string& message) noexcept {
   try {
     // Into an existing state directory only: a missing one is the error itself,
@@ -660,7 +769,13 @@ void noteCycleError(const std::string& stateDir, const std::string& message) noe
     const int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
                             std::chrono::system_clock::now().time_since_epoch())
                             .count();
-    atomicWrite(cycleErrorPath(stateDir), fmt::format("{}\n{}\n", now, message), 0640);
+    const std::string text = cycleErrorText(now, message);
+    // In place first: that needs no new block, so it holds on a full disk too.
+    if (Fd page = openErrorPage(stateDir); page && writeErrorPage(page.get(), text)) {
+      (void)::unlink(cycleErrorPath(stateDir).c_str());  // an older note must not outrank it
+      return;
+    }
+    atomicWrite(cycleErrorPath(stateDir), text, 0640);
   } catch (...) {
   }
 }
@@ -670,21 +785,26 @@ std::optional<CycleError> lastCycleError(const std::string& stateDir) {
   try {
     text = readFile(cycleErrorPath(stateDir));
   } catch (const SysError&) {
-    return std::nullopt;  // unreadable to this user: as for the store, status says what it can
+    // unreadable to this user: as for the store, status says what it can
   }
-  if (!text) return std::nullopt;
-  CycleError e;
-  const auto eol = text->find('\n');
-  auto [end, ec] = std::from_chars(text->data(), text->data() + std::min(eol, text->size()), e.at);
-  if (ec != std::errc()) e.at = 0;
-  e.message = eol == std::string::npos ? *text : text->substr(eol + 1);
-  while (!e.message.empty() && e.message.back() == '\n') e.message.pop_back();
-  return e;
+  auto page = readErrorPage(stateDir);
+  if (!text) return page;
+  auto file = parseCycleError(*text);
+  if (page && page->at > file.at) return page;
+  return file;
 }
 
 void clearCycleError(const std::string& stateDir) {
   if (::unlink(cycleErrorPath(stateDir).c_str()) != 0 && errno != ENOENT) {
     // Best effort: the cycle itself went well, and a stale note is only a note.
+  }
+  // The page stays (made while there was room): its first byte goes to NUL, and
+  // only when it holds a note (a read and no write in the usual cycle).
+  Fd fd(::open(StateDir{stateDir}.errorPage().c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW));
+  char first = '\0';
+  if (fd && ::pread(fd.get(), &first, 1, 0) == 1 && first != '\0') {
+    const char nul = '\0';
+    if (::pwrite(fd.get(), &nul, 1, 0) == 1) (void)::fdatasync(fd.get());
   }
 }
 

@@ -72,6 +72,16 @@ struct OwedRestart {
   bool reload = false;
 };
 
+// A resource a process restarts (or reloads) on, as the newest cycle declared it:
+// what lets a later cycle that removes the resource, once the process no longer
+// lists it, restart the process that read it (docs/kinds.md).
+struct ProcessCause {
+  std::string process;  // the process resource's id
+  std::string cause;    // an id in its restart-on (or reload-on)
+  bool reload = false;  // in reload-on
+  bool operator==(const ProcessCause&) const = default;
+};
+
 struct Generation {
   int64_t generation = 0;
   std::string digest;  // of the declaration text
@@ -162,6 +172,13 @@ class Store {
   // recorded again since.
   void settleOwedRestart(const std::string& process, const std::string& cause, int64_t at);
 
+  // What each process restarted or reloaded on (see ProcessCause), ordered by
+  // process and cause; empty in a store made before the table.
+  std::vector<ProcessCause> processCauses();
+  // Makes the table hold `causes` (the rows are replaced only where they differ,
+  // in one transaction of its own unless one is open).
+  void setProcessCauses(const std::vector<ProcessCause>& causes);
+
   // Returns the new number. `node`: the name the cycle runs as (--node), which
   // `status` shows when not given one.
   int64_t beginCycle(int64_t startedAt, int64_t generation, const std::string& node = {});
@@ -219,7 +236,8 @@ class Store {
   static bool readCompiledDeclaration(
       const std::string& stateDir, const std::string& key,
       const std::function<void(size_t size, const FormPiece&)>& use);
-  // Keeps `form` under `key`, in place of any other.
+  // Keeps `form` under `key`, in place of any other. Never throws: a cache that
+  // cannot be written (a full disk) is left as it is.
   void putCompiledDeclaration(const std::string& key, std::string_view form);
 
   // The newest cycle row, finished or not (one still running, or cut short).
@@ -273,7 +291,12 @@ struct CycleError {
 };
 // Writes <stateDir>/last-error atomically. Never throws: failing to note an
 // error must not hide the error itself.
+// It is written in place into <stateDir>/last-error.page (4 KiB, made by
+// prepareErrorPage while there is room), so that a full state directory does not
+// silence it; into last-error (atomically) only when the page cannot be had.
 void noteCycleError(const std::string& stateDir, const std::string& message) noexcept;
+// Makes last-error.page when missing (a read-write open of the store does).
+void prepareErrorPage(const std::string& stateDir) noexcept;
 std::optional<CycleError> lastCycleError(const std::string& stateDir);
 void clearCycleError(const std::string& stateDir);
 

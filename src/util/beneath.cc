@@ -114,17 +114,21 @@ void Beneath::refuse(int dir, const std::string& component, std::string_view wal
   struct stat st {};
   if (::fstatat(dir, component.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0)
     throwSys(fmt::format("cannot inspect {}", shown(walked)));
-  if (S_ISLNK(st.st_mode))
-    throw PathRefused(
-        "{} is a symbolic link (owner uid {}); mesh-host does not follow links inside declared "
-        "paths: remove the link or declare the path it points to",
-        shown(walked), st.st_uid);
   if (S_ISDIR(st.st_mode))  // swapped back while we looked
     throw PathRefused("{} changed while being opened; try again", shown(walked));
-  throw PathRefused(
-      "{} is a {} (owner uid {}) where a directory is needed; remove it or declare "
-      "another path",
-      shown(walked), typeWord(st.st_mode), st.st_uid);
+  PathRefused refused =
+      S_ISLNK(st.st_mode)
+          ? PathRefused(
+                "{} is a symbolic link (owner uid {}); mesh-host does not follow links "
+                "inside declared paths: remove the link or declare the path it points to",
+                shown(walked), st.st_uid)
+          : PathRefused(
+                "{} is a {} (owner uid {}) where a directory is needed; remove it or declare "
+                "another path",
+                shown(walked), typeWord(st.st_mode), st.st_uid);
+  refused.found = S_ISLNK(st.st_mode) ? PathRefused::Found::Link : PathRefused::Found::NotDirectory;
+  refused.component = shown(walked);
+  throw refused;
 }
 
 void Beneath::removeCreated(const std::vector<std::string>& created) const {

@@ -30,6 +30,13 @@ namespace mesh {
 class PathRefused : public Error {
  public:
   using Error::Error;
+  // What stands where a directory is needed, when a component does: a link, or
+  // a non-directory (a file, a socket …). Other refusals (a path that is not
+  // normalised, a directory swapped while it was opened) are Found::Other.
+  enum class Found { Other, Link, NotDirectory };
+  Found found = Found::Other;
+  // The component refused, as shown ("/srv/app"); "" for Found::Other.
+  std::string component;
 };
 
 class Beneath {

@@ -11,6 +11,9 @@ namespace mesh::layout {
 inline constexpr std::string_view kStore = "state.db";  // with -wal and -shm beside it
 inline constexpr std::string_view kLock = "lock";
 inline constexpr std::string_view kLastError = "last-error";
+// The same note written in place into a page made when there was room: what
+// says why cycles cannot run when the state directory is full.
+inline constexpr std::string_view kErrorPage = "last-error.page";
 inline constexpr std::string_view kDeclarationError = "declaration-error";
 inline constexpr std::string_view kBlobs = "blobs";      // the default blob cache
 inline constexpr std::string_view kBundles = "bundles";  // process bundles, one per digest

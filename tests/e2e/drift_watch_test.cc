@@ -90,6 +90,37 @@ TEST_F(DriftWatch, AModifiedFileIsRepairedWithinASecond) {
       << text.out;
 }
 
+// An agent killed with SIGKILL cannot remove its note: `status` must not show
+// the dead agent's watch as active. It tells by whether anything holds the
+// agent's lock (/proc/locks), taking no lock itself; a new agent shows it again.
+TEST_F(DriftWatch, AKilledAgentsWatchIsNotShownAsActive) {
+  Result st = mesh({"status", "--json"});
+  ASSERT_EQ(st.code, 0) << st.out << st.err;
+  ASSERT_TRUE(st.json()["drift_watch"].is_object()) << st.out;
+  EXPECT_NE(mesh({"status"}).out.find("drift watch: 1 directory watched"), std::string::npos);
+
+  const pid_t pid = agent->pid();
+  agent->signal(SIGKILL);
+  ASSERT_EQ(agent->waitExit(10s), 128 + SIGKILL) << agent->log();
+  agent.reset();
+  ASSERT_TRUE(fs::exists(stateDir() + "/drift-watch")) << "the note a killed agent leaves";
+  st = mesh({"status", "--json"});
+  EXPECT_TRUE(st.json()["drift_watch"].is_null()) << st.out;
+  Result text = mesh({"status"});
+  EXPECT_EQ(text.out.find("directory watched"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find(fmt::format("drift watch: none: the agent that kept it (pid {}) is not "
+                                      "running",
+                                      pid)),
+            std::string::npos)
+      << text.out;
+
+  agent =
+      std::make_unique<AgentProcess>(agentArgv(decl, "5m"), std::map<std::string, std::string>{});
+  ASSERT_TRUE(agent->nextSummary(10s, "start")) << agent->log();
+  st = mesh({"status", "--json"});
+  EXPECT_TRUE(st.json()["drift_watch"].is_object()) << st.out;
+}
+
 TEST_F(DriftWatch, AChmodIsRepaired) {
   const auto t = Clock::now();
   fs::permissions(at("/etc/m/a"), fs::perms(0600));

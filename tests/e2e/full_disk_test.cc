@@ -12,6 +12,7 @@
 #include <sys/mount.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -20,6 +21,7 @@
 #include <thread>
 
 #include "../leftovers/processes.hh"
+#include "agent_process.hh"
 #include "harness.hh"
 #include "tiny_http.hh"
 
@@ -166,6 +168,41 @@ content = "{}"
   EXPECT_EQ(outcomeOf(r.json(), "m.big")["outcome"], "updated");
   EXPECT_TRUE(read("/srv/big") == big);
   EXPECT_EQ(statusOf("m.big").value("wrote", ""), outcomeOf(r.json(), "m.big")["wrote"]);
+}
+
+// Declared changes that failed on ENOSPC once and then, with room again,
+// succeeded: the declared change made late, not churn. Two rounds of it (the
+// default threshold is 2): `status` exits 0 and flags nothing churning.
+TEST_F(FullDisk, AChangeThatFailedOnceOnAFullDiskIsNotChurn) {
+  mountTmpfs(at("/srv"), 256);
+  constexpr int kFiles = 3;
+  auto decl = [&](int version) {
+    std::string text;
+    for (int i = 0; i < kFiles; ++i)
+      text += fmt::format("[module.m.file.f{0}]\npath = \"/srv/f{0}\"\ncontent = \"{1}\"\n\n", i,
+                          bytes(24 * 1024, 10 * version + i));
+    return declare(text, fmt::format("v{}.toml", version));
+  };
+  Result r = apply(decl(0));
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  for (int version = 1; version <= 2; ++version) {
+    SCOPED_TRACE(fmt::format("version {}", version));
+    fillLeaving(at("/srv"), 8 * 1024);
+    Result full = apply(decl(version));
+    EXPECT_EQ(full.code, 1) << full.out << full.err;
+    for (int i = 0; i < kFiles; ++i)
+      EXPECT_EQ(outcomeOf(full.json(), fmt::format("m.f{}", i))["outcome"], "failed") << full.out;
+    makeRoom();
+    r = apply(decl(version));
+    ASSERT_EQ(r.code, 0) << r.out << r.err;
+    for (int i = 0; i < kFiles; ++i)
+      EXPECT_EQ(outcomeOf(r.json(), fmt::format("m.f{}", i))["reason"], "declared") << r.out;
+  }
+  Result st = mesh({"status", "--json"});
+  EXPECT_EQ(st.code, 0) << st.out << st.err;
+  EXPECT_EQ(st.json()["churning"], 0) << st.out;
+  Result text = mesh({"status"});
+  EXPECT_EQ(text.out.find("churning m."), std::string::npos) << text.out;
 }
 
 // Many files in one batch, room for only some of them: each file holds its old
@@ -348,6 +385,12 @@ content = "b{0}"
       EXPECT_EQ(full.code, 1) << full.out << full.err;
       EXPECT_NE(full.err.find("database or disk is full"), std::string::npos) << full.err;
       EXPECT_NE(full.err.find(stateDir() + "/state.db"), std::string::npos) << full.err;
+      // `status` says why, on the full disk itself, and never calls it a kill.
+      Result st = mesh({"status"});
+      EXPECT_EQ(st.code, 1) << st.out << st.err;
+      EXPECT_NE((st.out + st.err).find("database or disk is full"), std::string::npos)
+          << st.out << st.err;
+      EXPECT_EQ(st.out.find("killed or crashed"), std::string::npos) << st.out;
     }
     bool changed = false;
     for (const auto& id : ids) {
@@ -375,6 +418,65 @@ content = "b{0}"
     if (HasFailure() || full.code == 0) break;
   }
   EXPECT_GT(changedThenFailed, 0) << round << " rounds";
+}
+
+// A real agent whose state directory fills up while something keeps writing a
+// managed file (drift): no cycle can run. `status` says so and why (the store's
+// "database or disk is full"), exits 1, and does not call it a kill; the agent's
+// cycles by event back off instead of failing every second; with room again the
+// next one runs and `status` is clean.
+TEST_F(FullDisk, AnAgentWhoseStateDirectoryIsFullSaysSoAndBacksOff) {
+  mountTmpfs(stateDir(), 1024);
+  const std::string decl =
+      declare("[module.m.file.a]\npath = \"/etc/m/a\"\ncontent = \"one\"\n", "agent.toml");
+  auto agent =
+      std::make_unique<AgentProcess>(agentArgv(decl, "5m"), std::map<std::string, std::string>{});
+  ASSERT_TRUE(agent->nextSummary(10s, "start")) << agent->log();
+  fillLeaving(stateDir(), 0);
+
+  // 8 s of drift, a write every 50 ms: without a back-off, a failed cycle a second.
+  std::atomic<bool> done{false};
+  std::thread writer([&] {
+    for (int i = 0; !done; ++i) {
+      std::ofstream(at("/etc/m/a"), std::ios::trunc) << "w" << i;
+      std::this_thread::sleep_for(50ms);
+    }
+  });
+  agent->waitFor([](const Json&) { return false; }, 8s);
+  done = true;
+  writer.join();
+  int failed = 0;
+  for (const auto& l : agent->lines())
+    failed += l.value("msg", "").find("cycle could not run") != std::string::npos;
+  EXPECT_GE(failed, 1) << agent->log();
+  EXPECT_LE(failed, 5) << "cycles by event must back off while none can run\n" << agent->log();
+  RecordProperty("failed_cycles_in_8s", failed);
+
+  Result st = mesh({"status"});
+  EXPECT_EQ(st.code, 1) << st.out << st.err;
+  EXPECT_NE(st.out.find("could not"), std::string::npos) << st.out;
+  EXPECT_NE(st.out.find("database or disk is full"), std::string::npos) << st.out;
+  EXPECT_EQ(st.out.find("killed or crashed"), std::string::npos) << st.out;
+  Result js = mesh({"status", "--json"});
+  EXPECT_EQ(js.code, 1);
+  EXPECT_NE(js.json()["last_error"].value("message", "").find("database or disk is full"),
+            std::string::npos)
+      << js.out;
+
+  makeRoom();
+  std::ofstream(at("/etc/m/a"), std::ios::trunc) << "edited";
+  ASSERT_TRUE(agent->waitFor(
+      [](const Json& l) {
+        return AgentProcess::isSummary(l) && l.value("trigger", "").starts_with("drift: ");
+      },
+      15s))
+      << agent->log();
+  EXPECT_EQ(read("/etc/m/a"), "one");
+  st = mesh({"status", "--json"});
+  EXPECT_EQ(st.code, 0) << st.out << st.err;
+  EXPECT_TRUE(st.json()["last_error"].is_null()) << st.out;
+  agent->signal(SIGTERM);
+  EXPECT_EQ(agent->waitExit(10s), 0) << agent->log();
 }
 
 // A restart owed when the store filled up is never lost, nor paid twice. A

@@ -621,6 +621,7 @@ content = "plain = true\n"
   EXPECT_FALSE(fs::exists(root + "/etc/plain/config")) << "applied with an untrusted state dir";
   EXPECT_FALSE(fs::exists(stateDir + "/state.db")) << "a store made in the user's directory";
   EXPECT_FALSE(fs::exists(stateDir + "/last-error")) << "a note written in the user's directory";
+  EXPECT_FALSE(fs::exists(stateDir + "/last-error.page")) << "a page made in the user's directory";
   expectOutsideUnchanged(before, "by a run whose state dir is in the user's directory");
   EXPECT_EQ(fs::read_symlink(stateDir + "/bundles").string(), outside + "/bundles");
 }

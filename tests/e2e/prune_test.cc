@@ -1,5 +1,7 @@
 // A resource dropped from the declaration is removed when mesh-host wrote it;
 // nothing mesh-host did not write is ever deleted.
+#include <fmt/format.h>
+
 #include <filesystem>
 
 #include "every_kind.hh"
@@ -81,6 +83,88 @@ TEST_F(Prune, ModifiedFileIsReleasedNotDeleted) {
   EXPECT_NE(text.out.find("released m.key (m): left in place: modified since"), std::string::npos)
       << text.out;
   EXPECT_NE(text.out.find(" released, 0 failed in "), std::string::npos) << text.out;
+}
+
+// Every kind, each under a parent of its own that is not declared.
+class PruneUnderParent : public Prune {
+ protected:
+  std::string underParents() const {
+    return fmt::format(R"(
+[module.u.file.f]
+path = "/srv/f/x"
+content = "x"
+
+[module.u.directory.d]
+path = "/srv/d/sub"
+
+[module.u.link.l]
+path = "/srv/l/link"
+target = "/nowhere"
+
+[module.u.credential.c]
+path = "/srv/c/key"
+from = "{}"
+
+[module.u.archive.a]
+path = "/srv/a/tree"
+bundle = "{}"
+)",
+                       secretFile, bundle);
+  }
+  static constexpr const char* kParents[] = {"f", "d", "l", "c", "a"};
+  static constexpr const char* kUnderIds[] = {"u.f", "u.d", "u.l", "u.c", "u.a"};
+};
+
+// A recorded resource whose parent directory was replaced by a file: what
+// mesh-host wrote went with the directory, so it is removed (already gone), exit
+// 0, and the file in its place is left alone.
+TEST_F(PruneUnderParent, AParentReplacedByAFileMeansAlreadyGone) {
+  ASSERT_EQ(apply(declare(underParents(), "under.toml")).code, 0);
+  for (const char* parent : kParents) {
+    fs::remove_all(at(fmt::format("/srv/{}", parent)));
+    write(fmt::format("/srv/{}", parent), "a file now\n");
+  }
+  Result r = apply(declare("node = \"test\"\nempty = true\n"));
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  const auto j = r.json();
+  for (const char* id : kUnderIds) {
+    auto o = outcomeOf(j, id);
+    EXPECT_EQ(o["outcome"], "removed") << o.dump();
+    EXPECT_EQ(o["reason"], "no longer declared") << o.dump();
+    EXPECT_NE(o["detail"].get<std::string>().find("already gone"), std::string::npos) << o.dump();
+  }
+  EXPECT_EQ(j["summary"]["removed"], 5) << r.out;
+  EXPECT_EQ(j["summary"]["failed"], 0) << r.out;
+  for (const char* parent : kParents)
+    EXPECT_EQ(read(fmt::format("/srv/{}", parent)), "a file now\n");
+  Result again = apply(declare("node = \"test\"\nempty = true\n"));
+  EXPECT_EQ(again.json()["summary"]["removed"], 0) << again.out;
+}
+
+// A parent replaced by a symbolic link is never followed: what lies behind it
+// stays untouched (released: the record goes), exit 0.
+TEST_F(PruneUnderParent, AParentReplacedByALinkIsNotFollowed) {
+  ASSERT_EQ(apply(declare(underParents(), "under.toml")).code, 0);
+  for (const char* parent : kParents) {
+    const std::string dir = at(fmt::format("/srv/{}", parent));
+    fs::rename(dir, dir + ".moved");
+    fs::create_directory_symlink(fmt::format("{}.moved", parent), dir);
+  }
+  Result r = apply(declare("node = \"test\"\nempty = true\n"));
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  const auto j = r.json();
+  for (const char* id : kUnderIds) {
+    auto o = outcomeOf(j, id);
+    EXPECT_EQ(o["outcome"], "released") << o.dump();
+    EXPECT_NE(o["detail"].get<std::string>().find("is a symbolic link now"), std::string::npos)
+        << o.dump();
+  }
+  EXPECT_EQ(j["summary"]["failed"], 0) << r.out;
+  EXPECT_EQ(read("/srv/f.moved/x"), "x");
+  EXPECT_EQ(read("/srv/c.moved/key"), kSecret);
+  EXPECT_TRUE(fs::is_directory(at("/srv/d.moved/sub")));
+  EXPECT_TRUE(fs::is_symlink(at("/srv/l.moved/link")));
+  EXPECT_TRUE(fs::exists(at("/srv/a.moved/tree/bin/tool")));
 }
 
 TEST_F(Prune, RenamedIdKeepsThePath) {

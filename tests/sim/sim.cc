@@ -732,6 +732,15 @@ class Sim {
             reloadChangedSince_[service][c] = tick;
             if (changed) owedReloadSince_[service][c] = tick;
           }
+        // A cause deleted as it left the declaration (its edge went with it): a
+        // process that listed it restarts (reloads) on its removal (docs/kinds.md).
+        // Justified, not owed: what it owes depends on what the store remembered.
+        if (changed && !declaredNow_.count(c)) {
+          for (const auto& [service, causes] : everListed_)
+            if (causes.count(c)) changedSince_[service][c] = tick;
+          for (const auto& [service, causes] : everReloadListed_)
+            if (causes.count(c)) reloadChangedSince_[service][c] = tick;
+        }
       }
       lastDisk = disk;
       lastWhere = where;
@@ -741,12 +750,17 @@ class Sim {
   void noteEdges(const decl::Declaration& d) {
     restartOn_.clear();
     reloadOn_.clear();
-    for (const auto& res : d.resources)
+    declaredNow_.clear();
+    for (const auto& res : d.resources) {
+      declaredNow_.insert(res.id);
       if (res.kind == decl::Kind::Process) {
         const auto& service = std::get<decl::ProcessSpec>(res.spec).service;
         restartOn_[service].insert(res.restartOn.begin(), res.restartOn.end());
         reloadOn_[service].insert(res.reloadOn.begin(), res.reloadOn.end());
+        everListed_[service].insert(res.restartOn.begin(), res.restartOn.end());
+        everReloadListed_[service].insert(res.reloadOn.begin(), res.reloadOn.end());
       }
+    }
   }
 
   std::string causePath(const std::string& id) const {
@@ -927,6 +941,10 @@ class Sim {
   std::map<std::string, uint64_t> forgiven_, forgivenUnit_;  // service+cause / service → tick
   std::map<std::string, std::set<std::string>> restartOn_;   // service → its causes, now
   std::map<std::string, std::set<std::string>> reloadOn_;    // the same for reload-on
+  // Every cause a service ever listed, and the ids declared now: a cause removed
+  // with its edge justifies a restart (reload) of what listed it.
+  std::map<std::string, std::set<std::string>> everListed_, everReloadListed_;
+  std::set<std::string> declaredNow_;
   // As owedSince_ and changedSince_, for reload-on causes.
   std::map<std::string, std::map<std::string, uint64_t>> owedReloadSince_, reloadChangedSince_;
   std::map<std::string, std::map<std::string, uint64_t>> owedSince_;  // service → cause → tick

@@ -113,6 +113,18 @@ TEST(Churn, FailuresInBetweenDoNotHideChurn) {
   EXPECT_TRUE(computeChurn(h.entries(), 5).at("m.x").churning);
 }
 
+// A declared change that failed (a full disk) and then succeeded is the declared
+// change made late, not churn: the failure's want was never held.
+TEST(Churn, ADeclaredChangeThatFailedOnceIsNotChurn) {
+  History h;
+  h.add(1, "m.x", "created", "new", "sha256:a");
+  h.add(2, "m.x", "failed", "cannot write /srv/x: No space left on device", "sha256:b");
+  h.add(3, "m.x", "updated", "declared", "sha256:b");
+  h.add(4, "m.x", "failed", "cannot write /srv/x: No space left on device", "sha256:c");
+  h.add(5, "m.x", "updated", "declared", "sha256:c");
+  EXPECT_FALSE(computeChurn(h.entries(), 5).count("m.x"));
+}
+
 TEST(Churn, HistoryTrimmedFallsBackOnTheReason) {
   History h;  // the first entries were trimmed away
   h.add(300, "m.x", "updated", "drift: content changed", "sha256:a");

@@ -438,7 +438,9 @@ TEST_F(OpenTest, FailedOpenIsNotedUntilACycleFinishes) {
   auto noted = lastCycleError(dir);
   ASSERT_TRUE(noted);
   EXPECT_EQ(noted->message, msg);
-  EXPECT_EQ(modeOf(dir + "/last-error"), 0640u);
+  // Written in place into the page kept for it (a full disk cannot silence it).
+  EXPECT_EQ(modeOf(dir + "/last-error.page"), 0640u);
+  EXPECT_FALSE(std::filesystem::exists(dir + "/last-error"));
 
   std::filesystem::remove(db);  // moved aside
   auto store = Store::open(dir);
@@ -449,6 +451,23 @@ TEST_F(OpenTest, FailedOpenIsNotedUntilACycleFinishes) {
   store.finishCycle(c);
   EXPECT_FALSE(lastCycleError(dir));
   EXPECT_FALSE(std::filesystem::exists(dir + "/last-error"));
+  EXPECT_EQ(std::filesystem::file_size(dir + "/last-error.page"), 4096u) << "the page stays";
+}
+
+// A note that cannot have its page (none made, and none can be) goes to
+// last-error, atomically; the newer of the two is the one shown.
+TEST_F(OpenTest, ACycleErrorWithoutItsPageGoesToLastError) {
+  std::filesystem::create_directories(dir);
+  std::filesystem::create_directory(dir + "/last-error.page");  // in the way: no page
+  noteCycleError(dir, "first");
+  ASSERT_TRUE(lastCycleError(dir));
+  EXPECT_EQ(lastCycleError(dir)->message, "first");
+  EXPECT_TRUE(std::filesystem::exists(dir + "/last-error"));
+  std::filesystem::remove(dir + "/last-error.page");
+  prepareErrorPage(dir);
+  noteCycleError(dir, "second");
+  EXPECT_EQ(lastCycleError(dir)->message, "second");
+  EXPECT_FALSE(std::filesystem::exists(dir + "/last-error")) << "the older note goes";
 }
 
 }  // namespace
