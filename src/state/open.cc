@@ -9,6 +9,7 @@
 #include <optional>
 #include <vector>
 
+#include "state/reader_vfs.hh"
 #include "state/schema_sql.hh"
 #include "state/store.hh"
 #include "state/store_impl.hh"
@@ -38,6 +39,38 @@ void createDbFile(const std::string& path) {
     throwSys(fmt::format("cannot create state store {}", path));
   }
   if (::fchmod(fd.get(), 0640) != 0) throwSys(fmt::format("cannot set the mode of {}", path));
+}
+
+// The -shm, made 0600 before SQLite opens it (SQLite would give it the main
+// file's 0640, and does to an empty one): whoever can open it can take a read lock on the bytes a
+// WAL writer locks, and keep every cycle waiting. Readers of the group use readerVfs() instead. One
+// an older mesh-host made 0640 — which a reader may hold open for ever — is replaced by a new file:
+// the WAL index is rebuilt from the WAL (nothing in it is data). Called under the exclusive state
+// lock, with no connection of this process open.
+void createShmFile(const std::string& path) {
+  const std::string shm = path + "-shm";
+  if (auto st = lstatPath(shm)) {
+    if (S_ISREG(st->st_mode) && (st->st_mode & 077) == 0 && st->st_uid == ::geteuid()) return;
+    if (::unlink(shm.c_str()) != 0 && errno != ENOENT)
+      throwSys(fmt::format("cannot replace {}", shm));
+  }
+  Fd fd(::open(shm.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600));
+  if (!fd) {
+    if (errno == EEXIST) return;  // made meanwhile by SQLite's own open: see next open
+    throwSys(fmt::format("cannot create {}", shm));
+  }
+  if (::fchmod(fd.get(), 0600) != 0) throwSys(fmt::format("cannot set the mode of {}", shm));
+  // Not empty: SQLite gives an empty -shm it opens the main file's mode. It
+  // truncates it to 3 bytes when it first sets it up, never to 0.
+  if (::write(fd.get(), "", 1) != 1) throwSys(fmt::format("cannot write {}", shm));
+}
+
+// Whether this process may not open the store's -shm (0600): a reader of the
+// state directory's group, who reads through readerVfs().
+bool readsWithoutShm(const std::string& path) {
+  if (::geteuid() == 0) return false;
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && st.st_uid != ::geteuid();
 }
 
 constexpr const char* kQuickCheck = "quick_check";
@@ -294,12 +327,14 @@ Store Store::open(const std::string& stateDir, Access access) {
       makeDirs(stateDir, 0750);
       requireTrustedDirectory(absoluteStateDir(stateDir));
       createDbFile(path);
+      createShmFile(path);
       flags |= SQLITE_OPEN_READWRITE;
     } else {
       if (!lstatPath(path)) throw Error("no state store at {} yet (no cycle has run)", path);
       flags |= SQLITE_OPEN_READONLY;
     }
-    auto impl = std::make_unique<Impl>(path, flags, stateDir, access == Access::ReadWrite);
+    const char* vfs = access == Access::ReadOnly && readsWithoutShm(path) ? readerVfs() : nullptr;
+    auto impl = std::make_unique<Impl>(path, flags, stateDir, access == Access::ReadWrite, vfs);
     // Another mesh-host (or `status`) may hold the write lock for a moment.
     sqlite3_busy_timeout(impl->db.get(), 10000);
     impl->textsApart = prepare(impl->db, access) >= 2;
