@@ -42,27 +42,32 @@ void createDbFile(const std::string& path) {
 }
 
 // The -shm, made 0600 before SQLite opens it (SQLite would give it the main
-// file's 0640, and does to an empty one): whoever can open it can take a read lock on the bytes a
-// WAL writer locks, and keep every cycle waiting. Readers of the group use readerVfs() instead. One
-// an older mesh-host made 0640 — which a reader may hold open for ever — is replaced by a new file:
-// the WAL index is rebuilt from the WAL (nothing in it is data). Called under the exclusive state
-// lock, with no connection of this process open.
+// file's 0640, and does to an empty one): whoever can open it can take a read
+// lock on the bytes a WAL writer locks, and keep every cycle waiting. Readers of
+// the group use readerVfs() instead. One an older mesh-host made 0640 — which a
+// reader may hold open for ever — is replaced by a new file: the WAL index is
+// rebuilt from the WAL (nothing in it is data). Called before this process opens
+// the store.
 void createShmFile(const std::string& path) {
   const std::string shm = path + "-shm";
-  if (auto st = lstatPath(shm)) {
-    if (S_ISREG(st->st_mode) && (st->st_mode & 077) == 0 && st->st_uid == ::geteuid()) return;
-    if (::unlink(shm.c_str()) != 0 && errno != ENOENT)
-      throwSys(fmt::format("cannot replace {}", shm));
-  }
-  Fd fd(::open(shm.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600));
-  if (!fd) {
-    if (errno == EEXIST) return;  // made meanwhile by SQLite's own open: see next open
-    throwSys(fmt::format("cannot create {}", shm));
-  }
-  if (::fchmod(fd.get(), 0600) != 0) throwSys(fmt::format("cannot set the mode of {}", shm));
+  const auto old = lstatPath(shm);
+  if (old && S_ISREG(old->st_mode) && (old->st_mode & 077) == 0 && old->st_uid == ::geteuid())
+    return;
+  // Made aside, then renamed into place: never an empty moment, and one that
+  // another opener of this store put there meanwhile is left alone.
+  const std::string fresh = fmt::format("{}.new-{}", shm, ::getpid());
+  (void)::unlink(fresh.c_str());
+  Fd fd(::open(fresh.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600));
+  if (!fd) throwSys(fmt::format("cannot create {}", fresh));
   // Not empty: SQLite gives an empty -shm it opens the main file's mode. It
   // truncates it to 3 bytes when it first sets it up, never to 0.
-  if (::write(fd.get(), "", 1) != 1) throwSys(fmt::format("cannot write {}", shm));
+  if (::fchmod(fd.get(), 0600) != 0 || ::write(fd.get(), "", 1) != 1) {
+    (void)::unlink(fresh.c_str());
+    throwSys(fmt::format("cannot write {}", fresh));
+  }
+  const auto now = lstatPath(shm);
+  const bool unchanged = old ? now && now->st_ino == old->st_ino : !now;
+  if (!unchanged || ::rename(fresh.c_str(), shm.c_str()) != 0) (void)::unlink(fresh.c_str());
 }
 
 // Whether this process may not open the store's -shm (0600): a reader of the
