@@ -19,8 +19,8 @@ std::string describe(sqlite3* db, int rc) {
 
 }  // namespace
 
-Db::Db(const std::string& path, int flags) : path_(path) {
-  int rc = sqlite3_open_v2(path.c_str(), &db_, flags | SQLITE_OPEN_EXRESCODE, nullptr);
+Db::Db(const std::string& path, int flags, const char* vfs) : path_(path) {
+  int rc = sqlite3_open_v2(path.c_str(), &db_, flags | SQLITE_OPEN_EXRESCODE, vfs);
   if (rc != SQLITE_OK) {
     std::string msg = describe(db_, rc);
     sqlite3_close_v2(db_);

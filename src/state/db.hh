@@ -27,8 +27,9 @@ class SqliteError : public Error {
 
 class Db {
  public:
-  // flags as for sqlite3_open_v2; never creates a file unless SQLITE_OPEN_CREATE is given.
-  Db(const std::string& path, int flags);
+  // flags (and vfs: nullptr for the default) as for sqlite3_open_v2; never creates
+  // a file unless SQLITE_OPEN_CREATE is given.
+  Db(const std::string& path, int flags, const char* vfs = nullptr);
   Db(const Db&) = delete;
   Db& operator=(const Db&) = delete;
   ~Db();

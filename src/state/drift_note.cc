@@ -1,9 +1,11 @@
 #include "state/drift_note.hh"
 
+#include <signal.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -68,7 +70,18 @@ void clearDriftNote(const std::string& stateDir) noexcept {
 std::optional<AgentSeen> agentRunning(const std::string& stateDir, int64_t notedPid) {
   AgentSeen seen;
   struct stat st {};
-  if (::lstat(StateDir{stateDir}.agentLock().c_str(), &st) != 0) return seen;  // never ran here
+  if (::lstat(StateDir{stateDir}.agentLock().c_str(), &st) != 0) {
+    if (errno != EACCES) return seen;  // never ran here
+    // A reader of the group cannot look into locks/ (0700): the pid the agent
+    // names in agent.pid (removed when it stops), if that process lives.
+    std::ifstream in(StateDir{stateDir}.agentPid());
+    int64_t pid = 0;
+    if (in >> pid && pid > 0 && (::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM)) {
+      seen.running = true;
+      seen.pid = pid;
+    }
+    return seen;
+  }
   std::ifstream locks("/proc/locks");
   if (!locks) return std::nullopt;
   // "1: FLOCK  ADVISORY  WRITE 1234 08:02:131 0 EOF"; a waiter's line has "->"

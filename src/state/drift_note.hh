@@ -26,9 +26,10 @@ std::optional<DriftNote> driftNote(const std::string& stateDir);
 void clearDriftNote(const std::string& stateDir) noexcept;
 
 // Whether an agent runs on this state directory now: something holds the flock
-// of <stateDir>/agent.lock (held for the agent's life; a killed agent's goes
+// of <stateDir>/locks/agent (held for the agent's life; a killed agent's goes
 // with it). Read from /proc/locks, so it takes no lock and waits for none; nullopt
-// when that cannot be read (no /proc). Its pid when it is known.
+// when that cannot be read (no /proc). A reader who cannot see into locks/ goes by
+// the live pid in <stateDir>/agent.pid instead. Its pid when it is known.
 struct AgentSeen {
   bool running = false;
   int64_t pid = 0;  // as /proc/locks shows it (0 unknown)

@@ -1,12 +1,18 @@
-// StateLock: one writer per state directory, as an flock on the directory itself.
-// The directory, not a file in it: a lock file can be deleted (by hand, by a
-// cleanup script) while it is held, and the next mesh-host would then create and
-// lock a new file of the same name and run beside the holder. A directory that
-// is in use cannot be swapped from under its users like that.
+// StateLock: one writer per state directory, as an flock on <stateDir>/locks, a
+// directory only the state directory's owner may open (0700). A directory, not a
+// file: a lock file can be deleted (by hand, by a cleanup script) while it is
+// held, and the next mesh-host would then create and lock a new file of the same
+// name and run beside the holder; a directory that holds the agent's lock cannot
+// be removed like that.
+// Not the state directory itself: its group are status readers (0750), and
+// anyone who may open a directory may flock it — a reader holding it would stall
+// every writer for ever. Nobody else can open <stateDir>/locks, so nobody else
+// can take, or hold up, what root waits for. Readers take no lock at all.
 // flock (not fcntl locks) because it belongs to the open file, so closing some
 // other descriptor of the same directory elsewhere in the process cannot drop it,
 // and the kernel releases it when the holder dies — no stale lock after a crash.
-// <stateDir>/lock only names the holder (its pid) to a waiter; it locks nothing.
+// <stateDir>/lock only names the holder (its pid) to a waiter and to readers
+// (0640); it locks nothing.
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/file.h>
@@ -30,12 +36,32 @@ std::string pidPath(const std::string& stateDir) {
   return StateDir{stateDir}.lock();
 }
 
-// O_RDONLY is enough to flock, so a group member who may only read the
-// directory still gets a shared lock.
-Fd openDir(const std::string& stateDir) {
+// Whether this process may take the lock at all: root, or the state directory's
+// owner. Anyone else (a member of its group reading the status) cannot open
+// <stateDir>/locks, and must not be able to.
+bool mayLock(const std::string& stateDir) {
+  if (::geteuid() == 0) return true;
+  struct stat st {};
+  return ::stat(stateDir.c_str(), &st) != 0 || st.st_uid == ::geteuid();
+}
+
+// <stateDir>/locks, made 0700 when missing, opened without following a link and
+// checked on the descriptor: a directory of ours that nobody else may enter.
+Fd openLocks(const std::string& stateDir) {
   makeDirs(stateDir, 0750);
-  Fd fd(::open(stateDir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!fd) throwSys(fmt::format("cannot open state directory {}", stateDir));
+  const std::string path = StateDir{stateDir}.locks();
+  if (::mkdir(path.c_str(), 0700) != 0 && errno != EEXIST)
+    throwSys(fmt::format("cannot make {}", path));
+  Fd fd(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!fd) throwSys(fmt::format("cannot open {}", path));
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) throwSys(fmt::format("cannot inspect {}", path));
+  if (st.st_uid != ::geteuid())
+    throw Error("refusing {}: it is owned by uid {}, not by uid {} running mesh-host", path,
+                st.st_uid, ::geteuid());
+  // Opened by nobody else: only its owner could have loosened it.
+  if ((st.st_mode & 077) != 0 && ::fchmod(fd.get(), 0700) != 0)
+    throwSys(fmt::format("cannot set the mode of {}", path));
   return fd;
 }
 
@@ -102,7 +128,8 @@ Fd notePid(const std::string& stateDir, StateLock::Kind kind) {
 }  // namespace
 
 StateLock StateLock::acquire(const std::string& stateDir, Kind kind) {
-  Fd fd = openDir(stateDir);
+  if (kind == Kind::Shared && !mayLock(stateDir)) return StateLock(Fd(), Fd());
+  Fd fd = openLocks(stateDir);
   if (::flock(fd.get(), lockOp(kind) | LOCK_NB) != 0) {
     if (errno != EWOULDBLOCK) throwSys(fmt::format("cannot lock {}", stateDir));
     auto pid = holderPid(stateDir);
@@ -118,12 +145,20 @@ StateLock StateLock::acquire(const std::string& stateDir, Kind kind) {
 }
 
 std::optional<StateLock> StateLock::tryAcquire(const std::string& stateDir, Kind kind) {
-  Fd fd = openDir(stateDir);
+  if (kind == Kind::Shared && !mayLock(stateDir)) {
+    if (stateLockHolder(stateDir)) return std::nullopt;
+    return StateLock(Fd(), Fd());
+  }
+  Fd fd = openLocks(stateDir);
   if (::flock(fd.get(), lockOp(kind) | LOCK_NB) != 0) {
     if (errno == EWOULDBLOCK) return std::nullopt;
     throwSys(fmt::format("cannot lock {}", stateDir));
   }
   return StateLock(std::move(fd), notePid(stateDir, kind));
+}
+
+std::optional<pid_t> stateLockHolder(const std::string& stateDir) {
+  return holderPid(stateDir);
 }
 
 StateLock::StateLock(StateLock&& o) noexcept = default;

@@ -9,6 +9,7 @@
 #include <optional>
 #include <vector>
 
+#include "state/reader_vfs.hh"
 #include "state/schema_sql.hh"
 #include "state/store.hh"
 #include "state/store_impl.hh"
@@ -38,6 +39,43 @@ void createDbFile(const std::string& path) {
     throwSys(fmt::format("cannot create state store {}", path));
   }
   if (::fchmod(fd.get(), 0640) != 0) throwSys(fmt::format("cannot set the mode of {}", path));
+}
+
+// The -shm, made 0600 before SQLite opens it (SQLite would give it the main
+// file's 0640, and does to an empty one): whoever can open it can take a read
+// lock on the bytes a WAL writer locks, and keep every cycle waiting. Readers of
+// the group use readerVfs() instead. One an older mesh-host made 0640 — which a
+// reader may hold open for ever — is replaced by a new file: the WAL index is
+// rebuilt from the WAL (nothing in it is data). Called before this process opens
+// the store.
+void createShmFile(const std::string& path) {
+  const std::string shm = path + "-shm";
+  const auto old = lstatPath(shm);
+  if (old && S_ISREG(old->st_mode) && (old->st_mode & 077) == 0 && old->st_uid == ::geteuid())
+    return;
+  // Made aside, then renamed into place: never an empty moment, and one that
+  // another opener of this store put there meanwhile is left alone.
+  const std::string fresh = fmt::format("{}.new-{}", shm, ::getpid());
+  (void)::unlink(fresh.c_str());
+  Fd fd(::open(fresh.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600));
+  if (!fd) throwSys(fmt::format("cannot create {}", fresh));
+  // Not empty: SQLite gives an empty -shm it opens the main file's mode. It
+  // truncates it to 3 bytes when it first sets it up, never to 0.
+  if (::fchmod(fd.get(), 0600) != 0 || ::write(fd.get(), "", 1) != 1) {
+    (void)::unlink(fresh.c_str());
+    throwSys(fmt::format("cannot write {}", fresh));
+  }
+  const auto now = lstatPath(shm);
+  const bool unchanged = old ? now && now->st_ino == old->st_ino : !now;
+  if (!unchanged || ::rename(fresh.c_str(), shm.c_str()) != 0) (void)::unlink(fresh.c_str());
+}
+
+// Whether this process may not open the store's -shm (0600): a reader of the
+// state directory's group, who reads through readerVfs().
+bool readsWithoutShm(const std::string& path) {
+  if (::geteuid() == 0) return false;
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && st.st_uid != ::geteuid();
 }
 
 constexpr const char* kQuickCheck = "quick_check";
@@ -303,12 +341,14 @@ Store Store::open(const std::string& stateDir, Access access) {
       // The page a note of why cycles cannot run is written into in place, made
       // now while there is room for it (a stat when it is there).
       prepareErrorPage(stateDir);
+      createShmFile(path);
       flags |= SQLITE_OPEN_READWRITE;
     } else {
       if (!lstatPath(path)) throw Error("no state store at {} yet (no cycle has run)", path);
       flags |= SQLITE_OPEN_READONLY;
     }
-    auto impl = std::make_unique<Impl>(path, flags, stateDir, access == Access::ReadWrite);
+    const char* vfs = access == Access::ReadOnly && readsWithoutShm(path) ? readerVfs() : nullptr;
+    auto impl = std::make_unique<Impl>(path, flags, stateDir, access == Access::ReadWrite, vfs);
     // Another mesh-host (or `status`) may hold the write lock for a moment.
     sqlite3_busy_timeout(impl->db.get(), 10000);
     impl->textsApart = prepare(impl->db, access) >= 2;

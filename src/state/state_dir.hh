@@ -14,7 +14,8 @@ struct StateDir {
   std::string path;  // the directory itself
 
   std::string store() const { return at(layout::kStore); }  // with -wal and -shm beside it
-  std::string lock() const { return at(layout::kLock); }
+  std::string lock() const { return at(layout::kLock); }    // the holder's pid (0640)
+  std::string locks() const { return at(layout::kLocks); }  // the locks (0700)
   std::string lastError() const { return at(layout::kLastError); }
   std::string errorPage() const { return at(layout::kErrorPage); }
   std::string declarationError() const { return at(layout::kDeclarationError); }
@@ -22,6 +23,7 @@ struct StateDir {
   std::string nodeKey() const { return at(layout::kNodeKey); }
   std::string trusted() const { return at(layout::kTrusted); }
   std::string agentLock() const { return at(layout::kAgentLock); }
+  std::string agentPid() const { return at(layout::kAgentPid); }
   std::string driftWatch() const { return at(layout::kDriftWatch); }
   // Process bundles, unpacked one per digest (hex) under layout::kBundles.
   std::string bundles() const { return at(layout::kBundles); }

@@ -5,6 +5,8 @@
 // (generations). docs/state-store.md describes every table.
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -314,11 +316,20 @@ void noteDeclarationError(const std::string& stateDir, const DeclarationError& e
 std::optional<DeclarationError> declarationError(const std::string& stateDir);
 void clearDeclarationError(const std::string& stateDir) noexcept;
 
-// One writer per state dir: an flock on the directory itself (which, unlike a
-// file in it, cannot be deleted from under its holder), held for the object's
-// life. An exclusive holder writes its pid to <stateDir>/lock, only to be named
-// to a waiter. Acquire blocks (after saying so on stderr) when another mesh-host
-// holds it.
+// One writer per state dir: an flock on <stateDir>/locks, a directory only the
+// state directory's owner may open (so no other user can take or hold up the
+// lock), held for the object's life. An exclusive holder writes its pid to
+// <stateDir>/lock (0640), to be named to a waiter and seen by readers. Acquire
+// blocks (after saying so on stderr) when another mesh-host holds it.
+// A shared lock asked for by a process that may not lock (neither root nor the
+// directory's owner: a status reader of its group) is no lock at all — readers
+// never take a lock a writer waits for; tryAcquire then answers nullopt while a
+// live exclusive holder is noted in <stateDir>/lock, as it would when locking.
+// The live process that holds the state lock exclusively (a cycle, gc, …) as it
+// noted itself in <stateDir>/lock; nullopt when none does. Takes no lock: any
+// user who may read the state directory may ask.
+std::optional<pid_t> stateLockHolder(const std::string& stateDir);
+
 class [[nodiscard]] StateLock {
  public:
   enum class Kind { Exclusive, Shared };
@@ -331,7 +342,7 @@ class [[nodiscard]] StateLock {
 
  private:
   StateLock(Fd fd, Fd pidFd) : fd_(std::move(fd)), pidFd_(std::move(pidFd)) {}
-  Fd fd_;     // the state directory, flocked
+  Fd fd_;     // <stateDir>/locks, flocked (none: a reader's lock that locks nothing)
   Fd pidFd_;  // <stateDir>/lock, holding our pid (exclusive holders only)
 };
 

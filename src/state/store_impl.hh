@@ -55,8 +55,9 @@ enum class WriteKind {
 };
 
 struct Store::Impl {
-  Impl(const std::string& path, int flags, std::string stateDir, bool writable)
-      : db(path, flags), stateDir(std::move(stateDir)), writable(writable) {}
+  Impl(const std::string& path, int flags, std::string stateDir, bool writable,
+       const char* vfs = nullptr)
+      : db(path, flags, vfs), stateDir(std::move(stateDir)), writable(writable) {}
   // Makes the store as durable as its writes' kinds ask (WriteKind) before
   // SQLite closes it.
   ~Impl();

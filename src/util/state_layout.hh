@@ -9,7 +9,8 @@
 namespace mesh::layout {
 
 inline constexpr std::string_view kStore = "state.db";  // with -wal and -shm beside it
-inline constexpr std::string_view kLock = "lock";
+inline constexpr std::string_view kLock = "lock";    // names the state lock's holder, for readers
+inline constexpr std::string_view kLocks = "locks";  // 0700: the locks themselves, the owner's only
 inline constexpr std::string_view kLastError = "last-error";
 // The same note written in place into a page made when there was room: what
 // says why cycles cannot run when the state directory is full.
@@ -18,8 +19,11 @@ inline constexpr std::string_view kDeclarationError = "declaration-error";
 inline constexpr std::string_view kBlobs = "blobs";      // the default blob cache
 inline constexpr std::string_view kBundles = "bundles";  // process bundles, one per digest
 inline constexpr std::string_view kNodeKey = "node.key";
-inline constexpr std::string_view kTrusted = "trusted";         // operator keys, *.pub
-inline constexpr std::string_view kAgentLock = "agent.lock";    // one agent per state dir
+inline constexpr std::string_view kTrusted = "trusted";        // operator keys, *.pub
+inline constexpr std::string_view kAgentLock = "locks/agent";  // one agent per state dir
+inline constexpr std::string_view kAgentPid = "agent.pid";     // names the agent, for readers
+inline constexpr std::string_view kOldAgentLock =
+    "agent.lock";  // an older agent's lock: others could lock it
 inline constexpr std::string_view kDriftWatch = "drift-watch";  // the drift watcher's note
 inline constexpr std::string_view kServices = "services";       // builtin supervisor units
 inline constexpr std::string_view kServiceLogs = "log";         // builtin supervisor logs

@@ -122,8 +122,8 @@ content = "a\n"
   const std::string lockPath = stateDir() + "/lock";
   ASSERT_TRUE(fs::exists(lockPath)) << "the first apply made no lock file";
 
-  // Hold the lock as another mesh-host would: on the state directory itself.
-  int held = ::open(stateDir().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  // Hold the lock as another mesh-host would: on <state-dir>/locks.
+  int held = ::open((stateDir() + "/locks").c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   ASSERT_GE(held, 0);
   ASSERT_EQ(::flock(held, LOCK_EX | LOCK_NB), 0);
 

@@ -320,7 +320,7 @@ TEST_F(Supervision, ADeletedStateDirectoryNeverStartsASecondCopy) {
   const int pid = runningPid();
   const auto supervisors = supervisorPids();
   ASSERT_EQ(supervisors.size(), 1u);
-  EXPECT_TRUE(fs::exists(root + "/run/mesh-host/" + kService + "/lock"));
+  EXPECT_TRUE(fs::exists(root + "/run/mesh-host/" + kService + "/supervisor.lock"));
   fs::remove_all(stateDir());
 
   applyText("one", &r);

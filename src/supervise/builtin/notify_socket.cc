@@ -1,6 +1,9 @@
 #include "supervise/builtin/notify_socket.hh"
 
+#include <fcntl.h>
+#include <sys/random.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -9,11 +12,13 @@
 #include <cstdio>
 #include <cstring>
 #include <optional>
+#include <utility>
 
 #include "util/digest.hh"
 #include "util/error.hh"
 #include "util/fs.hh"
 #include "util/text_safe.hh"
+#include "util/trusted_path.hh"
 
 namespace mesh::supervise::builtin {
 
@@ -79,10 +84,61 @@ NotifyMessage parseNotifyMessage(std::string_view datagram) {
 std::string notifySocketAddress(const std::string& serviceDir, bool sameUser) {
   std::string path = serviceDir + "/notify.sock";
   if (sameUser && path.size() < sizeof(sockaddr_un{}.sun_path)) return path;
+  const std::string hex = Digest::ofBytes(serviceDir).hex().substr(0, 32);
+  if (::geteuid() == 0) return std::string(kNotifyDir) + "/" + hex;
+  return "@mesh-host-supervise/" + hex;
+}
+
+std::string oldNotifySocketAddress(const std::string& serviceDir) {
   return "@mesh-host-supervise/" + Digest::ofBytes(serviceDir).hex().substr(0, 32);
 }
 
-NotifySocket NotifySocket::bind(const std::string& address) {
+namespace {
+
+// kNotifyDir, made when missing: root's, 0711, and nothing on the way another
+// user could swap (so that the name bound there is the one the service reaches).
+void prepareNotifyDir() {
+  requireTrustedDirectory(kNotifyDir, /*mayBeMissing=*/true);
+  if (::mkdir(kNotifyDir, 0711) != 0 && errno != EEXIST)
+    throwSys(fmt::format("cannot make {}", kNotifyDir));
+  requireTrustedDirectory(kNotifyDir);
+  Fd fd(::open(kNotifyDir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!fd) throwSys(fmt::format("cannot open {}", kNotifyDir));
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) throwSys(fmt::format("cannot inspect {}", kNotifyDir));
+  if (st.st_uid != ::geteuid())
+    throw Error("refusing {}: it is owned by uid {}", kNotifyDir, st.st_uid);
+  if ((st.st_mode & 07777) != 0711 && ::fchmod(fd.get(), 0711) != 0)
+    throwSys(fmt::format("cannot set the mode of {}", kNotifyDir));
+}
+
+std::string randomSuffix() {
+  unsigned char bytes[8];
+  if (::getrandom(bytes, sizeof bytes, 0) != static_cast<ssize_t>(sizeof bytes))
+    throwSys("cannot read random bytes");
+  return Digest::ofBytes(std::string_view(reinterpret_cast<char*>(bytes), sizeof bytes))
+      .hex()
+      .substr(0, 16);
+}
+
+}  // namespace
+
+NotifySocket& NotifySocket::operator=(NotifySocket&& o) noexcept {
+  if (this != &o) {
+    if (removeOnClose_ && fd_) (void)::unlink(address_.c_str());
+    fd_ = std::move(o.fd_);
+    address_ = std::move(o.address_);
+    removeOnClose_ = std::exchange(o.removeOnClose_, false);
+  }
+  return *this;
+}
+
+NotifySocket::~NotifySocket() {
+  if (removeOnClose_ && fd_) (void)::unlink(address_.c_str());
+}
+
+NotifySocket NotifySocket::bind(const std::string& address,
+                                std::optional<std::pair<uid_t, gid_t>> owner) {
   if (address.empty()) throw Error("the notify socket has no address");
   NotifySocket s;
   s.fd_ = Fd(::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
@@ -91,17 +147,35 @@ NotifySocket NotifySocket::bind(const std::string& address) {
   if (::setsockopt(s.fd_.get(), SOL_SOCKET, SO_PASSCRED, &on, sizeof on) != 0)
     throwSys("cannot ask for the senders' credentials on the notify socket");
   const bool abstract = address[0] == '@';
-  if (!abstract && ::unlink(address.c_str()) != 0 && errno != ENOENT)
-    throwSys(fmt::format("cannot remove the stale socket {}", address));
-  for (std::string candidate : {address, address + "/" + std::to_string(::getpid())}) {
+  if (!abstract) {
+    if (address.starts_with(std::string(kNotifyDir) + "/")) prepareNotifyDir();
+    if (::unlink(address.c_str()) != 0 && errno != ENOENT)
+      throwSys(fmt::format("cannot remove the stale socket {}", address));
+    sockaddr_un addr;
+    socklen_t len = makeAddress(address, addr);
+    // Made 0600 at once (the process is single-threaded): never open to all.
+    const mode_t mask = ::umask(0177);
+    const int rc = ::bind(s.fd_.get(), reinterpret_cast<sockaddr*>(&addr), len);
+    ::umask(mask);
+    if (rc != 0) throwSys(fmt::format("cannot bind the notify socket {}", address));
+    s.address_ = address;
+    s.removeOnClose_ = true;
+    // In a directory only root may write: the path cannot have been swapped.
+    if (owner && ::lchown(address.c_str(), owner->first, owner->second) != 0)
+      throwSys(fmt::format("cannot give the notify socket {} to uid {}", address, owner->first));
+    return s;
+  }
+  std::string candidate = address;
+  for (int attempt = 0; attempt < 8; ++attempt) {
     sockaddr_un addr;
     socklen_t len = makeAddress(candidate, addr);
     if (::bind(s.fd_.get(), reinterpret_cast<sockaddr*>(&addr), len) == 0) {
       s.address_ = candidate;
       return s;
     }
-    // An abstract name someone else holds: a name of our own instead.
-    if (!abstract || errno != EADDRINUSE) break;
+    // An abstract name someone else holds: one nobody can guess instead.
+    if (errno != EADDRINUSE) break;
+    candidate = address + "/" + randomSuffix();
   }
   throwSys(fmt::format("cannot bind the notify socket {}", address));
 }

@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "supervise/builtin/unit_config.hh"
@@ -25,12 +26,21 @@ struct NotifyMessage {
 [[nodiscard]] NotifyMessage parseNotifyMessage(std::string_view datagram);
 
 // Where a service's notify socket lives: "<serviceDir>/notify.sock" when the
-// service runs as the supervisor's own user (another user cannot pass the state
-// directory, which is 0750) and the path fits in sun_path; otherwise an abstract
-// socket "@mesh-host-supervise/<hash of serviceDir>", which any user reaches and
-// which has no length problem. The same for every supervisor of the service, so
-// one that adopts an orphan hears it again.
+// service runs as the supervisor's own user and the path fits in sun_path.
+// Otherwise — a User= service cannot pass the runtime directory (0750) — as root
+// "/run/mesh-host-notify/<hash of serviceDir>": a directory only root may write
+// (0711: others may pass it, not list it), so no other user can take the name
+// first, as anyone can take an abstract one (they are all listed in
+// /proc/net/unix). Only a supervisor that is not root with a path too long falls
+// back to an abstract socket, "@mesh-host-supervise/<hash of serviceDir>". The
+// same for every supervisor of the service, so one that adopts an orphan hears
+// it again.
 std::string notifySocketAddress(const std::string& serviceDir, bool sameUser);
+// The abstract address supervisors before this one gave a User= service, which
+// an orphan they left may still send to.
+std::string oldNotifySocketAddress(const std::string& serviceDir);
+// The root-only directory of the notify sockets of User= services.
+inline constexpr const char* kNotifyDir = "/run/mesh-host-notify";
 
 class NotifySocket {
  public:
@@ -45,9 +55,16 @@ class NotifySocket {
 
   NotifySocket() = default;
   // Binds a datagram socket at `address`: a path (a stale socket there is
-  // replaced) or "@name" (abstract; when the name is taken, a variant with this
-  // process's pid). Throws mesh::Error.
-  static NotifySocket bind(const std::string& address);
+  // replaced; in kNotifyDir, which is made 0711 and checked to be root's) or
+  // "@name" (abstract; when the name is taken, a variant with a random suffix).
+  // A path socket is 0600, owned by `owner` (uid, gid) when given — the User= the
+  // service runs as, the only one besides root who may send to it — and removed
+  // when this object goes. Throws mesh::Error.
+  static NotifySocket bind(const std::string& address,
+                           std::optional<std::pair<uid_t, gid_t>> owner = std::nullopt);
+  NotifySocket(NotifySocket&& o) noexcept { *this = std::move(o); }
+  NotifySocket& operator=(NotifySocket&& o) noexcept;
+  ~NotifySocket();
 
   explicit operator bool() const { return static_cast<bool>(fd_); }
   int fd() const { return fd_.get(); }
@@ -60,6 +77,7 @@ class NotifySocket {
  private:
   Fd fd_;
   std::string address_;
+  bool removeOnClose_ = false;  // a path socket bound here
 };
 
 // Whether a message from `sender` counts for the service whose main process is

@@ -31,7 +31,7 @@ ServicePaths ServicePaths::inDirs(const std::string& dir, const std::string& run
           dir + "/unit",
           runDir,
           runDir + "/status",
-          runDir + "/lock",
+          runDir + "/supervisor.lock",
           runDir + "/control.sock",
           runDir + "/output",
           log};
@@ -173,32 +173,75 @@ bool processIsAlive(pid_t pid, uint64_t startTicks) {
 
 namespace {
 
-// Whether someone holds a lock on [start, start + len) (len 0: to the end).
-bool lockedRange(int fd, off_t start, off_t len, const std::string& lockPath) {
+// Whether someone holds a lock on [start, start + len) (len 0: to the end):
+// the type of the lock found, F_UNLCK for none.
+short lockedRange(int fd, off_t start, off_t len, const std::string& lockPath) {
   struct flock fl {};
   fl.l_type = F_WRLCK;
   fl.l_whence = SEEK_SET;
   fl.l_start = start;
   fl.l_len = len;
   if (::fcntl(fd, F_OFD_GETLK, &fl) != 0) throwSys(fmt::format("cannot test {}", lockPath));
-  return fl.l_type != F_UNLCK;
+  return fl.l_type;
+}
+
+std::string sibling(const std::string& path, std::string_view name) {
+  auto slash = path.rfind('/');
+  return (slash == std::string::npos ? std::string() : path.substr(0, slash + 1)) +
+         std::string(name);
+}
+
+// The lock file of the supervisors of older mesh-hosts, beside ours: 0644, so
+// anyone who may enter the directory can open it and take a read lock there.
+// Supervisors only ever take write locks, so only a write lock counts.
+LockState oldLockState(const std::string& path) {
+  Fd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  if (!fd) return {};  // none (or not ours to open: then no supervisor of ours)
+  LockState s;
+  s.held = lockedRange(fd.get(), 0, 0, path) == F_WRLCK;
+  // A whole-file lock (the oldest supervisors') covers the byte after it too:
+  // that is no sign of a stale status.
+  s.stale = s.held && lockedRange(fd.get(), kStaleByte, 1, path) == F_WRLCK &&
+            lockedRange(fd.get(), kStaleByte + 1, 1, path) == F_UNLCK;
+  return s;
+}
+
+// For a reader who may not open the lock (an operator in the state directory's
+// group): the supervisor named in the status file, alive. Whether its status is
+// behind cannot be told from here.
+LockState lockStateFromStatus(const std::string& statusPath) {
+  std::optional<Status> st;
+  try {
+    st = readStatus(statusPath);
+  } catch (const std::exception&) {
+    return {};
+  }
+  LockState s;
+  s.held = st && st->supervisorPid > 0 && processStartTicks(st->supervisorPid).has_value();
+  return s;
 }
 
 }  // namespace
 
 LockState supervisorLockState(const std::string& lockPath) {
-  Fd fd(::open(lockPath.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd) {
-    if (errno == ENOENT || errno == ENOTDIR) return {};
+  // 0600, in a directory only root (or the supervisor's user) may write: nobody
+  // else can open it, so any lock on it is a supervisor's.
+  Fd fd(::open(lockPath.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  LockState s;
+  if (fd) {
+    s.held = lockedRange(fd.get(), 0, 0, lockPath) != F_UNLCK;
+    s.stale = s.held && lockedRange(fd.get(), kStaleByte, 1, lockPath) != F_UNLCK;
+  } else if (errno == EACCES || errno == EPERM) {
+    s = lockStateFromStatus(sibling(lockPath, "status"));
+  } else if (errno != ENOENT && errno != ENOTDIR) {
     throwSys(fmt::format("cannot open {}", lockPath));
   }
-  LockState s;
-  s.held = lockedRange(fd.get(), 0, 0, lockPath);
-  // A whole-file lock (an older supervisor's) covers the byte after it too:
-  // that is no sign of a stale status.
-  s.stale = s.held && lockedRange(fd.get(), kStaleByte, 1, lockPath) &&
-            !lockedRange(fd.get(), kStaleByte + 1, 1, lockPath);
-  return s;
+  if (s.held) return s;
+  return oldLockState(sibling(lockPath, "lock"));
+}
+
+std::string oldSupervisorLock(const std::string& lockPath) {
+  return sibling(lockPath, "lock");
 }
 
 bool supervisorHoldsLock(const std::string& lockPath) {

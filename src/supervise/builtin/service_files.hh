@@ -2,7 +2,7 @@
 // readiness/reply lines they exchange. Per service, two directories:
 //  - in the state directory, <stateDir>/services/<name>: `unit`, what mesh-host
 //    installed;
-//  - in the runtime directory, <runtimeDir>/<name>: `status`, `lock`,
+//  - in the runtime directory, <runtimeDir>/<name>: `status`, `supervisor.lock`,
 //    `control.sock`, `output` (the FIFO the service writes to) and, for
 //    Type=notify, `notify.sock` — everything that identifies a live service, kept
 //    where losing the state directory cannot lose it (default /run/mesh-host/…).
@@ -92,10 +92,12 @@ bool processIsIdle(pid_t pid);
 // Alive and the same process (start time matches) — not a reused pid.
 bool processIsAlive(pid_t pid, uint64_t startTicks);
 
-// The supervisor's lock file holds two byte-range locks (open file description
-// locks, F_OFD_SETLK): byte 0 for the supervisor's whole life, and byte 1 while
-// its `status` file is behind what it knows (it could not write it: a full
-// disk). Older supervisors lock the whole file.
+// The supervisor's lock file, `supervisor.lock` (0600: nobody but the
+// supervisor's user can open it, so nobody else can take or hold it), holds two
+// byte-range locks (open file description locks, F_OFD_SETLK): byte 0 for the
+// supervisor's whole life, and byte 1 while its `status` file is behind what it
+// knows (it could not write it: a full disk). Supervisors of older mesh-hosts
+// lock `lock` beside it (0644), byte 0 and 1 or the whole file.
 constexpr off_t kLiveByte = 0;
 constexpr off_t kStaleByte = 1;
 
@@ -104,10 +106,16 @@ struct LockState {
   bool stale = false;  // …and its status file is behind: ask it (control "observe")
 };
 // Tests the locks without taking them (F_OFD_GETLK), so it can never make a
-// supervisor starting at that moment believe the lock is taken.
+// supervisor starting at that moment believe the lock is taken. On the older
+// `lock`, which anyone may open, only a write lock counts (a supervisor's; a
+// reader can take only read locks there). A caller who may not open the lock
+// (an operator reading the status) is told whether the supervisor its `status`
+// names is alive.
 LockState supervisorLockState(const std::string& lockPath);
 // True when a live supervisor holds the service's lock.
 bool supervisorHoldsLock(const std::string& lockPath);
+// The older supervisors' lock file beside `lockPath`.
+std::string oldSupervisorLock(const std::string& lockPath);
 
 int64_t realtimeUs();
 int64_t monotonicUs();

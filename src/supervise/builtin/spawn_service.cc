@@ -16,6 +16,7 @@
 #include "util/error.hh"
 #include "util/fd.hh"
 #include "util/fs.hh"
+#include "util/trusted_path.hh"
 
 namespace mesh::supervise::builtin {
 
@@ -121,6 +122,45 @@ enum Step : int { kSetpgid, kStdio, kSetgroups, kSetgid, kSetuid, kChdir, kExec 
   childFailed(errWrite, kExec);
 }
 
+// An EnvironmentFile=, read as the supervisor (root) for a service that may run
+// as another user: only a file that no one but root (or the supervisor's user)
+// can replace — the file itself theirs and writable by no one else, never a
+// link, and every directory on the way trusted as the state directory is
+// (util/trusted_path.hh) — else a service user could plant a link to a file
+// only root may read (/etc/shadow) and get its lines in its environment.
+// nullopt when it does not exist.
+std::optional<std::string> readEnvironmentFile(const std::string& path) {
+  const auto refuse = [&](const std::string& why) {
+    return InputError(
+        "refusing EnvironmentFile={}: {}; the supervisor reads it as uid {}, so it must be a "
+        "file only root can replace (as key files are)",
+        path, why, ::geteuid());
+  };
+  try {
+    requireTrustedDirectory(parentOf(path), /*mayBeMissing=*/true);
+  } catch (const Error& e) {
+    throw refuse(e.what());
+  }
+  // O_NONBLOCK: a FIFO put there must not hang the open; it is refused below.
+  Fd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
+  if (!fd) {
+    if (errno == ENOENT || errno == ENOTDIR) return std::nullopt;
+    if (errno == ELOOP) throw refuse("it is a symbolic link");
+    throwSys(fmt::format("cannot open {}", path));
+  }
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) throwSys(fmt::format("cannot inspect {}", path));
+  if (!S_ISREG(st.st_mode)) throw refuse("it is not a regular file");
+  if (st.st_uid != 0 && st.st_uid != ::geteuid())
+    throw refuse(fmt::format("it is owned by uid {}", st.st_uid));
+  if ((st.st_mode & 022) != 0)
+    throw refuse(fmt::format("it is writable by {} (mode {:04o})",
+                             (st.st_mode & 020) ? "its group" : "others", st.st_mode & 07777));
+  std::string out;
+  readChunks(fd.get(), path, [&](std::string_view chunk) { out.append(chunk); });
+  return out;
+}
+
 }  // namespace
 
 std::map<std::string, std::string> serviceEnvironment(const ServiceConfig& c,
@@ -139,7 +179,7 @@ std::map<std::string, std::string> serviceEnvironment(const ServiceConfig& c,
   for (const auto& f : c.environmentFiles) {
     std::optional<std::string> text;
     try {
-      text = readFile(f.path);
+      text = readEnvironmentFile(f.path);
     } catch (SysError& e) {
       if (f.optional) continue;
       e.addContext("EnvironmentFile=" + f.path);
@@ -153,6 +193,12 @@ std::map<std::string, std::string> serviceEnvironment(const ServiceConfig& c,
     for (auto& [k, v] : parseEnvironmentFile(*text)) env[k] = v;
   }
   return env;
+}
+
+std::optional<std::pair<uid_t, gid_t>> serviceUser(const ServiceConfig& c) {
+  if (c.user.empty()) return std::nullopt;
+  const Identity id = resolveIdentity(c);
+  return std::pair{id.uid, id.gid};
 }
 
 pid_t spawnService(const ServiceConfig& c, int outputFd, const std::string& notifySocket) {

@@ -6,7 +6,9 @@
 #include <sys/types.h>
 
 #include <map>
+#include <optional>
 #include <string>
+#include <utility>
 
 #include "supervise/builtin/unit_config.hh"
 
@@ -23,6 +25,10 @@ std::map<std::string, std::string> serviceEnvironment(const ServiceConfig& c,
 // mesh::Error with the reason ("cannot execute /x: No such file or directory",
 // "cannot change to directory /srv: …", "no such user: bob") when anything
 // before or during exec failed — learnt over a close-on-exec pipe, no guessing.
+// The uid and gid a User= service runs as; nullopt without User=. Throws
+// mesh::Error for an unknown user.
+std::optional<std::pair<uid_t, gid_t>> serviceUser(const ServiceConfig& c);
+
 pid_t spawnService(const ServiceConfig& c, int outputFd, const std::string& notifySocket = "");
 
 }  // namespace mesh::supervise::builtin

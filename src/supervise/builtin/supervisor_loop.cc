@@ -38,7 +38,9 @@ int ServiceSupervisor::run() {
       throwSys(fmt::format("cannot enter {}", paths_.runDir));
     // A supervisor of an older mesh-host (its lock in the state directory) may
     // run the service: then it is the one to ask.
-    if (!acquireLock() || (!paths_.isLegacy() && supervisorHoldsLock(paths_.legacy().lock))) {
+    // So may one of the mesh-host before, whose lock was `lock` beside ours.
+    if (!acquireLock() || supervisorHoldsLock(oldSupervisorLock(paths_.lock)) ||
+        (!paths_.isLegacy() && supervisorHoldsLock(paths_.legacy().lock))) {
       reply(std::move(ready), Reply{Reply::Kind::Busy, 0, ""});
       return 0;
     }
@@ -57,8 +59,17 @@ int ServiceSupervisor::run() {
 }
 
 bool ServiceSupervisor::acquireLock() {
-  lock_ = Fd(::open(paths_.lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
+  // 0600 and never through a link: nobody but this user can open it, so nobody
+  // else can hold a lock on it that this supervisor would take for another's.
+  lock_ = Fd(::open(paths_.lock.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
   if (!lock_) throwSys(fmt::format("cannot open {}", paths_.lock));
+  struct stat st {};
+  if (::fstat(lock_.get(), &st) != 0) throwSys(fmt::format("cannot inspect {}", paths_.lock));
+  if (!S_ISREG(st.st_mode) || st.st_uid != ::geteuid())
+    throw Error("refusing {}: not a file of uid {} running the supervisor", paths_.lock,
+                ::geteuid());
+  if ((st.st_mode & 077) != 0 && ::fchmod(lock_.get(), 0600) != 0)
+    throwSys(fmt::format("cannot set the mode of {}", paths_.lock));
   struct flock fl {};
   fl.l_type = F_WRLCK;
   fl.l_whence = SEEK_SET;

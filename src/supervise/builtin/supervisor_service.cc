@@ -150,6 +150,7 @@ void ServiceSupervisor::retireLegacyRecords() {
   if (isRegularFile(legacy.status)) ::unlink(legacy.status.c_str());
   ::unlink(legacy.socket.c_str());
   ::unlink(legacy.lock.c_str());
+  ::unlink(oldSupervisorLock(legacy.lock).c_str());
 }
 
 // Reads the service's output from `fifo` (an adopted orphan's, in the legacy
@@ -225,8 +226,35 @@ void ServiceSupervisor::launch() {
   setState("starting");
 }
 
+namespace {
+
+// The NOTIFY_SOCKET an adopted orphan was given, when it is the abstract one
+// older supervisors gave a User= service (so that its READY=1 is heard again).
+std::optional<std::string> oldNotifyAddressOf(pid_t pid, const std::string& serviceDir) {
+  std::optional<std::string> environ;
+  try {
+    environ = readFile("/proc/" + std::to_string(pid) + "/environ");
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+  if (!environ) return std::nullopt;
+  const std::string old = oldNotifySocketAddress(serviceDir);
+  for (std::string_view rest = *environ; !rest.empty();) {
+    const size_t end = std::min(rest.find('\0'), rest.size());
+    const std::string_view var = rest.substr(0, end);
+    rest.remove_prefix(std::min(end + 1, rest.size()));
+    if (var == "NOTIFY_SOCKET=" + old) return old;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 void ServiceSupervisor::openNotifySocket() {
-  notify_ = NotifySocket::bind(notifySocketAddress(notifyDir_, config_.user.empty()));
+  std::string address = notifySocketAddress(notifyDir_, config_.user.empty());
+  if (adopted_ && child_ > 0)
+    if (auto old = oldNotifyAddressOf(child_, notifyDir_)) address = *old;
+  notify_ = NotifySocket::bind(address, serviceUser(config_));
   watch(notify_.fd());
 }
 

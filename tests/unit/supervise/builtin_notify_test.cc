@@ -260,10 +260,11 @@ TEST_F(NotifyTest, NotifyAccessNoneIgnoresReadyUntilStopped) {
   EXPECT_EQ(observe("demo.service").activeState, "inactive");
 }
 
-// Another user cannot reach the state directory: an abstract socket, and the
-// message comes from systemd-notify itself (not allowed to speak for its
-// parent), a child of the main process.
-TEST_F(NotifyTest, AServiceOfAnotherUserNotifiesOverAnAbstractSocket) {
+// Another user cannot reach the runtime directory: a socket in the directory
+// only root may write (no user can take its name first, as one can an abstract
+// one), given to that user, and the message comes from systemd-notify itself (not
+// allowed to speak for its parent), a child of the main process.
+TEST_F(NotifyTest, AServiceOfAnotherUserNotifiesOverASocketOnlyRootCouldMake) {
   if (::getuid() != 0) GTEST_SKIP() << "needs root to run a service as nobody";
   if (!::getpwnam("nobody")) GTEST_SKIP() << "no user nobody here";
   startUnit("demo.service", {{"Type", "notify"},
@@ -274,12 +275,16 @@ TEST_F(NotifyTest, AServiceOfAnotherUserNotifiesOverAnAbstractSocket) {
   auto s = observe("demo.service");
   EXPECT_EQ(s.activeState, "active");
   EXPECT_GT(s.sinceUs, 0);
-  EXPECT_TRUE(awaitLog("demo.service", "notify socket: @mesh-host-supervise/"))
+  EXPECT_TRUE(awaitLog("demo.service", "notify socket: /run/mesh-host-notify/"))
       << log("demo.service");
   EXPECT_FALSE(lstatPath(paths("demo.service").runDir + "/notify.sock"));
+  auto dir = lstatPath("/run/mesh-host-notify");
+  ASSERT_TRUE(dir);
+  EXPECT_EQ(dir->st_mode & 07777, 0711u);
+  EXPECT_EQ(dir->st_uid, 0u);
 }
 
-TEST_F(NotifyTest, ARuntimeDirTooDeepForSunPathUsesAnAbstractSocket) {
+TEST_F(NotifyTest, ARuntimeDirTooDeepForSunPathUsesAShortSocketPath) {
   Options o;
   o.stateDir = dir + "/" + std::string(100, 'd') + "/state";
   o.runtimeDir = dir + "/" + std::string(100, 'd') + "/run";
@@ -300,8 +305,9 @@ TEST_F(NotifyTest, ARuntimeDirTooDeepForSunPathUsesAnAbstractSocket) {
   EXPECT_TRUE(alive(s.pid));
   const std::string deepLog = o.stateDir + "/log/demo.service.log";
   EXPECT_TRUE(awaitInDir(parentOf(deepLog), [&] {
-    return readFile(deepLog).value_or("").find("notify socket: @mesh-host-supervise/") !=
-           std::string::npos;
+    return readFile(deepLog).value_or("").find(
+               ::geteuid() == 0 ? "notify socket: /run/mesh-host-notify/"
+                                : "notify socket: @mesh-host-supervise/") != std::string::npos;
   })) << readFile(deepLog).value_or("");
 }
 

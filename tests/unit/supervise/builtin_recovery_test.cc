@@ -304,5 +304,45 @@ TEST(RuntimeDirTest, IsDerivedFromTheStateDirectoryAndNeverInsideIt) {
     ::unsetenv("MESH_HOST_RUNTIME_DIR");
 }
 
+// The lock files and who may hold them: our supervisor.lock is 0600; beside it, an
+// older supervisor's `lock` counts only when write-locked — a read lock there (all
+// anyone else can take on a 0644 file) is no supervisor.
+TEST(SupervisorLock, OnlyAWriteLockOnTheOlderLockFileIsASupervisor) {
+  char tmpl[] = "/tmp/mesh-supervisor-lock-XXXXXX";
+  ASSERT_TRUE(::mkdtemp(tmpl));
+  const std::string dir = tmpl;
+  const std::string ours = dir + "/supervisor.lock", old = dir + "/lock";
+  EXPECT_EQ(builtin::oldSupervisorLock(ours), old);
+  EXPECT_FALSE(builtin::supervisorLockState(ours).held);  // neither file exists
+  Fd oldFd(::open(old.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
+  ASSERT_TRUE(oldFd);
+  const auto lockByte = [](int fd, short type, off_t start, off_t len) {
+    struct flock fl {};
+    fl.l_type = type;
+    fl.l_whence = SEEK_SET;
+    fl.l_start = start;
+    fl.l_len = len;
+    return ::fcntl(fd, F_OFD_SETLK, &fl) == 0;
+  };
+  ASSERT_TRUE(lockByte(oldFd.get(), F_RDLCK, 0, 0));  // a reader's, on every byte
+  EXPECT_FALSE(builtin::supervisorLockState(ours).held) << "a read lock taken for a supervisor";
+  ASSERT_TRUE(lockByte(oldFd.get(), F_UNLCK, 0, 0));
+  ASSERT_TRUE(lockByte(oldFd.get(), F_WRLCK, 0, 2));  // an older supervisor, status behind
+  auto s = builtin::supervisorLockState(ours);
+  EXPECT_TRUE(s.held);
+  EXPECT_TRUE(s.stale);
+  ASSERT_TRUE(lockByte(oldFd.get(), F_WRLCK, 0, 0));  // the oldest: the whole file
+  EXPECT_TRUE(builtin::supervisorLockState(ours).held);
+  EXPECT_FALSE(builtin::supervisorLockState(ours).stale);
+  oldFd = Fd();
+  // Ours: any lock counts, since nobody else can open it.
+  Fd oursFd(::open(ours.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
+  ASSERT_TRUE(lockByte(oursFd.get(), F_WRLCK, 0, 1));
+  EXPECT_TRUE(builtin::supervisorLockState(ours).held);
+  EXPECT_FALSE(builtin::supervisorLockState(ours).stale);
+  oursFd = Fd();
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace mesh::supervise::test
