@@ -38,6 +38,8 @@ state::Record nextRecord(const state::Record* rec, std::string_view id, std::str
   if (!o.notConverged()) {
     r.wrote = o.held().str();
     if (!o.observedAsRecorded) r.observed = o.observed;  // else `rec`'s, copied above
+  } else if (!o.observed.empty()) {
+    r.observed = o.observed;  // what a failed start left installed (a process's unit)
   }
   if (o.changed()) {
     r.changedAt = now;
@@ -301,6 +303,7 @@ class Cycle {
         rec && !rec->path.empty() && rec->path != r.path() ? rec : nullptr;
     Digest want;
     std::optional<Outcome> outcome;
+    const state::Record* claimed = nullptr;  // the record claimInstall wrote, if it did
     if (auto dep = failedDependency(r); !dep.empty()) {
       outcome = Outcome::skipped(rec, fmt::format("requires {}, which {}", dep,
                                                   skipped_.count(dep) ? "was skipped" : "failed"));
@@ -311,6 +314,11 @@ class Cycle {
         ctx_.setRestartCauses(r.kind == decl::Kind::Process ? causesFor(r, want) : RestartCauses{});
         oweBeforeChange(r, want);
         Finally noHook([this] { ctx_.setBeforeFirstChange(nullptr); });
+        if (ctx_.applying() && r.kind == decl::Kind::Process)
+          ctx_.claimInstall = [&](const std::string& observed) {
+            claimed = claim(r, kind, want, rec, observed);
+          };
+        Finally noClaim([this] { ctx_.claimInstall = [](const std::string&) {}; });
         const state::Record* hint = movedFrom ? nullptr : rec;
         std::string roomMade;
         try {
@@ -327,6 +335,8 @@ class Cycle {
         outcome = Outcome::failed(rec, e.what());
       }
     }
+    // What the store holds now: the outcome is recorded over the claim, keeping it.
+    if (claimed) rec = claimed;
     // A resource that failed after staging a write leaves the old file.
     if (outcome->notConverged()) ctx_.dropWritesFrom(stagedMark_);
     const size_t staged = ctx_.stagedWrites() - stagedMark_;
@@ -352,6 +362,27 @@ class Cycle {
       if (keeps(*outcome)) emit({r.id, std::string(r.module()), kind, std::move(*outcome)});
     }
     if (ctx_.writesFull()) commitStaged();
+  }
+
+  // Context::claimInstall for `r`: its record (made from `rec`, or new) with the
+  // kind's `observed`, written synced before the kind installs anything.
+  const state::Record* claim(const decl::Resource& r, const std::string& kind, const Digest& want,
+                             const state::Record* rec, const std::string& observed) {
+    state::Record c = rec ? *rec : state::Record{};
+    c.id = r.id;
+    c.module = r.module();
+    c.kind = kind;
+    c.path = r.path();
+    if (!rec) {
+      c.want = want.str();
+      c.outcome = verdictName(Verdict::Failed);
+      c.reason = "cut short while installing";
+    }
+    c.observed = observed;
+    state::Store::Txn txn(*store_, state::Store::Txn::Sync::Full);
+    store_->putRecord(c);
+    txn.commit();
+    return &kept_.emplace_back(std::move(c));
   }
 
   // Paths and ids of the declaration, built on first need (a move, a kind change).
@@ -482,12 +513,15 @@ class Cycle {
       return a->id < b->id;
     });
     for (const auto* rec : gone) {
-      if (rec->wrote.empty()) {  // never wrote anything: nothing to remove
+      // Installed by mesh-host though never recorded as created (a process whose
+      // first start failed): removed like what it wrote.
+      const bool installed = ownsInstalled(*rec);
+      if (rec->wrote.empty() && !installed) {  // never wrote anything: nothing to remove
         if (ctx_.applying()) store_->deleteRecord(rec->id);
         continue;
       }
       std::optional<Outcome> outcome;
-      if (rec->changes == 0) {
+      if (rec->changes == 0 && !installed) {
         // Only ever adopted as found: mesh-host never wrote it, so never deletes it.
         outcome = Outcome::of(Removal::released("left in place: mesh-host never wrote it"));
       } else if (auto owner = declaredPaths.find(rec->path);
@@ -515,36 +549,100 @@ class Cycle {
     }
   }
 
+  static bool ownsInstalled(const state::Record& rec) {
+    try {
+      return applierFor(rec.kind).ownsInstalled(rec);
+    } catch (const Error&) {
+      return false;  // a kind this mesh-host does not know
+    }
+  }
+
   // Starts and restarts, last, in declaration order: by now every file they
   // read is in place, every unit is installed, and a backend that must reload
-  // does so once, before the first of them.
+  // does so once, before the first of them. Then the settle rule
+  // (Supervisor::settle): every service started or restarted must stay up for the
+  // settle time — all of them settled together, in one window — or it failed.
+  // A restart under a rolling-restart slot is settled before the slot is freed.
   void activate() {
-    for (const auto& p : activations_) {
+    std::vector<size_t> settling;  // of activations_
+    std::vector<std::string> names;
+    for (size_t i = 0; i < activations_.size(); ++i) {
+      const auto& p = activations_[i];
       Outcome& o = result(p.resultIndex).outcome;
       if (ctx_.applying()) {
+        bool made = false;  // the start or restart was made
         try {
           store_->checkIntegrity();  // as before any change (a start is one)
           crashPoint(crash::kBeforeRestart);
           if (o.activation == Activation::Reload) {
             // In place: the service stays up, so no restart slot is taken.
             ctx_.supervisor().reloadService(o.service);
-          } else if (o.activation == Activation::Restart) {
-            RestartPermit permit;  // freed when the restart is done or has thrown
-            if (ctx_.holdRestartSlot) permit = ctx_.holdRestartSlot(o.service);
+          } else if (o.activation == Activation::Restart && ctx_.holdRestartSlot) {
+            // Freed when the restart is done and settled, or has thrown.
+            RestartPermit permit = ctx_.holdRestartSlot(o.service);
             ctx_.supervisor().restart(o.service);
-          } else
-            ctx_.supervisor().start(o.service);
+            made = true;
+            auto failed = ctx_.supervisor().settle({o.service});
+            if (auto f = failed.find(o.service); f != failed.end())
+              throw Error("restart of {} failed: {}", o.service, f->second);
+          } else {
+            if (o.activation == Activation::Restart)
+              ctx_.supervisor().restart(o.service);
+            else
+              ctx_.supervisor().start(o.service);
+            made = true;
+            settling.push_back(i);
+            names.push_back(o.service);
+          }
           crashPoint(crash::kAfterRestart);
           o.restarted = o.activation == Activation::Restart;
         } catch (const Error& e) {
-          Outcome failed = Outcome::failed(p.rec, e.what());
-          failed.service = o.service;
-          o = std::move(failed);
+          if (!settling.empty() && settling.back() == i) {
+            settling.pop_back();
+            names.pop_back();
+          }
+          failActivation(o, p, e.what(), made);
         }
+        if (!settling.empty() && settling.back() == i) continue;  // recorded once settled
       }
       record(p, o);
       settle(p.resultIndex);
     }
+    if (settling.empty()) return;
+    std::map<std::string, std::string> failed;
+    try {
+      failed = ctx_.supervisor().settle(names);
+    } catch (const Error& e) {
+      for (const auto& n : names)
+        failed[n] = fmt::format("cannot tell whether it stayed up: {}", e.what());
+    }
+    for (size_t i : settling) {
+      const auto& p = activations_[i];
+      Outcome& o = result(p.resultIndex).outcome;
+      if (auto f = failed.find(o.service); f != failed.end())
+        failActivation(o, p,
+                       fmt::format("{} of {} failed: {}",
+                                   o.activation == Activation::Restart ? "restart" : "start",
+                                   o.service, f->second),
+                       true);
+      record(p, o);
+      settle(p.resultIndex);
+    }
+  }
+
+  // The start, restart or reload of `o` failed: it is `failed`, saying why, and
+  // keeps what the kind said besides — the warning (unit keys the backend cannot
+  // honour: often the very reason), what it installed (the record's observed), and,
+  // when the start or restart was made (`made`: the service did not stay up),
+  // that it was: the restarts it owed are paid.
+  void failActivation(Outcome& o, const Pending& p, const std::string& why, bool made) {
+    Outcome failed = Outcome::failed(p.rec, why);
+    failed.service = o.service;
+    failed.warning = std::move(o.warning);
+    failed.observed = std::move(o.observed);
+    failed.activated = made && o.activation != Activation::Reload;
+    failed.restarted = made && o.activation == Activation::Restart;
+    o = std::move(failed);
   }
 
   // Whether the report keeps an outcome recorded at once (the others always are).
@@ -628,7 +726,9 @@ class Cycle {
     if (changed)  // a no-op cycle looks nothing up
       if (auto owes = dependents_.find(std::string(p.id)); owes != dependents_.end())
         w.owedBy = &owes->second;
-    w.paysRestarts = outcome.activation != Activation::None && outcome.verdict() != Verdict::Failed;
+    w.paysRestarts =
+        (outcome.activation != Activation::None && outcome.verdict() != Verdict::Failed) ||
+        outcome.activated;
     if (!w.owedBy && !w.paysRestarts && unchangedAsRecorded(p, outcome)) return std::nullopt;
     w.now = nowMs();  // not read in the no-op path
     if (!outcome.gone())
