@@ -8,6 +8,7 @@
 #include <unordered_set>
 
 #include "apply/applier.hh"
+#include "apply/process_info.hh"
 #include "state/records.hh"
 #include "util/error.hh"
 #include "util/faults.hh"
@@ -99,6 +100,7 @@ class Cycle {
       };
     }
     prepareProcesses();
+    removeServicesTakenOver();
     // Writes staged and not committed when the cycle ends early (an error, a
     // crash point under test) are dropped: their temp files go, nothing moves.
     Finally dropStaged([this] { ctx_.dropWritesFrom(0); });
@@ -142,7 +144,32 @@ class Cycle {
     usesSupervisor_ = !services.empty() || prunesProcess;
     // Owed restarts are checked against the service's start time, which some
     // backends only report in detail.
-    if (usesSupervisor_) ctx_.expectServices(std::move(services), !owed_.empty());
+    if (usesSupervisor_) ctx_.expectServices(services, !owed_.empty());
+    services_ = std::move(services);
+  }
+
+  // A process no longer declared whose service a declared process of another id
+  // runs now (both took the default `<module>.service`): stopped and removed
+  // first, before the new one installs its unit — stop, then install, in one
+  // cycle. Pruning at the end would remove the unit just installed.
+  void removeServicesTakenOver() {
+    if (serviceOf_.empty()) return;
+    std::unordered_map<std::string, std::string> declaredService;  // service → process id
+    for (const auto& [id, service] : serviceOf_) declaredService.emplace(service, id);
+    bool removed = false;
+    for (size_t i = 0; i < records_.slots(); ++i) {
+      if (records_.erased(i) || records_.kind(i) != "process") continue;
+      const state::RecordView v = records_[i];
+      if (serviceOf_.count(std::string(v.id))) continue;  // still declared
+      const state::Record* rec = keep(v);
+      const auto info = processInfo(*rec);
+      if (!info || !declaredService.count(info->service)) continue;
+      pruneOne(rec, {});
+      records_.erase(i);
+      removed = true;
+    }
+    // What the declared one finds is what is left: observed anew.
+    if (removed) ctx_.expectServices(services_, !owed_.empty());
   }
 
   // The record of the resource in hand, in scratch_ (valid until the next
@@ -512,13 +539,20 @@ class Cycle {
       if (depth(a->path) != depth(b->path)) return depth(a->path) > depth(b->path);
       return a->id < b->id;
     });
-    for (const auto* rec : gone) {
+    for (const auto* rec : gone) pruneOne(rec, declaredPaths);
+  }
+
+  // Removes (or releases) what the record of a resource no longer declared says
+  // mesh-host wrote, and records the outcome.
+  void pruneOne(const state::Record* rec,
+                const std::unordered_map<std::string, std::string>& declaredPaths) {
+    {
       // Installed by mesh-host though never recorded as created (a process whose
       // first start failed): removed like what it wrote.
       const bool installed = ownsInstalled(*rec);
       if (rec->wrote.empty() && !installed) {  // never wrote anything: nothing to remove
         if (ctx_.applying()) store_->deleteRecord(rec->id);
-        continue;
+        return;
       }
       std::optional<Outcome> outcome;
       if (rec->changes == 0 && !installed) {
@@ -812,6 +846,7 @@ class Cycle {
   // A process that restarts (reload false) or reloads on a cause.
   std::unordered_map<std::string, std::vector<Dependent>> dependents_;  // cause → processes
   std::unordered_map<std::string, std::string> serviceOf_;              // process → service
+  std::vector<std::string> services_;                 // the declared processes' services
   std::unordered_set<std::string> failed_, changed_;  // failed_: failed or skipped
   std::unordered_set<std::string> skipped_;
   std::unordered_map<std::string, std::string> heldNow_;  // id → digest held after this cycle
