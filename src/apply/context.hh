@@ -194,7 +194,7 @@ class Context {
   std::function<void(const std::string& process, const Digest& intent)> oweOwnRestart =
       [](const std::string&, const Digest&) {};
 
-  // Records, synced, that mesh-host owns what the resource in hand is about to
+  // Records (committed) that mesh-host owns what the resource in hand is about to
   // install (a process's unit and bundle): its record, created if there is none,
   // gets `observed` (the kind's data, naming the service) before the first write,
   // and keeps it whatever follows — a failed start, a crash — so that removal
