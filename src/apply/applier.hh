@@ -28,6 +28,14 @@ class Applier {
   // Removes what `rec` says mesh-host wrote, for a resource no longer declared.
   // Leaves in place anything changed since it was written.
   virtual Removal remove(Context& ctx, const state::Record& rec) const = 0;
+
+  // The record says mesh-host installed something even though no cycle recorded
+  // it as created (a process whose first start failed, or whose cycle was cut
+  // short after Context::claimInstall): pruning removes it all the same.
+  virtual bool ownsInstalled(const state::Record& rec) const {
+    (void)rec;
+    return false;
+  }
 };
 
 // Thrown by a kind when the path holds an object of another type (a directory

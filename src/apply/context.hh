@@ -194,6 +194,14 @@ class Context {
   std::function<void(const std::string& process, const Digest& intent)> oweOwnRestart =
       [](const std::string&, const Digest&) {};
 
+  // Records (committed) that mesh-host owns what the resource in hand is about to
+  // install (a process's unit and bundle): its record, created if there is none,
+  // gets `observed` (the kind's data, naming the service) before the first write,
+  // and keeps it whatever follows — a failed start, a crash — so that removal
+  // always stops and removes it (set by the cycle; a no-op when planning). Call
+  // inside change().
+  std::function<void(const std::string& observed)> claimInstall = [](const std::string&) {};
+
   // Fleet mode (rolling restarts): called before each restart, not a first start,
   // with the service's name; returns the permit holding the slot, released once the
   // restart is done and the service active again. Throws mesh::Error when no slot

@@ -9,6 +9,7 @@
 #include <unordered_set>
 
 #include "apply/applier.hh"
+#include "apply/process_info.hh"
 #include "state/records.hh"
 #include "util/beneath.hh"
 #include "util/error.hh"
@@ -40,6 +41,8 @@ state::Record nextRecord(const state::Record* rec, std::string_view id, std::str
   if (!o.notConverged()) {
     r.wrote = o.held().str();
     if (!o.observedAsRecorded) r.observed = o.observed;  // else `rec`'s, copied above
+  } else if (!o.observed.empty()) {
+    r.observed = o.observed;  // what a failed start left installed (a process's unit)
   }
   if (o.changed()) {
     r.changedAt = now;
@@ -99,6 +102,7 @@ class Cycle {
       };
     }
     prepareProcesses();
+    removeServicesTakenOver();
     // Writes staged and not committed when the cycle ends early (an error, a
     // crash point under test) are dropped: their temp files go, nothing moves.
     Finally dropStaged([this] { ctx_.dropWritesFrom(0); });
@@ -149,7 +153,33 @@ class Cycle {
     findFormerCauses();
     // Owed restarts are checked against the service's start time, which some
     // backends only report in detail.
-    if (usesSupervisor_) ctx_.expectServices(std::move(services), !owed_.empty());
+    if (usesSupervisor_) ctx_.expectServices(services, !owed_.empty());
+    services_ = std::move(services);
+  }
+
+  // A process no longer declared whose service a declared process of another id
+  // runs now (both took the default `<module>.service`): stopped and removed
+  // first, before the new one installs its unit — stop, then install, in one
+  // cycle. Pruning at the end would remove the unit just installed.
+  void removeServicesTakenOver() {
+    if (serviceOf_.empty()) return;
+    std::unordered_map<std::string, std::string> declaredService;  // service → process id
+    for (const auto& [id, service] : serviceOf_) declaredService.emplace(service, id);
+    bool removed = false;
+    for (size_t i = 0; i < records_.slots(); ++i) {
+      if (records_.erased(i) || records_.kind(i) != "process") continue;
+      const state::RecordView v = records_[i];
+      if (serviceOf_.count(std::string(v.id))) continue;  // still declared
+      const state::Record* rec = keep(v);
+      const auto info = processInfo(*rec);
+      if (!info || !declaredService.count(info->service)) continue;
+      indexDeclaration();
+      pruneOne(*rec);
+      records_.erase(i);
+      removed = true;
+    }
+    // What the declared one finds is what is left: observed anew.
+    if (removed) ctx_.expectServices(services_, !owed_.empty());
   }
 
   // What the processes restarted (reloaded) on last cycle and no longer list, where
@@ -384,6 +414,7 @@ class Cycle {
         rec && !rec->path.empty() && rec->path != r.path() ? rec : nullptr;
     Digest want;
     std::optional<Outcome> outcome;
+    const state::Record* claimed = nullptr;  // the record claimInstall wrote, if it did
     if (auto dep = failedDependency(r); !dep.empty()) {
       outcome = Outcome::skipped(rec, fmt::format("requires {}, which {}", dep,
                                                   skipped_.count(dep) ? "was skipped" : "failed"));
@@ -394,6 +425,11 @@ class Cycle {
         ctx_.setRestartCauses(r.kind == decl::Kind::Process ? causesFor(r, want) : RestartCauses{});
         oweBeforeChange(r, want);
         Finally noHook([this] { ctx_.setBeforeFirstChange(nullptr); });
+        if (ctx_.applying() && r.kind == decl::Kind::Process)
+          ctx_.claimInstall = [&](const std::string& observed) {
+            claimed = claim(r, kind, want, rec, observed);
+          };
+        Finally noClaim([this] { ctx_.claimInstall = [](const std::string&) {}; });
         const state::Record* hint = movedFrom ? nullptr : rec;
         std::string roomMade;
         try {
@@ -410,6 +446,8 @@ class Cycle {
         outcome = Outcome::failed(rec, e.what());
       }
     }
+    // What the store holds now: the outcome is recorded over the claim, keeping it.
+    if (claimed) rec = claimed;
     // A resource that failed after staging a write leaves the old file.
     if (outcome->notConverged()) ctx_.dropWritesFrom(stagedMark_);
     const size_t staged = ctx_.stagedWrites() - stagedMark_;
@@ -435,6 +473,29 @@ class Cycle {
       if (keeps(*outcome)) emit({r.id, std::string(r.module()), kind, std::move(*outcome)});
     }
     if (ctx_.writesFull()) commitStaged();
+  }
+
+  // Context::claimInstall for `r`: its record (made from `rec`, or new) with the
+  // kind's `observed`, committed before the kind installs anything.
+  const state::Record* claim(const decl::Resource& r, const std::string& kind, const Digest& want,
+                             const state::Record* rec, const std::string& observed) {
+    state::Record c = rec ? *rec : state::Record{};
+    c.id = r.id;
+    c.module = r.module();
+    c.kind = kind;
+    c.path = r.path();
+    if (!rec) {
+      c.want = want.str();
+      c.outcome = verdictName(Verdict::Failed);
+      c.reason = "cut short while installing";
+    }
+    c.observed = observed;
+    // Committed, not synced: it survives mesh-host's crash or kill, which is what
+    // leaves a unit behind; an fsync per new process cost 50 starts 1.7 s.
+    state::Store::Txn txn(*store_);
+    store_->putRecord(c);
+    txn.commit();
+    return &kept_.emplace_back(std::move(c));
   }
 
   // Paths and ids of the declaration, built on first need (a move, a kind change).
@@ -619,12 +680,15 @@ class Cycle {
   // A process's former cause owes the process a restart (reload) when it is
   // deleted: the intent is synced before, as for any change.
   void pruneOne(const state::Record& rec) {
-    if (rec.wrote.empty()) {  // never wrote anything: nothing to remove
+    // Installed by mesh-host though never recorded as created (a process whose
+    // first start failed): removed like what it wrote.
+    const bool installed = ownsInstalled(rec);
+    if (rec.wrote.empty() && !installed) {  // never wrote anything: nothing to remove
       if (ctx_.applying()) store_->deleteRecord(rec.id);
       return;
     }
     std::optional<Outcome> outcome;
-    if (rec.changes == 0) {
+    if (rec.changes == 0 && !installed) {
       // Only ever adopted as found: mesh-host never wrote it, so never deletes it.
       outcome = Outcome::of(Removal::released("left in place: mesh-host never wrote it"));
     } else if (auto owner = declaredPaths_.find(rec.path);
@@ -668,36 +732,100 @@ class Cycle {
   // The intent of a change that removes a cause: what it holds after (nothing).
   static constexpr const char* kRemovedIntent = "removed";
 
+  static bool ownsInstalled(const state::Record& rec) {
+    try {
+      return applierFor(rec.kind).ownsInstalled(rec);
+    } catch (const Error&) {
+      return false;  // a kind this mesh-host does not know
+    }
+  }
+
   // Starts and restarts, last, in declaration order: by now every file they
   // read is in place, every unit is installed, and a backend that must reload
-  // does so once, before the first of them.
+  // does so once, before the first of them. Then the settle rule
+  // (Supervisor::settle): every service started or restarted must stay up for the
+  // settle time — all of them settled together, in one window — or it failed.
+  // A restart under a rolling-restart slot is settled before the slot is freed.
   void activate() {
-    for (const auto& p : activations_) {
+    std::vector<size_t> settling;  // of activations_
+    std::vector<std::string> names;
+    for (size_t i = 0; i < activations_.size(); ++i) {
+      const auto& p = activations_[i];
       Outcome& o = result(p.resultIndex).outcome;
       if (ctx_.applying()) {
+        bool made = false;  // the start or restart was made
         try {
           store_->checkIntegrity();  // as before any change (a start is one)
           crashPoint(crash::kBeforeRestart);
           if (o.activation == Activation::Reload) {
             // In place: the service stays up, so no restart slot is taken.
             ctx_.supervisor().reloadService(o.service);
-          } else if (o.activation == Activation::Restart) {
-            RestartPermit permit;  // freed when the restart is done or has thrown
-            if (ctx_.holdRestartSlot) permit = ctx_.holdRestartSlot(o.service);
+          } else if (o.activation == Activation::Restart && ctx_.holdRestartSlot) {
+            // Freed when the restart is done and settled, or has thrown.
+            RestartPermit permit = ctx_.holdRestartSlot(o.service);
             ctx_.supervisor().restart(o.service);
-          } else
-            ctx_.supervisor().start(o.service);
+            made = true;
+            auto failed = ctx_.supervisor().settle({o.service});
+            if (auto f = failed.find(o.service); f != failed.end())
+              throw Error("restart of {} failed: {}", o.service, f->second);
+          } else {
+            if (o.activation == Activation::Restart)
+              ctx_.supervisor().restart(o.service);
+            else
+              ctx_.supervisor().start(o.service);
+            made = true;
+            settling.push_back(i);
+            names.push_back(o.service);
+          }
           crashPoint(crash::kAfterRestart);
           o.restarted = o.activation == Activation::Restart;
         } catch (const Error& e) {
-          Outcome failed = Outcome::failed(p.rec, e.what());
-          failed.service = o.service;
-          o = std::move(failed);
+          if (!settling.empty() && settling.back() == i) {
+            settling.pop_back();
+            names.pop_back();
+          }
+          failActivation(o, p, e.what(), made);
         }
+        if (!settling.empty() && settling.back() == i) continue;  // recorded once settled
       }
       record(p, o);
       settle(p.resultIndex);
     }
+    if (settling.empty()) return;
+    std::map<std::string, std::string> failed;
+    try {
+      failed = ctx_.supervisor().settle(names);
+    } catch (const Error& e) {
+      for (const auto& n : names)
+        failed[n] = fmt::format("cannot tell whether it stayed up: {}", e.what());
+    }
+    for (size_t i : settling) {
+      const auto& p = activations_[i];
+      Outcome& o = result(p.resultIndex).outcome;
+      if (auto f = failed.find(o.service); f != failed.end())
+        failActivation(o, p,
+                       fmt::format("{} of {} failed: {}",
+                                   o.activation == Activation::Restart ? "restart" : "start",
+                                   o.service, f->second),
+                       true);
+      record(p, o);
+      settle(p.resultIndex);
+    }
+  }
+
+  // The start, restart or reload of `o` failed: it is `failed`, saying why, and
+  // keeps what the kind said besides — the warning (unit keys the backend cannot
+  // honour: often the very reason), what it installed (the record's observed), and,
+  // when the start or restart was made (`made`: the service did not stay up),
+  // that it was: the restarts it owed are paid.
+  void failActivation(Outcome& o, const Pending& p, const std::string& why, bool made) {
+    Outcome failed = Outcome::failed(p.rec, why);
+    failed.service = o.service;
+    failed.warning = std::move(o.warning);
+    failed.observed = std::move(o.observed);
+    failed.activated = made && o.activation != Activation::Reload;
+    failed.restarted = made && o.activation == Activation::Restart;
+    o = std::move(failed);
   }
 
   // Whether the report keeps an outcome recorded at once (the others always are).
@@ -782,7 +910,9 @@ class Cycle {
     if (changed)  // a no-op cycle looks nothing up
       if (auto owes = dependents_.find(std::string(p.id)); owes != dependents_.end())
         w.owedBy = &owes->second;
-    w.paysRestarts = outcome.activation != Activation::None && outcome.verdict() != Verdict::Failed;
+    w.paysRestarts =
+        (outcome.activation != Activation::None && outcome.verdict() != Verdict::Failed) ||
+        outcome.activated;
     if (!w.owedBy && !w.paysRestarts && unchangedAsRecorded(p, outcome)) return std::nullopt;
     w.now = nowMs();  // not read in the no-op path
     if (!outcome.gone())
@@ -873,6 +1003,7 @@ class Cycle {
   std::unordered_map<std::string, std::vector<FormerCause>> former_;  // process → causes
   std::unordered_set<std::string> prunedKept_;              // pruned, and the record stays (failed)
   std::unordered_map<std::string, std::string> serviceOf_;  // process → service
+  std::vector<std::string> services_;                       // the declared processes' services
   std::unordered_set<std::string> failed_, changed_;        // failed_: failed or skipped
   std::unordered_set<std::string> skipped_;
   std::unordered_map<std::string, std::string> heldNow_;  // id → digest held after this cycle

@@ -144,6 +144,9 @@ class Outcome : public Notes {
   // A resource whose path changed: where it was ("would move /a -> /b").
   std::string movedFrom, movedTo;
   bool restarted = false;  // a restart was done (JSON "restarted")
+  // A failed start or restart that was made (the service did not stay up): it
+  // pays the restarts owed all the same.
+  bool activated = false;
 
  private:
   Outcome(Verdict v, Digest held, std::string reason, std::string detail = {})

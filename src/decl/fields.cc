@@ -53,7 +53,16 @@ std::string escaped(char c) {
   }
 }
 
+// systemd's directive names: letters and digits, starting with a letter; or an
+// extension key, "X-" and then letters, digits and dashes (systemd ignores those;
+// X-LogMaxBytes is the built-in supervisor's own).
 bool validUnitKey(std::string_view s) {
+  if (s.starts_with("X-")) {
+    s.remove_prefix(2);
+    return !s.empty() && isAlpha(s[0]) && std::all_of(s.begin(), s.end(), [](char c) {
+      return isAlpha(c) || isDigit(c) || c == '-';
+    });
+  }
   if (s.empty() || !isAlpha(s[0])) return false;
   return std::all_of(s.begin(), s.end(), [](char c) { return isAlpha(c) || isDigit(c); });
 }
@@ -368,7 +377,8 @@ std::optional<std::map<std::string, UnitValue>> Fields::unit(std::string_view ke
     if (!validUnitKey(name)) {
       error(positionOf(diags_, k.source()),
             fmt::format("unit key '{}' in {} is not a unit directive name; use letters and "
-                        "digits, starting with a letter (e.g. ExecStart)",
+                        "digits, starting with a letter (e.g. ExecStart), or an extension key "
+                        "(X-Name)",
                         shown(name), subject_));
       ok = false;
       continue;

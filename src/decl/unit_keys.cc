@@ -58,6 +58,8 @@ bool validTimeSpan(std::string_view text) {
 std::optional<std::string> unitKeyProblem(std::string_view key, const UnitValue& values,
                                           const std::string& subject) {
   const UnitKey* rule = findUnitKey(key);
+  // An extension key (X-…) systemd ignores and the table does not know: taken as given.
+  if (!rule && key.starts_with("X-")) return std::nullopt;
   if (!rule || !rule->declarable)
     return fmt::format(
         "unknown unit key '{}' in {}{} (the keys are systemd's: systemd.service(5), "
@@ -66,6 +68,13 @@ std::optional<std::string> unitKeyProblem(std::string_view key, const UnitValue&
   for (const auto& v : values) {
     switch (rule->value) {
       case UnitKeyValue::Any:
+        break;
+      case UnitKeyValue::Bytes:
+        if (v.empty() ||
+            !std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; }) ||
+            v.size() > 18 || std::stoull(v) < 64)
+          return fmt::format("unit.{} = '{}' in {} is not a number of bytes (at least 64)", key,
+                             shown(v), subject);
         break;
       case UnitKeyValue::Boolean:
         if (!isBoolean(v))

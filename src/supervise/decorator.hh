@@ -23,6 +23,9 @@ class SupervisorDecorator : public Supervisor {
   void restart(const std::string& name) override { inner_->restart(name); }
   void stop(const std::string& name) override { inner_->stop(name); }
   void reloadService(const std::string& name) override { inner_->reloadService(name); }
+  std::map<std::string, std::string> settle(const std::vector<std::string>& names) override {
+    return inner_->settle(names);
+  }
   void flush() override { inner_->flush(); }
   int64_t reloadCount() const override { return inner_->reloadCount(); }
   std::vector<std::string> unsupportedKeys(const Unit& unit) const override {

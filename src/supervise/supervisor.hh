@@ -7,6 +7,7 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -38,6 +39,14 @@ struct ServiceState {
   std::string activeState;
   pid_t pid = 0;        // main pid, 0 when none
   int64_t sinceUs = 0;  // realtime µs when it entered its current state; 0 unknown
+  // Down, waiting for its supervisor to start it again (Restart=, RestartSec=,
+  // the builtin supervisor's backoff; systemd's sub-state auto-restart), or held
+  // down by systemd's start limit (StartLimitBurst=, Result=start-limit-hit): the
+  // backend is handling a crash loop. mesh-host starts no such service of its own
+  // accord (that would override the backoff); it reports it failing. `heldWhy`
+  // says what it is held in.
+  bool held = false;
+  std::string heldWhy;  // "waiting to be restarted by Restart=", "start limit hit"
   // Automatic restarts (Restart=) since the service was last started or
   // restarted on request: both backends start counting again then (systemd's
   // NRestarts). The process record adds what it counted before each restart
@@ -84,6 +93,21 @@ class Supervisor {
   // reload failed.
   virtual void reloadService(const std::string& name) = 0;
 
+  // The settle rule, the same for both backends: after start() or restart(), a
+  // service must stay up for kSettle — the same process, running — to count as
+  // started; a Type=notify one counts as started at READY=1 instead (start() and
+  // restart() wait for it, bounded by TimeoutStartSec=), and a Type=oneshot one
+  // when its job is done. Called once after the starts and restarts of a cycle,
+  // with their names: waits until each has been up kSettle since its start()
+  // or restart() returned (all of them at once: settling many costs one window),
+  // then returns, for each one that did not stay up, why — "exited with status 1
+  // within 100ms of its start: config is broken". Those that did are not in
+  // the map. Names never started by this object are not waited for.
+  virtual std::map<std::string, std::string> settle(const std::vector<std::string>& names) {
+    (void)names;
+    return {};
+  }
+
   // Ends a cycle: a backend that owes a reload (after an uninstall) does it now.
   virtual void flush() {}
 
@@ -95,6 +119,15 @@ class Supervisor {
   // silently.
   virtual std::vector<std::string> unsupportedKeys(const Unit& unit) const = 0;
 };
+
+// How long a started service must stay up (Supervisor::settle): 100 ms. What
+// fails at once — a missing program or library, a bad flag, a config that does
+// not parse, a port in use — shows within 0.1–20 ms on this machine; a tenth of a
+// second is well past that, and was already the window of both backends' own
+// checks. Since the cycle settles its starts together, it is paid once per cycle
+// that starts anything, never per service; a later death is the supervisor's
+// (Restart=) and the next cycle's to report.
+inline constexpr std::chrono::milliseconds kSettle{100};
 
 struct Options {
   std::string stateDir;  // builtin: units live under <stateDir>/services/<name>/

@@ -147,8 +147,8 @@ Table build() {
   oneOf("TimeoutStartFailureMode", kFailureMode);
   oneOf("TimeoutStopFailureMode", kFailureMode);
 
-  // The built-in supervisor's own: the log's rotation size.
-  t["X-LogMaxBytes"] = UnitKey{.section = S::Service, .declarable = false};
+  // The built-in supervisor's own: the log's rotation size (systemd ignores X- keys).
+  t["X-LogMaxBytes"] = UnitKey{.section = S::Service, .value = V::Bytes};
   // What the built-in supervisor parses (supervise/builtin/unit_config.cc).
   for (std::string_view name :
        {"ExecStart", "Environment", "EnvironmentFile", "WorkingDirectory", "User", "Group",

@@ -18,15 +18,16 @@ namespace mesh {
 enum class UnitSection { Unit, Service, Install };
 
 // What a key's values must be: anything, a boolean ("yes"/"no", …), a time span
-// (util/timespan.hh) or one of `choices`.
-enum class UnitKeyValue { Any, Boolean, TimeSpan, OneOf };
+// (util/timespan.hh), one of `choices`, or a number of bytes (at least 64).
+enum class UnitKeyValue { Any, Boolean, TimeSpan, OneOf, Bytes };
 
 struct UnitKey {
   UnitSection section = UnitSection::Service;
   UnitKeyValue value = UnitKeyValue::Any;
   std::span<const std::string_view> choices = {};  // UnitKeyValue::OneOf
-  // A declaration may give the key; false for the built-in supervisor's own
-  // extensions (X-LogMaxBytes), which systemd's keys do not include.
+  // A declaration may give the key. (Every key in the table may be declared,
+  // X-LogMaxBytes — the built-in supervisor's own, which systemd ignores as it
+  // ignores every X- key — included.)
   bool declarable = true;
   // The built-in supervisor parses the key (supervise/builtin/unit_config.hh);
   // every other [Service] key is unsupported there.

@@ -468,10 +468,22 @@ const char* const kKillPoints[] = {"fsync",    "fdatasync", "syncfs", "rename",
 // apply that changes the config a running service restarts on, for every N
 // until the apply runs through: the next apply leaves the service restarted
 // (running the new config), and the one after restarts nothing. Only the
-// mesh-host process is traced, not the supervisors it starts.
+// mesh-host process is traced, not the supervisors it starts. Both backends: under
+// systemd a kill while mesh-host waits for a RestartUnit job leaves the job to
+// systemd, which finishes it; the next apply finds the service started since the
+// restart was owed, and pays it without a second restart.
 TEST_P(CrashPoints, AKillAtEveryFsyncNeverLosesTheOwedRestart) {
-  if (GetParam() != "builtin") GTEST_SKIP() << "one backend is enough for the syscall sweep";
   if (runCommand({"strace", "-V"}).code != 0) GTEST_SKIP() << "strace is not installed";
+  // systemd counts restarts on request against the unit's start limit (5 in 10 s
+  // by default) and refuses the sixth (Result=start-limit-hit): the sweep restarts
+  // dozens of times a second, so its unit lifts the limit. (The builtin supervisor
+  // has none; the [Unit] key is not its concern.)
+  auto text = [this](const std::string& config) {
+    std::string t = ProcessNode::text(config);
+    const std::string key = "Restart = \"always\"";
+    t.replace(t.find(key), key.size(), key + ", StartLimitIntervalSec = \"0\"");
+    return t;
+  };
   ASSERT_EQ(apply(declare(text("c0"))).code, 0);
   int round = 0;
   for (const std::string syscall : kKillPoints) {
@@ -498,7 +510,6 @@ TEST_P(CrashPoints, AKillAtEveryFsyncNeverLosesTheOwedRestart) {
 // reloaded for the new config (once more at most: a reload leaves no trace to judge
 // it by), never restarted, and the one after reloads nothing.
 TEST_P(ReloadingProcess, AKillAtEveryFsyncNeverLosesTheOwedReload) {
-  if (GetParam() != "builtin") GTEST_SKIP() << "one backend is enough for the syscall sweep";
   if (runCommand({"strace", "-V"}).code != 0) GTEST_SKIP() << "strace is not installed";
   ASSERT_EQ(apply(declare(reloadText("c0"))).code, 0);
   const Pid pid = running();

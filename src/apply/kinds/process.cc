@@ -37,11 +37,18 @@ struct ProcessObserved {
   // The digest of the unit text mesh-host installed ("" not known: a record from
   // before it was kept). A unit file that still has it is mesh-host's own, untouched.
   std::string unit;
+  // mesh-host installed the service's unit (or was about to): recorded, synced,
+  // before the unit or its bundle is first written (Context::claimInstall), so a
+  // service whose first start failed, or whose cycle was cut short, is still
+  // mesh-host's to stop and remove once no longer declared. False for one only
+  // ever adopted as found (a lost store): that is released, not removed.
+  bool installed = false;
 
   std::string str() const {
     json j{{"tree", tree.str()}, {"service", service}, {"restarts", restarts}};
     if (crashRestarts != 0) j["crash_restarts"] = crashRestarts;
     if (!unit.empty()) j["unit"] = unit;
+    if (installed) j["installed"] = true;
     return jsonData(j);
   }
   static ProcessObserved parse(const std::string& text) {
@@ -53,6 +60,7 @@ struct ProcessObserved {
     o.restarts = j.value("restarts", int64_t{0});
     o.crashRestarts = j.value("crash_restarts", int64_t{0});
     o.unit = j.value("unit", "");
+    o.installed = j.value("installed", false);
     return o;
   }
 };
@@ -123,8 +131,12 @@ class ProcessApplier : public Applier {
     const std::string hex = s.bundle.hex();
 
     // Observe: the bundle tree, the installed unit, the running service.
-    ProcessObserved now{
-        {}, s.service, prev.restarts, prev.crashRestarts, Digest::ofBytes(unit.text).str()};
+    ProcessObserved now{{},
+                        s.service,
+                        prev.restarts,
+                        prev.crashRestarts,
+                        Digest::ofBytes(unit.text).str(),
+                        prev.installed && prev.service == s.service};
     const TreeObserved trusted = rec && rec->wrote == want.str() ? prev.tree : TreeObserved{};
     auto [bundleDrift, nowTree] = checkTree(
         ctx, {bundles ? FdRef(*bundles) : FdRef(), hex, bundleDir}, s.bundle, limits, trusted);
@@ -149,6 +161,14 @@ class ProcessApplier : public Applier {
       for (const auto& k : keys) list += (list.empty() ? "" : ", ") + k;
       warning = fmt::format("the {} supervisor cannot honour {}", ctx.supervisor().name(), list);
     }
+
+    // A crash loop its supervisor handles (waiting for Restart=, or systemd's start
+    // limit hit): failing, and not started — starting it would override the
+    // supervisor's backoff. Only a cause (a changed unit or bundle, restart-on, an
+    // owed restart) starts it; a real stop (inactive) is started below.
+    if (!bundleDrift && !unitDrift && svc.held && !causes.restarts())
+      throw Error("{} is not running: {} ({}); left to its supervisor, not started", s.service,
+                  svc.heldWhy, svc.activeState);
 
     if (!bundleDrift && !unitDrift && svc.active && causes.empty()) {
       if (rerendered) {
@@ -191,6 +211,11 @@ class ProcessApplier : public Applier {
     // A running service whose unit or bundle is replaced is owed a restart,
     // persisted before anything changes so that a crash cannot lose it.
     if ((unitDrift || bundleDrift) && svc.active) ctx.oweOwnRestart(r.id, want);
+    // Owned from the moment it is installed: recorded before the first write.
+    if ((unitDrift || bundleDrift) && !now.installed) {
+      now.installed = true;
+      ctx.change([&] { ctx.claimInstall(now.str()); });
+    }
     if (bundleDrift) {
       const std::string blob = ctx.blobs().fetch(s.bundle);
       now.tree = {};
@@ -254,6 +279,11 @@ class ProcessApplier : public Applier {
     o.activation = reload ? Activation::Reload : restart ? Activation::Restart : Activation::Start;
     o.service = s.service;
     return o;
+  }
+
+  bool ownsInstalled(const state::Record& rec) const override {
+    const auto o = ProcessObserved::parse(rec.observed);
+    return o.installed && !o.service.empty();
   }
 
   Removal remove(Context& ctx, const state::Record& rec) const override {

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <climits>
 #include <set>
 #include <utility>
@@ -55,6 +56,11 @@ void describe(const std::string& state, ServiceState& s) {
     s.active = true;
     s.activeState = "deactivating";
   } else if (state == "backoff") {
+    // Waiting for Restart=: nothing runs, but its supervisor will start it — the
+    // service is active (as systemd's auto-restart is "activating"), and held.
+    s.active = true;
+    s.held = true;
+    s.heldWhy = "waiting to be restarted by Restart=";
     s.activeState = "activating (auto-restart)";
   } else {
     s.activeState = state;  // inactive, failed
@@ -97,10 +103,41 @@ class BuiltinSupervisor : public Supervisor {
     ::rmdir(runtimeDir_.c_str());  // once it holds no service; fails (harmlessly) before
   }
 
-  void start(const std::string& name) override { act(name, "start"); }
-  void restart(const std::string& name) override { act(name, "restart"); }
-  void stop(const std::string& name) override { act(name, "stop"); }
-  void reloadService(const std::string& name) override { act(name, "reload"); }
+  void start(const std::string& name) override { launched(name, act(name, "start")); }
+  void restart(const std::string& name) override { launched(name, act(name, "restart")); }
+
+  // The settle rule (supervisor.hh): the supervisor itself already failed a start
+  // whose process died in its first moments (or, Type=notify, before READY=1);
+  // here every service started since is looked at once kSettle has passed since
+  // its start: it must be the same process, still running.
+  std::map<std::string, std::string> settle(const std::vector<std::string>& names) override {
+    std::map<std::string, std::string> failed;
+    auto deadline = std::chrono::steady_clock::time_point::min();
+    std::vector<std::pair<std::string, Launched>> looked;
+    for (const auto& n : names) {
+      auto it = launched_.find(n);
+      if (it == launched_.end()) continue;
+      if (!it->second.notify) {
+        deadline = std::max(deadline, it->second.at + kSettle);
+        looked.emplace_back(n, it->second);
+      }
+      launched_.erase(it);
+    }
+    for (;;) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          deadline - std::chrono::steady_clock::now());
+      if (left.count() <= 0) break;
+      ::poll(nullptr, 0, static_cast<int>(left.count()) + 1);
+    }
+    for (const auto& [name, l] : looked)
+      if (auto why = stayedUp(name, l); !why.empty()) failed[name] = why;
+    return failed;
+  }
+  void stop(const std::string& name) override {
+    launched_.erase(name);
+    (void)act(name, "stop");
+  }
+  void reloadService(const std::string& name) override { (void)act(name, "reload"); }
 
   // The end of an applying cycle: a service this cycle found running without
   // its supervisor (killed?) and did not start, restart or stop gets a new
@@ -278,7 +315,7 @@ class BuiltinSupervisor : public Supervisor {
   // Sends `verb` to the service's supervisor, spawning one when there is none.
   // A supervisor can exit (service stopped, or ended for good) at any moment;
   // each pass looks again, so that race costs a pass, never a wrong answer.
-  void act(const std::string& name, const std::string& verb) {
+  Reply act(const std::string& name, const std::string& verb) {
     builtin::validateServiceName(name);
     auto p = paths(name);
     auto failed = [&](const std::string& why) {
@@ -294,7 +331,7 @@ class BuiltinSupervisor : public Supervisor {
         bool adoptOnly = verb == "stop" || verb == "reload";
         if (adoptOnly && !orphanAlive(p)) {
           if (verb == "reload") throw failed("it is not running");
-          return;  // nothing runs: stopped already
+          return Reply::ok(0, "none");  // nothing runs: stopped already
         }
         // A new supervisor keeps its records in the runtime directory; it finds
         // (and adopts) an orphan recorded in either place.
@@ -305,7 +342,7 @@ class BuiltinSupervisor : public Supervisor {
         if (r.kind == Reply::Kind::Fail) throw failed(r.detail);
         // It started a fresh process, or there was nothing to adopt for a stop: done.
         if (r.detail != "adopted" && verb == "reload") throw failed("it is not running");
-        if (r.detail != "adopted" || verb == "start") return;
+        if (r.detail != "adopted" || verb == "start") return r;
       }
       auto line = builtin::exchange(p.socket, verb, waits(p).replyMs);
       if (!line) {
@@ -314,10 +351,66 @@ class BuiltinSupervisor : public Supervisor {
         continue;
       }
       Reply r = Reply::parse(*line);
-      if (r.kind == Reply::Kind::Ok) return;
+      if (r.kind == Reply::Kind::Ok) return r;
       if (r.kind == Reply::Kind::Fail) throw failed(r.detail);
     }
     throw failed(fmt::format("its supervisor does not answer on {}; see {}", p.socket, p.log));
+  }
+
+  // A start or restart that succeeded: what settle() looks at.
+  struct Launched {
+    std::chrono::steady_clock::time_point at;
+    pid_t pid = 0;
+    bool notify = false;  // started at READY=1: no settle window
+  };
+  void launched(const std::string& name, const Reply& r) {
+    Launched l{std::chrono::steady_clock::now(), r.pid, false};
+    try {
+      if (auto text = readFile(paths(name).unit))
+        l.notify = builtin::parseServiceConfig(builtin::parseServiceSection(*text)).type ==
+                   builtin::ServiceType::Notify;
+    } catch (const std::exception&) {
+      // It started: the unit parsed when its supervisor read it.
+    }
+    launched_[name] = l;
+  }
+
+  // "" when the service started as `l` is still that process, running; else why
+  // not, with its last line of output.
+  std::string stayedUp(const std::string& name, const Launched& l) const {
+    auto [p, lock] = locate(name);
+    std::optional<builtin::Status> st;
+    if (lock.stale) st = askStatus(p);
+    if (!st) st = builtin::readStatus(p.status);
+    if (st && lock.held && st->state == "active" && (l.pid <= 0 || st->pid == l.pid)) return {};
+    std::string how = st && !st->lastExit.empty() ? st->lastExit : "it stopped";
+    std::string why = fmt::format("{} within {}ms of its start", how, kSettle.count());
+    if (auto line = lastServiceLine(p.log); !line.empty()) why += ": " + line;
+    if (st && lock.held && st->state == "active")
+      why += fmt::format(" (restarted by Restart= as pid {})", st->pid);
+    else if (st && st->state == "backoff")
+      why += " (waiting to be restarted by Restart=)";
+    return why;
+  }
+
+  // The last line the service itself wrote to its log (not a note of its
+  // supervisor's), without its time stamp; "" when there is none.
+  static std::string lastServiceLine(const std::string& log) {
+    auto text = readFile(log);
+    if (!text) return {};
+    std::string_view all(*text);
+    if (all.size() > 65536) all.remove_prefix(all.size() - 65536);
+    while (!all.empty()) {
+      if (all.back() == '\n') all.remove_suffix(1);
+      const size_t from = all.rfind('\n');
+      std::string_view line = from == std::string_view::npos ? all : all.substr(from + 1);
+      all.remove_suffix(line.size());
+      if (const size_t sp = line.find(' '); sp != std::string_view::npos)
+        line.remove_prefix(sp + 1);
+      if (line.empty() || line.starts_with("mesh-host-supervise: ")) continue;
+      return std::string(line.substr(0, 500));
+    }
+    return {};
   }
 
   bool orphanAlive(const ServicePaths& p) const {
@@ -330,6 +423,8 @@ class BuiltinSupervisor : public Supervisor {
   std::string exe_;
   // Services observe() found running without a supervisor; flush() adopts them.
   std::set<std::string> orphans_;
+  // Started or restarted, not settled yet.
+  std::map<std::string, Launched> launched_;
 };
 
 }  // namespace

@@ -333,6 +333,8 @@ std::vector<std::string> unsupportedServiceKeys(const ServiceKeys& keys) {
   std::vector<std::string> out;
   for (const auto& [key, values] : keys) {
     const UnitKey* row = findUnitKey(key);
+    // An extension key: systemd ignores it, and so does the built-in supervisor.
+    if (!row && key.starts_with("X-")) continue;
     if (!row || !row->builtinHonours) {
       out.push_back(key);
     } else if (!row->builtinChoices.empty()) {  // Type=, Restart=

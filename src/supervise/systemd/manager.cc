@@ -178,6 +178,13 @@ void Manager::killUnit(const std::string& unit, const char* whom, int signal) {
   if (r < 0) err.raise(r);
 }
 
+void Manager::resetFailedUnit(const std::string& unit) {
+  CallError err;
+  int r = sd_bus_call_method(bus_.get(), kDest, kPath, kManager, "ResetFailedUnit", err.get(),
+                             nullptr, "s", unit.c_str());
+  if (r < 0) err.raise(r);
+}
+
 std::string Manager::loadUnit(const std::string& unit) {
   CallError err;
   sd_bus_message* raw = nullptr;

@@ -54,6 +54,10 @@ class Manager {
   // message) when refused, e.g. for a unit with no main process.
   void killUnit(const std::string& unit, const char* whom, int signal);
 
+  // Manager.ResetFailedUnit: forgets the unit's failed state and its start-limit
+  // count (systemctl reset-failed).
+  void resetFailedUnit(const std::string& unit);
+
   // Manager.LoadUnit: the unit's object path (loads it when needed).
   std::string loadUnit(const std::string& unit);
 

@@ -24,12 +24,6 @@ using sdbus::BusError;
 // Longer than systemd's default TimeoutStartSec=/TimeoutStopSec= (90 s), so a job
 // that honours the defaults ends (in success or failure) before we stop waiting.
 constexpr auto kJobTimeout = 120s;
-// A Type=simple start job is "done" once the process is forked; a service that
-// dies at once is only seen a moment later. Watch it this long before calling the
-// start good; a later death is the next cycle's "not running". (Type=notify: its
-// job is done at READY=1, which is the readiness it declares; no window.)
-constexpr auto kSettle = 100ms;
-
 bool isRunning(const std::string& activeState) {
   return activeState == "active" || activeState == "activating" || activeState == "reloading";
 }
@@ -69,7 +63,23 @@ class SystemdSupervisor final : public Supervisor {
       st.running = (st.activeState == "active" || st.activeState == "reloading") &&
                    rows[i].subState != "auto-restart";
       // Waiting for Restart=: nothing runs, whatever "activating" suggests.
-      if (rows[i].subState == "auto-restart") st.activeState += " (auto-restart)";
+      if (rows[i].subState == "auto-restart") {
+        st.activeState += " (auto-restart)";
+        st.held = true;
+        st.heldWhy = "waiting to be restarted by Restart=";
+      }
+      // Held down by its start limit (StartLimitBurst=): one property read, for a
+      // failed unit only.
+      if (st.activeState == "failed" && rows[i].loadState != "not-found") {
+        try {
+          if (bus_->getString(rows[i].path, "Service", "Result") == "start-limit-hit") {
+            st.held = true;
+            st.heldWhy = "its start limit was hit (StartLimitBurst=)";
+          }
+        } catch (const BusError&) {
+          // Collected meanwhile: not held.
+        }
+      }
       if (detailed && rows[i].loadState != "not-found") readDetails(rows[i].path, st);
     }
     return out;
@@ -84,10 +94,38 @@ class SystemdSupervisor final : public Supervisor {
   }
 
   void start(const std::string& name) override { startLike("start", "StartUnit", name); }
+  // The settle rule (supervisor.hh). A Type=simple start job is "done" once the
+  // process is forked, so a service that dies at once is seen only a moment
+  // later — and with Restart= it is then "activating (auto-restart)", not failed.
+  // Each service started is looked at once kSettle has passed since its job was
+  // done: it must be active, not waiting for Restart=, with the same main pid.
+  // (Type=notify: its job is done at READY=1, the readiness it declares; oneshot:
+  // its job is done when it has run. Neither has a window.)
+  std::map<std::string, std::string> settle(const std::vector<std::string>& names) override {
+    std::map<std::string, std::string> failed;
+    auto deadline = std::chrono::steady_clock::time_point::min();
+    std::vector<std::pair<std::string, Launched>> looked;
+    for (const auto& n : names) {
+      auto it = launched_.find(n);
+      if (it == launched_.end()) continue;
+      if (!it->second.windowless) {
+        deadline = std::max(deadline, it->second.at + kSettle);
+        looked.emplace_back(n, it->second);
+      }
+      launched_.erase(it);
+    }
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() > 0) bus_->pump(left);
+    for (const auto& [name, l] : looked)
+      if (auto why = stayedUp(name, l); !why.empty()) failed[name] = why;
+    return failed;
+  }
   void restart(const std::string& name) override { startLike("restart", "RestartUnit", name); }
 
   void stop(const std::string& name) override {
     sdbus::UnitDir::checkName(name);
+    launched_.erase(name);
     reloadIfOwed();
     try {
       runJob("stop", "StopUnit", name);
@@ -145,8 +183,78 @@ class SystemdSupervisor final : public Supervisor {
     // A unit file changed while no reload was owed to us (a crash between install
     // and start, a hand edit): systemd would start the definition it loaded before.
     if (!reloadOwed_ && needsReload(name)) reload();
+    // Held by its start limit, systemd refuses the job: mesh-host starts it only
+    // for a cause (a changed declaration, a restart-on), which is a reset too.
+    if (startLimitHit(name)) bus_->resetFailedUnit(name);
     runJob(verb, method, name);
-    checkStillRunning(verb, name);
+    launched_[name] = launchedNow(name);
+  }
+
+  bool startLimitHit(const std::string& name) {
+    try {
+      const std::string path = bus_->loadUnit(name);
+      return bus_->getString(path, "Unit", "ActiveState") == "failed" &&
+             bus_->getString(path, "Service", "Result") == "start-limit-hit";
+    } catch (const BusError&) {
+      return false;  // the start itself will say what is wrong
+    }
+  }
+
+  // A start or restart whose job was done: what settle() looks at.
+  struct Launched {
+    std::chrono::steady_clock::time_point at;
+    uint32_t pid = 0;
+    bool windowless = false;  // Type=notify or oneshot
+  };
+  Launched launchedNow(const std::string& name) {
+    Launched l{std::chrono::steady_clock::now(), 0, false};
+    try {
+      const std::string path = bus_->loadUnit(name);
+      const std::string type = bus_->getString(path, "Service", "Type");
+      l.windowless = type == "notify" || type == "notify-reload" || type == "oneshot";
+      l.pid = bus_->getU32(path, "Service", "MainPID");
+    } catch (const BusError&) {
+      // Collected already: settle() finds it gone.
+    }
+    return l;
+  }
+
+  // "" when the service started as `l` is still running, the same main process;
+  // else why not.
+  std::string stayedUp(const std::string& name, const Launched& l) {
+    std::string path, active, sub;
+    uint32_t pid = 0;
+    try {
+      path = bus_->loadUnit(name);
+      active = bus_->getString(path, "Unit", "ActiveState");
+      sub = bus_->getString(path, "Unit", "SubState");
+      pid = bus_->getU32(path, "Service", "MainPID");
+    } catch (const BusError&) {
+      return fmt::format("it stopped within {}ms of its start; see journalctl -u {}",
+                         kSettle.count(), name);
+    }
+    if (active == "active" && sub != "auto-restart" && (l.pid == 0 || pid == l.pid)) return {};
+    std::string why =
+        fmt::format("{} within {}ms of its start", describeExit(readExit(path)), kSettle.count());
+    if (active == "active" && sub != "auto-restart")
+      why += fmt::format(" (restarted by Restart= as pid {})", pid);
+    else if (sub == "auto-restart")
+      why += " (waiting to be restarted by Restart=)";
+    return why + fmt::format("; see journalctl -u {}", name);
+  }
+
+  // How the main process ended, in the words of the builtin supervisor ("exited
+  // with status 1", "killed by signal 9 (KILL)"), with systemd's own exit
+  // statuses explained.
+  static std::string describeExit(const sdbus::ExitInfo& e) {
+    if (e.code == CLD_EXITED) {
+      if (e.status >= 200 && e.status < 256) return "failed (" + sdbus::explainExit(e) + ")";
+      return fmt::format("exited with status {}", e.status);
+    }
+    if (e.code == CLD_KILLED || e.code == CLD_DUMPED)
+      return fmt::format("killed by signal {} ({})", e.status,
+                         sigabbrev_np(e.status) ? sigabbrev_np(e.status) : "?");
+    return "it stopped (" + sdbus::explainExit(e) + ")";
   }
 
   bool needsReload(const std::string& name) {
@@ -176,20 +284,6 @@ class SystemdSupervisor final : public Supervisor {
     std::string why = sdbus::explainJobResult(result);
     if (auto exit = lastExit(name)) why += " (" + sdbus::explainExit(*exit) + ")";
     throw Error("{} of {} failed: {}; see journalctl -u {}", verb, name, why, name);
-  }
-
-  // A started service that failed within the settle window is a failed start.
-  // One that declares its readiness (Type=notify) was ready when its job was
-  // done: no window.
-  void checkStillRunning(const char* verb, const std::string& name) {
-    const std::string path = bus_->loadUnit(name);
-    if (bus_->getString(path, "Unit", "ActiveState") != "failed") {
-      if (bus_->getString(path, "Service", "Type") == "notify") return;
-      bus_->pump(kSettle);
-      if (bus_->getString(path, "Unit", "ActiveState") != "failed") return;
-    }
-    throw Error("{} of {} failed: it stopped right after it started ({}); see journalctl -u {}",
-                verb, name, sdbus::explainExit(readExit(path)), name);
   }
 
   sdbus::ExitInfo readExit(const std::string& path) {
@@ -226,6 +320,7 @@ class SystemdSupervisor final : public Supervisor {
 
   sdbus::UnitDir units_;
   std::unique_ptr<sdbus::Manager> bus_;
+  std::map<std::string, Launched> launched_;  // started or restarted, not settled yet
   bool reloadOwed_ = false;
   int64_t reloads_ = 0;
 };

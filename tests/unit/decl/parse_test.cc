@@ -227,6 +227,21 @@ unit = { ExecStart = "{bundle}/bin/worker", ExecReload = "/bin/kill -HUP $MAINPI
   EXPECT_EQ(r.reloadOn, std::vector<std::string>{"m.conf"});
 }
 
+// Regression: X- keys (systemd's extension keys, ignored by systemd; X-LogMaxBytes is
+// the built-in supervisor's log size) were refused as "not a unit directive name".
+TEST(Parse, ProcessExtensionUnitKeys) {
+  auto d = parse(R"(
+[module.m.process.worker]
+bundle = ")" + kDigestA +
+                 R"("
+unit = { ExecStart = "{bundle}/bin/worker", X-LogMaxBytes = "4096", X-Vendor-Tag = "blue" }
+)");
+  ASSERT_EQ(d.resources.size(), 1u);
+  const auto& s = std::get<ProcessSpec>(d.resources[0].spec);
+  EXPECT_EQ(s.unit.at("X-LogMaxBytes"), UnitValue{"4096"});
+  EXPECT_EQ(s.unit.at("X-Vendor-Tag"), UnitValue{"blue"});
+}
+
 TEST(Parse, ModeAsStringAndOctalLiteral) {
   auto d = parse(R"(
 [module.m.file.a]

@@ -77,7 +77,11 @@ TEST_F(BuiltinTest, StopDuringBackoffStopsForGood) {
                              {"RestartSec", "1min"}});
   ASSERT_TRUE(awaitStatus("demo.service", [](const auto& s) { return s.state == "backoff"; }));
   EXPECT_EQ(observe("demo.service").activeState, "activating (auto-restart)");
-  EXPECT_FALSE(observe("demo.service").active);
+  // As systemd's auto-restart: active (its supervisor will start it), not running,
+  // and held — the cycle must not start it over the backoff.
+  EXPECT_TRUE(observe("demo.service").active);
+  EXPECT_FALSE(observe("demo.service").running);
+  EXPECT_TRUE(observe("demo.service").held);
   sup->stop("demo.service");
   EXPECT_EQ(observe("demo.service").activeState, "inactive");
 }
@@ -165,6 +169,27 @@ TEST_F(BuiltinTest, AReloadOfAServiceThatIsNotRunningFails) {
   sup->install(makeUnit("demo.service", {{"ExecStart", "/bin/sleep 100000"}}));
   EXPECT_THROW(sup->reloadService("demo.service"), Error);
   EXPECT_FALSE(observe("demo.service").active) << "a reload starts nothing";
+}
+
+// The settle rule (supervisor.hh): a process asleep with no child counts as started
+// at once by the supervisor's own look; one that then exits within the settle time
+// did not stay up, and settle() says how it ended (its supervisor waits to restart it).
+TEST_F(BuiltinTest, AServiceThatDiesWithinTheSettleTimeDoesNotSettle) {
+  startUnit("demo.service",
+            {{"ExecStart", "/bin/sleep 0.03"}, {"Restart", "always"}, {"RestartSec", "30"}});
+  auto failed = sup->settle({"demo.service"});
+  ASSERT_EQ(failed.count("demo.service"), 1u) << "a service gone after 30 ms settled";
+  EXPECT_NE(failed["demo.service"].find("exited with status 0 within 100ms of its start"),
+            std::string::npos)
+      << failed["demo.service"];
+  EXPECT_NE(failed["demo.service"].find("(waiting to be restarted by Restart=)"), std::string::npos)
+      << failed["demo.service"];
+  EXPECT_TRUE(observe("demo.service").held);
+}
+
+TEST_F(BuiltinTest, AServiceThatStaysUpSettles) {
+  startUnit("demo.service", {{"ExecStart", "/bin/sleep 1000"}});
+  EXPECT_TRUE(sup->settle({"demo.service"}).empty());
 }
 
 }  // namespace

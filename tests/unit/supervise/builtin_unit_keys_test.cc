@@ -31,6 +31,8 @@ std::vector<std::string> sampleValues(std::string_view key, const UnitKey& row) 
       return {"5s", "1min 30s"};
     case UnitKeyValue::OneOf:
       return {row.choices.begin(), row.choices.end()};
+    case UnitKeyValue::Bytes:
+      return {"64", "4096"};
     case UnitKeyValue::Any:
       break;
   }
@@ -94,6 +96,21 @@ TEST(UnitKeyTable, UnitAndInstallKeysAreNotTheBuiltinSupervisorsConcern) {
                             "\n[Service]\nExecStart=/bin/a\n");
     EXPECT_EQ(unsupportedServiceKeys(keys), Words{}) << key;
   }
+}
+
+// X- keys are systemd's extension keys: systemd ignores them, and so does the built-in
+// supervisor (no warning), but for its own X-LogMaxBytes, which it honours and the
+// declaration checks (a number of bytes, at least 64).
+TEST(UnitKeyTable, ExtensionKeysAreDeclarable) {
+  EXPECT_EQ(decl::unitKeyProblem("X-LogMaxBytes", {"4096"}, "process m.a"), std::nullopt);
+  EXPECT_EQ(decl::unitKeyProblem("X-Vendor-Tag", {"anything"}, "process m.a"), std::nullopt);
+  const auto small = decl::unitKeyProblem("X-LogMaxBytes", {"12"}, "process m.a");
+  ASSERT_TRUE(small);
+  EXPECT_NE(small->find("is not a number of bytes (at least 64)"), std::string::npos) << *small;
+  const ServiceKeys keys =
+      parseServiceSection("[Service]\nExecStart=/bin/a\nX-Vendor-Tag=blue\nX-LogMaxBytes=4096\n");
+  EXPECT_EQ(unsupportedServiceKeys(keys), Words{});
+  EXPECT_EQ(parseServiceConfig(keys).logMaxBytes, 4096u);
 }
 
 }  // namespace
