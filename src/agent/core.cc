@@ -12,6 +12,9 @@
 #include "apply/churn.hh"
 #include "state/drift_note.hh"
 #include "state/store.hh"
+#include "util/digest.hh"
+#include "util/error.hh"
+#include "util/fs.hh"
 
 namespace mesh::agent {
 
@@ -64,7 +67,9 @@ void AgentCore::start(std::optional<AcceptedDeclaration> cached) {
 // Loads the declaration again; false (and the error logged) when it is not
 // valid, which leaves the last good one in force.
 bool AgentCore::reload(const std::string& why) {
+  const auto bytes = fileDigest();
   auto r = declaration_.reload();
+  rejected_ = r.ok ? "" : bytes;
   declarationError_ = r.ok ? "" : r.error;
   // For `status` and the metrics: the file as it is now does not load.
   if (r.ok)
@@ -95,13 +100,15 @@ void AgentCore::request(const std::string& trigger) {
 }
 
 void AgentCore::terminate(int signal) {
+  // The flag first: once "stopping on" is logged, the cycle in hand stops after the
+  // resource it is at (tests wait for the line).
+  stop_.store(true);
   if (!stopping_)
     log_.info(fmt::format("stopping on {}{}", sigabbrev_np(signal) ? "SIG" : "",
                           sigabbrev_np(signal) ? sigabbrev_np(signal) : "a signal") +
                   (running_ ? ": finishing the resource in hand" : ""),
               {{"signal", signal}});
   stopping_ = true;
-  stop_.store(true);
   trigger_.reset();
 }
 
@@ -175,8 +182,30 @@ std::optional<Clock::time_point> AgentCore::nextDeadline() const {
   return out;
 }
 
+// The digest of the declaration file's bytes now; "" when it cannot be read.
+std::string AgentCore::fileDigest() const {
+  try {
+    if (auto bytes = readFile(o_.declarationPath)) return Digest::ofBytes(*bytes).str();
+  } catch (const Error&) {
+  }
+  return "";
+}
+
+// A cycle never runs a declaration older than the file: when the file changed since it
+// was loaded, the cycle waits for the edit's debounce (a burst of writes is not read
+// half-way), or, with no edit pending, takes the file in first.
+bool AgentCore::waitForEdit() {
+  if (fleet_ || !current()) return false;
+  const std::string now = fileDigest();
+  if (now.empty() || now == current()->digest.str() || now == rejected_) return false;
+  if (debounce_.deadline()) return true;
+  reload("declaration changed");
+  return false;
+}
+
 std::optional<CycleJob> AgentCore::nextCycle(Clock::time_point now) {
   if (running_ || stopping_ || !trigger_ || !current()) return std::nullopt;
+  if (waitForEdit()) return std::nullopt;
   running_ = true;
   runningTrigger_ = *trigger_;
   trigger_.reset();
@@ -190,10 +219,40 @@ std::optional<CycleJob> AgentCore::nextCycle(Clock::time_point now) {
   driftDue_.reset();
   log_.info("cycle starting: " + runningTrigger_, {{"trigger", runningTrigger_}});
   CycleJob job{runningTrigger_, *current(), {nullptr, o_.afterCycle, nullptr}, false};
-  if (fleet_) fleetHooks(job.hooks);
+  if (fleet_)
+    fleetHooks(job.hooks);
+  else
+    job.hooks.newer = appliedByHand();
   job.releaseStaleSlots = fleet_ && !staleSlotsReleased_;
   staleSlotsReleased_ = staleSlotsReleased_ || job.releaseStaleSlots;
   return job;
+}
+
+// Under the state lock: when the newest cycle (a `mesh-host apply` while this one
+// waited for the lock) applied the file as it is now, and that is not the declaration
+// this cycle was given, the cycle runs the file: it never puts an older declaration
+// back over a newer one applied by hand. The file is read only when its bytes are
+// those that apply applied in full, never an edit still being written.
+LockedRunHooks::Newer AgentCore::appliedByHand() const {
+  return
+      [load = o_.load, path = o_.declarationPath](
+          const decl::Declaration& given, state::Store& store) -> std::optional<decl::Declaration> {
+        const auto last = store.lastCycle();
+        if (!last) return std::nullopt;
+        const auto g = store.generationDeclaration(last->generation);
+        if (!g) return std::nullopt;
+        const Digest applied = Digest::ofBytes(g->text);
+        if (applied == given.digest) return std::nullopt;
+        const auto bytes = readFile(path);
+        if (!bytes || Digest::ofBytes(*bytes) != applied) return std::nullopt;
+        try {
+          auto d = load(path);
+          if (d.digest == applied) return d;
+        } catch (const Error&) {
+          // Changed again meanwhile, or no longer loads: the debounce reports it.
+        }
+        return std::nullopt;
+      };
 }
 
 // Fleet mode: the cycle caches the pushed declaration it runs (so that the node
@@ -210,6 +269,10 @@ void AgentCore::fleetHooks(LockedRunHooks& hooks) {
   hooks.after = [this, after = o_.afterCycle, revision = a.revision, serial = a.declaration.serial,
                  digest = a.declaration.digest.str(),
                  trigger = runningTrigger_](const apply::CycleReport& report, state::Store& store) {
+    if (after) after(report, store);
+    // Only a cycle that ran through applied anything: an interrupted one (SIGTERM)
+    // leaves the status published before it, which names the last finished cycle.
+    if (report.interrupted) return;
     fleet::NodeStatus st;
     const auto last = store.lastCycle();
     st.generation = last ? last->generation : 0;
@@ -232,7 +295,6 @@ void AgentCore::fleetHooks(LockedRunHooks& hooks) {
     for (const auto& [id, churn] : apply::computeChurn(store.history("", 0), report.cycle))
       if (churn.churning) st.churning.push_back(id);
     cycleStatus_ = std::move(st);
-    if (after) after(report, store);
   };
   const auto slotTimeout = std::max<std::chrono::milliseconds>(o_.interval * 3, 30s);
   hooks.holdRestartSlot = fleet_->restartGate(a.maxParallelRestarts, slotTimeout, &stop_);
@@ -289,6 +351,16 @@ void AgentCore::backOff(Clock::time_point now) {
 
 void AgentCore::cycleDone(Clock::time_point now, LockedRun run) {
   running_ = false;
+  if (run.ran) {
+    // Applied by hand while the cycle waited for the lock, and run by it: in force.
+    if (declaration_.adopt(std::move(*run.ran)))
+      log_.info("declaration changed: " + o_.declarationPath + " (applied by hand)",
+                {{"declaration", o_.declarationPath}, {"trigger", "apply"}});
+    run.ran.reset();
+    declarationError_.clear();
+    rejected_.clear();
+    state::clearDeclarationError(o_.settings.stateDir);
+  }
   rewatch(now, run);
   if (fleet_) {
     if (cycleStatus_) {

@@ -112,6 +112,9 @@ class AgentCore {
 
  private:
   bool reload(const std::string& why);
+  std::string fileDigest() const;
+  bool waitForEdit();
+  LockedRunHooks::Newer appliedByHand() const;
   void request(const std::string& trigger);
   void fleetHooks(LockedRunHooks& hooks);
   void driftSeen(Clock::time_point now, const std::map<std::string, std::string>& drifted);
@@ -138,6 +141,7 @@ class AgentCore {
   std::mt19937_64 random_;
 
   std::string declarationError_;        // the file as it is now does not load
+  std::string rejected_;                // the digest of the file's bytes that did not load
   std::optional<std::string> trigger_;  // a cycle is wanted, and why
   std::optional<Clock::time_point> nextPeriodic_;
   bool stopping_ = false;
