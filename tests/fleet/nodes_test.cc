@@ -784,6 +784,12 @@ TEST_F(Nodes, AnInterruptedCycleIsNeverPublishedAsApplied) {
     std::atomic<bool> stop{false}, held{false}, release{false};
     std::thread thread;
   };
+  // Ends the node while a feeder still answers its reads (declared after the feeder): a
+  // node blocked in one would never see its SIGTERM.
+  struct StopFirst {
+    std::function<void()> stop;
+    ~StopFirst() { stop(); }
+  };
   const std::string two = fmt::format(
       "serial = 2\n\n[module.app.file.config]\npath = \"/etc/app.conf\"\ncontent = \"two\"\n\n"
       "[module.app.credential.key]\npath = \"/etc/app.key\"\nfrom = \"{}\"\n\n"
@@ -793,6 +799,7 @@ TEST_F(Nodes, AnInterruptedCycleIsNeverPublishedAsApplied) {
   ASSERT_EQ(revs.size(), 1u);
   {
     Feeder feeder(fifo);
+    StopFirst stopFirst{[&] { stopNode("n1", SIGTERM); }};
     ASSERT_TRUE(feeder.awaitHeld()) << "the cycle never reached the credential; log:\n"
                                     << slurp(nodes["n1"].log);
     ::kill(nodes["n1"].pid, SIGTERM);
@@ -824,6 +831,7 @@ TEST_F(Nodes, AnInterruptedCycleIsNeverPublishedAsApplied) {
     return s.has_value();
   }));
   Feeder feeder(fifo);
+  StopFirst stopFirst{[&] { stopNode("n1", SIGTERM); }};
   ASSERT_TRUE(feeder.awaitHeld()) << slurp(nodes["n1"].log);
   ASSERT_TRUE(first);
   EXPECT_NE(first->serial, 2) << "a new agent published the interrupted cycle " << first->cycle
