@@ -218,7 +218,7 @@ std::optional<CycleJob> AgentCore::nextCycle(Clock::time_point now) {
   driftDebounce_.clear();
   driftDue_.reset();
   log_.info("cycle starting: " + runningTrigger_, {{"trigger", runningTrigger_}});
-  CycleJob job{runningTrigger_, *current(), {nullptr, o_.afterCycle, nullptr}, false};
+  CycleJob job{runningTrigger_, *current(), {nullptr, o_.afterCycle, nullptr, nullptr}, false};
   if (fleet_)
     fleetHooks(job.hooks);
   else

@@ -146,10 +146,12 @@ unit = {{ ExecStart = "{{bundle}}/bin/svc", Restart = "always", Environment = ["
   EXPECT_EQ(lines(), want) << "one start per edit, each with its own config; agent log:\n"
                            << agent->log();
   const Json st = mesh({"status", "--json"}).json();
-  for (const auto& r : st["resources"])
-    if (r["id"] == module + ".config")
+  for (const auto& r : st["resources"]) {
+    if (r["id"] == module + ".config") {
       EXPECT_EQ(r["changes"], kEdits + 1)
           << "the file went back to an older declaration: " << r.dump();
+    }
+  }
   agent->signal(SIGTERM);
   EXPECT_EQ(agent->waitExit(30s), 0) << agent->log();
 }
