@@ -690,7 +690,9 @@ class System {
         // (A drift the agent has not repaired yet, its repair backed off, is not owed yet.)
         if (name == "s-p0.service" && aChangedTick_ > s.startTick && aChangedTick_ <= lastBegan_)
           mismatch(fmt::format("{} did not restart after s.a changed: the restart was lost", name));
-        owed_[name] = 0;  // paid: started after every change of its unit and causes
+        // Paid: started after every change of its unit and causes (a drift not repaired
+        // yet stays owed).
+        if (name != "s-p0.service" || aChangedTick_ <= lastBegan_) owed_[name] = 0;
       }
     }
   }
