@@ -27,6 +27,14 @@ class LastGoodDeclaration {
   // Loads the file again; on success it is in force from now on.
   Reload reload();
 
+  // Puts `d`, loaded from the file elsewhere (by the cycle, under the state lock), in
+  // force; returns whether it differs from the one in force before.
+  bool adopt(decl::Declaration d) {
+    const bool changed = !current_ || current_->digest != d.digest;
+    current_ = std::move(d);
+    return changed;
+  }
+
   // The declaration in force; null until a load has succeeded.
   const decl::Declaration* current() const { return current_ ? &*current_ : nullptr; }
   const std::string& path() const { return path_; }

@@ -39,10 +39,12 @@ LockedRun runLocked(const apply::Settings& settings, const decl::Declaration& de
     if (!lock) return run;
     auto store = state::Store::open(settings.stateDir);
     if (hooks.before) hooks.before(store);
+    if (hooks.newer) run.ran = hooks.newer(declaration, store);
+    const decl::Declaration& d = run.ran ? *run.ran : declaration;
     apply::Context ctx(settings);
     ctx.setStopFlag(&stop);
     ctx.holdRestartSlot = hooks.holdRestartSlot;
-    run.report = apply::runCycle(ctx, declaration, declaration.text, &store);
+    run.report = apply::runCycle(ctx, d, d.text, &store);
     if (hooks.after) {
       try {
         hooks.after(*run.report, store);

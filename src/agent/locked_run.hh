@@ -19,6 +19,8 @@ struct LockedRun {
   std::optional<apply::CycleReport> report;  // none: the cycle did not run
   std::string error;                         // why it did not (empty: stopped first)
   std::string afterCycleError;               // the after-cycle hook failed (metrics …)
+  // The declaration the cycle ran instead of the one it was given (hooks.newer).
+  std::optional<decl::Declaration> ran;
 };
 
 // Called after the cycle, still under the state lock, with its store (metrics).
@@ -30,6 +32,12 @@ struct LockedRunHooks {
   AfterCycle after;
   // Context::holdRestartSlot for this cycle (fleet mode's rolling restarts).
   apply::RestartGate holdRestartSlot;
+  // Under the state lock, before the cycle: a declaration newer than the one given
+  // (one applied by hand while this cycle waited for the lock), which the cycle runs
+  // instead; nullopt to run the one given.
+  using Newer = std::function<std::optional<decl::Declaration>(const decl::Declaration& given,
+                                                               state::Store& store)>;
+  Newer newer;
 };
 
 // Never throws: an error that stops the whole cycle (the store cannot be

@@ -980,7 +980,10 @@ class Cycle {
     state::Cycle c;
     c.cycle = report_.cycle;
     c.startedAt = started;
-    c.finishedAt = nowMs();
+    // An interrupted cycle (the stop flag) did not see every resource: its row keeps
+    // what it did, but it is no finished cycle — status, generations and the fleet
+    // status never show it as one that applied the declaration.
+    c.finishedAt = report_.interrupted ? 0 : nowMs();
     c.generation = generation_;
     c.tally = report_.tally;
     c.ms = report_.ms;

@@ -79,6 +79,83 @@ TEST_P(AgentRestart, StoppingOrKillingTheAgentRestartsNoService) {
   EXPECT_EQ(agent->waitExit(30s), 0) << agent->log();
 }
 
+// The by-hand step of docs/operating.md beside a running agent: edit the declaration,
+// `mesh-host apply` it. The agent sees the apply's writes (drift) before its own
+// debounce of the edit has fired; it must not put the declaration it loaded before
+// the edit back over the one applied, and a by-hand apply's writes are not drift to
+// repair: each edit restarts the service once (the service writes a line per start)
+// and changes the file once (its record counts every change).
+TEST_P(AgentRestart, AnEditAppliedByHandBesideTheAgentRestartsTheServiceOnce) {
+  const std::string starts = work + "/starts";
+  const std::string svc =
+      publish(makeArchive({{"bin/svc", "#!/bin/sh\necho \"$(cat \"$MESH_CONFIG\")\" >> " + starts +
+                                           "\nexec sleep 100000\n"}},
+                          "chmod 755 bin/svc && tar -cf out bin"));
+  const auto textOf = [&](int v) {
+    return fmt::format(R"(
+[module.{0}.file.config]
+path = "/etc/{0}/config"
+content = "v{1}"
+
+[module.{0}.process.runtime]
+bundle = "{2}"
+restart-on = ["{0}.config"]
+unit = {{ ExecStart = "{{bundle}}/bin/svc", Restart = "always", Environment = ["MESH_CONFIG={{root}}/etc/{0}/config"] }}
+)",
+                       module, v, svc);
+  };
+  const auto lines = [&] {
+    std::ifstream in(starts);
+    std::vector<std::string> out;
+    for (std::string l; std::getline(in, l);) out.push_back(l);
+    return out;
+  };
+  // A start's line is written by the service just after its start returns.
+  const auto awaitStarts = [&](size_t n) {
+    const auto deadline = std::chrono::steady_clock::now() + 10s;
+    while (lines().size() < n && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(10ms);  // a poll interval, bounded by the deadline
+  };
+  const auto decl = declare(textOf(0));
+  auto agent = startAgent(decl);
+  auto first = agent->nextSummary(30s, "start");
+  ASSERT_TRUE(first) << agent->log();
+  ASSERT_EQ((*first)["failed"], 0) << agent->log();
+  awaitStarts(1);
+
+  // Five starts in all: systemd's default start limit (5 in 10 s) is not reached.
+  constexpr int kEdits = 4;
+  for (int v = 1; v <= kEdits; ++v) {
+    std::ofstream(decl + ".tmp", std::ios::trunc) << textOf(v);
+    fs::rename(decl + ".tmp", decl);
+    Result applied = apply(decl);
+    ASSERT_EQ(applied.code, 0) << applied.out << applied.err;
+    // The agent takes the edit in, runs a cycle after it; SIGHUP's cycle is a barrier
+    // behind every cycle the edit and the apply's writes asked for.
+    ASSERT_TRUE(agent->waitFor(
+        [](const Json& j) { return j.value("msg", "").starts_with("declaration changed: "); }, 10s))
+        << agent->log();
+    ASSERT_TRUE(agent->nextSummary(10s)) << agent->log();
+    agent->signal(SIGHUP);
+    ASSERT_TRUE(agent->nextSummary(10s, "SIGHUP")) << agent->log();
+    awaitStarts(static_cast<size_t>(v) + 1);
+    EXPECT_EQ(read("/etc/" + module + "/config"), fmt::format("v{}", v));
+  }
+  std::vector<std::string> want = {"v0"};
+  for (int v = 1; v <= kEdits; ++v) want.push_back(fmt::format("v{}", v));
+  EXPECT_EQ(lines(), want) << "one start per edit, each with its own config; agent log:\n"
+                           << agent->log();
+  const Json st = mesh({"status", "--json"}).json();
+  for (const auto& r : st["resources"]) {
+    if (r["id"] == module + ".config") {
+      EXPECT_EQ(r["changes"], kEdits + 1)
+          << "the file went back to an older declaration: " << r.dump();
+    }
+  }
+  agent->signal(SIGTERM);
+  EXPECT_EQ(agent->waitExit(30s), 0) << agent->log();
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, AgentRestart, ::testing::Values("builtin", "systemd"));
 
 // The agent itself as a unit of the namespace systemd: Type=notify, so `start`

@@ -6,6 +6,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -842,6 +843,110 @@ TEST_F(Nodes, PushWaitQuotesTheCycleThatAppliedThePush) {
   EXPECT_NE(again.out.find(fmt::format("in cycle {}: 1 created, 0 updated", cycle)),
             std::string::npos)
       << again.out;
+}
+
+// Issue 26 item 6: an agent stopped (SIGTERM) in the middle of a push's cycle published
+// the new serial as applied with all counts 0, and `push --wait` counted it. The cycle
+// is held deterministically on a credential read from a FIFO (the read blocks until the
+// test writes): SIGTERM arrives while it is there, the cycle then stops after that
+// resource. Neither the status put on the way out nor the one a new agent puts first
+// (from the store) may claim the push; the new agent's finished cycle then does.
+TEST_F(Nodes, AnInterruptedCycleIsNeverPublishedAsApplied) {
+  nodeInterval = "1h";
+  startNode("n1");
+  auto revs = pushTo("n1", fileDecl(1, "one"));
+  ASSERT_TRUE(awaitApplied("n1", revs.at("n1")));
+  const std::string fifo = work + "/slow-secret";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  // Writes the secret to each reader of the FIFO (the credential is read more than once
+  // in a cycle); the first reader is held, blocked in its read, until released.
+  struct Feeder {
+    explicit Feeder(std::string path)
+        : thread([this, path] {
+            while (!stop.load()) {
+              const int fd = ::open(path.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+              if (fd < 0) {
+                std::this_thread::sleep_for(5ms);  // no reader yet: a poll
+                continue;
+              }
+              held.store(true);
+              while (!release.load() && !stop.load()) std::this_thread::sleep_for(5ms);
+              (void)!::write(fd, "s3cret", 6);
+              ::close(fd);
+            }
+          }) {}
+    ~Feeder() {
+      stop.store(true);
+      thread.join();
+    }
+    // Until the cycle is blocked in the credential's read (bounded).
+    bool awaitHeld() {
+      const auto deadline = Clock::now() + 20s;
+      while (!held.load() && Clock::now() < deadline) std::this_thread::sleep_for(5ms);
+      return held.load();
+    }
+    std::atomic<bool> stop{false}, held{false}, release{false};
+    std::thread thread;
+  };
+  // Ends the node while a feeder still answers its reads (declared after the feeder): a
+  // node blocked in one would never see its SIGTERM.
+  struct StopFirst {
+    std::function<void()> stop;
+    ~StopFirst() { stop(); }
+  };
+  const std::string two = fmt::format(
+      "serial = 2\n\n[module.app.file.config]\npath = \"/etc/app.conf\"\ncontent = \"two\"\n\n"
+      "[module.app.credential.key]\npath = \"/etc/app.key\"\nfrom = \"{}\"\n\n"
+      "[module.app.file.zz]\npath = \"/etc/app.zz\"\ncontent = \"last\"\n",
+      fifo);
+  revs = pushTo("n1", two);
+  ASSERT_EQ(revs.size(), 1u);
+  {
+    Feeder feeder(fifo);
+    StopFirst stopFirst{[&] { stopNode("n1", SIGTERM); }};
+    ASSERT_TRUE(feeder.awaitHeld()) << "the cycle never reached the credential; log:\n"
+                                    << slurp(nodes["n1"].log);
+    ::kill(nodes["n1"].pid, SIGTERM);
+    // The stop flag is set before this line is logged.
+    ASSERT_TRUE(awaitLog("n1", "stopping on SIGTERM", 1));
+    feeder.release.store(true);
+    int exitStatus = 0;
+    ASSERT_EQ(::waitpid(nodes["n1"].pid, &exitStatus, 0), nodes["n1"].pid);
+    nodes["n1"].pid = -1;
+    EXPECT_TRUE(WIFEXITED(exitStatus) && WEXITSTATUS(exitStatus) == 0) << slurp(nodes["n1"].log);
+  }
+  ASSERT_NE(slurp(nodes["n1"].log).find("(interrupted: stopping)"), std::string::npos)
+      << "the cycle was not cut short; log:\n"
+      << slurp(nodes["n1"].log);
+  EXPECT_FALSE(fs::exists(nodes["n1"].root + "/etc/app.zz")) << "the cycle ran through";
+  // The copy of the last status put, which outlives the node's lease.
+  const auto seen = client->get(keys.seen("n1"));
+  ASSERT_TRUE(seen);
+  const auto last = decodeStatus(seen->value, keys.seen("n1"));
+  EXPECT_EQ(last.serial, 1) << "the interrupted cycle was published as having applied serial "
+                            << last.serial.value_or(0) << " (cycle " << last.cycle << ")";
+
+  // A new agent publishes what the store says was applied before its first cycle, which
+  // is held at the credential again: that status must not claim serial 2 either.
+  startNode("n1");
+  std::optional<NodeStatus> first;
+  ASSERT_TRUE(awaitStatus("n1", [&](const std::optional<NodeStatus>& s) {
+    if (s) first = s;
+    return s.has_value();
+  }));
+  Feeder feeder(fifo);
+  StopFirst stopFirst{[&] { stopNode("n1", SIGTERM); }};
+  ASSERT_TRUE(feeder.awaitHeld()) << slurp(nodes["n1"].log);
+  ASSERT_TRUE(first);
+  EXPECT_NE(first->serial, 2) << "a new agent published the interrupted cycle " << first->cycle
+                              << " as having applied serial 2";
+  feeder.release.store(true);
+  ASSERT_TRUE(awaitStatus("n1", [](const std::optional<NodeStatus>& s) {
+    return s && s->serial == 2 && s->cycle > 0 && s->failed == 0;
+  }));
+  EXPECT_EQ(slurp(nodes["n1"].root + "/etc/app.zz"), "last");
+  // (Its content is the secret as often as the feeder wrote it while the cycle read.)
+  EXPECT_TRUE(fs::exists(nodes["n1"].root + "/etc/app.key"));
 }
 
 // What an agent tells systemd (sd_notify): a datagram socket at `path`, handed to the

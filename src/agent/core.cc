@@ -1,0 +1,460 @@
+#include "agent/core.hh"
+
+#include <malloc.h>
+#include <string.h>
+
+#include <set>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "agent/duration.hh"
+#include "apply/churn.hh"
+#include "state/drift_note.hh"
+#include "state/store.hh"
+#include "util/digest.hh"
+#include "util/error.hh"
+#include "util/fs.hh"
+
+namespace mesh::agent {
+
+namespace {
+
+using namespace std::chrono_literals;
+
+Level levelOf(apply::Verdict v) {
+  switch (v) {
+    case apply::Verdict::Failed:
+      return Level::Error;
+    case apply::Verdict::Skipped:
+      return Level::Warning;
+    case apply::Verdict::Unchanged:
+      return Level::Info;
+    default:
+      return Level::Notice;
+  }
+}
+
+}  // namespace
+
+AgentCore::AgentCore(const AgentOptions& o, Logger& log, Notifier& notifier, uint64_t seed)
+    : o_(o),
+      log_(log),
+      notifier_(notifier),
+      declaration_(o.declarationPath, o.load),
+      random_(seed) {}
+
+const decl::Declaration* AgentCore::current() const {
+  if (fleet_) return accepted_ ? &accepted_->declaration : nullptr;
+  return declaration_.current();
+}
+
+void AgentCore::start(std::optional<AcceptedDeclaration> cached) {
+  if (fleet_) {
+    accepted_ = std::move(cached);
+    if (accepted_) {
+      log_.info(
+          fmt::format("starting with the cached pushed declaration (revision {}, serial "
+                      "{}) until etcd says otherwise",
+                      accepted_->revision, accepted_->declaration.serial.value_or(0)));
+      request("start");
+    }
+  } else if (reload("start")) {
+    request("start");
+  }
+}
+
+// Loads the declaration again; false (and the error logged) when it is not
+// valid, which leaves the last good one in force.
+bool AgentCore::reload(const std::string& why) {
+  const auto bytes = fileDigest();
+  auto r = declaration_.reload();
+  rejected_ = r.ok ? "" : bytes;
+  declarationError_ = r.ok ? "" : r.error;
+  // For `status` and the metrics: the file as it is now does not load.
+  if (r.ok)
+    state::clearDeclarationError(o_.settings.stateDir);
+  else
+    state::noteDeclarationError(o_.settings.stateDir, {apply::nowMs(), o_.declarationPath, r.error,
+                                                       declaration_.current() != nullptr});
+  if (r.ok) {
+    if (r.changed && why != "start")
+      log_.info("declaration changed: " + o_.declarationPath,
+                {{"declaration", o_.declarationPath}, {"trigger", why}});
+    return true;
+  }
+  const bool keeping = declaration_.current() != nullptr;
+  log_.error(fmt::format("{}\n{}", r.error,
+                         keeping ? "mesh-host: the declaration is not valid; the last good one "
+                                   "stays in force until it is fixed"
+                                 : "mesh-host: no valid declaration yet; nothing is applied "
+                                   "until the file is fixed"),
+             {{"declaration", o_.declarationPath}, {"trigger", why}, {"kept_last_good", keeping}});
+  notifier_.status(fmt::format("declaration not valid ({}), {}", r.error,
+                               keeping ? "keeping the last good one" : "waiting for a valid one"));
+  return false;
+}
+
+void AgentCore::request(const std::string& trigger) {
+  if (!trigger_) trigger_ = trigger;
+}
+
+void AgentCore::terminate(int signal) {
+  // The flag first: once "stopping on" is logged, the cycle in hand stops after the
+  // resource it is at (tests wait for the line).
+  stop_.store(true);
+  if (!stopping_)
+    log_.info(fmt::format("stopping on {}{}", sigabbrev_np(signal) ? "SIG" : "",
+                          sigabbrev_np(signal) ? sigabbrev_np(signal) : "a signal") +
+                  (running_ ? ": finishing the resource in hand" : ""),
+              {{"signal", signal}});
+  stopping_ = true;
+  trigger_.reset();
+}
+
+void AgentCore::hangup() {
+  if (!fleet_) reload("SIGHUP");
+  request("SIGHUP");
+}
+
+// A declaration the fleet link accepted: in force from now, cycled at once.
+void AgentCore::fleetNews() {
+  auto a = fleet_->takeAccepted();
+  if (!a) return;
+  accepted_ = std::move(*a);
+  request(fmt::format("etcd revision {}", accepted_->revision));
+}
+
+void AgentCore::declarationTouched(Clock::time_point now) {
+  debounce_.poke(now);
+}
+
+// Managed paths changed: drift, repaired once the burst is quiet for kDriftQuiet (and
+// the back-off allows). Events while a cycle runs are kept for rewatch().
+void AgentCore::driftEvents(Clock::time_point now) {
+  if (!drift_) return;
+  auto drifted = drift_->drain();
+  if (running_) {
+    driftDuringCycle_.merge(drifted);
+    return;
+  }
+  if (!drifted.empty()) driftSeen(now, drifted);
+}
+
+void AgentCore::driftSeen(Clock::time_point now,
+                          const std::map<std::string, std::string>& drifted) {
+  const auto& [id, path] = *drifted.begin();
+  driftWhat_ = fmt::format("{} ({})", id, path);
+  if (drifted.size() > 1) driftWhat_ += fmt::format(" and {} more", drifted.size() - 1);
+  if (!driftDebounce_.deadline()) driftFirst_ = now;
+  driftDebounce_.poke(now);
+}
+
+void AgentCore::advance(Clock::time_point now) {
+  // Quiet for kDriftQuiet, or busy for kDriftBusy: a writer that never stops is met.
+  const bool busy = driftDebounce_.deadline() && now - driftFirst_ >= kDriftBusy;
+  if (driftDebounce_.take(now) || busy) {
+    driftDebounce_.clear();
+    driftDue_ = std::max(now, driftNotBefore_);
+  }
+  if (driftDue_ && now >= *driftDue_ && !running_) {
+    driftDue_.reset();
+    request("drift: " + driftWhat_);
+  }
+  if (debounce_.take(now)) {
+    // A broken edit still gets a cycle (of the last good declaration, so a
+    // no-op): the metrics it writes then say the declaration is not valid.
+    if (reload("declaration changed"))
+      request("declaration changed");
+    else if (declaration_.current())
+      request("declaration not valid: the last good one");
+  }
+  if (nextPeriodic_ && now >= *nextPeriodic_) {
+    nextPeriodic_.reset();  // set again when the cycle ends
+    request("interval");
+  }
+}
+
+std::optional<Clock::time_point> AgentCore::nextDeadline() const {
+  std::optional<Clock::time_point> out;
+  for (const auto& d : {nextPeriodic_, debounce_.deadline(), driftDebounce_.deadline(), driftDue_})
+    if (d && (!out || *d < *out)) out = d;
+  return out;
+}
+
+// The digest of the declaration file's bytes now; "" when it cannot be read.
+std::string AgentCore::fileDigest() const {
+  try {
+    if (auto bytes = readFile(o_.declarationPath)) return Digest::ofBytes(*bytes).str();
+  } catch (const Error&) {
+  }
+  return "";
+}
+
+// A cycle never runs a declaration older than the file: when the file changed since it
+// was loaded, the cycle waits for the edit's debounce (a burst of writes is not read
+// half-way), or, with no edit pending, takes the file in first.
+bool AgentCore::waitForEdit() {
+  if (fleet_ || !current()) return false;
+  const std::string now = fileDigest();
+  if (now.empty() || now == current()->digest.str() || now == rejected_) return false;
+  if (debounce_.deadline()) return true;
+  reload("declaration changed");
+  return false;
+}
+
+std::optional<CycleJob> AgentCore::nextCycle(Clock::time_point now) {
+  if (running_ || stopping_ || !trigger_ || !current()) return std::nullopt;
+  if (waitForEdit()) return std::nullopt;
+  running_ = true;
+  runningTrigger_ = *trigger_;
+  trigger_.reset();
+  cycleStarted_ = now;
+  hungReported_ = false;
+  // Drift seen before now is taken in by this cycle, which reads every resource as
+  // it is: a drift cycle still waiting for its burst to be quiet would only find it
+  // repaired. (Drift during the cycle is judged after it, by rewatch.) The back-off
+  // of a writer that fights back stays: driftNotBefore_ is kept.
+  driftDebounce_.clear();
+  driftDue_.reset();
+  log_.info("cycle starting: " + runningTrigger_, {{"trigger", runningTrigger_}});
+  CycleJob job{runningTrigger_, *current(), {nullptr, o_.afterCycle, nullptr, nullptr}, false};
+  if (fleet_)
+    fleetHooks(job.hooks);
+  else
+    job.hooks.newer = appliedByHand();
+  job.releaseStaleSlots = fleet_ && !staleSlotsReleased_;
+  staleSlotsReleased_ = staleSlotsReleased_ || job.releaseStaleSlots;
+  return job;
+}
+
+// Under the state lock: when the newest cycle (a `mesh-host apply` while this one
+// waited for the lock) applied the file as it is now, and that is not the declaration
+// this cycle was given, the cycle runs the file: it never puts an older declaration
+// back over a newer one applied by hand. The file is read only when its bytes are
+// those that apply applied in full, never an edit still being written.
+LockedRunHooks::Newer AgentCore::appliedByHand() const {
+  return
+      [load = o_.load, path = o_.declarationPath](
+          const decl::Declaration& given, state::Store& store) -> std::optional<decl::Declaration> {
+        const auto last = store.lastCycle();
+        if (!last) return std::nullopt;
+        const auto g = store.generationDeclaration(last->generation);
+        if (!g) return std::nullopt;
+        const Digest applied = Digest::ofBytes(g->text);
+        if (applied == given.digest) return std::nullopt;
+        const auto bytes = readFile(path);
+        if (!bytes || Digest::ofBytes(*bytes) != applied) return std::nullopt;
+        try {
+          auto d = load(path);
+          if (d.digest == applied) return d;
+        } catch (const Error&) {
+          // Changed again meanwhile, or no longer loads: the debounce reports it.
+        }
+        return std::nullopt;
+      };
+}
+
+// Fleet mode: the cycle caches the pushed declaration it runs (so that the node
+// converges to it when etcd is away at its next start), takes restart slots, and
+// leaves the node's status for cycleDone to publish.
+void AgentCore::fleetHooks(LockedRunHooks& hooks) {
+  const AcceptedDeclaration& a = *accepted_;
+  hooks.before = [key = fleet_->declarationKey(), revision = a.revision,
+                  envelope = a.envelope](state::Store& store) {
+    auto cached = store.fleetDeclaration(key);
+    if (!cached || cached->revision != revision || cached->envelope != envelope)
+      store.putFleetDeclaration({key, revision, envelope, apply::nowMs()});
+  };
+  hooks.after = [this, after = o_.afterCycle, revision = a.revision, serial = a.declaration.serial,
+                 digest = a.declaration.digest.str(),
+                 trigger = runningTrigger_](const apply::CycleReport& report, state::Store& store) {
+    if (after) after(report, store);
+    // Only a cycle that ran through applied anything: an interrupted one (SIGTERM)
+    // leaves the status published before it, which names the last finished cycle.
+    if (report.interrupted) return;
+    fleet::NodeStatus st;
+    const auto last = store.lastCycle();
+    st.generation = last ? last->generation : 0;
+    st.serial = serial;
+    st.declarationDigest = digest;
+    st.revision = revision;
+    st.cycle = report.cycle;
+    st.lastCycleAtMs = apply::nowMs();
+    st.cycleMs = report.ms;
+    st.trigger = trigger;
+    st.created = report.tally.created;
+    st.updated = report.tally.updated;
+    st.unchanged = report.tally.unchanged;
+    st.removed = report.tally.removed;
+    st.released = report.tally.released;
+    st.skipped = report.tally.skipped;
+    st.failed = report.tally.failed;
+    for (const auto& r : report.results)
+      if (r.outcome.notConverged()) st.failing.emplace_back(r.id, r.outcome.reason());
+    for (const auto& [id, churn] : apply::computeChurn(store.history("", 0), report.cycle))
+      if (churn.churning) st.churning.push_back(id);
+    cycleStatus_ = std::move(st);
+  };
+  const auto slotTimeout = std::max<std::chrono::milliseconds>(o_.interval * 3, 30s);
+  hooks.holdRestartSlot = fleet_->restartGate(a.maxParallelRestarts, slotTimeout, &stop_);
+}
+
+// After each cycle. Events during it on what it did not change are someone else's:
+// drift. On what it changed they are mostly its own writes — dropped, except after a
+// repair by event, where an outside writer may have put its content back meanwhile: one
+// check cycle follows, a no-op unless someone wrote. A repair that keeps being undone
+// (an outside writer that fights back) backs off.
+void AgentCore::rewatch(Clock::time_point now, const LockedRun& run) {
+  if (!drift_) return;
+  auto during = std::exchange(driftDuringCycle_, {});
+  during.merge(drift_->drain());
+  if (current()) drift_->update(*current(), o_.settings.root);
+  const bool repair =
+      runningTrigger_.starts_with("drift: ") && run.report && run.report->anyChange();
+  if (repair) backOff(now);
+  std::set<std::string> changed;
+  if (!during.empty() && run.report)
+    for (const auto& r : run.report->results)
+      if (r.outcome.changed() || r.outcome.gone()) changed.insert(r.id);
+  std::map<std::string, std::string> outside;
+  for (const auto& [id, path] : during)
+    if (repair || !changed.count(id)) outside.emplace(id, path);
+  state::noteDrift(o_.settings.stateDir, {apply::nowMs(), static_cast<int64_t>(drift_->watched()),
+                                          static_cast<int64_t>(drift_->unwatched()), driftRepairs_,
+                                          driftBackoff_.count()});
+  if (outside.empty()) return;
+  driftSeen(now, outside);
+}
+
+// A drift cycle repaired something.
+void AgentCore::backOff(Clock::time_point now) {
+  ++driftRepairs_;
+  const bool again = now - lastDriftRepair_ < driftBackoff_ + kDriftFight;
+  lastDriftRepair_ = now;
+  quickRepairs_ = again ? quickRepairs_ + 1 : 0;
+  if (quickRepairs_ < kDriftFightRepairs) {
+    driftBackoff_ = {};
+    driftNotBefore_ = now;
+    return;
+  }
+  const auto cap = std::chrono::duration_cast<std::chrono::milliseconds>(o_.interval);
+  driftBackoff_ =
+      std::min(cap, driftBackoff_.count() ? driftBackoff_ * 2 : std::chrono::milliseconds(1000));
+  driftNotBefore_ = now + driftBackoff_;
+  log_.log(Level::Warning,
+           fmt::format("mesh-host: warning: {}: repaired again soon after the last repair (an "
+                       "outside writer fights it); the next repair by event waits {} ms",
+                       runningTrigger_, driftBackoff_.count()),
+           {{"trigger", runningTrigger_}, {"backoff_ms", driftBackoff_.count()}});
+}
+
+void AgentCore::cycleDone(Clock::time_point now, LockedRun run) {
+  running_ = false;
+  if (run.ran) {
+    // Applied by hand while the cycle waited for the lock, and run by it: in force.
+    if (declaration_.adopt(std::move(*run.ran)))
+      log_.info("declaration changed: " + o_.declarationPath + " (applied by hand)",
+                {{"declaration", o_.declarationPath}, {"trigger", "apply"}});
+    run.ran.reset();
+    declarationError_.clear();
+    rejected_.clear();
+    state::clearDeclarationError(o_.settings.stateDir);
+  }
+  rewatch(now, run);
+  if (fleet_) {
+    if (cycleStatus_) {
+      lastStatus_ = std::move(*cycleStatus_);
+      cycleStatus_.reset();
+      fleet_->publish(lastStatus_);
+    } else if (!run.error.empty()) {
+      lastStatus_.cycleError = run.error;
+      fleet_->publish(lastStatus_);
+    }
+  }
+  nextPeriodic_ = nextPeriodicCycle(now, o_.interval, o_.splay, random_());
+  std::string status;
+  if (run.report) {
+    failBackoff_ = {};
+    status = logReport(*run.report);
+    if (!run.afterCycleError.empty())
+      log_.log(Level::Warning, "mesh-host: warning: after the cycle: " + run.afterCycleError,
+               {{"cycle", run.report->cycle}});
+  } else if (!run.error.empty()) {
+    // Drift keeps coming (a busy writer) while no cycle can run (a full state
+    // directory): cycles by event back off, 1 s doubling up to the interval,
+    // instead of failing every kDriftBusy. A cycle that runs ends it.
+    failBackoff_ =
+        std::min(std::chrono::duration_cast<std::chrono::milliseconds>(o_.interval),
+                 failBackoff_.count() ? failBackoff_ * 2 : std::chrono::milliseconds(1000));
+    driftNotBefore_ = std::max(driftNotBefore_, now + failBackoff_);
+    status = "cycle could not run: " + run.error;
+    log_.error(fmt::format("mesh-host: {}; the next cycle by event waits {} ms", status,
+                           failBackoff_.count()),
+               {{"trigger", runningTrigger_}, {"backoff_ms", failBackoff_.count()}});
+  } else {
+    status = "cycle skipped: stopping";
+    log_.info(status, {{"trigger", runningTrigger_}});
+  }
+  if (!declarationError_.empty())
+    status += "; the declaration is not valid, the last good one stays in force";
+  if (fleet_ && !linkReady_)
+    notifier_.status(status);  // READY=1 is the link's to give
+  else
+    notifier_.ready(status);
+  run = {};
+  // What the cycle allocated (records, report, the worker thread's arena) goes
+  // back to the system: between cycles the agent holds only what it keeps.
+  ::malloc_trim(0);
+}
+
+// Logs the cycle's outcomes (changes, or all with -v) and its summary; returns
+// the summary line.
+std::string AgentCore::logReport(const apply::CycleReport& report) {
+  for (const auto& r : report.results)
+    if (!r.outcome.warning.empty())
+      log_.log(Level::Warning, fmt::format("warning: {}: {}", r.id, r.outcome.warning),
+               {{"cycle", report.cycle}, {"id", r.id}});
+  for (const auto& r : report.results) {
+    const auto verdict = r.outcome.verdict();
+    if (!o_.verbose && verdict == apply::Verdict::Unchanged) continue;
+    log_.log(levelOf(verdict), o_.outcomeLine(r),
+             {{"cycle", report.cycle},
+              {"id", r.id},
+              {"module", r.module},
+              {"kind", r.kind},
+              {"outcome", apply::verdictName(verdict)},
+              {"reason", r.outcome.reason()},
+              {"restarted", r.outcome.restarted}});
+  }
+  std::string summary = o_.summaryLine(report);
+  if (report.interrupted) summary += " (interrupted: stopping)";
+  log_.log(report.anyFailed() ? Level::Warning : Level::Info, summary,
+           {{"cycle", report.cycle},
+            {"trigger", runningTrigger_},
+            {"created", report.tally.created},
+            {"updated", report.tally.updated},
+            {"unchanged", report.tally.unchanged},
+            {"removed", report.tally.removed},
+            {"released", report.tally.released},
+            {"skipped", report.tally.skipped},
+            {"failed", report.tally.failed},
+            {"ms", report.ms},
+            {"interrupted", report.interrupted}});
+  return summary;
+}
+
+void AgentCore::watchdog(Clock::time_point now) {
+  if (running_ && now - cycleStarted_ > kHungCycle) {
+    if (!hungReported_)
+      log_.error(
+          fmt::format("mesh-host: cycle running for over {}; no longer feeding the "
+                      "watchdog",
+                      formatDuration(kHungCycle)));
+    hungReported_ = true;
+    return;
+  }
+  notifier_.watchdog();
+}
+
+}  // namespace mesh::agent
