@@ -123,6 +123,9 @@ class BuiltinSupervisor : public Supervisor {
       }
       launched_.erase(it);
     }
+    // Nothing to wait for (none launched, or Type=notify only): no deadline — and
+    // time_point::min() less now would overflow into a wait of weeks.
+    if (looked.empty()) return failed;
     for (;;) {
       const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
           deadline - std::chrono::steady_clock::now());

@@ -114,6 +114,8 @@ class SystemdSupervisor final : public Supervisor {
       }
       launched_.erase(it);
     }
+    // Nothing to wait for: no deadline (time_point::min() less now would overflow).
+    if (looked.empty()) return failed;
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
         deadline - std::chrono::steady_clock::now());
     if (left.count() > 0) bus_->pump(left);
