@@ -191,7 +191,9 @@ TEST_P(ProcessLife, AServiceNameTakenOverInOneCycleIsStoppedThenInstalled) {
       EXPECT_NE(res["service"]["pid"], oldPid) << res.dump();
     }
   EXPECT_TRUE(found) << st.out;
-  if (GetParam() == "builtin") EXPECT_NE(::kill(oldPid, 0), 0) << "the old one still runs";
+  if (GetParam() == "builtin") {
+    EXPECT_NE(::kill(oldPid, 0), 0) << "the old one still runs";
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, ProcessLife, ::testing::Values("builtin", "systemd"),

@@ -37,7 +37,7 @@ TEST(TextSafe, NothingShownHoldsARawByteATerminalObeys) {
   for (const auto& s : {shownText(every), shownLines(every)})
     for (size_t i = 0; i < s.size(); ++i) {
       const auto c = static_cast<unsigned char>(s[i]);
-      EXPECT_TRUE(c >= 0x20 && c < 0x7f || c == '\n' || c == '\t') << i;
+      EXPECT_TRUE((c >= 0x20 && c < 0x7f) || c == '\n' || c == '\t') << i;
     }
 }
 
