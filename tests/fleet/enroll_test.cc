@@ -317,7 +317,7 @@ TEST_F(FleetEnroll, AnOlderAgentsHeartbeatWithoutALeaseCountsWhileFresh) {
 // nlohmann's type_error: "internal error", nothing enrolled).
 TEST_F(FleetEnroll, WhateverIsAtTheEnrollmentKeyIsReplaced) {
   const auto key = trust::NodeKey::ephemeral();
-  for (const std::string junk :
+  for (const std::string& junk :
        {std::string(R"({"key":1})"),
         R"({"key":)" + std::string(300000, '[') + std::string(300000, ']') + "}"}) {
     client->put(enrollmentKey(keys, "web7"), junk);
