@@ -87,6 +87,15 @@ std::optional<Json> AgentProcess::waitFor(const std::function<bool(const Json&)>
   }
 }
 
+bool AgentProcess::waitForText(const std::string& text, milliseconds within) {
+  const auto deadline = Clock::now() + within;
+  while (all_.find(text) == std::string::npos) {
+    if (Clock::now() >= deadline) return false;
+    if (!pump(remainingMs(deadline))) return all_.find(text) != std::string::npos;
+  }
+  return true;
+}
+
 bool AgentProcess::isSummary(const Json& j) {
   return j.value("msg", "").rfind("cycle ", 0) == 0 && j.contains("interrupted");
 }

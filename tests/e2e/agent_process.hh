@@ -30,6 +30,9 @@ class AgentProcess {
   // The next log line (JSON) that `match` accepts, within `within`; nullopt on
   // timeout or when the agent exits first. Lines before it are consumed.
   std::optional<Json> waitFor(const std::function<bool(const Json&)>& match, milliseconds within);
+  // Waits until what it logged (any format) holds `text`, within `within`; false on
+  // timeout or when the agent exits first.
+  bool waitForText(const std::string& text, milliseconds within);
   // The next cycle summary line, optionally with this trigger.
   std::optional<Json> nextSummary(milliseconds within, const std::string& trigger = "");
 

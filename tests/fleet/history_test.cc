@@ -2,6 +2,7 @@
 // newest first, signed by the pushing key, trimmed to the last kKeptPushes.
 #include <fmt/format.h>
 
+#include "../support/raw_bytes.hh"
 #include "fleet/push_history.hh"
 #include "fleet_fixture.hh"
 #include "util/digest.hh"
@@ -120,6 +121,54 @@ TEST_F(FleetHistory, LimitZeroIsBadInput) {
   r = runCommand(fleetArgv("history", {"--limit", "0", "--json"}));
   EXPECT_EQ(r.code, 2);
   EXPECT_EQ(r.json().at("error").at("kind"), "bad_input") << r.out;
+}
+
+// Issue 27.1 and 27.2: push records are written by anyone who can write etcd. Records with
+// \xff, ESC, CR and U+202E in their key, in their fields and in a value that is no JSON
+// are listed — the JSON parses with U+FFFD where the bad byte was, the text shows every
+// byte escaped — and a real push among them still is.
+TEST_F(FleetHistory, HostileRecordsWrittenRawIntoEtcdAreListedEscaped) {
+  using mesh::test::nothingRaw;
+  using mesh::test::Shown;
+  ASSERT_EQ(push({"--node", "web1", declare(declText(1))}).code, 0);
+  const std::string hostile = "\xff\x1b[2J\r\xe2\x80\xae";
+  const std::string prefix = keys.pushesPrefix();
+  // A record of the right shape whose strings hold the bytes (raw: not valid JSON text
+  // for \xff, which a strict parser refuses), one in proper JSON escapes, and no JSON.
+  auto record = [&](const std::string& text) {
+    return nlohmann::json{{"record", text}, {"signature", "mesh-sig:" + hostile}}.dump(
+        -1, ' ', false, nlohmann::json::error_handler_t::ignore);
+  };
+  const std::string fields = fmt::format(
+      R"({{"type": "mesh-host push record v1", "digest": "sha256:{0}", "serial": 7,
+          "pushed_by": "mesh-op:{0}", "pushed_at_ms": 1700000000000, "selector": "web{0}",
+          "nodes": 1, "results": {{"pushed": 1, "unchanged": 0, "conflict": 0}},
+          "outcomes": null}})",
+      "\\u001b[2J\\r\\u202e\\u0085");
+  client->put(prefix + "9999999999999998-" + hostile, record(fields));
+  std::string raw = record(fields);
+  raw.replace(raw.find("web"), 3, "web\xff\x1b");
+  client->put(prefix + "9999999999999997-raw", raw);
+  client->put(prefix + "9999999999999999-" + hostile + "\n", "not JSON " + hostile + "\x07");
+
+  Result j = runCommand(fleetArgv("history", {"--json"}));
+  EXPECT_EQ(j.code, 0) << j.out << j.err;
+  const auto answer = j.json();
+  EXPECT_TRUE(nothingRaw(j.out, Shown::Json)) << "fleet history --json";
+  EXPECT_TRUE(nothingRaw(j.err, Shown::Text)) << "fleet history --json, stderr";
+  ASSERT_EQ(answer.at("pushes").size(), 4u) << j.out;
+  EXPECT_EQ(answer["pushes"][0].at("key"),
+            prefix + "9999999999999999-\xef\xbf\xbd\x1b[2J\r\xe2\x80\xae\n")
+      << j.out;
+  EXPECT_EQ(answer["pushes"][1].at("selector"), "web\x1b[2J\r\xe2\x80\xae\xc2\x85") << j.out;
+  EXPECT_EQ(answer["pushes"][3].at("serial"), 1) << j.out;
+
+  Result text = runCommand(fleetArgv("history", {}));
+  EXPECT_EQ(text.code, 0) << text.out << text.err;
+  EXPECT_TRUE(nothingRaw(text.out + text.err, Shown::Text)) << "fleet history";
+  EXPECT_NE(text.out.find("web\\e[2J\\r\\u{202e}\\xc2\\x85"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("9999999999999999-\\xff\\e[2J\\r\\u{202e}\\n"), std::string::npos)
+      << text.out;
 }
 
 TEST_F(FleetHistory, NoPushYetSaysSo) {

@@ -22,6 +22,7 @@
 #include <fmt/format.h>
 
 #include "../support/child.hh"
+#include "../support/raw_bytes.hh"
 #include "fleet/node_signed.hh"
 #include "fleet_fixture.hh"
 #include "test_etcd.hh"
@@ -600,15 +601,7 @@ bool running(pid_t pid) {
 
 // No byte a terminal would obey, and nothing that is not UTF-8 (util/text_safe.hh).
 void expectNothingRaw(const std::string& what, const std::string& text) {
-  for (size_t i = 0; i < text.size(); ++i) {
-    const auto c = static_cast<unsigned char>(text[i]);
-    if (c == '\n' || c == '\t') continue;
-    ASSERT_FALSE(
-        c < 0x20 || c == 0x7f || c == 0xff || c == 0xfe ||
-        (c == 0xc2 && i + 1 < text.size() && static_cast<unsigned char>(text[i + 1]) < 0xa0))
-        << what << ": raw byte " << int(c) << " at " << i << " in:\n"
-        << text;
-  }
+  EXPECT_TRUE(mesh::test::nothingRaw(text, mesh::test::Shown::Text)) << what;
 }
 
 // Issue 27.1: a service whose last output line holds \377 made the failure reason invalid

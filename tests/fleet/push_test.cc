@@ -8,6 +8,7 @@
 #include <sstream>
 #include <thread>
 
+#include "../support/raw_bytes.hh"
 #include "fleet_fixture.hh"
 #include "trust/signing.hh"
 #include "util/digest.hh"
@@ -158,6 +159,48 @@ TEST_F(FleetPush, BadNamesAndMissingNodesAreBadInput) {
   r = runCommand(fleetArgv("push", {"--key", work + "/missing.key", "--node", "web1", decl}));
   EXPECT_EQ(r.code, 2);
   EXPECT_FALSE(pushedTo("web1"));
+}
+
+// Issue 27.1 and 27.2: a node name from etcd holding \xff, ESC, CR and U+202E broke `fleet
+// push --json` (a type_error after the push was made, so it reported failure after it
+// pushed); the same name given on the command line is bad input. Each answer parses, holds
+// U+FFFD where the bad byte was, and no raw byte reaches the terminal.
+TEST_F(FleetPush, AHostileNodeNameNeverBreaksItsAnswerOrReachesTheTerminalRaw) {
+  using mesh::test::nothingRaw;
+  using mesh::test::Shown;
+  const std::string evil = "evil\xff\x1b[2J\r\xe2\x80\xae";
+  client->put(keys.nodesPrefix() + evil + "/status", "{\"not\": \"signed\"}");
+  const auto decl = declare(declText(1));
+
+  Result r = push({"--nodes", "evil*", "--json", decl});
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  const auto j = r.json();
+  EXPECT_TRUE(nothingRaw(r.out, Shown::Json)) << "fleet push --json";
+  EXPECT_TRUE(nothingRaw(r.err, Shown::Text)) << "fleet push --json, stderr";
+  ASSERT_EQ(j.at("nodes").size(), 1u) << r.out;
+  EXPECT_EQ(j["nodes"][0].at("node"), "evil\xef\xbf\xbd\x1b[2J\r\xe2\x80\xae") << r.out;
+  EXPECT_EQ(j["nodes"][0].at("result"), "pushed") << r.out;
+
+  Result text = push({"--nodes", "evil*", decl});
+  EXPECT_EQ(text.code, 0) << text.out << text.err;
+  EXPECT_TRUE(nothingRaw(text.out + text.err, Shown::Text)) << "fleet push";
+  EXPECT_NE(text.out.find("unchanged evil\\xff\\e[2J\\r\\u{202e}: serial 1"), std::string::npos)
+      << text.out;
+
+  // On the command line such a name (no glob character in it) is bad input, said escaped.
+  for (const bool json : {false, true}) {
+    std::vector<std::string> args = {"--node", "evil\xff\x1b\r\xe2\x80\xae", decl};
+    if (json) args.push_back("--json");
+    Result bad = push(args);
+    EXPECT_EQ(bad.code, 2) << bad.out << bad.err;
+    EXPECT_TRUE(nothingRaw(bad.out, json ? Shown::Json : Shown::Text)) << json;
+    EXPECT_TRUE(nothingRaw(bad.err, Shown::Text)) << json;
+    if (json) {
+      EXPECT_TRUE(bad.json().contains("error")) << bad.out;
+    } else {
+      EXPECT_NE(bad.err.find("--node \"evil\\xff\\e\\r\\u{202e}\""), std::string::npos) << bad.err;
+    }
+  }
 }
 
 TEST_F(FleetPush, UnreachableEtcdExitsOneSayingSo) {

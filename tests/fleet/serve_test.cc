@@ -7,6 +7,7 @@
 #include <arpa/inet.h>
 #include <curl/curl.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -19,9 +20,11 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <thread>
 
+#include "../support/raw_bytes.hh"
 #include "fleet/node_signed.hh"
 #include "fleet_fixture.hh"
 #include "util/base64.hh"
@@ -473,6 +476,110 @@ TEST_F(FleetServe, ANodeNameThatIsNotUtf8NeverEndsIt) {
   EXPECT_EQ(stopped.code, 0) << stopped.err;
   ASSERT_NO_FATAL_FAILURE(startServe());  // and it starts again
   EXPECT_EQ(http("GET", page + "api/fleet").code, 200);
+}
+
+// The first `fleet` event of /events (server-sent events): its data, or "" when none comes
+// within `bound`.
+std::string firstFleetEvent(const std::string& page, std::chrono::milliseconds bound) {
+  const int fd = stuckReader(page);  // a connection that has sent its request
+  std::string got;
+  const auto deadline = Clock::now() + bound;
+  const std::string head = "event: fleet\ndata: ";
+  for (;;) {
+    const auto at = got.find(head);
+    if (at != std::string::npos) {
+      const auto end = got.find("\n\n", at);
+      if (end != std::string::npos) {
+        ::close(fd);
+        return got.substr(at + head.size(), end - at - head.size());
+      }
+    }
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    pollfd p{fd, POLLIN, 0};
+    if (left <= 0 || ::poll(&p, 1, static_cast<int>(left)) <= 0) break;
+    char buf[65536];
+    const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    if (n <= 0) break;
+    got.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return "";
+}
+
+// Issue 27.1 and 27.2: node names, resource ids (keys) and reasons holding \xff, ESC, CR,
+// U+202E and markup — from a signed status, and from a raw etcd key no node signed — reach
+// the browser only as text: the served HTML holds none of them, /api/fleet and the event
+// stream parse as JSON with U+FFFD where the bad byte was and no raw control byte, and the
+// page draws each as text (no element made of it, no script run). The server lives.
+TEST_F(FleetServe, HostileNamesKeysAndReasonsReachThePageOnlyAsText) {
+  using mesh::test::nothingRaw;
+  using mesh::test::Shown;
+  const std::string bytes = "\xff\x1b[2K\r\xe2\x80\xae";
+  const std::string markup = "<img src=x onerror=window.pwned=1>";
+  auto failing = nodeStatus("evil" + bytes + markup, 0, std::nullopt);
+  failing.failed = 1;
+  failing.failing = {{"m.<b>id" + bytes, "crash " + bytes + "<script>window.pwned=2</script>"}};
+  publish(failing, true);
+  client->put(keys.nodesPrefix() + "raw" + bytes + "<svg onload=window.pwned=3>/status",
+              "{\"not\": \"signed\"}");
+  ASSERT_NO_FATAL_FAILURE(startServe());
+  const std::string fixed = "\xef\xbf\xbd\x1b[2K\r\xe2\x80\xae";  // the bytes as JSON has them
+
+  std::string body;
+  ASSERT_TRUE(waitFor(
+      [&] {
+        const auto r = http("GET", page + "api/fleet");
+        body = r.body;
+        return r.code == 200 && body.find("\"raw") != std::string::npos &&
+               body.find("\"evil") != std::string::npos;
+      },
+      std::chrono::seconds(10)))
+      << body;
+  EXPECT_TRUE(nothingRaw(body, Shown::Json)) << "/api/fleet";
+  const auto view = json::parse(body);
+  std::set<std::string> names;
+  for (const auto& n : view.at("nodes")) names.insert(n.at("node").get<std::string>());
+  const std::string evilName = "evil" + fixed + markup;
+  const std::string rawName = "raw" + fixed + "<svg onload=window.pwned=3>";
+  EXPECT_EQ(names, (std::set<std::string>{evilName, rawName})) << body;
+  EXPECT_NE(body.find("crash \xef\xbf\xbd\\u001b[2K\\r\xe2\x80\xae<script>"), std::string::npos)
+      << body;
+  EXPECT_NE(body.find("m.<b>id\xef\xbf\xbd"), std::string::npos) << body;
+
+  const std::string event = firstFleetEvent(page, std::chrono::seconds(10));
+  ASSERT_FALSE(event.empty()) << "no fleet event within 10 s";
+  EXPECT_TRUE(nothingRaw(event, Shown::Json)) << "the event stream";
+  EXPECT_EQ(event.find('\n'), std::string::npos) << "an event's data is one line";
+  EXPECT_EQ(json::parse(event).at("nodes").size(), 2u) << event;
+
+  const auto html = http("GET", page);
+  EXPECT_EQ(html.code, 200);
+  EXPECT_TRUE(nothingRaw(html.body, Shown::Text)) << "the served page";
+  for (const char* data : {"evil", "raw", "onerror", "onload", "pwned"})
+    EXPECT_EQ(html.body.find(data), std::string::npos) << data << " in the served HTML";
+
+  browser().go(page);
+  ASSERT_TRUE(waitFor([&] { return states().size() == 2; }, std::chrono::seconds(5)))
+      << states().size() << " rows";
+  EXPECT_EQ(states().count(evilName), 1u);
+  EXPECT_EQ(states().count(rawName), 1u);
+  EXPECT_EQ(browser().run("return window.pwned === undefined;"), true) << "a script ran";
+  EXPECT_EQ(browser().run("return document.querySelectorAll('#nodes img, #nodes svg, #nodes "
+                          "script, #nodes td b b, #nodes li b').length;"),
+            0)
+      << "an element was made of the data";
+  const std::string shownName = browser().run(
+      "return Array.from(document.querySelectorAll('tr[data-node] td:first-child "
+      "b')).map(b => b.textContent).sort().join('|');");
+  EXPECT_EQ(shownName, evilName + "|" + rawName);
+  const std::string reasons = browser().run(
+      "return Array.from(document.querySelectorAll('tr[data-node] .reasons li'))"
+      ".map(li => li.textContent).join('|');");
+  EXPECT_NE(reasons.find("crash " + fixed + "<script>window.pwned=2</script>"), std::string::npos)
+      << reasons;
+  EXPECT_NE(reasons.find("m.<b>id" + fixed), std::string::npos) << reasons;
+  EXPECT_EQ(http("GET", page + "api/fleet").code, 200) << "the server stopped serving";
 }
 
 // Read-only and loopback by default: no POST, no other site's name (DNS rebinding), and a
