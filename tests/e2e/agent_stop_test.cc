@@ -30,8 +30,10 @@ using Clock = std::chrono::steady_clock;
 // once in a cycle); the first reader is held, blocked in its read, until released.
 class Feeder {
  public:
+  // A reader killed (SIGKILL) while held makes the write fail: EPIPE, not a SIGPIPE
+  // that would end the test.
   explicit Feeder(std::string path)
-      : thread_([this, path] {
+      : ignorePipe_(::signal(SIGPIPE, SIG_IGN)), thread_([this, path] {
           while (!stop_.load()) {
             const int fd = ::open(path.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
             if (fd < 0) {
@@ -58,6 +60,7 @@ class Feeder {
 
  private:
   std::atomic<bool> stop_{false}, held_{false}, release_{false};
+  sighandler_t ignorePipe_;
   std::thread thread_;
 };
 
