@@ -101,7 +101,11 @@ void AgentCore::request(const std::string& trigger) {
 
 void AgentCore::terminate(int signal) {
   // The flag first: once "stopping on" is logged, the cycle in hand stops after the
-  // resource it is at (tests wait for the line).
+  // resource it is at (tests wait for the line). What stopped it, before the flag.
+  if (!stop_.load()) {
+    stopSignal_.store(signal);
+    stopAtMs_.store(apply::nowMs());
+  }
   stop_.store(true);
   if (!stopping_)
     log_.info(fmt::format("stopping on {}{}", sigabbrev_np(signal) ? "SIG" : "",
@@ -218,7 +222,13 @@ std::optional<CycleJob> AgentCore::nextCycle(Clock::time_point now) {
   driftDebounce_.clear();
   driftDue_.reset();
   log_.info("cycle starting: " + runningTrigger_, {{"trigger", runningTrigger_}});
-  CycleJob job{runningTrigger_, *current(), {nullptr, o_.afterCycle, nullptr, nullptr}, false};
+  CycleJob job{
+      runningTrigger_, *current(), {nullptr, o_.afterCycle, nullptr, nullptr, nullptr}, false};
+  job.hooks.stopCause = [this] {
+    const int sig = stopSignal_.load();
+    const char* name = sig ? sigabbrev_np(sig) : nullptr;
+    return state::CycleStop{0, name ? std::string("SIG") + name : "", stopAtMs_.load()};
+  };
   if (fleet_)
     fleetHooks(job.hooks);
   else

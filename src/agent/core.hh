@@ -147,6 +147,10 @@ class AgentCore {
   std::optional<Clock::time_point> nextPeriodic_;
   bool stopping_ = false;
   std::atomic<bool> stop_{false};  // read by the cycle between resources
+  // What set stop_ (0: no signal) and when (unix ms), for the stopped cycle's note;
+  // written before stop_, read by the cycle's thread after it.
+  std::atomic<int> stopSignal_{0};
+  std::atomic<int64_t> stopAtMs_{0};
 
   bool running_ = false;
   std::string runningTrigger_;

@@ -45,6 +45,13 @@ LockedRun runLocked(const apply::Settings& settings, const decl::Declaration& de
     ctx.setStopFlag(&stop);
     ctx.holdRestartSlot = hooks.holdRestartSlot;
     run.report = apply::runCycle(ctx, d, d.text, &store);
+    // Stopped on request, not killed: said before anything else can fail.
+    if (run.report->interrupted) {
+      state::CycleStop why = hooks.stopCause ? hooks.stopCause() : state::CycleStop{};
+      why.cycle = run.report->cycle;
+      if (why.at == 0) why.at = apply::nowMs();
+      state::noteCycleStopped(settings.stateDir, why);
+    }
     if (hooks.after) {
       try {
         hooks.after(*run.report, store);

@@ -11,6 +11,7 @@
 #include "apply/context.hh"
 #include "apply/cycle.hh"
 #include "decl/model.hh"
+#include "state/stop_note.hh"
 #include "state/store.hh"
 
 namespace mesh::agent {
@@ -38,13 +39,17 @@ struct LockedRunHooks {
   using Newer = std::function<std::optional<decl::Declaration>(const decl::Declaration& given,
                                                                state::Store& store)>;
   Newer newer;
+  // Who asked the cycle to stop and when (its cycle number left 0), for the note a
+  // cycle stopped early leaves (state/stop_note.hh); unset: no signal named, now.
+  std::function<state::CycleStop()> stopCause;
 };
 
 // Never throws: an error that stops the whole cycle (the store cannot be
 // opened …) comes back in `error`, and the agent tries again next time.
 // `waiting` is called once when another mesh-host holds the state lock. An error
 // thrown by hooks.before ends the cycle like a store error; one thrown by
-// hooks.after comes back in afterCycleError.
+// hooks.after comes back in afterCycleError. A cycle that stopped early on `stop`
+// is noted as stopped (state/stop_note.hh) before hooks.after.
 LockedRun runLocked(const apply::Settings& settings, const decl::Declaration& declaration,
                     const std::atomic<bool>& stop,
                     const std::function<void(const std::string&)>& waiting,

@@ -142,6 +142,8 @@ void Context::expectServices(std::vector<std::string> names, bool detailed) {
 }
 
 const supervise::ServiceState& Context::service(const std::string& name) {
+  static const supervise::ServiceState kUninstalled;
+  if (planning() && planUninstalled_.count(name)) return kUninstalled;
   if (!services_) services_ = supervisor().observe(expected_, detailed_);
   auto it = services_->find(name);
   if (it == services_->end()) {

@@ -134,6 +134,10 @@ class Context {
   // Planning: `declared` would have been removed by now (an object of another
   // kind that this cycle replaces), so what follows is planned as on an empty path.
   void planRemoved(const std::string& declared) { planRemoved_.insert(declared); }
+  // Planning: this cycle would have stopped and uninstalled `service` by now (a
+  // process removed whose service name a declared one takes over), so what follows
+  // observes it as apply would: not installed, not running.
+  void planUninstalled(const std::string& service) { planUninstalled_.insert(service); }
   // Directories held open are forgotten (after a directory was removed or
   // exchanged, and at the start of every cycle).
   void forgetDirs() { dirs_.clear(); }
@@ -242,6 +246,7 @@ class Context {
   bool sweep_ = false;
   std::unordered_set<std::string> secretPaths_;
   std::unordered_set<std::string> planRemoved_;
+  std::unordered_set<std::string> planUninstalled_;
   WriteBatch writes_;
   std::vector<std::string> unsyncedParents_;  // of directories made for staged writes
   std::vector<Observe> observers_;            // one per staged write

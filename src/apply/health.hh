@@ -24,7 +24,10 @@ struct NodeHealth {
   bool cycleError = false;        // the last cycle could not run
   bool declarationError = false;  // the agent's declaration does not load
   bool supervisorError = false;   // the supervisor cannot be asked
-  bool cutShort = false;          // a cycle never finished: mesh-host died in it
+  // A cycle never finished: mesh-host died in it, or the agent was asked to stop in
+  // it. Failing either way: resources it did not reach, pruning and restarts it
+  // owes are left for the next cycle, and until then the node is not as declared.
+  bool cutShort = false;
 
   void add(const ResourceHealth& r) { failing += r.failed || r.down; }
   // Healthy: nothing failing or churning and no error; otherwise status exits 1.

@@ -14,6 +14,7 @@
 #include "cli/output.hh"
 #include "cli/time_text.hh"
 #include "state/drift_note.hh"
+#include "state/stop_note.hh"
 #include "state/store.hh"
 #include "supervise/supervisor.hh"
 #include "util/error.hh"
@@ -195,11 +196,26 @@ std::string declarationErrorLine(const state::DeclarationError& e) {
 }
 
 // The newest cycle row when it has not finished: one running now (another
-// mesh-host holds the state lock) or one cut short (mesh-host died in it).
+// mesh-host holds the state lock) or one cut short — the agent was asked to stop
+// in it (`stopped`: its note names this very cycle), or mesh-host died in it.
 struct Unfinished {
   state::Cycle cycle;
   bool running = false;
+  std::optional<state::CycleStop> stopped;
 };
+
+nlohmann::json stoppedJson(const std::optional<state::CycleStop>& s) {
+  if (!s) return nullptr;
+  return {{"signal", s->signal.empty() ? nlohmann::json() : nlohmann::json(s->signal)},
+          {"at", isoTime(s->at)}};
+}
+
+std::string stoppedLine(const state::Cycle& c, const state::CycleStop& s) {
+  return fmt::format(
+      "unfinished: cycle {} (started {}) was stopped before it finished: the agent was asked to "
+      "stop{} at {}; the next cycle completes what it began",
+      c.cycle, isoTime(c.startedAt), s.signal.empty() ? "" : " (" + s.signal + ")", isoTime(s.at));
+}
 
 std::optional<Unfinished> unfinishedCycle(state::Store& store, const std::string& stateDir) {
   // Read under the shared lock when it is free, so that a cycle that ends
@@ -215,7 +231,10 @@ std::optional<Unfinished> unfinishedCycle(state::Store& store, const std::string
   auto newest = store.lastCycle();
   lock.reset();
   if (!newest || newest->finishedAt != 0) return std::nullopt;
-  return Unfinished{*newest, lockHeld};
+  Unfinished u{*newest, lockHeld, std::nullopt};
+  if (auto stop = state::cycleStopped(stateDir); stop && stop->cycle == newest->cycle)
+    u.stopped = std::move(stop);
+  return u;
 }
 
 // The status the store shows, with the error of a cycle that could not run and
@@ -301,10 +320,13 @@ int showStatus(CommonOptions& o, const StatusOptions& so,
       c["cycle"] = unfinished->cycle.cycle;
       c["started_at"] = isoTime(unfinished->cycle.startedAt);
       c["generation"] = unfinished->cycle.generation;
-      if (unfinished->running)
+      if (unfinished->running) {
         running = std::move(c);
-      else
+      } else {
+        // Stopped on request (null: killed or crashed).
+        c["stopped"] = stoppedJson(unfinished->stopped);
         interrupted = std::move(c);
+      }
     }
     nlohmann::json out = {
         {"schema", kJsonSchema},
@@ -328,14 +350,18 @@ int showStatus(CommonOptions& o, const StatusOptions& so,
     if (declarationError) printLine(declarationErrorLine(*declarationError));
     if (!supervisorError.empty()) printLine(("error: " + supervisorError));
     if (failedInIt)
-      printLine(fmt::format("error: cycle {} (started {}) could not finish ({}): {}; the next "
-                            "cycle completes what it began",
-                            unfinished->cycle.cycle, isoTime(unfinished->cycle.startedAt),
-                            isoTime(cycleError->at), cycleError->message));
+      printLine(
+          fmt::format("error: cycle {} (started {}) could not finish ({}): {}; the next "
+                      "cycle completes what it began",
+                      unfinished->cycle.cycle, isoTime(unfinished->cycle.startedAt),
+                      isoTime(cycleError->at), cycleError->message));
+    else if (cutShort && unfinished->stopped)
+      printLine(stoppedLine(unfinished->cycle, *unfinished->stopped));
     else if (cutShort)
-      printLine(fmt::format("error: cycle {} (started {}) never finished: mesh-host was killed or "
-                            "crashed in it; the next cycle completes what it began",
-                            unfinished->cycle.cycle, isoTime(unfinished->cycle.startedAt)));
+      printLine(
+          fmt::format("error: cycle {} (started {}) never finished: mesh-host was killed or "
+                      "crashed in it; the next cycle completes what it began",
+                      unfinished->cycle.cycle, isoTime(unfinished->cycle.startedAt)));
     for (const auto& l : lines) printLine(l);
     if (drift) printLine(driftWatchLine(*drift));
     if (staleDrift) printLine(staleDriftWatchLine(*staleDrift));

@@ -11,6 +11,7 @@
 
 #include "state/reader_vfs.hh"
 #include "state/schema_sql.hh"
+#include "state/stop_note.hh"
 #include "state/store.hh"
 #include "state/store_impl.hh"
 #include "util/fd.hh"
@@ -341,6 +342,7 @@ Store Store::open(const std::string& stateDir, Access access) {
       // The page a note of why cycles cannot run is written into in place, made
       // now while there is room for it (a stat when it is there).
       prepareErrorPage(stateDir);
+      prepareStopPage(stateDir);  // and the one of a cycle stopped on request
       createShmFile(path);
       flags |= SQLITE_OPEN_READWRITE;
     } else {

@@ -19,6 +19,7 @@ struct StateDir {
   std::string lastError() const { return at(layout::kLastError); }
   std::string errorPage() const { return at(layout::kErrorPage); }
   std::string declarationError() const { return at(layout::kDeclarationError); }
+  std::string cycleStopped() const { return at(layout::kCycleStopped); }
   std::string blobs() const { return at(layout::kBlobs); }  // the default blob cache
   std::string nodeKey() const { return at(layout::kNodeKey); }
   std::string trusted() const { return at(layout::kTrusted); }

@@ -13,7 +13,9 @@
 #include <nlohmann/json.hpp>
 #include <tuple>
 
+#include "state/note_page.hh"
 #include "state/records.hh"
+#include "state/stop_note.hh"
 #include "state/store_impl.hh"
 #include "util/fd.hh"
 #include "util/fs.hh"
@@ -293,6 +295,8 @@ void Store::finishCycle(const Cycle& c) {
     throw SqliteError(SQLITE_IOERR, fmt::format("state store {}: syncing the cycle's writes failed",
                                                 impl_->db.path()));
   clearCycleError(impl_->stateDir);  // a cycle ran: an earlier failure to start is over
+  // A cycle finished: what an earlier one stopped on request left undone is done.
+  if (c.finishedAt != 0) clearCycleStopped(impl_->stateDir);
 }
 
 void Store::addHistory(const HistoryEntry& h) {
@@ -710,53 +714,16 @@ CycleError parseCycleError(std::string_view text) {
   return e;
 }
 
-// The page: kErrorPageSize bytes, made (zeros: every block allocated) while there
-// is room, then only ever overwritten in place, so a note fits on a full disk
-// too. A NUL first byte says "no error"; else the note's text, NUL-padded.
-constexpr size_t kErrorPageSize = 4096;
-
-// The page, opened for writing; made when missing (an invalid Fd when it cannot be).
-Fd openErrorPage(const std::string& stateDir) {
-  const std::string path = StateDir{stateDir}.errorPage();
-  Fd fd(::open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW));
-  if (fd || errno != ENOENT) return fd;
-  fd = Fd(::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0640));
-  if (!fd) return fd;
-  const std::string zeros(kErrorPageSize, '\0');
-  if (::fchmod(fd.get(), 0640) != 0 ||
-      ::pwrite(fd.get(), zeros.data(), zeros.size(), 0) != static_cast<ssize_t>(zeros.size()) ||
-      ::fsync(fd.get()) != 0) {
-    ::unlink(path.c_str());  // a page without its blocks would fail when it is needed
-    return Fd();
-  }
-  return fd;
-}
-
-bool writeErrorPage(int fd, std::string_view text) {
-  std::string page(text.substr(0, kErrorPageSize - 1));
-  page.resize(kErrorPageSize, '\0');
-  return ::pwrite(fd, page.data(), page.size(), 0) == static_cast<ssize_t>(page.size()) &&
-         ::fdatasync(fd) == 0;
-}
-
 std::optional<CycleError> readErrorPage(const std::string& stateDir) {
-  Fd fd(::open(StateDir{stateDir}.errorPage().c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
-  if (!fd) return std::nullopt;
-  std::string page(kErrorPageSize, '\0');
-  const ssize_t n = ::pread(fd.get(), page.data(), page.size(), 0);
-  if (n <= 0 || page[0] == '\0') return std::nullopt;
-  page.resize(std::min(page.find('\0'), static_cast<size_t>(n)));
-  return parseCycleError(page);
+  auto text = readNotePage(StateDir{stateDir}.errorPage());
+  if (!text) return std::nullopt;
+  return parseCycleError(*text);
 }
 
 }  // namespace
 
 void prepareErrorPage(const std::string& stateDir) noexcept {
-  try {
-    if (lstatPath(StateDir{stateDir}.errorPage()).has_value()) return;
-    (void)openErrorPage(stateDir);
-  } catch (...) {
-  }
+  prepareNotePage(StateDir{stateDir}.errorPage());
 }
 
 void noteCycleError(const std::string& stateDir, const std::string& message) noexcept {
@@ -771,7 +738,8 @@ void noteCycleError(const std::string& stateDir, const std::string& message) noe
                             .count();
     const std::string text = cycleErrorText(now, message);
     // In place first: that needs no new block, so it holds on a full disk too.
-    if (Fd page = openErrorPage(stateDir); page && writeErrorPage(page.get(), text)) {
+    if (Fd page = openNotePage(StateDir{stateDir}.errorPage());
+        page && writeNotePage(page.get(), text)) {
       (void)::unlink(cycleErrorPath(stateDir).c_str());  // an older note must not outrank it
       return;
     }
@@ -798,14 +766,8 @@ void clearCycleError(const std::string& stateDir) {
   if (::unlink(cycleErrorPath(stateDir).c_str()) != 0 && errno != ENOENT) {
     // Best effort: the cycle itself went well, and a stale note is only a note.
   }
-  // The page stays (made while there was room): its first byte goes to NUL, and
-  // only when it holds a note (a read and no write in the usual cycle).
-  Fd fd(::open(StateDir{stateDir}.errorPage().c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW));
-  char first = '\0';
-  if (fd && ::pread(fd.get(), &first, 1, 0) == 1 && first != '\0') {
-    const char nul = '\0';
-    if (::pwrite(fd.get(), &nul, 1, 0) == 1) (void)::fdatasync(fd.get());
-  }
+  // The page stays (made while there was room), emptied.
+  clearNotePage(StateDir{stateDir}.errorPage());
 }
 
 // The file: a JSON object {at, path, message, kept_last_good}.

@@ -16,6 +16,9 @@ inline constexpr std::string_view kLastError = "last-error";
 // says why cycles cannot run when the state directory is full.
 inline constexpr std::string_view kErrorPage = "last-error.page";
 inline constexpr std::string_view kDeclarationError = "declaration-error";
+// A cycle ended early because the agent was asked to stop (SIGTERM): which, and
+// when; a page written in place, as last-error.page is.
+inline constexpr std::string_view kCycleStopped = "cycle-stopped.page";
 inline constexpr std::string_view kBlobs = "blobs";      // the default blob cache
 inline constexpr std::string_view kBundles = "bundles";  // process bundles, one per digest
 inline constexpr std::string_view kNodeKey = "node.key";

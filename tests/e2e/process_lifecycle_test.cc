@@ -196,6 +196,57 @@ TEST_P(ProcessLife, AServiceNameTakenOverInOneCycleIsStoppedThenInstalled) {
   }
 }
 
+// Item 5, as `plan` shows it: for that same change the plan says what apply then does —
+// the old process removed (stopped), the new one created with its unit from nothing —
+// through the cycle's one path (it showed the new one compared against the old one's
+// unit: "would update … unit edited", a diff from the old unit). A reviewed plan of the
+// change (`plan --out`, `apply --plan`) is applied, not refused as stale.
+TEST_P(ProcessLife, APlanOfAServiceNameTakenOverShowsWhatApplyDoes) {
+  ASSERT_EQ(apply(declare(text())).code, 0);
+  std::string next = text();
+  const std::string from = "[module." + module + ".process.runtime]";
+  next.replace(next.find(from), from.size(), "[module." + module + ".process.worker]");
+  const std::string decl = declare(next, "renamed.toml");
+  const std::string worker = module + ".worker";
+
+  Result planned = plan(decl, /*json=*/true);
+  ASSERT_EQ(planned.code, 3) << planned.out << planned.err;
+  const auto pj = planned.json();
+  auto gone = outcomeOf(pj, id());
+  EXPECT_EQ(gone["outcome"], "removed") << gone.dump();
+  EXPECT_EQ(gone["detail"], "would stop and remove " + service()) << gone.dump();
+  auto added = outcomeOf(pj, worker);
+  EXPECT_EQ(added["outcome"], "created") << added.dump();
+  EXPECT_EQ(added["would"], "start") << added.dump();
+  EXPECT_NE(added["detail"].get<std::string>().find("running as " + service()), std::string::npos)
+      << added.dump();
+  // The unit's diff is from nothing: every line added, none of the old unit's removed.
+  const std::string diff = added["diff"];
+  EXPECT_NE(diff.find("--- /dev/null"), std::string::npos) << diff;
+
+  Result shown = plan(decl);
+  EXPECT_NE(shown.out.find("would remove " + id()), std::string::npos) << shown.out;
+  EXPECT_NE(shown.out.find("would create " + worker), std::string::npos) << shown.out;
+  EXPECT_EQ(shown.out.find("would update"), std::string::npos) << shown.out;
+
+  const std::string planPath = work + "/renamed.plan";
+  Result out = mesh({"plan", decl, "--out", planPath});
+  ASSERT_EQ(out.code, 3) << out.out << out.err;
+  Result applied = mesh({"apply", "--plan", planPath, "--json"});
+  ASSERT_EQ(applied.code, 0) << applied.out << applied.err;
+  // Apply reports what the plan said, resource by resource, in the plan's order.
+  const auto aj = applied.json();
+  ASSERT_EQ(aj["outcomes"].size(), pj["outcomes"].size()) << applied.out;
+  for (size_t i = 0; i < pj["outcomes"].size(); ++i) {
+    const auto& p = pj["outcomes"][i];
+    const auto& a = aj["outcomes"][i];
+    EXPECT_EQ(a["id"], p["id"]) << applied.out;
+    EXPECT_EQ(a["outcome"], p["outcome"]) << "planned " << p.dump() << "\napplied " << a.dump();
+    EXPECT_EQ(a["reason"], p["reason"]) << "planned " << p.dump() << "\napplied " << a.dump();
+  }
+  EXPECT_EQ(outcomeOf(aj, id())["detail"], "stopped and removed " + service());
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, ProcessLife, ::testing::Values("builtin", "systemd"),
                          [](const auto& info) { return info.param; });
 

@@ -294,6 +294,8 @@ class ProcessApplier : public Applier {
       if (svc.active) ctx.supervisor().stop(prev.service);
       if (svc.installed) ctx.supervisor().uninstall(prev.service);
     });
+    // A declared process that takes the name over later in this cycle finds it gone.
+    if (ctx.planning()) ctx.planUninstalled(prev.service);
     return Removal::removed(fmt::format(
         "{} {}", ctx.planning() ? "would stop and remove" : "stopped and removed", prev.service));
   }
