@@ -52,8 +52,8 @@ class SettleWindow {
   // launch (one deadline for all), then judged in the order of `names`. Returns
   // why, for each one that did not stay up. Names never launched are skipped; with
   // nothing to judge it returns at once, without a wait.
-  std::map<std::string, std::string> settle(const std::vector<std::string>& names,
-                                            const Wait& wait, const Judge& judge) {
+  std::map<std::string, std::string> settle(const std::vector<std::string>& names, const Wait& wait,
+                                            const Judge& judge) {
     std::map<std::string, std::string> failed;
     std::vector<std::pair<std::string, Token>> judged;
     Clock::time_point deadline{};
@@ -61,8 +61,8 @@ class SettleWindow {
       auto it = launched_.find(n);
       if (it == launched_.end()) continue;
       if (!it->second.windowless) {
-        deadline = judged.empty() ? it->second.at + window_
-                                  : std::max(deadline, it->second.at + window_);
+        deadline =
+            judged.empty() ? it->second.at + window_ : std::max(deadline, it->second.at + window_);
         judged.emplace_back(n, std::move(it->second.token));
       }
       launched_.erase(it);

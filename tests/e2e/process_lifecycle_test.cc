@@ -29,10 +29,10 @@ class ProcessLife : public ProcessNode {
   // after `restartSec`.
   std::string failing(const std::string& restartSec = "30", const std::string& extra = "") {
     if (failBundle.empty())
-      failBundle = publish(
-          makeArchive({{"bin/fail", "#!/bin/sh\necho starting\nprintf '" + std::string(kLastLine) +
-                                        "\\n'\nexit 1\n"}},
-                      "chmod 755 bin/fail && tar -cf out bin"));
+      failBundle =
+          publish(makeArchive({{"bin/fail", "#!/bin/sh\necho starting\nprintf '" +
+                                                std::string(kLastLine) + "\\n'\nexit 1\n"}},
+                              "chmod 755 bin/fail && tar -cf out bin"));
     return fmt::format(R"(
 [module.{0}.process.runtime]
 bundle = "{1}"
@@ -75,8 +75,7 @@ TEST_P(ProcessLife, AServiceThatExitsAtOnceFailsOnBothBackends) {
   auto o = outcomeOf(r.json(), id());
   EXPECT_EQ(o["outcome"], "failed") << o.dump();
   const std::string why = o["reason"];
-  EXPECT_NE(why.find("start of " + service() + " failed: exited with status 1"),
-            std::string::npos)
+  EXPECT_NE(why.find("start of " + service() + " failed: exited with status 1"), std::string::npos)
       << why;
   EXPECT_NE(why.find(std::string(": ") + kLastLineBytes), std::string::npos) << why;
   EXPECT_EQ(r.out.find('\x1b'), std::string::npos) << "a raw ESC in the JSON: " << r.out;

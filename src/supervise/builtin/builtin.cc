@@ -113,7 +113,8 @@ class BuiltinSupervisor : public Supervisor {
   // its start: it must be the same process, still running.
   std::map<std::string, std::string> settle(const std::vector<std::string>& names) override {
     return window_.settle(
-        names, [](std::chrono::milliseconds left) { ::poll(nullptr, 0, static_cast<int>(left.count())); },
+        names,
+        [](std::chrono::milliseconds left) { ::poll(nullptr, 0, static_cast<int>(left.count())); },
         [this](const std::string& name, const pid_t& pid) { return stayedUp(name, pid); });
   }
   void stop(const std::string& name) override {

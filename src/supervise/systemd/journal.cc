@@ -54,9 +54,8 @@ std::optional<std::string> lastLine(const std::string& directory, const std::str
   if (run.invocationId.empty() && run.mainPid == 0) return std::nullopt;
   const auto deadline = std::chrono::steady_clock::now() + wait;
   sd_journal* raw = nullptr;
-  const int r = directory.empty()
-                    ? sd_journal_open(&raw, SD_JOURNAL_LOCAL_ONLY | SD_JOURNAL_SYSTEM)
-                    : sd_journal_open_directory(&raw, directory.c_str(), 0);
+  const int r = directory.empty() ? sd_journal_open(&raw, SD_JOURNAL_LOCAL_ONLY | SD_JOURNAL_SYSTEM)
+                                  : sd_journal_open_directory(&raw, directory.c_str(), 0);
   if (r < 0) return std::nullopt;
   JournalPtr j(raw);
   // (unit AND invocation id) OR (unit AND main pid): fields of one term are

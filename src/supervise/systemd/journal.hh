@@ -4,8 +4,8 @@
 //
 // Only the run mesh-host started counts: entries are matched by the unit
 // (_SYSTEMD_UNIT=) and by that run's invocation id (_SYSTEMD_INVOCATION_ID=, the
-// unit's InvocationID when its start job was done), so output of an earlier run
-// — or of a later one Restart= made — is never shown. journald reads the id from
+// unit's InvocationID while its ExecMainPID is the run's), so output of an
+// earlier run — or of a later one Restart= made — is never shown. journald reads the id from
 // the sender's cgroup, so a process that exits at once — the very one whose output
 // is wanted — often leaves entries without it (systemd 252: about half of them;
 // _SYSTEMD_UNIT it still has, from the stream's header). Those count when they

@@ -193,7 +193,9 @@ class SystemdSupervisor final : public Supervisor {
   }
 
   // A start or restart whose job was done: what settle() looks at — its main
-  // process and invocation id, which also find its output in the journal.
+  // process, and when it was asked for. No more than that on the success path: the
+  // journal's other key, the invocation id, is read only when it failed
+  // (outputOf).
   void launchedNow(const std::string& name, uint64_t sinceUs) {
     sdjournal::Run run;
     run.sinceUs = sinceUs;
@@ -202,13 +204,11 @@ class SystemdSupervisor final : public Supervisor {
       const std::string path = bus_->loadUnit(name);
       const std::string type = bus_->getString(path, "Service", "Type");
       windowless = type == "notify" || type == "notify-reload" || type == "oneshot";
-      if (!windowless) {
-        run.mainPid = bus_->getU32(path, "Service", "MainPID");
-        // Exited already (MainPID 0): its ExecMainPID still names it, and a main
-        // process running at the look is then another one, which Restart= made.
-        if (run.mainPid == 0) run.mainPid = bus_->getU32(path, "Service", "ExecMainPID");
-        run.invocationId = bus_->getHex(path, "Unit", "InvocationID");
-      }
+      run.mainPid = bus_->getU32(path, "Service", "MainPID");
+      // Exited already (MainPID 0): its ExecMainPID still names it, and a main
+      // process running at the look is then another one, which Restart= made.
+      if (run.mainPid == 0 && !windowless)
+        run.mainPid = bus_->getU32(path, "Service", "ExecMainPID");
     } catch (const BusError&) {
       // Collected already: settle() finds it gone.
     }
@@ -230,12 +230,26 @@ class SystemdSupervisor final : public Supervisor {
     }
     if (active == "active" && sub != "auto-restart" && (run.mainPid == 0 || pid == run.mainPid))
       return {};
-    std::string why = notSettled(describeExit(readExit(path)), lastLine(name, run));
+    std::string why = notSettled(describeExit(readExit(path)), lastLine(name, outputOf(path, run)));
     if (active == "active" && sub != "auto-restart")
       why += fmt::format(" (restarted by Restart= as pid {})", pid);
     else if (sub == "auto-restart")
       why += " (waiting to be restarted by Restart=)";
     return why + seeJournal(name);
+  }
+
+  // `run` with its invocation id, read now: the unit's InvocationID is still the
+  // run's while its ExecMainPID is (a run Restart= made since has its own).
+  sdjournal::Run outputOf(const std::string& path, sdjournal::Run run) {
+    try {
+      const std::string id = bus_->getHex(path, "Unit", "InvocationID");
+      const uint32_t execMain = bus_->getU32(path, "Service", "ExecMainPID");
+      if (run.mainPid == 0) run.mainPid = execMain;
+      if (execMain == run.mainPid) run.invocationId = id;
+    } catch (const Error&) {
+      // Collected meanwhile: the main pid alone finds its output.
+    }
+    return run;
   }
 
   static std::string seeJournal(const std::string& name) {
@@ -276,8 +290,7 @@ class SystemdSupervisor final : public Supervisor {
   // systemd said and where to look.
   // `sinceUs`, for a start or restart: when it was asked for (its failure's
   // reason then names the run's last line of output).
-  void runJob(const char* verb, const char* method, const std::string& name,
-              uint64_t sinceUs = 0) {
+  void runJob(const char* verb, const char* method, const std::string& name, uint64_t sinceUs = 0) {
     std::string result;
     try {
       result = bus_->runJob(method, name, kJobTimeout);
@@ -300,19 +313,15 @@ class SystemdSupervisor final : public Supervisor {
     throw Error("{} of {} failed: {}; see journalctl -u {}", verb, name, why, name);
   }
 
-  // The run a failed start job made: the unit's invocation id and last main
-  // process, as systemd keeps them after the failure (empty when it cannot say).
+  // The run a failed start job made, as systemd keeps it after the failure.
   sdjournal::Run failedRun(const std::string& name, uint64_t sinceUs) {
     sdjournal::Run run;
     run.sinceUs = sinceUs;
     try {
-      const std::string path = bus_->loadUnit(name);
-      run.invocationId = bus_->getHex(path, "Unit", "InvocationID");
-      run.mainPid = bus_->getU32(path, "Service", "ExecMainPID");
+      return outputOf(bus_->loadUnit(name), run);
     } catch (const Error&) {
-      // Not loaded: it never ran, and wrote nothing.
+      return run;  // not loaded: it never ran, and wrote nothing
     }
-    return run;
   }
 
   static uint64_t realtimeUs() {
@@ -355,7 +364,7 @@ class SystemdSupervisor final : public Supervisor {
 
   sdbus::UnitDir units_;
   std::unique_ptr<sdbus::Manager> bus_;
-  std::string journalDir_;  // "" → the local journal
+  std::string journalDir_;               // "" → the local journal
   SettleWindow<sdjournal::Run> window_;  // started or restarted, not settled yet
   bool reloadOwed_ = false;
   int64_t reloads_ = 0;

@@ -207,8 +207,9 @@ TEST_F(SystemdLifecycleTest, ProgramThatFailsAtOnceUnderRestartAlwaysFailsTheSta
 // builtin supervisor's does — read from the journal, this run's entries only.
 TEST_F(SystemdLifecycleTest, ProgramThatFailsAtOnceNamesItsLastLineOfOutput) {
   auto name = service();
-  sup->install(unit(name, {{"ExecStart", "/bin/sh -c 'echo starting; echo config 7 is broken; "
-                                         "exit 1'"},
+  sup->install(unit(name, {{"ExecStart",
+                            "/bin/sh -c 'echo starting; echo config 7 is broken; "
+                            "exit 1'"},
                            {"Restart", "no"}}));
   sup->start(name);
   const std::string m = sup->settle({name})[name];
@@ -223,8 +224,8 @@ TEST_F(SystemdLifecycleTest, ProgramThatFailsAtOnceNamesItsLastLineOfOutput) {
 // invocation id. (The second run writes nothing.)
 TEST_F(SystemdLifecycleTest, TheLastLineIsNeverAnEarlierRuns) {
   auto name = service();
-  sup->install(unit(name, {{"ExecStart", "/bin/sh -c 'echo first run broke; exit 1'"},
-                           {"Restart", "no"}}));
+  sup->install(
+      unit(name, {{"ExecStart", "/bin/sh -c 'echo first run broke; exit 1'"}, {"Restart", "no"}}));
   sup->start(name);
   const std::string first = sup->settle({name})[name];
   ASSERT_NE(first.find(": first run broke;"), std::string::npos) << first;
@@ -284,8 +285,8 @@ TEST_F(SystemdLifecycleTest, AJournalThatCannotBeReadLeavesTheLineOut) {
   o.journalDir = ns->dir() + "/no-journal-here";
   sup = supervise::openSystemd(o);
   auto name = service();
-  sup->install(unit(name, {{"ExecStart", "/bin/sh -c 'echo config 7 is broken; exit 1'"},
-                           {"Restart", "no"}}));
+  sup->install(unit(
+      name, {{"ExecStart", "/bin/sh -c 'echo config 7 is broken; exit 1'"}, {"Restart", "no"}}));
   sup->start(name);
   const auto t0 = std::chrono::steady_clock::now();
   const std::string m = sup->settle({name})[name];
