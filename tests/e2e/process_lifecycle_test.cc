@@ -79,8 +79,9 @@ TEST_P(ProcessLife, AServiceThatExitsAtOnceFailsOnBothBackends) {
       << why;
   EXPECT_NE(why.find(std::string(": ") + kLastLineBytes), std::string::npos) << why;
   EXPECT_EQ(r.out.find('\x1b'), std::string::npos) << "a raw ESC in the JSON: " << r.out;
-  if (GetParam() == "systemd")
+  if (GetParam() == "systemd") {
     EXPECT_NE(why.find("; see journalctl -u " + service()), std::string::npos) << why;
+  }
   Result st = mesh({"status"});
   EXPECT_EQ(st.code, 1) << st.out;
 }
