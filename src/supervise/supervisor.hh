@@ -141,6 +141,9 @@ struct Options {
   // positional brace-initialisers of the fields above stay valid (and, with its
   // default initialiser, free of -Wmissing-field-initializers).
   std::string runtimeDir = {};
+  // systemd: where to read a failed service's last line of output — a directory
+  // of journal files; "" → $MESH_HOST_JOURNAL_DIR, else the local system journal.
+  std::string journalDir = {};
 };
 
 std::unique_ptr<Supervisor> openBuiltin(const Options& o);

@@ -20,7 +20,8 @@ class ProcessNode : public Node, public ::testing::WithParamInterface<std::strin
       if (!SystemdNamespace::available(&skipWhy)) GTEST_SKIP() << skipWhy;
       auto& ns = SystemdNamespace::instance();
       extraArgs = {"--supervisor", "systemd", "--unit-dir", ns.unitDir()};
-      extraEnv = {{"DBUS_SYSTEM_BUS_ADDRESS", ns.busAddress()}};
+      extraEnv = {{"DBUS_SYSTEM_BUS_ADDRESS", ns.busAddress()},
+                  {"MESH_HOST_JOURNAL_DIR", ns.journalDir()}};
     } else {
       extraArgs = {"--supervisor", "builtin"};
     }

@@ -1,6 +1,6 @@
 // A process's life where it meets the supervisor, with one rule on both backends:
-// a service that does not stay up after its start is `failed` (its exit status,
-// under the builtin supervisor its last line of output too); what mesh-host
+// a service that does not stay up after its start is `failed` with its exit
+// status and its last line of output; what mesh-host
 // installed is its own from the moment it installs it, so removal always stops
 // and removes it; a crash loop the supervisor handles is reported failing, never
 // started over by mesh-host; and a process removed while another takes its
@@ -20,13 +20,19 @@ namespace fs = std::filesystem;
 
 class ProcessLife : public ProcessNode {
  protected:
+  // The failing service's last line of output, as printf(1) writes it: with an
+  // ESC (bytes from outside, escaped where shown), as the reason must carry it.
+  static constexpr const char* kLastLine = "config \\033[1mbroken\\033[0m at line 7";
+  static constexpr const char* kLastLineBytes = "config \x1b[1mbroken\x1b[0m at line 7";
+
   // A service that says why and exits 1 at once; its supervisor would restart it
   // after `restartSec`.
   std::string failing(const std::string& restartSec = "30", const std::string& extra = "") {
     if (failBundle.empty())
-      failBundle = publish(
-          makeArchive({{"bin/fail", "#!/bin/sh\necho starting\necho config is broken\nexit 1\n"}},
-                      "chmod 755 bin/fail && tar -cf out bin"));
+      failBundle =
+          publish(makeArchive({{"bin/fail", "#!/bin/sh\necho starting\nprintf '" +
+                                                std::string(kLastLine) + "\\n'\nexit 1\n"}},
+                              "chmod 755 bin/fail && tar -cf out bin"));
     return fmt::format(R"(
 [module.{0}.process.runtime]
 bundle = "{1}"
@@ -61,22 +67,32 @@ unit = {{ ExecStart = "{{bundle}}/bin/fail", Restart = "always", RestartSec = "{
 
 // Item 3: the same declaration — a service that exits 1 at once, Restart=always —
 // is `failed`, exit 1, on both backends (systemd said `created … running as`,
-// exit 0, then `unchanged`), with its exit status; the builtin supervisor adds
-// its last line of output, systemd points at the journal.
+// exit 0, then `unchanged`), with its exit status and its last line of output
+// (the systemd backend reads it from the journal, this run's entries only).
 TEST_P(ProcessLife, AServiceThatExitsAtOnceFailsOnBothBackends) {
   Result r = apply(declare(failing("100ms")));
   EXPECT_EQ(r.code, 1) << r.out << r.err;
   auto o = outcomeOf(r.json(), id());
   EXPECT_EQ(o["outcome"], "failed") << o.dump();
   const std::string why = o["reason"];
-  EXPECT_NE(why.find("start of " + service() + " failed"), std::string::npos) << why;
-  EXPECT_NE(why.find("exited with status 1"), std::string::npos) << why;
-  if (GetParam() == "builtin")
-    EXPECT_NE(why.find("config is broken"), std::string::npos) << why;
-  else
-    EXPECT_NE(why.find("journalctl -u " + service()), std::string::npos) << why;
+  EXPECT_NE(why.find("start of " + service() + " failed: exited with status 1"), std::string::npos)
+      << why;
+  EXPECT_NE(why.find(std::string(": ") + kLastLineBytes), std::string::npos) << why;
+  EXPECT_EQ(r.out.find('\x1b'), std::string::npos) << "a raw ESC in the JSON: " << r.out;
+  if (GetParam() == "systemd") {
+    EXPECT_NE(why.find("; see journalctl -u " + service()), std::string::npos) << why;
+  }
   Result st = mesh({"status"});
   EXPECT_EQ(st.code, 1) << st.out;
+}
+
+// Item 3: the last line is bytes from outside: shown escaped on a terminal, on
+// both backends alike.
+TEST_P(ProcessLife, TheLastLineOfAFailedStartIsShownEscaped) {
+  Result r = apply(declare(failing()), /*json=*/false);
+  EXPECT_EQ(r.code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("config \\e[1mbroken\\e[0m at line 7"), std::string::npos) << r.out;
+  EXPECT_EQ((r.out + r.err).find('\x1b'), std::string::npos) << "a raw ESC: " << r.out << r.err;
 }
 
 // Item 3: the warning naming keys the builtin supervisor cannot honour is printed

@@ -17,6 +17,8 @@ class SystemdNamespace {
 
   const std::string& unitDir() const { return unitDir_; }
   const std::string& busAddress() const { return bus_; }
+  // Where its journald keeps the journal: MESH_HOST_JOURNAL_DIR for mesh-host.
+  std::string journalDir() const { return dir_ + "/run/log/journal"; }
   Result ctl(const std::vector<std::string>& args) const;  // systemctl inside
 
   ~SystemdNamespace();

@@ -43,6 +43,7 @@ class SystemdBackendTest : public ::testing::Test {
     supervise::Options o;
     o.unitDir = ns->unitDir();
     o.busAddress = ns->busAddress();
+    o.journalDir = ns->journalDir();
     return o;
   }
 

@@ -21,9 +21,12 @@ class SystemdNamespace {
   static SystemdNamespace& shared();
 
   const std::string& dir() const { return dir_; }
-  // What the systemd backend needs: Options::busAddress and Options::unitDir.
+  // What the systemd backend needs: Options::busAddress, unitDir and journalDir.
   std::string busAddress() const { return "unix:path=" + dir_ + "/run/dbus/system_bus_socket"; }
   std::string unitDir() const { return dir_ + "/etc"; }
+  // Where its journald keeps the journal (its /run/log/journal; nothing flushes it
+  // to /var): Options::journalDir, MESH_HOST_JOURNAL_DIR.
+  std::string journalDir() const { return dir_ + "/run/log/journal"; }
 
   // `systemctl ARGS` inside; returns stdout (throws when it exits non-zero and
   // `check`).

@@ -4,7 +4,8 @@
 # whose PID 1 is not systemd (CI). Adapted from the workplace's shared systemd test harness.
 #
 #   sdns.sh start DIR        boot it; returns once SystemState is running or degraded (~0.4 s)
-#   sdns.sh env DIR          print DBUS_SYSTEM_BUS_ADDRESS=... for sd-bus clients on the host
+#   sdns.sh env DIR          print DBUS_SYSTEM_BUS_ADDRESS=... for sd-bus clients on the host, and
+#                            MESH_HOST_JOURNAL_DIR=... (where its journald keeps the journal)
 #   sdns.sh ctl DIR ARGS...  `systemctl ARGS` inside the namespace
 #   sdns.sh exec DIR CMD...  any command inside the namespace (journalctl, busctl, sh ...)
 #   sdns.sh pids DIR UNIT    host PIDs of UNIT's processes, one a line (from its cgroup)
@@ -22,6 +23,7 @@
 #   DIR/etc/                      ==   /etc/systemd/system  (mesh-host's --unit-dir is DIR/etc)
 #   DIR/run/                      ==   /run                 (private)
 #   DIR/run/dbus/system_bus_socket     dbus-daemon --system (socket-activated)
+#   DIR/run/log/journal/               systemd-journald's runtime journal (never flushed to /var)
 #   DIR/base/                          whitelisted vendor units (links into /lib/systemd/system)
 #   DIR/console.log                    systemd's own log (/dev/console is a pty from script(1))
 #   DIR/pid, DIR/cgroup                host PID of systemd; the namespace's host cgroup
@@ -162,7 +164,7 @@ start)
   done
   die "timeout waiting for systemd; console.log: $(tail -c 2000 "$D/console.log")"
   ;;
-env)  echo "DBUS_SYSTEM_BUS_ADDRESS=$(busaddr)" ;;
+env)  echo "DBUS_SYSTEM_BUS_ADDRESS=$(busaddr)"; echo "MESH_HOST_JOURNAL_DIR=$D/run/log/journal" ;;
 ctl)  p=$(nspid) || die "not running"; exec nsenter -t "$p" -m -p -- systemctl "$@" ;;
 exec) p=$(nspid) || die "not running"; exec nsenter -t "$p" -m -p -u -- "$@" ;;
 pids)

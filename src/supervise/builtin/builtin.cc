@@ -16,6 +16,7 @@
 #include "supervise/builtin/service_files.hh"
 #include "supervise/builtin/spawn_supervisor.hh"
 #include "supervise/builtin/unit_config.hh"
+#include "supervise/settle_window.hh"
 #include "supervise/supervisor.hh"
 #include "util/error.hh"
 #include "util/fs.hh"
@@ -111,33 +112,13 @@ class BuiltinSupervisor : public Supervisor {
   // here every service started since is looked at once kSettle has passed since
   // its start: it must be the same process, still running.
   std::map<std::string, std::string> settle(const std::vector<std::string>& names) override {
-    std::map<std::string, std::string> failed;
-    auto deadline = std::chrono::steady_clock::time_point::min();
-    std::vector<std::pair<std::string, Launched>> looked;
-    for (const auto& n : names) {
-      auto it = launched_.find(n);
-      if (it == launched_.end()) continue;
-      if (!it->second.notify) {
-        deadline = std::max(deadline, it->second.at + kSettle);
-        looked.emplace_back(n, it->second);
-      }
-      launched_.erase(it);
-    }
-    // Nothing to wait for (none launched, or Type=notify only): no deadline — and
-    // time_point::min() less now would overflow into a wait of weeks.
-    if (looked.empty()) return failed;
-    for (;;) {
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-          deadline - std::chrono::steady_clock::now());
-      if (left.count() <= 0) break;
-      ::poll(nullptr, 0, static_cast<int>(left.count()) + 1);
-    }
-    for (const auto& [name, l] : looked)
-      if (auto why = stayedUp(name, l); !why.empty()) failed[name] = why;
-    return failed;
+    return window_.settle(
+        names,
+        [](std::chrono::milliseconds left) { ::poll(nullptr, 0, static_cast<int>(left.count())); },
+        [this](const std::string& name, const pid_t& pid) { return stayedUp(name, pid); });
   }
   void stop(const std::string& name) override {
-    launched_.erase(name);
+    window_.forget(name);
     (void)act(name, "stop");
   }
   void reloadService(const std::string& name) override { (void)act(name, "reload"); }
@@ -360,35 +341,30 @@ class BuiltinSupervisor : public Supervisor {
     throw failed(fmt::format("its supervisor does not answer on {}; see {}", p.socket, p.log));
   }
 
-  // A start or restart that succeeded: what settle() looks at.
-  struct Launched {
-    std::chrono::steady_clock::time_point at;
-    pid_t pid = 0;
-    bool notify = false;  // started at READY=1: no settle window
-  };
+  // A start or restart that succeeded: what settle() looks at is its pid; a
+  // Type=notify one started at READY=1 and has no window.
   void launched(const std::string& name, const Reply& r) {
-    Launched l{std::chrono::steady_clock::now(), r.pid, false};
+    bool notify = false;
     try {
       if (auto text = readFile(paths(name).unit))
-        l.notify = builtin::parseServiceConfig(builtin::parseServiceSection(*text)).type ==
-                   builtin::ServiceType::Notify;
+        notify = builtin::parseServiceConfig(builtin::parseServiceSection(*text)).type ==
+                 builtin::ServiceType::Notify;
     } catch (const std::exception&) {
       // It started: the unit parsed when its supervisor read it.
     }
-    launched_[name] = l;
+    window_.launched(name, r.pid, notify);
   }
 
-  // "" when the service started as `l` is still that process, running; else why
+  // "" when the service started as `pid` is still that process, running; else why
   // not, with its last line of output.
-  std::string stayedUp(const std::string& name, const Launched& l) const {
+  std::string stayedUp(const std::string& name, pid_t pid) const {
     auto [p, lock] = locate(name);
     std::optional<builtin::Status> st;
     if (lock.stale) st = askStatus(p);
     if (!st) st = builtin::readStatus(p.status);
-    if (st && lock.held && st->state == "active" && (l.pid <= 0 || st->pid == l.pid)) return {};
-    std::string how = st && !st->lastExit.empty() ? st->lastExit : "it stopped";
-    std::string why = fmt::format("{} within {}ms of its start", how, kSettle.count());
-    if (auto line = lastServiceLine(p.log); !line.empty()) why += ": " + line;
+    if (st && lock.held && st->state == "active" && (pid <= 0 || st->pid == pid)) return {};
+    std::string why = notSettled(st && !st->lastExit.empty() ? st->lastExit : "it stopped",
+                                 lastServiceLine(p.log));
     if (st && lock.held && st->state == "active")
       why += fmt::format(" (restarted by Restart= as pid {})", st->pid);
     else if (st && st->state == "backoff")
@@ -411,7 +387,7 @@ class BuiltinSupervisor : public Supervisor {
       if (const size_t sp = line.find(' '); sp != std::string_view::npos)
         line.remove_prefix(sp + 1);
       if (line.empty() || line.starts_with("mesh-host-supervise: ")) continue;
-      return std::string(line.substr(0, 500));
+      return reasonLine(line);
     }
     return {};
   }
@@ -426,8 +402,8 @@ class BuiltinSupervisor : public Supervisor {
   std::string exe_;
   // Services observe() found running without a supervisor; flush() adopts them.
   std::set<std::string> orphans_;
-  // Started or restarted, not settled yet.
-  std::map<std::string, Launched> launched_;
+  // Started or restarted, not settled yet: each with the pid it started.
+  SettleWindow<pid_t> window_;
 };
 
 }  // namespace

@@ -3,6 +3,7 @@
 target_sources(mesh_supervise PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/bus.cc
   ${CMAKE_CURRENT_LIST_DIR}/explain.cc
+  ${CMAKE_CURRENT_LIST_DIR}/journal.cc
   ${CMAKE_CURRENT_LIST_DIR}/manager.cc
   ${CMAKE_CURRENT_LIST_DIR}/systemd.cc
   ${CMAKE_CURRENT_LIST_DIR}/unit_dir.cc)

@@ -3,6 +3,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "util/digest.hh"
+
 namespace mesh::supervise::sdbus {
 
 namespace {
@@ -233,6 +235,20 @@ int32_t Manager::getI32(const std::string& path, const char* i, const char* prop
 bool Manager::getBool(const std::string& path, const char* i, const char* prop) {
   // D-Bus booleans travel as 32-bit ints.
   return getTrivial<int>(bus_.get(), path, i, prop, 'b') != 0;
+}
+
+std::string Manager::getHex(const std::string& path, const char* i, const char* prop) {
+  CallError err;
+  sd_bus_message* raw = nullptr;
+  int r = sd_bus_get_property(bus_.get(), kDest, path.c_str(), iface(i).c_str(), prop, err.get(),
+                              &raw, "ay");
+  if (r < 0) err.raise(r);
+  MessagePtr reply(raw);
+  const void* bytes = nullptr;
+  size_t n = 0;
+  check(sd_bus_message_read_array(reply.get(), 'y', &bytes, &n),
+        "cannot read a byte-array property");
+  return toHex(static_cast<const unsigned char*>(bytes), n);
 }
 
 }  // namespace mesh::supervise::sdbus

@@ -68,6 +68,9 @@ class Manager {
   uint32_t getU32(const std::string& path, const char* iface, const char* prop);
   int32_t getI32(const std::string& path, const char* iface, const char* prop);
   bool getBool(const std::string& path, const char* iface, const char* prop);
+  // A byte-array property ("ay") in lowercase hex, as the journal spells an id:
+  // Unit.InvocationID → "3946886e165449aa9307e0685900f048" ("" when unset).
+  std::string getHex(const std::string& path, const char* iface, const char* prop);
 
   // Processes incoming messages (signals) for `d`; used to let a just-started
   // service settle.

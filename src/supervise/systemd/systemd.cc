@@ -8,8 +8,10 @@
 #include <chrono>
 #include <optional>
 
+#include "supervise/settle_window.hh"
 #include "supervise/supervisor.hh"
 #include "supervise/systemd/explain.hh"
+#include "supervise/systemd/journal.hh"
 #include "supervise/systemd/manager.hh"
 #include "supervise/systemd/unit_dir.hh"
 #include "util/error.hh"
@@ -24,6 +26,9 @@ using sdbus::BusError;
 // Longer than systemd's default TimeoutStartSec=/TimeoutStopSec= (90 s), so a job
 // that honours the defaults ends (in success or failure) before we stop waiting.
 constexpr auto kJobTimeout = 120s;
+// How long a failure's reason waits for journald to write the service's output
+// (it may lag the exit by a few ms); only ever paid by a start that failed.
+constexpr auto kJournalWait = 200ms;
 bool isRunning(const std::string& activeState) {
   return activeState == "active" || activeState == "activating" || activeState == "reloading";
 }
@@ -32,7 +37,8 @@ class SystemdSupervisor final : public Supervisor {
  public:
   explicit SystemdSupervisor(const Options& o)
       : units_(o.unitDir.empty() ? "/etc/systemd/system" : o.unitDir),
-        bus_(sdbus::Manager::connect(o.busAddress)) {}
+        bus_(sdbus::Manager::connect(o.busAddress)),
+        journalDir_(sdjournal::journalDirectory(o.journalDir)) {}
 
   std::string name() const override { return "systemd"; }
 
@@ -102,32 +108,15 @@ class SystemdSupervisor final : public Supervisor {
   // (Type=notify: its job is done at READY=1, the readiness it declares; oneshot:
   // its job is done when it has run. Neither has a window.)
   std::map<std::string, std::string> settle(const std::vector<std::string>& names) override {
-    std::map<std::string, std::string> failed;
-    auto deadline = std::chrono::steady_clock::time_point::min();
-    std::vector<std::pair<std::string, Launched>> looked;
-    for (const auto& n : names) {
-      auto it = launched_.find(n);
-      if (it == launched_.end()) continue;
-      if (!it->second.windowless) {
-        deadline = std::max(deadline, it->second.at + kSettle);
-        looked.emplace_back(n, it->second);
-      }
-      launched_.erase(it);
-    }
-    // Nothing to wait for: no deadline (time_point::min() less now would overflow).
-    if (looked.empty()) return failed;
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - std::chrono::steady_clock::now());
-    if (left.count() > 0) bus_->pump(left);
-    for (const auto& [name, l] : looked)
-      if (auto why = stayedUp(name, l); !why.empty()) failed[name] = why;
-    return failed;
+    return window_.settle(
+        names, [this](std::chrono::milliseconds left) { bus_->pump(left); },
+        [this](const std::string& name, const sdjournal::Run& run) { return stayedUp(name, run); });
   }
   void restart(const std::string& name) override { startLike("restart", "RestartUnit", name); }
 
   void stop(const std::string& name) override {
     sdbus::UnitDir::checkName(name);
-    launched_.erase(name);
+    window_.forget(name);
     reloadIfOwed();
     try {
       runJob("stop", "StopUnit", name);
@@ -188,8 +177,9 @@ class SystemdSupervisor final : public Supervisor {
     // Held by its start limit, systemd refuses the job: mesh-host starts it only
     // for a cause (a changed declaration, a restart-on), which is a reset too.
     if (startLimitHit(name)) bus_->resetFailedUnit(name);
-    runJob(verb, method, name);
-    launched_[name] = launchedNow(name);
+    const uint64_t sinceUs = realtimeUs();
+    runJob(verb, method, name, sinceUs);
+    launchedNow(name, sinceUs);
   }
 
   bool startLimitHit(const std::string& name) {
@@ -202,28 +192,32 @@ class SystemdSupervisor final : public Supervisor {
     }
   }
 
-  // A start or restart whose job was done: what settle() looks at.
-  struct Launched {
-    std::chrono::steady_clock::time_point at;
-    uint32_t pid = 0;
+  // A start or restart whose job was done: what settle() looks at — its main
+  // process, and when it was asked for. No more than that on the success path: the
+  // journal's other key, the invocation id, is read only when it failed
+  // (outputOf).
+  void launchedNow(const std::string& name, uint64_t sinceUs) {
+    sdjournal::Run run;
+    run.sinceUs = sinceUs;
     bool windowless = false;  // Type=notify or oneshot
-  };
-  Launched launchedNow(const std::string& name) {
-    Launched l{std::chrono::steady_clock::now(), 0, false};
     try {
       const std::string path = bus_->loadUnit(name);
       const std::string type = bus_->getString(path, "Service", "Type");
-      l.windowless = type == "notify" || type == "notify-reload" || type == "oneshot";
-      l.pid = bus_->getU32(path, "Service", "MainPID");
+      windowless = type == "notify" || type == "notify-reload" || type == "oneshot";
+      run.mainPid = bus_->getU32(path, "Service", "MainPID");
+      // Exited already (MainPID 0): its ExecMainPID still names it, and a main
+      // process running at the look is then another one, which Restart= made.
+      if (run.mainPid == 0 && !windowless)
+        run.mainPid = bus_->getU32(path, "Service", "ExecMainPID");
     } catch (const BusError&) {
       // Collected already: settle() finds it gone.
     }
-    return l;
+    window_.launched(name, std::move(run), windowless);
   }
 
-  // "" when the service started as `l` is still running, the same main process;
-  // else why not.
-  std::string stayedUp(const std::string& name, const Launched& l) {
+  // "" when the service started as `run` is still running, the same main
+  // process; else why not, with its last line of output when the journal has it.
+  std::string stayedUp(const std::string& name, const sdjournal::Run& run) {
     std::string path, active, sub;
     uint32_t pid = 0;
     try {
@@ -232,17 +226,42 @@ class SystemdSupervisor final : public Supervisor {
       sub = bus_->getString(path, "Unit", "SubState");
       pid = bus_->getU32(path, "Service", "MainPID");
     } catch (const BusError&) {
-      return fmt::format("it stopped within {}ms of its start; see journalctl -u {}",
-                         kSettle.count(), name);
+      return notSettled("it stopped", lastLine(name, run)) + seeJournal(name);
     }
-    if (active == "active" && sub != "auto-restart" && (l.pid == 0 || pid == l.pid)) return {};
-    std::string why =
-        fmt::format("{} within {}ms of its start", describeExit(readExit(path)), kSettle.count());
+    if (active == "active" && sub != "auto-restart" && (run.mainPid == 0 || pid == run.mainPid))
+      return {};
+    std::string why = notSettled(describeExit(readExit(path)), lastLine(name, outputOf(path, run)));
     if (active == "active" && sub != "auto-restart")
       why += fmt::format(" (restarted by Restart= as pid {})", pid);
     else if (sub == "auto-restart")
       why += " (waiting to be restarted by Restart=)";
-    return why + fmt::format("; see journalctl -u {}", name);
+    return why + seeJournal(name);
+  }
+
+  // `run` with its invocation id, read now: the unit's InvocationID is still the
+  // run's while its ExecMainPID is (a run Restart= made since has its own).
+  sdjournal::Run outputOf(const std::string& path, sdjournal::Run run) {
+    try {
+      const std::string id = bus_->getHex(path, "Unit", "InvocationID");
+      const uint32_t execMain = bus_->getU32(path, "Service", "ExecMainPID");
+      if (run.mainPid == 0) run.mainPid = execMain;
+      if (execMain == run.mainPid) run.invocationId = id;
+    } catch (const Error&) {
+      // Collected meanwhile: the main pid alone finds its output.
+    }
+    return run;
+  }
+
+  static std::string seeJournal(const std::string& name) {
+    return fmt::format("; see journalctl -u {}", name);
+  }
+
+  // The last line of output `run` of `name` wrote to the journal; "" when it
+  // wrote none or the journal cannot be read (the reason then points at
+  // journalctl alone). Only ever on a failure's path: a start that settles never
+  // opens the journal.
+  std::string lastLine(const std::string& name, const sdjournal::Run& run) const {
+    return sdjournal::lastLine(journalDir_, name, run, kJournalWait).value_or("");
   }
 
   // How the main process ended, in the words of the builtin supervisor ("exited
@@ -269,7 +288,9 @@ class SystemdSupervisor final : public Supervisor {
 
   // Runs the job; a refused call or a result other than "done" throws with what
   // systemd said and where to look.
-  void runJob(const char* verb, const char* method, const std::string& name) {
+  // `sinceUs`, for a start or restart: when it was asked for (its failure's
+  // reason then names the run's last line of output).
+  void runJob(const char* verb, const char* method, const std::string& name, uint64_t sinceUs = 0) {
     std::string result;
     try {
       result = bus_->runJob(method, name, kJobTimeout);
@@ -285,7 +306,28 @@ class SystemdSupervisor final : public Supervisor {
     if (result == "done") return;
     std::string why = sdbus::explainJobResult(result);
     if (auto exit = lastExit(name)) why += " (" + sdbus::explainExit(*exit) + ")";
+    // A start that failed: the last line the run wrote, as after a settle.
+    if (sinceUs != 0)
+      if (auto line = lastLine(name, failedRun(name, sinceUs)); !line.empty())
+        why += ": " + reasonLine(line);
     throw Error("{} of {} failed: {}; see journalctl -u {}", verb, name, why, name);
+  }
+
+  // The run a failed start job made, as systemd keeps it after the failure.
+  sdjournal::Run failedRun(const std::string& name, uint64_t sinceUs) {
+    sdjournal::Run run;
+    run.sinceUs = sinceUs;
+    try {
+      return outputOf(bus_->loadUnit(name), run);
+    } catch (const Error&) {
+      return run;  // not loaded: it never ran, and wrote nothing
+    }
+  }
+
+  static uint64_t realtimeUs() {
+    return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
+                                     std::chrono::system_clock::now().time_since_epoch())
+                                     .count());
   }
 
   sdbus::ExitInfo readExit(const std::string& path) {
@@ -322,7 +364,8 @@ class SystemdSupervisor final : public Supervisor {
 
   sdbus::UnitDir units_;
   std::unique_ptr<sdbus::Manager> bus_;
-  std::map<std::string, Launched> launched_;  // started or restarted, not settled yet
+  std::string journalDir_;               // "" → the local journal
+  SettleWindow<sdjournal::Run> window_;  // started or restarted, not settled yet
   bool reloadOwed_ = false;
   int64_t reloads_ = 0;
 };

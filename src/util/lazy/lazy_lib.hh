@@ -1,6 +1,6 @@
 // Shared libraries that only some commands need — libcurl (HTTP blobs, etcd),
 // libarchive (unpacking bundles), libsystemd (the agent's sd_notify and journal,
-// the systemd backend's sd-bus) — loaded on their first use instead of at every
+// the systemd backend's sd-bus and journal reading) — loaded on their first use instead of at every
 // start: a one-shot `apply` or `status` does not pay for loading and relocating
 // them and the ~45 libraries they bring (TLS, LDAP, Kerberos, ICU, libgcrypt…).
 //

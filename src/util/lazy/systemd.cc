@@ -1,5 +1,6 @@
 // libsystemd's functions mesh-host calls (sd_notify and the journal for the agent,
-// sd-bus for the systemd backend), loaded on first use (lazy_lib.hh).
+// sd-bus and reading the journal for the systemd backend), loaded on first use
+// (lazy_lib.hh).
 #include <systemd/sd-bus.h>
 #include <systemd/sd-daemon.h>
 #include <systemd/sd-journal.h>
@@ -27,6 +28,23 @@ MESH_LAZY_FORWARD(kSystemd, int, sd_journal_sendv_with_location,
                   (const char* file, const char* line, const char* func, const struct iovec* iov,
                    int n),
                   (file, line, func, iov, n))
+// Reading the journal: a failed service's last line of output.
+MESH_LAZY_FORWARD(kSystemd, int, sd_journal_open, (sd_journal * *ret, int flags), (ret, flags))
+MESH_LAZY_FORWARD(kSystemd, int, sd_journal_open_directory,
+                  (sd_journal * *ret, const char* path, int flags), (ret, path, flags))
+MESH_LAZY_FORWARD(kSystemd, void, sd_journal_close, (sd_journal * j), (j))
+MESH_LAZY_FORWARD(kSystemd, int, sd_journal_add_match, (sd_journal * j, const void* data, size_t n),
+                  (j, data, n))
+MESH_LAZY_FORWARD(kSystemd, int, sd_journal_add_disjunction, (sd_journal * j), (j))
+MESH_LAZY_FORWARD(kSystemd, int, sd_journal_seek_tail, (sd_journal * j), (j))
+MESH_LAZY_FORWARD(kSystemd, int, sd_journal_get_realtime_usec, (sd_journal * j, uint64_t* usec),
+                  (j, usec))
+MESH_LAZY_FORWARD(kSystemd, int, sd_journal_previous, (sd_journal * j), (j))
+MESH_LAZY_FORWARD(kSystemd, int, sd_journal_get_data,
+                  (sd_journal * j, const char* field, const void** data, size_t* n),
+                  (j, field, data, n))
+MESH_LAZY_FORWARD(kSystemd, int, sd_journal_get_fd, (sd_journal * j), (j))
+MESH_LAZY_FORWARD(kSystemd, int, sd_journal_wait, (sd_journal * j, uint64_t usec), (j, usec))
 
 // sd-bus.
 MESH_LAZY_FORWARD(kSystemd, int, sd_bus_new, (Bus * *ret), (ret))
@@ -58,6 +76,12 @@ MESH_LAZY_FORWARD(kSystemd, int, sd_bus_get_property_trivial,
                   (Bus * b, const char* dest, const char* path, const char* iface,
                    const char* member, Err* error, char type, void* out),
                   (b, dest, path, iface, member, error, type, out))
+MESH_LAZY_FORWARD(kSystemd, int, sd_bus_get_property,
+                  (Bus * b, const char* dest, const char* path, const char* iface,
+                   const char* member, Err* error, Msg** reply, const char* type),
+                  (b, dest, path, iface, member, error, reply, type))
+MESH_LAZY_FORWARD(kSystemd, int, sd_bus_message_read_array,
+                  (Msg * m, char type, const void** ptr, size_t* size), (m, type, ptr, size))
 MESH_LAZY_FORWARD(kSystemd, int, sd_bus_get_property_string,
                   (Bus * b, const char* dest, const char* path, const char* iface,
                    const char* member, Err* error, char** out),

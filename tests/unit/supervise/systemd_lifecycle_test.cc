@@ -203,6 +203,99 @@ TEST_F(SystemdLifecycleTest, ProgramThatFailsAtOnceUnderRestartAlwaysFailsTheSta
   EXPECT_FALSE(st.running);
 }
 
+// Issue 26, item 3: the reason names the service's last line of output, as the
+// builtin supervisor's does — read from the journal, this run's entries only.
+TEST_F(SystemdLifecycleTest, ProgramThatFailsAtOnceNamesItsLastLineOfOutput) {
+  auto name = service();
+  sup->install(unit(name, {{"ExecStart",
+                            "/bin/sh -c 'echo starting; echo config 7 is broken; "
+                            "exit 1'"},
+                           {"Restart", "no"}}));
+  sup->start(name);
+  const std::string m = sup->settle({name})[name];
+  EXPECT_NE(m.find("exited with status 1 within 100ms of its start: config 7 is broken; see "
+                   "journalctl -u " +
+                   name),
+            std::string::npos)
+      << m;
+}
+
+// Output of an earlier run is never shown: the journal is read for this run's
+// invocation id. (The second run writes nothing.)
+TEST_F(SystemdLifecycleTest, TheLastLineIsNeverAnEarlierRuns) {
+  auto name = service();
+  sup->install(
+      unit(name, {{"ExecStart", "/bin/sh -c 'echo first run broke; exit 1'"}, {"Restart", "no"}}));
+  sup->start(name);
+  const std::string first = sup->settle({name})[name];
+  ASSERT_NE(first.find(": first run broke;"), std::string::npos) << first;
+  sup->install(unit(name, {{"ExecStart", "/bin/sh -c 'exit 2'"}, {"Restart", "no"}}));
+  sup->start(name);
+  const std::string second = sup->settle({name})[name];
+  EXPECT_EQ(second, "exited with status 2 within 100ms of its start; see journalctl -u " + name);
+}
+
+// Under Restart= the unit may run again before it is judged: the line is the
+// failed run's, not the next one's (which is up, and wrote its own line, before
+// settle() looks).
+TEST_F(SystemdLifecycleTest, TheLastLineIsTheFailedRunsNotTheNextOnes) {
+  auto name = service();
+  const std::string marker = ns->dir() + "/" + name + ".ran";
+  std::filesystem::remove(marker);
+  sup->install(unit(name, {{"ExecStart", "/bin/sh -c 'if [ -e " + marker +
+                                             " ]; then echo later run; exec sleep 1000; fi; "
+                                             ": > " +
+                                             marker + "; echo first run broke; exit 1'"},
+                           {"Restart", "always"},
+                           {"RestartSec", "50ms"}}));
+  sup->start(name);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (ns->property(name, "NRestarts") != "1" || ns->property(name, "SubState") != "running") {
+    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "Restart= did not run it again";
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  const std::string m = sup->settle({name})[name];
+  EXPECT_NE(m.find(" within 100ms of its start: first run broke (restarted by Restart= as pid"),
+            std::string::npos)
+      << m;
+  EXPECT_EQ(m.find("later run"), std::string::npos) << m;
+}
+
+// A start job that fails (Type=oneshot) names the run's last line too.
+TEST_F(SystemdLifecycleTest, AFailedStartJobNamesItsLastLineOfOutput) {
+  auto name = service();
+  sup->install(unit(name, {{"ExecStart", "/bin/sh -c 'echo the oneshot broke >&2; exit 7'"},
+                           {"Type", "oneshot"}}));
+  try {
+    sup->start(name);
+    FAIL() << "start of a oneshot that exits 7 succeeded";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "start of " + name +
+                  " failed: failed (Result=exit-code, exit status 7): the oneshot broke; see "
+                  "journalctl -u " +
+                  name);
+  }
+}
+
+// A journal that cannot be read: the reason is what it was before, without the
+// line, and it costs no wait.
+TEST_F(SystemdLifecycleTest, AJournalThatCannotBeReadLeavesTheLineOut) {
+  auto o = options();
+  o.journalDir = ns->dir() + "/no-journal-here";
+  sup = supervise::openSystemd(o);
+  auto name = service();
+  sup->install(unit(
+      name, {{"ExecStart", "/bin/sh -c 'echo config 7 is broken; exit 1'"}, {"Restart", "no"}}));
+  sup->start(name);
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::string m = sup->settle({name})[name];
+  const auto took = std::chrono::steady_clock::now() - t0;
+  EXPECT_EQ(m, "exited with status 1 within 100ms of its start; see journalctl -u " + name);
+  EXPECT_LT(took, supervise::kSettle + std::chrono::milliseconds(150))
+      << "waited for a journal that is not there";
+}
+
 TEST_F(SystemdLifecycleTest, AServiceThatStaysUpSettles) {
   auto name = service();
   sup->install(unit(name));

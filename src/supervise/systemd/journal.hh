@@ -1,0 +1,44 @@
+// A failed service's last line of output, read from the journal (sd-journal,
+// libsystemd loaded on first use): what the settle rule's reason names on this
+// backend, as the builtin supervisor names the last line of its log.
+//
+// Only the run mesh-host started counts: entries are matched by the unit
+// (_SYSTEMD_UNIT=) and by that run's invocation id (_SYSTEMD_INVOCATION_ID=, the
+// unit's InvocationID while its ExecMainPID is the run's), so output of an
+// earlier run — or of a later one Restart= made — is never shown. journald reads the id from
+// the sender's cgroup, so a process that exits at once — the very one whose output
+// is wanted — often leaves entries without it (systemd 252: about half of them;
+// _SYSTEMD_UNIT it still has, from the stream's header). Those count when they
+// are the run's main process's own (_PID=, its ExecMainPID) and not older than the
+// run's start. Journal text is bytes from outside: it is returned as it is (cut
+// by reasonLine) and escaped where it is shown, as every reason is.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace mesh::supervise::sdjournal {
+
+// Where to read: `configured` (Options::journalDir) when set, else
+// $MESH_HOST_JOURNAL_DIR when set, else "" — the local system journal.
+std::string journalDirectory(const std::string& configured);
+
+// One run of a unit, as its output is found in the journal.
+struct Run {
+  std::string invocationId;  // 32 hex digits; "" unknown
+  uint32_t mainPid = 0;      // its ExecMainPID; 0 unknown
+  uint64_t sinceUs = 0;      // realtime µs before its start job was asked for
+};
+
+// The last non-empty MESSAGE `run` of `unit` wrote, read from the journal files
+// in `directory` ("" → the local system journal, SD_JOURNAL_LOCAL_ONLY |
+// SD_JOURNAL_SYSTEM). journald may write an entry a few ms after the process that
+// sent it exited: when it holds none yet, this waits for the journal to change
+// (sd_journal_wait), at most `wait`. nullopt when there is none, or the journal
+// cannot be read.
+std::optional<std::string> lastLine(const std::string& directory, const std::string& unit,
+                                    const Run& run, std::chrono::milliseconds wait);
+
+}  // namespace mesh::supervise::sdjournal
