@@ -186,11 +186,6 @@ int usage() {
 
 }  // namespace
 
-[[noreturn]] void fail(const char* what) {
-  std::fprintf(stderr, "mesh-fuzz: the target's own check failed: %s\n", what);
-  std::abort();  // the handler saves the input
-}
-
 int main(int argc, char** argv) {
   if (argc < 2) return usage();
   const Target* target = nullptr;

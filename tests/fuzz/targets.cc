@@ -4,6 +4,8 @@
 // heartbeat, push record, chunked body manifest) and the notify socket's datagrams.
 #include <nlohmann/json.hpp>
 
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -299,6 +301,11 @@ std::vector<std::string> notifySeeds() {
 }
 
 }  // namespace
+
+[[noreturn]] void fail(const char* what) {
+  std::fprintf(stderr, "mesh-fuzz: the target's own check failed: %s\n", what);
+  std::abort();  // mesh-fuzz's handler saves the input; libFuzzer saves it as crash-*
+}
 
 const std::vector<Target>& targets() {
   static const std::vector<Target> all = {

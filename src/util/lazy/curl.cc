@@ -26,6 +26,11 @@ MESH_LAZY_FORWARD(kCurl, void, curl_slist_free_all, (struct curl_slist * list), 
 
 // The two variadic ones take exactly one more argument, whose type the option says
 // (curl.h: CURLOPTTYPE_* for an option, CURLINFO_* for an info, always a pointer).
+// Their last named parameter is an enum, as curl.h declares them: clang warns that an
+// enum undergoes promotion (-Wvarargs); va_start only needs to know where the named
+// parameters end, which the signature fixes (an enum of int's size, passed as one).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wvarargs"
 extern "C" CURLcode curl_easy_setopt(CURL* h, CURLoption option, ...) {
   using Fn = CURLcode(CURL*, CURLoption, ...);
   static auto* const f = real<Fn>("curl_easy_setopt");
@@ -53,3 +58,4 @@ extern "C" CURLcode curl_easy_getinfo(CURL* h, CURLINFO info, ...) {
   va_end(ap);
   return f(h, info, out);
 }
+#pragma GCC diagnostic pop
