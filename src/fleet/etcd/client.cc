@@ -99,107 +99,6 @@ EtcdKeyValue parseKv(const json& kv, const std::string& what) {
   return out;
 }
 
-// A range answer read in one pass, without building its JSON tree: the kvs go straight
-// into an EtcdRange (a range of 10,000 nodes is tens of MB of JSON), everything else
-// (the header, count, more) into a small json object. Any other shape (an error body)
-// sets `odd`, and the caller parses the answer as a tree instead.
-class RangeReader : public nlohmann::json_sax<json> {
- public:
-  RangeReader(EtcdRange& out, const std::string& what) : out_(out), what_(what) {}
-  json rest = json::object();
-  bool odd = false;
-
-  bool null() override { return scalar(json(nullptr)); }
-  bool boolean(bool v) override { return scalar(json(v)); }
-  bool number_integer(number_integer_t v) override { return scalar(json(v)); }
-  bool number_unsigned(number_unsigned_t v) override { return scalar(json(v)); }
-  bool number_float(number_float_t v, const string_t&) override { return scalar(json(v)); }
-  bool binary(binary_t&) override { return fail(); }
-  bool string(string_t& v) override {
-    if (depth_ == 3 && inKvs_) {
-      if (key_ == "key")
-        kv_.key = unb64(v, what_);
-      else if (key_ == "value")
-        kv_.value = unb64(v, what_);
-      else if (key_ == "mod_revision")
-        kv_.modRevision = number(v);
-      else if (key_ == "create_revision")
-        kv_.createRevision = number(v);
-      else if (key_ == "lease")
-        kv_.lease = number(v);
-      return true;
-    }
-    return scalar(json(std::move(v)));
-  }
-  bool start_object(std::size_t) override {
-    ++depth_;
-    if (depth_ == 1) return true;
-    if (depth_ == 2 && !inKvs_) {  // the header
-      inHeader_ = key_ == "header";
-      return inHeader_ || fail();
-    }
-    if (depth_ == 3 && inKvs_) {
-      kv_ = EtcdKeyValue();
-      return true;
-    }
-    return fail();
-  }
-  bool end_object() override {
-    if (depth_ == 3 && inKvs_) out_.kvs.push_back(std::move(kv_));
-    if (depth_ == 2) inHeader_ = false;
-    --depth_;
-    return true;
-  }
-  bool start_array(std::size_t) override {
-    ++depth_;
-    if (depth_ == 2 && key_ == "kvs") return inKvs_ = true;
-    return fail();
-  }
-  bool end_array() override {
-    inKvs_ = false;
-    --depth_;
-    return true;
-  }
-  bool key(string_t& k) override {
-    key_ = std::move(k);
-    return true;
-  }
-  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override {
-    return fail();
-  }
-
- private:
-  bool fail() {
-    odd = true;
-    return false;
-  }
-  bool scalar(json v) {
-    if (depth_ == 1) {
-      rest[key_] = std::move(v);
-      return true;
-    }
-    if (depth_ == 2 && inHeader_) {
-      rest["header"][key_] = std::move(v);
-      return true;
-    }
-    if (depth_ == 3 && inKvs_) return true;  // a field left as the gateway sent it
-    return fail();
-  }
-  std::int64_t number(const std::string& v) const {
-    std::int64_t n = 0;
-    auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
-    if (ec != std::errc() || end != v.data() + v.size())
-      throw Error("etcd {} failed: response field {} is not an integer: {}", what_, key_, v);
-    return n;
-  }
-  EtcdRange& out_;
-  const std::string& what_;
-  int depth_ = 0;
-  bool inKvs_ = false, inHeader_ = false;
-  std::string key_;
-  EtcdKeyValue kv_;
-};
-
 // The gateway's error body: {"error": "...", "code": N, "message": "..."} (unary) or
 // {"error": {"grpc_code": N, "http_code": N, "message": "...", ...}} (streams).
 std::string gatewayMessage(const json& body) {
@@ -469,18 +368,7 @@ struct Unary {
                   what);
     long status = 0;
     curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
-    json parsed;
-    bool read = false;
-    if (status == 200 && range) {  // the kvs straight into *range, the rest as a small tree
-      range->kvs.clear();
-      RangeReader reader(*range, what);
-      read = json::sax_parse(answer, &reader) && !reader.odd;
-      if (read)
-        parsed = std::move(reader.rest);
-      else
-        range->kvs.clear();
-    }
-    if (!read) parsed = json::parse(answer, nullptr, false);
+    json parsed = json::parse(answer, nullptr, false);
     if (status != 200) {
       lastCode = gatewayCode(parsed);
       const std::string message = gatewayMessage(answer);
@@ -507,9 +395,6 @@ struct Unary {
   }
   std::int64_t lastCode = -1;
   std::function<void(const json&)> onHeader;  // sees every answer's header
-  // For a range: where its kvs go as they are read (the answer returned has none then,
-  // unless it was not a plain range answer, when `range` is left empty).
-  EtcdRange* range = nullptr;
 };
 
 // etcd's gRPC API for a range (etcdserverpb.KV/Range), spoken over HTTP/2 with libcurl:
@@ -871,7 +756,6 @@ EtcdRange EtcdClient::getPrefix(const std::string& prefix, const KvObserver& onK
   MESH_ETCD_UNARY;
   const std::string what = "get prefix " + shown(prefix);
   EtcdRange out;
-  call.range = &out;
   auto r = call.post("/v3/kv/range", {{"key", b64(prefix)}, {"range_end", b64(prefixEnd(prefix))}},
                      what);
   out.revision = i64(r["header"], "revision");
@@ -1026,7 +910,6 @@ EtcdRange EtcdClient::keysUnder(const std::string& prefix) {
   MESH_ETCD_UNARY;
   const std::string what = "list keys under " + shown(prefix);
   EtcdRange out;
-  call.range = &out;
   auto r = call.post(
       "/v3/kv/range",
       {{"key", b64(prefix)}, {"range_end", b64(prefixEnd(prefix))}, {"keys_only", true}}, what);
