@@ -38,6 +38,9 @@ struct EtcdConfig {
 };
 
 class EtcdAuth;  // the token of an EtcdClient with a user (etcd.cc)
+namespace etcd {
+class CurlHandle;  // etcd/transport.hh
+}
 
 struct EtcdValue {
   std::string value;
@@ -232,7 +235,6 @@ class EtcdClient {
   Identity identity_;
   bool guarded_ = false;
   friend class EtcdAuth;
-  struct Handle;
   bool watchOnce(const std::string& keyOrPrefix, std::int64_t fromRevision,
                  const WatchCallback& callback, std::chrono::milliseconds timeout, WatchScope scope,
                  const std::atomic<bool>* cancel, const std::string& token);
@@ -240,10 +242,10 @@ class EtcdClient {
   std::unique_ptr<EtcdAuth> auth_;  // null without a user
   std::string endpoint_;
   std::chrono::milliseconds requestTimeout_;
-  std::mutex mutex_;                        // guards handle_: one reused connection for unary calls
-  std::unique_ptr<Handle> handle_;          // kept alive between calls for connection reuse
-  std::unique_ptr<Handle> grpcHandle_;      // getPrefix's HTTP/2 connection, under mutex_
-  std::atomic<bool> grpcNotServed_{false};  // no HTTP/2 there: getPrefix asks the gateway
+  std::mutex mutex_;  // guards handle_: one reused connection for unary calls
+  std::unique_ptr<etcd::CurlHandle> handle_;      // kept alive between calls for connection reuse
+  std::unique_ptr<etcd::CurlHandle> grpcHandle_;  // getPrefix's HTTP/2 connection, under mutex_
+  std::atomic<bool> grpcNotServed_{false};        // no HTTP/2 there: getPrefix asks the gateway
   std::atomic<std::size_t> grpcReads_{0};
 };
 

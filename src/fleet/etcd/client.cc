@@ -2,7 +2,6 @@
 
 #include <curl/curl.h>
 #include <fmt/format.h>
-#include <sodium.h>
 
 #include <algorithm>
 #include <cctype>
@@ -14,6 +13,7 @@
 #include <utility>
 
 #include "fleet/etcd/gateway_codec.hh"
+#include "fleet/etcd/transport.hh"
 #include "util/error.hh"
 #include "util/text_safe.hh"
 
@@ -23,89 +23,12 @@ using namespace etcd;
 
 namespace {
 
-void initOnce() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) throw Error("cannot initialise libcurl");
-    if (sodium_init() < 0) throw Error("cannot initialise libsodium");
-  });
-}
-
 // A token etcd no longer takes (expired, or etcd restarted and forgot it): authenticate
 // again and retry once. "auth store is old": the token predates a change of users or
 // roles. "user name is empty": no token was sent to an etcd with auth enabled.
 bool isAuthExpired(std::int64_t code, const std::string& message) {
   return code == kGrpcUnauthenticated || message.find("invalid auth token") != std::string::npos ||
          message.find("revision of auth store is old") != std::string::npos;
-}
-
-// How long a connection to etcd may take before etcd counts as unreachable.
-constexpr std::chrono::milliseconds kConnectBudget{3000};
-
-size_t appendBody(char* data, size_t size, size_t n, void* user) {
-  static_cast<std::string*>(user)->append(data, size * n);
-  return size * n;
-}
-
-// One request's headers: JSON, and the auth token when there is one.
-class Headers {
- public:
-  explicit Headers(const std::string& token) {
-    list_ = curl_slist_append(nullptr, "Content-Type: application/json");
-    if (!token.empty()) list_ = curl_slist_append(list_, ("Authorization: " + token).c_str());
-  }
-  // A gRPC call's: etcd reads the token from the "token" metadata.
-  struct Grpc {};
-  Headers(const std::string& token, Grpc) {
-    list_ = curl_slist_append(nullptr, "Content-Type: application/grpc");
-    list_ = curl_slist_append(list_, "TE: trailers");
-    if (!token.empty()) list_ = curl_slist_append(list_, ("token: " + token).c_str());
-  }
-  ~Headers() { curl_slist_free_all(list_); }
-  Headers(const Headers&) = delete;
-  Headers& operator=(const Headers&) = delete;
-  curl_slist* get() const { return list_; }
-
- private:
-  curl_slist* list_ = nullptr;
-};
-
-// What one request sends and where the answer goes; `what` names it in errors.
-void setCommon(CURL* curl, const EtcdConfig& config, const std::string& url,
-               const std::string& body, const Headers& headers, char* errbuf) {
-  curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
-  curl_easy_setopt(curl, CURLOPT_POST, 1L);
-  curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body.c_str());
-  curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE, static_cast<long>(body.size()));
-  curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers.get());
-  curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, errbuf);
-  if (!config.caCert.empty()) curl_easy_setopt(curl, CURLOPT_CAINFO, config.caCert.c_str());
-  if (!config.clientCert.empty())
-    curl_easy_setopt(curl, CURLOPT_SSLCERT, config.clientCert.c_str());
-  if (!config.clientKey.empty()) curl_easy_setopt(curl, CURLOPT_SSLKEY, config.clientKey.c_str());
-  // A loopback etcd is never reached through $http_proxy; others follow curl's usual rules.
-  for (const char* local : {"http://127.", "http://localhost", "http://[::1]", "https://127.",
-                            "https://localhost", "https://[::1]"})
-    if (url.rfind(local, 0) == 0) curl_easy_setopt(curl, CURLOPT_PROXY, "");
-}
-
-std::string curlMessage(CURLcode rc, const char* errbuf) {
-  std::string m = errbuf[0] ? std::string(errbuf) : std::string(curl_easy_strerror(rc));
-  switch (rc) {
-    case CURLE_SSL_CONNECT_ERROR:
-    case CURLE_PEER_FAILED_VERIFICATION:
-    case CURLE_SSL_CERTPROBLEM:
-    case CURLE_SSL_CACERT_BADFILE:
-    case CURLE_SSL_CIPHER:
-    case CURLE_SSL_ISSUER_ERROR:
-    case CURLE_SSL_CRL_BADFILE:
-      return m +
-             " (TLS: check the CA certificate, client certificate and key: --etcd-cacert, "
-             "--etcd-cert, --etcd-key)";
-    default:
-      return m;
-  }
 }
 
 // What to do about an error etcd gives when auth is enabled and no user was given.
@@ -124,16 +47,6 @@ class AuthExpired : public Error {
 };
 
 }  // namespace
-
-struct EtcdClient::Handle {
-  CURL* curl = nullptr;
-  Handle() : curl(curl_easy_init()) {
-    if (!curl) throw Error("cannot create a libcurl handle");
-  }
-  ~Handle() { curl_easy_cleanup(curl); }
-  Handle(const Handle&) = delete;
-  Handle& operator=(const Handle&) = delete;
-};
 
 // The token of a client with a user: shared by its unary calls and its watches (each
 // on a thread of its own), so guarded by a mutex of its own. Authenticating opens a
@@ -160,22 +73,20 @@ class EtcdAuth {
     const std::string body = jsonData(json{
         {"name", config_.user},
         {"password", config_.password ? std::string(config_.password->exposeForWrite()) : ""}});
-    EtcdClient::Handle handle;
+    CurlHandle handle;
     std::string answer;
     char errbuf[CURL_ERROR_SIZE] = {0};
     Headers headers("");
-    setCommon(handle.curl, config_, url, body, headers, errbuf);
-    curl_easy_setopt(handle.curl, CURLOPT_TIMEOUT_MS, 5000L);
-    curl_easy_setopt(handle.curl, CURLOPT_CONNECTTIMEOUT_MS,
-                     static_cast<long>(kConnectBudget.count()));
-    curl_easy_setopt(handle.curl, CURLOPT_WRITEFUNCTION, appendBody);
-    curl_easy_setopt(handle.curl, CURLOPT_WRITEDATA, &answer);
-    const CURLcode rc = curl_easy_perform(handle.curl);
+    setRequest(handle.get(), config_, url, body, headers, errbuf);
+    setTimeouts(handle.get(), std::chrono::milliseconds(5000));
+    curl_easy_setopt(handle.get(), CURLOPT_WRITEFUNCTION, appendBody);
+    curl_easy_setopt(handle.get(), CURLOPT_WRITEDATA, &answer);
+    const CURLcode rc = curl_easy_perform(handle.get());
     if (rc != CURLE_OK)
       throw Error("etcd at {} unreachable: {} (during authentication as {})", config_.endpoint,
                   curlMessage(rc, errbuf), config_.user);
     long status = 0;
-    curl_easy_getinfo(handle.curl, CURLINFO_RESPONSE_CODE, &status);
+    curl_easy_getinfo(handle.get(), CURLINFO_RESPONSE_CODE, &status);
     const auto parsed = json::parse(answer, nullptr, false);
     const std::string token = str(parsed, "token");
     if (status != 200 || token.empty())
@@ -258,10 +169,8 @@ struct Unary {
     char errbuf[CURL_ERROR_SIZE] = {0};
     Headers headers(token);
     curl_easy_reset(curl);
-    setCommon(curl, config, url, text, headers, errbuf);
-    curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, static_cast<long>(timeout.count()));
-    curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS,
-                     static_cast<long>(std::min(timeout, kConnectBudget).count()));
+    setRequest(curl, config, url, text, headers, errbuf);
+    setTimeouts(curl, timeout);
     curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, appendBody);
     curl_easy_setopt(curl, CURLOPT_WRITEDATA, &answer);
     const CURLcode rc = curl_easy_perform(curl);
@@ -563,7 +472,7 @@ Outcome range(CURL* curl, const EtcdConfig& config, const std::string& token,
   char errbuf[CURL_ERROR_SIZE] = {0};
   Headers headers(token, Headers::Grpc{});
   curl_easy_reset(curl);
-  setCommon(curl, config, url, body, headers, errbuf);
+  setRequest(curl, config, url, body, headers, errbuf);
   // A connection of its own each time: libcurl 7.88 fails a second call on an HTTP/2
   // connection it keeps (CURLE_HTTP2), and a range this large is no call to save a
   // connection on.
@@ -572,9 +481,7 @@ Outcome range(CURL* curl, const EtcdConfig& config, const std::string& token,
   curl_easy_setopt(
       curl, CURLOPT_HTTP_VERSION,
       url.rfind("https://", 0) == 0 ? CURL_HTTP_VERSION_2TLS : CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE);
-  curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, static_cast<long>(timeout.count()));
-  curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS,
-                   static_cast<long>(std::min(timeout, kConnectBudget).count()));
+  setTimeouts(curl, timeout);
   curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, onBody);
   curl_easy_setopt(curl, CURLOPT_WRITEDATA, &answer.body);
   curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, onHeader);
@@ -603,8 +510,8 @@ Outcome range(CURL* curl, const EtcdConfig& config, const std::string& token,
 
 #define MESH_ETCD_UNARY                                                                      \
   std::lock_guard<std::mutex> lock(mutex_);                                                  \
-  if (!handle_) handle_ = std::make_unique<Handle>();                                        \
-  Unary call{handle_->curl, config_, auth_.get(), requestTimeout_};                          \
+  if (!handle_) handle_ = std::make_unique<CurlHandle>();                                    \
+  Unary call{handle_->get(), config_, auth_.get(), requestTimeout_};                         \
   call.onHeader = [this](const json& h) { noteHeader(clusterIdOf(h), i64(h, "revision")); }; \
   (void)call
 
@@ -634,12 +541,12 @@ EtcdRange EtcdClient::getPrefix(const std::string& prefix) {
 EtcdRange EtcdClient::getPrefix(const std::string& prefix, const KvObserver& onKv) {
   if (!grpcNotServed_.load()) {  // etcd's gRPC API first, the gateway when it is not served
     std::lock_guard<std::mutex> lock(mutex_);
-    if (!grpcHandle_) grpcHandle_ = std::make_unique<Handle>();
+    if (!grpcHandle_) grpcHandle_ = std::make_unique<CurlHandle>();
     const std::string token = auth_ ? auth_->token() : std::string();
     EtcdRange out;
     std::uint64_t clusterId = 0;
     std::string error;
-    switch (rpc::range(grpcHandle_->curl, config_, token, prefix, prefixEnd(prefix),
+    switch (rpc::range(grpcHandle_->get(), config_, token, prefix, prefixEnd(prefix),
                        requestTimeout_, onKv, out, clusterId, error)) {
       case rpc::Outcome::Read:
         noteHeader(std::to_string(clusterId), out.revision);
@@ -989,30 +896,28 @@ bool EtcdClient::watchOnce(const std::string& keyOrPrefix, std::int64_t fromRevi
   const std::string body = jsonData(json{{"create_request", create}});
   const std::string url = endpoint_ + "/v3/watch";
 
-  Handle handle;  // its own connection: a watch holds it for as long as it runs
+  CurlHandle handle;  // its own connection: a watch holds it for as long as it runs
   char errbuf[CURL_ERROR_SIZE] = {0};
-  WatchStream stream{handle.curl, what, callback, fromRevision};
+  WatchStream stream{handle.get(), what, callback, fromRevision};
   stream.onHeader = [this](const json& h) { noteHeader(clusterIdOf(h), i64(h, "revision")); };
   stream.authed = !token.empty();
   Headers headers(token);
-  setCommon(handle.curl, config_, url, body, headers, errbuf);
-  curl_easy_setopt(handle.curl, CURLOPT_TIMEOUT_MS, static_cast<long>(timeout.count()));
-  curl_easy_setopt(handle.curl, CURLOPT_CONNECTTIMEOUT_MS,
-                   static_cast<long>(std::min(timeout, kConnectBudget).count()));
-  curl_easy_setopt(handle.curl, CURLOPT_WRITEFUNCTION, WatchStream::onWrite);
-  curl_easy_setopt(handle.curl, CURLOPT_WRITEDATA, &stream);
+  setRequest(handle.get(), config_, url, body, headers, errbuf);
+  setTimeouts(handle.get(), timeout);
+  curl_easy_setopt(handle.get(), CURLOPT_WRITEFUNCTION, WatchStream::onWrite);
+  curl_easy_setopt(handle.get(), CURLOPT_WRITEDATA, &stream);
   if (cancel) {
-    curl_easy_setopt(handle.curl, CURLOPT_NOPROGRESS, 0L);
-    curl_easy_setopt(handle.curl, CURLOPT_XFERINFOFUNCTION, WatchStream::onProgress);
-    curl_easy_setopt(handle.curl, CURLOPT_XFERINFODATA, cancel);
+    curl_easy_setopt(handle.get(), CURLOPT_NOPROGRESS, 0L);
+    curl_easy_setopt(handle.get(), CURLOPT_XFERINFOFUNCTION, WatchStream::onProgress);
+    curl_easy_setopt(handle.get(), CURLOPT_XFERINFODATA, cancel);
   }
   const auto start = std::chrono::steady_clock::now();
-  CURLcode rc = curl_easy_perform(handle.curl);
+  CURLcode rc = curl_easy_perform(handle.get());
 
   if (stream.error) std::rethrow_exception(stream.error);
   if (stream.stopped || (cancel && cancel->load())) return true;
   long status = 0;
-  curl_easy_getinfo(handle.curl, CURLINFO_RESPONSE_CODE, &status);
+  curl_easy_getinfo(handle.get(), CURLINFO_RESPONSE_CODE, &status);
   if (status != 0 && status != 200) {
     const std::string message = gatewayMessage(stream.errorBody);
     if (stream.authed &&
@@ -1026,17 +931,17 @@ bool EtcdClient::watchOnce(const std::string& keyOrPrefix, std::int64_t fromRevi
     // that cannot be made within the connect budget does, so a connect cut short by a
     // timeout below the budget gets the rest of it here.
     curl_off_t connectedAfterUs = 0;
-    curl_easy_getinfo(handle.curl, CURLINFO_CONNECT_TIME_T, &connectedAfterUs);
+    curl_easy_getinfo(handle.get(), CURLINFO_CONNECT_TIME_T, &connectedAfterUs);
     if (status == 200 || connectedAfterUs > 0) return false;
     const auto spent = std::chrono::duration_cast<std::chrono::milliseconds>(
         std::chrono::steady_clock::now() - start);
     if (spent < kConnectBudget) {
       errbuf[0] = '\0';
-      curl_easy_setopt(handle.curl, CURLOPT_CONNECT_ONLY, 1L);
-      curl_easy_setopt(handle.curl, CURLOPT_TIMEOUT_MS, 0L);
-      curl_easy_setopt(handle.curl, CURLOPT_CONNECTTIMEOUT_MS,
+      curl_easy_setopt(handle.get(), CURLOPT_CONNECT_ONLY, 1L);
+      curl_easy_setopt(handle.get(), CURLOPT_TIMEOUT_MS, 0L);
+      curl_easy_setopt(handle.get(), CURLOPT_CONNECTTIMEOUT_MS,
                        static_cast<long>((kConnectBudget - spent).count()));
-      rc = curl_easy_perform(handle.curl);
+      rc = curl_easy_perform(handle.get());
       if (rc == CURLE_OK) return false;
       if (cancel && cancel->load()) return true;
     }
