@@ -37,10 +37,10 @@ struct EtcdConfig {
   std::shared_ptr<const Secret> password;  // with `user`; never printed
 };
 
-class EtcdAuth;  // the token of an EtcdClient with a user (etcd.cc)
 namespace etcd {
+class Auth;        // etcd/auth.hh: the token of a client with a user
 class CurlHandle;  // etcd/transport.hh
-}
+}  // namespace etcd
 
 struct EtcdValue {
   std::string value;
@@ -234,12 +234,11 @@ class EtcdClient {
   mutable std::mutex identityMutex_;  // guards identity_ and guarded_
   Identity identity_;
   bool guarded_ = false;
-  friend class EtcdAuth;
   bool watchOnce(const std::string& keyOrPrefix, std::int64_t fromRevision,
                  const WatchCallback& callback, std::chrono::milliseconds timeout, WatchScope scope,
                  const std::atomic<bool>* cancel, const std::string& token);
   EtcdConfig config_;
-  std::unique_ptr<EtcdAuth> auth_;  // null without a user
+  std::unique_ptr<etcd::Auth> auth_;  // null without a user
   std::string endpoint_;
   std::chrono::milliseconds requestTimeout_;
   std::mutex mutex_;  // guards handle_: one reused connection for unary calls

@@ -12,6 +12,7 @@
 #include <string_view>
 #include <utility>
 
+#include "fleet/etcd/auth.hh"
 #include "fleet/etcd/gateway_codec.hh"
 #include "fleet/etcd/transport.hh"
 #include "util/error.hh"
@@ -21,88 +22,7 @@ namespace mesh::fleet {
 
 using namespace etcd;
 
-namespace {
-
-// A token etcd no longer takes (expired, or etcd restarted and forgot it): authenticate
-// again and retry once. "auth store is old": the token predates a change of users or
-// roles. "user name is empty": no token was sent to an etcd with auth enabled.
-bool isAuthExpired(std::int64_t code, const std::string& message) {
-  return code == kGrpcUnauthenticated || message.find("invalid auth token") != std::string::npos ||
-         message.find("revision of auth store is old") != std::string::npos;
-}
-
-// What to do about an error etcd gives when auth is enabled and no user was given.
-std::string authHint(const std::string& message) {
-  if (message.find("user name is empty") != std::string::npos ||
-      message.find("permission denied") != std::string::npos)
-    return " (etcd has auth enabled: give a user with access to /mesh/ with --etcd-user and "
-           "--etcd-password-file)";
-  return "";
-}
-
-// An answer that says the token is no longer good; carried to the retry.
-class AuthExpired : public Error {
- public:
-  using Error::Error;
-};
-
-}  // namespace
-
-// The token of a client with a user: shared by its unary calls and its watches (each
-// on a thread of its own), so guarded by a mutex of its own. Authenticating opens a
-// connection of its own, so that no caller's handle or lock is involved.
-class EtcdAuth {
- public:
-  explicit EtcdAuth(const EtcdConfig& config) : config_(config) {}
-
-  // The token to send; authenticates first when there is none.
-  std::string token() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (token_.empty()) token_ = authenticate();
-    return token_;
-  }
-  // `used` was refused: forget it (unless another thread has renewed it already).
-  void expire(const std::string& used) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (token_ == used) token_.clear();
-  }
-
- private:
-  std::string authenticate() const {
-    const std::string url = config_.endpoint + "/v3/auth/authenticate";
-    const std::string body = jsonData(json{
-        {"name", config_.user},
-        {"password", config_.password ? std::string(config_.password->exposeForWrite()) : ""}});
-    CurlHandle handle;
-    std::string answer;
-    char errbuf[CURL_ERROR_SIZE] = {0};
-    Headers headers("");
-    setRequest(handle.get(), config_, url, body, headers, errbuf);
-    setTimeouts(handle.get(), std::chrono::milliseconds(5000));
-    curl_easy_setopt(handle.get(), CURLOPT_WRITEFUNCTION, appendBody);
-    curl_easy_setopt(handle.get(), CURLOPT_WRITEDATA, &answer);
-    const CURLcode rc = curl_easy_perform(handle.get());
-    if (rc != CURLE_OK)
-      throw Error("etcd at {} unreachable: {} (during authentication as {})", config_.endpoint,
-                  curlMessage(rc, errbuf), config_.user);
-    long status = 0;
-    curl_easy_getinfo(handle.get(), CURLINFO_RESPONSE_CODE, &status);
-    const auto parsed = json::parse(answer, nullptr, false);
-    const std::string token = str(parsed, "token");
-    if (status != 200 || token.empty())
-      throw Error(
-          "etcd at {}: authentication as {} failed: {}; check --etcd-user and "
-          "--etcd-password-file",
-          config_.endpoint, config_.user,
-          status == 200 ? "no token in the answer (is auth enabled in etcd?)"
-                        : gatewayMessage(answer));
-    return token;
-  }
-
-  EtcdConfig config_;
-  std::mutex mutex_;
-  std::string token_;
-};
+namespace {}  // namespace
 
 EtcdClient::EtcdClient(std::string endpoint, std::chrono::milliseconds requestTimeout)
     : EtcdClient(EtcdConfig{std::move(endpoint), {}, {}, {}, {}, {}}, requestTimeout) {}
@@ -113,7 +33,7 @@ EtcdClient::EtcdClient(EtcdConfig config, std::chrono::milliseconds requestTimeo
   endpoint_ = config_.endpoint;
   if (endpoint_.rfind("http://", 0) != 0 && endpoint_.rfind("https://", 0) != 0)
     throw InputError("etcd endpoint {}: expected http://HOST:PORT or https://HOST:PORT", endpoint_);
-  if (!config_.user.empty()) auth_ = std::make_unique<EtcdAuth>(config_);
+  if (!config_.user.empty()) auth_ = std::make_unique<Auth>(config_);
   initOnce();
 }
 
@@ -140,13 +60,13 @@ std::string limitHint(const std::string& message, std::size_t bytes) {
 }
 
 struct Unary {
-  Unary(CURL* c, const EtcdConfig& cfg, EtcdAuth* a, std::chrono::milliseconds t)
+  Unary(CURL* c, const EtcdConfig& cfg, Auth* a, std::chrono::milliseconds t)
       : curl(c), config(cfg), endpoint(cfg.endpoint), auth(a), timeout(t) {}
 
   CURL* curl;
   const EtcdConfig& config;
   const std::string& endpoint;
-  EtcdAuth* auth;  // null without a user
+  Auth* auth;  // null without a user
   std::chrono::milliseconds timeout;
 
   // POSTs body to endpoint+path; returns the parsed 200 answer or throws. A token etcd
