@@ -1,10 +1,12 @@
-// A small etcd v3 client over etcd 3.4's JSON gateway (grpc-gateway on the client port),
-// spoken with libcurl. It hides the gateway's quirks: keys and values travel as base64,
-// int64 fields arrive as JSON strings, zero-valued fields are left out, and watch answers
-// with a stream of newline-delimited JSON objects. Every failure is a mesh::Error naming
-// the endpoint or the operation ("etcd at URL unreachable: ...", "etcd put KEY failed:
-// HTTP 400 ..."); a watch from a compacted revision throws EtcdCompacted. A watch's
-// timeout is no failure (it returns false) unless etcd cannot be connected to. See
+// A small etcd v3 client, spoken with libcurl: every call through etcd 3.4's JSON gateway
+// (grpc-gateway on the client port), but the read of a whole prefix, which goes over
+// etcd's gRPC API (KV/Range over HTTP/2) when etcd serves it there. It hides the
+// gateway's quirks: keys and values travel as base64, int64 fields arrive as JSON
+// strings, zero-valued fields are left out, and watch answers with a stream of
+// newline-delimited JSON objects. Its parts, one concept per file, are in fleet/etcd/. Every
+// failure is a mesh::Error naming the endpoint or the operation ("etcd at URL unreachable: ...",
+// "etcd put KEY failed: HTTP 400 ..."); a watch from a compacted revision throws EtcdCompacted. A
+// watch's timeout is no failure (it returns false) unless etcd cannot be connected to. See
 // docs/etcd.md.
 #pragma once
 
@@ -40,6 +42,7 @@ struct EtcdConfig {
 namespace etcd {
 class Auth;        // etcd/auth.hh: the token of a client with a user
 class CurlHandle;  // etcd/transport.hh
+class Unary;       // etcd/unary.hh
 }  // namespace etcd
 
 struct EtcdValue {
@@ -231,6 +234,8 @@ class EtcdClient {
 
  private:
   void noteHeader(const std::string& clusterId, std::int64_t revision);
+  // One unary call on handle_, holding mutex_ while it lives.
+  etcd::Unary unary();
   mutable std::mutex identityMutex_;  // guards identity_ and guarded_
   Identity identity_;
   bool guarded_ = false;

@@ -15,6 +15,7 @@
 #include "fleet/etcd/auth.hh"
 #include "fleet/etcd/gateway_codec.hh"
 #include "fleet/etcd/transport.hh"
+#include "fleet/etcd/unary.hh"
 #include "util/error.hh"
 #include "util/text_safe.hh"
 
@@ -40,93 +41,6 @@ EtcdClient::EtcdClient(EtcdConfig config, std::chrono::milliseconds requestTimeo
 EtcdClient::~EtcdClient() = default;
 
 namespace {
-
-// etcd's refusals of a request over its limits, said in its own words ("etcdserver:
-// request is too large", "grpc: received message larger than max", "too many operations
-// in txn request"): what limit, and what it means. "" for any other message.
-std::string limitHint(const std::string& message, std::size_t bytes) {
-  if (message.find("request is too large") != std::string::npos ||
-      message.find("larger than max") != std::string::npos)
-    return fmt::format(
-        "the request ({} bytes as sent) is over etcd's limit for one request "
-        "(--max-request-bytes, {} bytes by default); store less in one value or transaction",
-        bytes, kEtcdMaxRequestBytes);
-  if (message.find("too many operations in txn") != std::string::npos)
-    return fmt::format(
-        "the transaction has more operations than etcd takes in one (--max-txn-ops, {} by "
-        "default)",
-        kEtcdMaxTxnOps);
-  return {};
-}
-
-struct Unary {
-  Unary(CURL* c, const EtcdConfig& cfg, Auth* a, std::chrono::milliseconds t)
-      : curl(c), config(cfg), endpoint(cfg.endpoint), auth(a), timeout(t) {}
-
-  CURL* curl;
-  const EtcdConfig& config;
-  const std::string& endpoint;
-  Auth* auth;  // null without a user
-  std::chrono::milliseconds timeout;
-
-  // POSTs body to endpoint+path; returns the parsed 200 answer or throws. A token etcd
-  // no longer takes is renewed and the request sent once more.
-  json post(const std::string& path, const json& body, const std::string& what) {
-    const std::string token = auth ? auth->token() : std::string();
-    try {
-      return postOnce(path, body, what, token);
-    } catch (const AuthExpired&) {
-      auth->expire(token);
-      return postOnce(path, body, what, auth->token());
-    }
-  }
-
-  json postOnce(const std::string& path, const json& body, const std::string& what,
-                const std::string& token) {
-    const std::string text = jsonData(body);
-    const std::string url = endpoint + path;
-    std::string answer;
-    char errbuf[CURL_ERROR_SIZE] = {0};
-    Headers headers(token);
-    curl_easy_reset(curl);
-    setRequest(curl, config, url, text, headers, errbuf);
-    setTimeouts(curl, timeout);
-    curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, appendBody);
-    curl_easy_setopt(curl, CURLOPT_WRITEDATA, &answer);
-    const CURLcode rc = curl_easy_perform(curl);
-    if (rc != CURLE_OK)
-      throw Error("etcd at {} unreachable: {} (during {})", endpoint, curlMessage(rc, errbuf),
-                  what);
-    long status = 0;
-    curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
-    json parsed = json::parse(answer, nullptr, false);
-    if (status != 200) {
-      lastCode = gatewayCode(parsed);
-      const std::string message = gatewayMessage(answer);
-      if (auth && isAuthExpired(lastCode, message))
-        throw AuthExpired("etcd {} failed: HTTP {} {}", what, status, message);
-      if (auto limit = limitHint(message, text.size()); !limit.empty())
-        throw Error("etcd {} failed: {}", what, limit);
-      throw Error("etcd {} failed: HTTP {} {}{}", what, status, message, authHint(message));
-    }
-    if (parsed.is_discarded() || !parsed.is_object())
-      throw Error("etcd {} failed: unparsable response: {}", what, answer.substr(0, 200));
-    if (parsed.contains("error")) {  // streamed endpoints (keepalive) answer 200 with an error
-      lastCode = gatewayCode(parsed);
-      const std::string message = gatewayMessage(parsed);
-      if (auth && isAuthExpired(lastCode, message))
-        throw AuthExpired("etcd {} failed: {}", what, message);
-      throw Error("etcd {} failed: {}{}", what, message, authHint(message));
-    }
-    if (onHeader) {  // keepalive wraps its answer in "result"
-      const json& h = parsed.contains("result") ? parsed["result"] : parsed;
-      if (auto it = h.find("header"); it != h.end()) onHeader(*it);
-    }
-    return parsed;
-  }
-  std::int64_t lastCode = -1;
-  std::function<void(const json&)> onHeader;  // sees every answer's header
-};
 
 // etcd's gRPC API for a range (etcdserverpb.KV/Range), spoken over HTTP/2 with libcurl:
 // the same answer as the gateway's without base64 and JSON on either side (a range of
@@ -428,16 +342,14 @@ Outcome range(CURL* curl, const EtcdConfig& config, const std::string& token,
 
 }  // namespace
 
-#define MESH_ETCD_UNARY                                                                      \
-  std::lock_guard<std::mutex> lock(mutex_);                                                  \
-  if (!handle_) handle_ = std::make_unique<CurlHandle>();                                    \
-  Unary call{handle_->get(), config_, auth_.get(), requestTimeout_};                         \
-  call.onHeader = [this](const json& h) { noteHeader(clusterIdOf(h), i64(h, "revision")); }; \
-  (void)call
+etcd::Unary EtcdClient::unary() {
+  return etcd::Unary(mutex_, handle_, config_, auth_.get(), requestTimeout_,
+                     [this](const json& h) { noteHeader(clusterIdOf(h), i64(h, "revision")); });
+}
 
 std::int64_t EtcdClient::put(const std::string& key, const std::string& value,
                              std::int64_t leaseId) {
-  MESH_ETCD_UNARY;
+  auto call = unary();
   json body = {{"key", b64(key)}, {"value", b64(value)}};
   if (leaseId != 0) body["lease"] = std::to_string(leaseId);
   auto r = call.post("/v3/kv/put", body, "put " + shown(key));
@@ -445,7 +357,7 @@ std::int64_t EtcdClient::put(const std::string& key, const std::string& value,
 }
 
 std::optional<EtcdValue> EtcdClient::get(const std::string& key) {
-  MESH_ETCD_UNARY;
+  auto call = unary();
   const std::string what = "get " + shown(key);
   auto r = call.post("/v3/kv/range", {{"key", b64(key)}}, what);
   auto kvs = r.find("kvs");
@@ -482,7 +394,7 @@ EtcdRange EtcdClient::getPrefix(const std::string& prefix, const KvObserver& onK
         break;
     }
   }
-  MESH_ETCD_UNARY;
+  auto call = unary();
   const std::string what = "get prefix " + shown(prefix);
   EtcdRange out =
       parseRange(call.post("/v3/kv/range",
@@ -494,13 +406,13 @@ EtcdRange EtcdClient::getPrefix(const std::string& prefix, const KvObserver& onK
 }
 
 bool EtcdClient::del(const std::string& key) {
-  MESH_ETCD_UNARY;
+  auto call = unary();
   auto r = call.post("/v3/kv/deleterange", {{"key", b64(key)}}, "delete " + shown(key));
   return i64(r, "deleted") > 0;
 }
 
 std::int64_t EtcdClient::delPrefix(const std::string& prefix) {
-  MESH_ETCD_UNARY;
+  auto call = unary();
   auto r =
       call.post("/v3/kv/deleterange", {{"key", b64(prefix)}, {"range_end", b64(prefixEnd(prefix))}},
                 "delete prefix " + shown(prefix));
@@ -508,7 +420,7 @@ std::int64_t EtcdClient::delPrefix(const std::string& prefix) {
 }
 
 std::int64_t EtcdClient::grantLease(std::int64_t ttlSeconds) {
-  MESH_ETCD_UNARY;
+  auto call = unary();
   const std::string what = fmt::format("lease grant (TTL {} s)", ttlSeconds);
   auto r = call.post("/v3/lease/grant", {{"TTL", std::to_string(ttlSeconds)}}, what);
   if (auto e = str(r, "error"); !e.empty()) throw Error("etcd {} failed: {}", what, e);
@@ -518,7 +430,7 @@ std::int64_t EtcdClient::grantLease(std::int64_t ttlSeconds) {
 }
 
 std::int64_t EtcdClient::keepAliveOnce(std::int64_t leaseId) {
-  MESH_ETCD_UNARY;
+  auto call = unary();
   // A streamed endpoint: one request object in, one {"result": {...}} out, then EOF.
   auto r = call.post("/v3/lease/keepalive", {{"ID", std::to_string(leaseId)}},
                      fmt::format("lease keepalive {}", leaseId));
@@ -526,20 +438,20 @@ std::int64_t EtcdClient::keepAliveOnce(std::int64_t leaseId) {
 }
 
 bool EtcdClient::revoke(std::int64_t leaseId) {
-  MESH_ETCD_UNARY;
+  auto call = unary();
   try {
     call.post("/v3/lease/revoke", {{"ID", std::to_string(leaseId)}},
               fmt::format("lease revoke {}", leaseId));
     return true;
   } catch (const Error&) {
-    if (call.lastCode == kGrpcNotFound) return false;
+    if (call.lastCode() == kGrpcNotFound) return false;
     throw;
   }
 }
 
 bool EtcdClient::txnPutIfAbsent(const std::string& key, const std::string& value,
                                 std::int64_t leaseId) {
-  MESH_ETCD_UNARY;
+  auto call = unary();
   json put = {{"key", b64(key)}, {"value", b64(value)}};
   if (leaseId != 0) put["lease"] = std::to_string(leaseId);
   json body = {
@@ -558,7 +470,7 @@ std::optional<std::int64_t> EtcdClient::txnPutIfUnchanged(const std::string& key
                                                           const std::string& value,
                                                           std::int64_t expectedModRevision,
                                                           std::int64_t leaseId) {
-  MESH_ETCD_UNARY;
+  auto call = unary();
   json compare = {{"key", b64(key)}, {"result", "EQUAL"}};
   if (expectedModRevision == 0) {
     compare["target"] = "CREATE";
@@ -580,7 +492,7 @@ std::optional<std::int64_t> EtcdClient::txnPutIfUnchanged(const std::string& key
 }
 
 bool EtcdClient::txnDeleteIfUnchanged(const std::string& key, std::int64_t expectedModRevision) {
-  MESH_ETCD_UNARY;
+  auto call = unary();
   json body = {
       {"compare", json::array({{{"key", b64(key)},
                                 {"target", "MOD"},
@@ -596,7 +508,7 @@ bool EtcdClient::txnDeleteIfUnchanged(const std::string& key, std::int64_t expec
 EtcdTxnResult EtcdClient::txn(const std::vector<EtcdCompare>& compares,
                               const std::vector<EtcdOp>& success,
                               const std::vector<EtcdOp>& failure) {
-  MESH_ETCD_UNARY;
+  auto call = unary();
   const auto ops = [](const std::vector<EtcdOp>& list) {
     json out = json::array();
     for (const auto& op : list) {
@@ -634,7 +546,7 @@ EtcdTxnResult EtcdClient::txn(const std::vector<EtcdCompare>& compares,
 }
 
 EtcdRange EtcdClient::keysUnder(const std::string& prefix) {
-  MESH_ETCD_UNARY;
+  auto call = unary();
   const std::string what = "list keys under " + shown(prefix);
   return parseRange(
       call.post("/v3/kv/range",
@@ -648,7 +560,7 @@ std::vector<EtcdKeyValue> EtcdClient::getKeys(const std::vector<std::string>& ke
   if (keys.size() > kEtcdMaxTxnOps)
     throw Error("etcd get of {} keys: over the {} one transaction may read", keys.size(),
                 kEtcdMaxTxnOps);
-  MESH_ETCD_UNARY;
+  auto call = unary();
   json ranges = json::array();
   for (const auto& key : keys) {
     json one = {{"key", b64(key)}};
@@ -671,12 +583,10 @@ std::vector<EtcdKeyValue> EtcdClient::getKeys(const std::vector<std::string>& ke
 }
 
 void EtcdClient::compact(std::int64_t revision) {
-  MESH_ETCD_UNARY;
+  auto call = unary();
   call.post("/v3/kv/compaction", {{"revision", std::to_string(revision)}, {"physical", true}},
             fmt::format("compaction to revision {}", revision));
 }
-
-#undef MESH_ETCD_UNARY
 
 std::string EtcdClient::prefixEnd(const std::string& prefix) {
   std::string end = prefix;
