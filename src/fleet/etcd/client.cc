@@ -14,6 +14,7 @@
 
 #include "fleet/etcd/auth.hh"
 #include "fleet/etcd/gateway_codec.hh"
+#include "fleet/etcd/grpc_range.hh"
 #include "fleet/etcd/transport.hh"
 #include "fleet/etcd/unary.hh"
 #include "util/error.hh"
@@ -40,307 +41,7 @@ EtcdClient::EtcdClient(EtcdConfig config, std::chrono::milliseconds requestTimeo
 
 EtcdClient::~EtcdClient() = default;
 
-namespace {
-
-// etcd's gRPC API for a range (etcdserverpb.KV/Range), spoken over HTTP/2 with libcurl:
-// the same answer as the gateway's without base64 and JSON on either side (a range of
-// 10,000 nodes: etcd takes a quarter of the time, and we next to none to read it).
-// Protocol buffers' wire format, only the few fields a range needs (etcd's rpc.proto
-// and kv.proto).
-namespace rpc {
-
-void varint(std::string& out, std::uint64_t v) {
-  while (v >= 0x80) {
-    out += static_cast<char>((v & 0x7f) | 0x80);
-    v >>= 7;
-  }
-  out += static_cast<char>(v);
-}
-
-void bytesField(std::string& out, unsigned field, std::string_view bytes) {
-  varint(out, field << 3 | 2);
-  varint(out, bytes.size());
-  out.append(bytes);
-}
-
-// RangeRequest{key = 1, range_end = 2}, framed as gRPC's one message: a flag byte (not
-// compressed) and its length, big-endian.
-std::string rangeRequest(const std::string& key, const std::string& rangeEnd) {
-  std::string msg;
-  bytesField(msg, 1, key);
-  bytesField(msg, 2, rangeEnd);
-  std::string out(5, '\0');
-  for (int i = 0; i < 4; ++i) out[1 + i] = static_cast<char>(msg.size() >> (24 - 8 * i));
-  return out + msg;
-}
-
-// Reads one message's fields; `ok` turns false at anything malformed.
-class Reader {
- public:
-  explicit Reader(std::string_view bytes) : at_(bytes.data()), end_(bytes.data() + bytes.size()) {}
-  bool more() const { return ok && at_ < end_; }
-  size_t left() const { return static_cast<size_t>(end_ - at_); }
-  std::uint64_t varint() {
-    std::uint64_t v = 0;
-    for (int shift = 0; shift < 64; shift += 7) {
-      if (at_ >= end_) break;
-      const auto b = static_cast<unsigned char>(*at_++);
-      v |= static_cast<std::uint64_t>(b & 0x7f) << shift;
-      if (b < 0x80) return v;
-    }
-    ok = false;
-    return 0;
-  }
-  std::string_view bytes() {
-    const auto n = varint();
-    if (!ok || n > static_cast<std::uint64_t>(end_ - at_)) {
-      ok = false;
-      return {};
-    }
-    std::string_view out(at_, n);
-    at_ += n;
-    return out;
-  }
-  // The next field: its number, and its value as a number (varint) or bytes
-  // (length-delimited); other wire types are skipped.
-  bool next(unsigned& field, std::uint64_t& number, std::string_view& data) {
-    const auto tag = varint();
-    field = static_cast<unsigned>(tag >> 3);
-    switch (tag & 7) {
-      case 0:
-        number = varint();
-        break;
-      case 2:
-        data = bytes();
-        break;
-      case 1:
-        skip(8);
-        break;
-      case 5:
-        skip(4);
-        break;
-      default:
-        ok = false;
-    }
-    return ok;
-  }
-  bool ok = true;
-
- private:
-  void skip(size_t n) {
-    if (n > static_cast<size_t>(end_ - at_))
-      ok = false;
-    else
-      at_ += n;
-  }
-  const char* at_;
-  const char* end_;
-};
-
-// RangeResponse{header = 1 {cluster_id = 1, revision = 3}, kvs = 2 {key = 1,
-// create_revision = 2, mod_revision = 3, value = 5, lease = 6}}, read as it arrives: each
-// field is read into `out` as soon as all its bytes are in, so the answer (tens of MB at
-// 10,000 nodes) is read while etcd still sends it, and is never held whole a second time.
-class RangeStream {
- public:
-  explicit RangeStream(const EtcdClient::KvObserver* onKv) : onKv_(onKv) {}
-  // The bytes of the answer's body, in the order they came.
-  void feed(std::string_view data) {
-    received_ += data.size();
-    if (!ok_) return;
-    pending_.append(data);
-    size_t at = 0;
-    if (!framed_) {
-      if (pending_.size() < 5) return;
-      if (pending_[0] != 0) ok_ = false;  // compressed, or not gRPC
-      for (int i = 1; i < 5; ++i) length_ = length_ << 8 | static_cast<unsigned char>(pending_[i]);
-      framed_ = true;
-      at = 5;
-    }
-    while (ok_ && at < pending_.size()) {
-      const std::string_view rest = std::string_view(pending_).substr(at);
-      Reader r(rest);
-      unsigned field = 0;
-      std::uint64_t n = 0;
-      std::string_view b;
-      // A field whose bytes are not all in yet is read when they are.
-      if (!complete(rest)) break;
-      if (!r.next(field, n, b)) {
-        ok_ = false;
-        break;
-      }
-      const size_t used = rest.size() - r.left();
-      if (field == 1 || field == 2) ok_ = field == 1 ? readHeader(b) : readKv(b);
-      at += used;
-      read_ += used;
-      if (read_ > length_) ok_ = false;
-    }
-    pending_.erase(0, at);
-  }
-  // Whether the body was one whole, well-formed message of `length` bytes: then `out` is
-  // the range.
-  bool whole() const {
-    return ok_ && framed_ && pending_.empty() && read_ == length_ && received_ == 5 + length_;
-  }
-  EtcdRange out;
-  std::uint64_t clusterId = 0;
-
- private:
-  // Whether `rest` begins with a whole field (tag, and for bytes their length and all of
-  // them); a malformed start counts as whole, for next() to reject.
-  static bool complete(std::string_view rest) {
-    Reader r(rest);
-    const auto tag = r.varint();
-    if (!r.ok) return rest.size() >= 10;
-    switch (tag & 7) {
-      case 0:
-        r.varint();
-        return r.ok || rest.size() >= 20;
-      case 1:
-        return r.left() >= 8;
-      case 5:
-        return r.left() >= 4;
-      case 2: {
-        const auto n = r.varint();
-        if (!r.ok) return rest.size() >= 20;
-        return r.left() >= n;
-      }
-      default:
-        return true;
-    }
-  }
-  bool readHeader(std::string_view msg) {
-    Reader h(msg);
-    unsigned field = 0;
-    std::uint64_t n = 0;
-    std::string_view b;
-    while (h.more() && h.next(field, n, b))
-      if (field == 1)
-        clusterId = n;
-      else if (field == 3)
-        out.revision = static_cast<std::int64_t>(n);
-    return h.ok;
-  }
-  bool readKv(std::string_view msg) {
-    Reader k(msg);
-    unsigned field = 0;
-    std::uint64_t n = 0;
-    std::string_view b;
-    EtcdKeyValue kv;
-    while (k.more() && k.next(field, n, b)) switch (field) {
-        case 1:
-          kv.key = b;
-          break;
-        case 2:
-          kv.createRevision = static_cast<std::int64_t>(n);
-          break;
-        case 3:
-          kv.modRevision = static_cast<std::int64_t>(n);
-          break;
-        case 5:
-          kv.value = b;
-          break;
-        case 6:
-          kv.lease = static_cast<std::int64_t>(n);
-          break;
-        default:
-          break;
-      }
-    if (!k.ok) return false;
-    if (onKv_ && *onKv_) try {  // never through libcurl's C frames
-        (*onKv_)(kv);
-      } catch (...) {
-      }
-    out.kvs.push_back(std::move(kv));
-    return true;
-  }
-  const EtcdClient::KvObserver* onKv_;
-  std::string pending_;  // bytes in, not yet read: at most part of one field
-  std::uint64_t length_ = 0, read_ = 0, received_ = 0;
-  bool framed_ = false, ok_ = true;
-};
-
-// The grpc-status and grpc-message headers (or trailers: libcurl hands both to this).
-struct Answer {
-  explicit Answer(const EtcdClient::KvObserver* onKv) : body(onKv) {}
-  RangeStream body;
-  std::string status, message;
-};
-
-size_t onHeader(char* data, size_t size, size_t n, void* user) {
-  auto& a = *static_cast<Answer*>(user);
-  std::string_view line(data, size * n);
-  while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.remove_suffix(1);
-  const auto colon = line.find(':');
-  if (colon != std::string_view::npos) {
-    std::string name(line.substr(0, colon));
-    std::transform(name.begin(), name.end(), name.begin(),
-                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-    auto value = line.substr(colon + 1);
-    while (!value.empty() && value.front() == ' ') value.remove_prefix(1);
-    if (name == "grpc-status") a.status = value;
-    if (name == "grpc-message") a.message = value;
-  }
-  return size * n;
-}
-
-size_t onBody(char* data, size_t size, size_t n, void* user) {
-  static_cast<RangeStream*>(user)->feed(std::string_view(data, size * n));
-  return size * n;
-}
-
-enum class Outcome { Read, Unreachable, NoHttp2, NotServed };
-
-// One Range call on `curl`. Read: `out` holds the answer. Unreachable: etcd could not be
-// connected to or did not answer in time (`error` says why). NoHttp2: an answer came, but
-// not over HTTP/2 (a proxy in between). NotServed: anything else — not gRPC, a gRPC error
-// (a refused token, a permission, a limit): the caller asks the gateway, whose answer
-// says it in etcd's words.
-Outcome range(CURL* curl, const EtcdConfig& config, const std::string& token,
-              const std::string& key, const std::string& rangeEnd,
-              std::chrono::milliseconds timeout, const EtcdClient::KvObserver& onKv, EtcdRange& out,
-              std::uint64_t& clusterId, std::string& error) {
-  const std::string body = rangeRequest(key, rangeEnd);
-  const std::string url = config.endpoint + "/etcdserverpb.KV/Range";
-  Answer answer(&onKv);
-  char errbuf[CURL_ERROR_SIZE] = {0};
-  Headers headers(token, Headers::Grpc{});
-  curl_easy_reset(curl);
-  setRequest(curl, config, url, body, headers, errbuf);
-  // A connection of its own each time: libcurl 7.88 fails a second call on an HTTP/2
-  // connection it keeps (CURLE_HTTP2), and a range this large is no call to save a
-  // connection on.
-  curl_easy_setopt(curl, CURLOPT_FRESH_CONNECT, 1L);
-  curl_easy_setopt(curl, CURLOPT_FORBID_REUSE, 1L);
-  curl_easy_setopt(
-      curl, CURLOPT_HTTP_VERSION,
-      url.rfind("https://", 0) == 0 ? CURL_HTTP_VERSION_2TLS : CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE);
-  setTimeouts(curl, timeout);
-  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, onBody);
-  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &answer.body);
-  curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, onHeader);
-  curl_easy_setopt(curl, CURLOPT_HEADERDATA, &answer);
-  const CURLcode rc = curl_easy_perform(curl);
-  if (rc == CURLE_COULDNT_CONNECT || rc == CURLE_COULDNT_RESOLVE_HOST ||
-      rc == CURLE_OPERATION_TIMEDOUT) {
-    error = curlMessage(rc, errbuf);
-    return Outcome::Unreachable;
-  }
-  long status = 0, version = 0;
-  curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
-  curl_easy_getinfo(curl, CURLINFO_HTTP_VERSION, &version);
-  if (rc == CURLE_OK && status != 0 && version != CURL_HTTP_VERSION_2_0) return Outcome::NoHttp2;
-  if (rc != CURLE_OK || status != 200 || version != CURL_HTTP_VERSION_2_0 || answer.status != "0" ||
-      !answer.body.whole())
-    return Outcome::NotServed;
-  out = std::move(answer.body.out);
-  clusterId = answer.body.clusterId;
-  return Outcome::Read;
-}
-
-}  // namespace rpc
-
-}  // namespace
+namespace {}  // namespace
 
 etcd::Unary EtcdClient::unary() {
   return etcd::Unary(mutex_, handle_, config_, auth_.get(), requestTimeout_,
@@ -378,19 +79,19 @@ EtcdRange EtcdClient::getPrefix(const std::string& prefix, const KvObserver& onK
     EtcdRange out;
     std::uint64_t clusterId = 0;
     std::string error;
-    switch (rpc::range(grpcHandle_->get(), config_, token, prefix, prefixEnd(prefix),
-                       requestTimeout_, onKv, out, clusterId, error)) {
-      case rpc::Outcome::Read:
+    switch (grpcRange(grpcHandle_->get(), config_, token, prefix, prefixEnd(prefix),
+                      requestTimeout_, onKv, out, clusterId, error)) {
+      case GrpcRangeOutcome::Read:
         noteHeader(std::to_string(clusterId), out.revision);
         grpcReads_.fetch_add(1);
         return out;
-      case rpc::Outcome::Unreachable:
+      case GrpcRangeOutcome::Unreachable:
         throw Error("etcd at {} unreachable: {} (during get prefix {})", endpoint_, error,
                     shown(prefix));
-      case rpc::Outcome::NoHttp2:  // not tried again by this client
+      case GrpcRangeOutcome::NoHttp2:  // not tried again by this client
         grpcNotServed_ = true;
         break;
-      case rpc::Outcome::NotServed:  // said by the gateway (a stale token is renewed there)
+      case GrpcRangeOutcome::NotServed:  // said by the gateway (a stale token is renewed there)
         break;
     }
   }
