@@ -1,10 +1,12 @@
-// A small etcd v3 client over etcd 3.4's JSON gateway (grpc-gateway on the client port),
-// spoken with libcurl. It hides the gateway's quirks: keys and values travel as base64,
-// int64 fields arrive as JSON strings, zero-valued fields are left out, and watch answers
-// with a stream of newline-delimited JSON objects. Every failure is a mesh::Error naming
-// the endpoint or the operation ("etcd at URL unreachable: ...", "etcd put KEY failed:
-// HTTP 400 ..."); a watch from a compacted revision throws EtcdCompacted. A watch's
-// timeout is no failure (it returns false) unless etcd cannot be connected to. See
+// A small etcd v3 client, spoken with libcurl: every call through etcd 3.4's JSON gateway
+// (grpc-gateway on the client port), but the read of a whole prefix, which goes over
+// etcd's gRPC API (KV/Range over HTTP/2) when etcd serves it there. It hides the
+// gateway's quirks: keys and values travel as base64, int64 fields arrive as JSON
+// strings, zero-valued fields are left out, and watch answers with a stream of
+// newline-delimited JSON objects. Its parts, one concept per file, are in fleet/etcd/. Every
+// failure is a mesh::Error naming the endpoint or the operation ("etcd at URL unreachable: ...",
+// "etcd put KEY failed: HTTP 400 ..."); a watch from a compacted revision throws EtcdCompacted. A
+// watch's timeout is no failure (it returns false) unless etcd cannot be connected to. See
 // docs/etcd.md.
 #pragma once
 
@@ -37,7 +39,11 @@ struct EtcdConfig {
   std::shared_ptr<const Secret> password;  // with `user`; never printed
 };
 
-class EtcdAuth;  // the token of an EtcdClient with a user (etcd.cc)
+namespace etcd {
+class Auth;        // etcd/auth.hh: the token of a client with a user
+class CurlHandle;  // etcd/transport.hh
+class Unary;       // etcd/unary.hh
+}  // namespace etcd
 
 struct EtcdValue {
   std::string value;
@@ -228,22 +234,22 @@ class EtcdClient {
 
  private:
   void noteHeader(const std::string& clusterId, std::int64_t revision);
+  // One unary call on handle_, holding mutex_ while it lives.
+  etcd::Unary unary();
   mutable std::mutex identityMutex_;  // guards identity_ and guarded_
   Identity identity_;
   bool guarded_ = false;
-  friend class EtcdAuth;
-  struct Handle;
   bool watchOnce(const std::string& keyOrPrefix, std::int64_t fromRevision,
                  const WatchCallback& callback, std::chrono::milliseconds timeout, WatchScope scope,
                  const std::atomic<bool>* cancel, const std::string& token);
   EtcdConfig config_;
-  std::unique_ptr<EtcdAuth> auth_;  // null without a user
+  std::unique_ptr<etcd::Auth> auth_;  // null without a user
   std::string endpoint_;
   std::chrono::milliseconds requestTimeout_;
-  std::mutex mutex_;                        // guards handle_: one reused connection for unary calls
-  std::unique_ptr<Handle> handle_;          // kept alive between calls for connection reuse
-  std::unique_ptr<Handle> grpcHandle_;      // getPrefix's HTTP/2 connection, under mutex_
-  std::atomic<bool> grpcNotServed_{false};  // no HTTP/2 there: getPrefix asks the gateway
+  std::mutex mutex_;  // guards handle_: one reused connection for unary calls
+  std::unique_ptr<etcd::CurlHandle> handle_;      // kept alive between calls for connection reuse
+  std::unique_ptr<etcd::CurlHandle> grpcHandle_;  // getPrefix's HTTP/2 connection, under mutex_
+  std::atomic<bool> grpcNotServed_{false};        // no HTTP/2 there: getPrefix asks the gateway
   std::atomic<std::size_t> grpcReads_{0};
 };
 
