@@ -57,8 +57,10 @@ Digest KindTest::wantOf(const decl::Resource& r, Mode mode) {
 
 Outcome KindTest::converge(const decl::Resource& r, const state::Record* rec, Mode mode) {
   auto ctx = contextFor(mode);
-  if (r.kind == decl::Kind::Process)
+  if (r.kind == decl::Kind::Process) {
     ctx->expectServices({std::get<decl::ProcessSpec>(r.spec).service}, false);
+    ctx->setRestartCauses(causes);
+  }
   const Applier& applier = applierFor(r.kind);
   std::optional<Outcome> o;
   try {

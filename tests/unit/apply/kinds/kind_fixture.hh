@@ -85,8 +85,10 @@ class KindTest : public ::testing::Test {
   std::string root = work + "/root";
   std::string stateDir = root + "/var/lib/mesh-host";
   std::string blobs = work + "/blobs";
-  // Set by the process tests: the services the supervisor acts on.
+  // Set by the process tests: the services the supervisor acts on, and why the
+  // process must restart besides its own state (what the cycle sets per process).
   mesh::test::ServiceWorld* services = nullptr;
+  RestartCauses causes;
 
   void SetUp() override;
 
