@@ -35,7 +35,8 @@ struct Replace {
   Replace(std::string literal, std::string with)
       : pattern(std::regex_replace(literal, std::regex(R"([.^$|()\[\]{}*+?\\])"), R"(\$&)")),
         with(std::move(with)) {}
-  Replace(std::regex pattern, std::string with) : pattern(std::move(pattern)), with(std::move(with)) {}
+  Replace(std::regex pattern, std::string with)
+      : pattern(std::move(pattern)), with(std::move(with)) {}
   std::regex pattern;
   std::string with;
 };

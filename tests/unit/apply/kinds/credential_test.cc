@@ -92,9 +92,9 @@ TEST_F(CredentialKind, ModeChangedIsUpdatedForDrift) {
 }
 
 TEST_F(CredentialKind, OwnerChangedIsUpdatedForDrift) {
-  const auto& r =
-      declare("[module.web.credential.key]\npath = \"/etc/web/key\"\nfrom = \"secret\"\n"
-              "owner = \"root\"\n");
+  const auto& r = declare(
+      "[module.web.credential.key]\npath = \"/etc/web/key\"\nfrom = \"secret\"\n"
+      "owner = \"root\"\n");
   const auto rec = applied(r);
   ASSERT_EQ(::lchown(at("/etc/web/key").c_str(), 1234, 1234), 0);
   const Outcome o = converge(r, &rec);

@@ -119,7 +119,9 @@ TEST_F(FileKind, PlanOfAnEditedFileDecidesDriftShowsTheDiffAndWritesNothing) {
   EXPECT_EQ(read("/etc/web/config.toml"), "listen = 9\n");
 }
 
-int noSpace(const char*) { return ENOSPC; }
+int noSpace(const char*) {
+  return ENOSPC;
+}
 
 TEST_F(FileKind, AFailedWriteLeavesTheFileThatWasThereAndHoldsWhatWasWritten) {
   const auto rec = applied(config());

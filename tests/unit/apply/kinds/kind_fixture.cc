@@ -115,10 +115,8 @@ void KindTest::write(const std::string& declared, const std::string& content) co
 std::optional<Stamp> KindTest::stampOf(const std::string& declared) const {
   struct stat st {};
   if (::lstat(at(declared).c_str(), &st) != 0) return std::nullopt;
-  return Stamp{st.st_ino,
-               int64_t{st.st_mtim.tv_sec} * 1'000'000'000 + st.st_mtim.tv_nsec,
-               int64_t{st.st_ctim.tv_sec} * 1'000'000'000 + st.st_ctim.tv_nsec,
-               st.st_mode,
+  return Stamp{st.st_ino, int64_t{st.st_mtim.tv_sec} * 1'000'000'000 + st.st_mtim.tv_nsec,
+               int64_t{st.st_ctim.tv_sec} * 1'000'000'000 + st.st_ctim.tv_nsec, st.st_mode,
                st.st_uid};
 }
 

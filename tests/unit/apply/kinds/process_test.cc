@@ -50,8 +50,7 @@ TEST_F(ProcessKind, AbsentIsInstalledAndLeftToTheCycleToStart) {
   EXPECT_EQ(o.activation, Activation::Start);
   EXPECT_EQ(o.service, "web.service");
   EXPECT_TRUE(service().installed);
-  EXPECT_NE(service().text.find(root + bundleDir(v1) + "/bin/app serve"),
-            std::string::npos)
+  EXPECT_NE(service().text.find(root + bundleDir(v1) + "/bin/app serve"), std::string::npos)
       << service().text;
   EXPECT_FALSE(service().active);  // not started here
   EXPECT_EQ(read(bundleDir(v1) + "/bin/app"), "#!/bin/sh\necho v1\n");
