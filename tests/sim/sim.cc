@@ -59,7 +59,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -75,6 +74,7 @@
 #include "apply/cycle.hh"
 #include "decl/parse.hh"
 #include "disk.hh"
+#include "recording_supervisor.hh"
 #include "state/store.hh"
 #include "util/digest.hh"
 #include "util/error.hh"
@@ -104,137 +104,10 @@ void crashHook(const char*) {
   }
 }
 
-int64_t nowUs() {
-  using namespace std::chrono;
-  return duration_cast<microseconds>(system_clock::now().time_since_epoch()).count();
-}
-
-// The service manager of the simulated machine: survives every crash of the
-// agent. Each start is stamped with a logical tick and a wall time in a later
-// millisecond than any restart owed before it (as a real start takes time).
-struct World {
-  struct Service {
-    bool installed = false, active = false;
-    std::string text;
-    int64_t sinceUs = 0;
-    uint64_t startTick = 0;
-    uint64_t reloadTick = 0;  // of the last reload (the pid stays)
-    int pid = 0;
-  };
-  std::map<std::string, Service> services;
-  std::map<std::string, uint64_t> installTick;  // last change of the unit text
-  struct Restart {
-    std::string service;
-    uint64_t prevStart = 0, tick = 0;
-  };
-  std::vector<Restart> restarts;  // of the cycle in hand
-  std::vector<Restart> reloads;   // of the cycle in hand (prevStart: the start it kept)
-  uint64_t tick = 0;
-  int pids = 100;
-  int failNext = 0;  // the next N starts/restarts fail
-  // The Nth start, restart, stop or observe from now hangs: the backend gives
-  // up after its timeout and throws; the job may still run to its end behind
-  // the caller's back (hangDone). 0: none.
-  int hangAt = 0;
-  bool hangDone = false;
-  int64_t calls = 0;
-
-  bool hangsNow() { return hangAt > 0 && --hangAt == 0; }
-
-  void startNow(Service& s) {
-    const int64_t ms = nowUs() / 1000;
-    while (nowUs() / 1000 == ms) {
-    }
-    s.active = true;
-    s.sinceUs = nowUs();
-    s.startTick = ++tick;
-    s.pid = ++pids;
-  }
-};
-
-class RecordingSupervisor : public supervise::Supervisor {
- public:
-  explicit RecordingSupervisor(World& w) : w_(w) {}
-  std::string name() const override { return "sim"; }
-  std::map<std::string, supervise::ServiceState> observe(const std::vector<std::string>& names,
-                                                         bool) override {
-    if (w_.hangsNow()) timedOut("status");
-    std::map<std::string, supervise::ServiceState> out;
-    for (const auto& n : names) {
-      const auto& s = w_.services[n];
-      supervise::ServiceState st;
-      st.installed = s.installed;
-      st.installedText = s.text;
-      st.active = s.active;
-      st.activeState = s.active ? "active" : "inactive";
-      st.pid = s.active ? s.pid : 0;
-      st.sinceUs = s.active ? s.sinceUs : 0;
-      out[n] = st;
-    }
-    return out;
-  }
-  void install(const supervise::Unit& unit) override {
-    ++w_.calls;
-    auto& s = w_.services[unit.name];
-    if (!s.installed || s.text != unit.text) w_.installTick[unit.name] = ++w_.tick;
-    s.installed = true;
-    s.text = unit.text;
-  }
-  void uninstall(const std::string& name) override {
-    ++w_.calls;
-    w_.services[name].installed = false;
-    w_.services[name].text.clear();
-  }
-  void start(const std::string& name) override {
-    ++w_.calls;
-    const bool hung = w_.hangsNow();
-    if (hung && !w_.hangDone) timedOut("start");
-    auto& s = running(name);
-    if (!s.active) w_.startNow(s);
-    if (hung) timedOut("start");
-  }
-  void restart(const std::string& name) override {
-    ++w_.calls;
-    const bool hung = w_.hangsNow();
-    if (hung && !w_.hangDone) timedOut("restart");
-    auto& s = running(name);
-    const uint64_t prev = s.active ? s.startTick : 0;
-    w_.startNow(s);
-    if (prev) w_.restarts.push_back({name, prev, s.startTick});
-    if (hung) timedOut("restart");
-  }
-  void stop(const std::string& name) override {
-    ++w_.calls;
-    const bool hung = w_.hangsNow();
-    if (hung && !w_.hangDone) timedOut("stop");
-    w_.services[name].active = false;
-    if (hung) timedOut("stop");
-  }
-  void reloadService(const std::string& name) override {
-    ++w_.calls;
-    auto& s = running(name);
-    if (!s.active) throw Error("sim: reload of {}: it is not running", name);
-    s.reloadTick = ++w_.tick;
-    w_.reloads.push_back({name, s.startTick, s.reloadTick});
-  }
-  std::vector<std::string> unsupportedKeys(const supervise::Unit&) const override { return {}; }
-
- private:
-  // What the builtin backend throws when a service's supervisor does not answer in time.
-  [[noreturn]] static void timedOut(const char* verb) {
-    throw Error("the supervisor did not answer \"{}\" within 90 s", verb);
-  }
-  World::Service& running(const std::string& name) {
-    auto& s = w_.services[name];
-    if (!s.installed) throw Error("sim: {} is not installed", name);
-    if (w_.failNext > 0) {
-      --w_.failNext;
-      throw Error("sim: the supervisor failed to start {}", name);
-    }
-    return s;
-  }
-  World& w_;
-};
+// The service manager of the simulated machine, which survives every crash of the
+// agent, and the supervisor backend over it (tests/support/recording_supervisor.hh).
+using World = test::ServiceWorld;
+using test::RecordingSupervisor;
 
 // What the operator declares, as a few knobs the driver turns.
 struct Model {
