@@ -84,9 +84,13 @@ bool verbose() {
   return v;
 }
 
-int64_t nowUs() {
+// When a service entered the state it is in: the next millisecond. A real start
+// takes longer than one, and the cycle judges a restart owed at millisecond T paid by
+// a start after T (apply/cycle.cc causesFor): in process, with the same millisecond,
+// the outcome would depend on the clock.
+int64_t startedUs() {
   using namespace std::chrono;
-  return duration_cast<microseconds>(system_clock::now().time_since_epoch()).count();
+  return (duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count() + 1) * 1000;
 }
 
 enum class Backend { Builtin, Systemd };
@@ -139,14 +143,15 @@ struct World {
     s.active = s.running = true;
     s.startTick = ++tick;
     s.pid = ++pids;
-    s.sinceUs = nowUs();
+    s.sinceUs = startedUs();
   }
 };
 
 class ModelSupervisor : public supervise::Supervisor {
  public:
   ModelSupervisor(World& w, Backend b) : w_(w), b_(b) {}
-  std::string name() const override { return b_ == Backend::Builtin ? "builtin" : "systemd"; }
+  std::string name() const override { return name_(); }
+  std::string name_() const { return b_ == Backend::Builtin ? "builtin" : "systemd"; }
 
   std::map<std::string, supervise::ServiceState> observe(const std::vector<std::string>& names,
                                                          bool) override {
@@ -258,6 +263,9 @@ class ModelSupervisor : public supervise::Supervisor {
   // settle time has failed to start, which settle() says; Restart=always then keeps
   // it in its back-off (active, not running), under either backend.
   void launch(const std::string& name, World::Service& s) {
+    if (verbose())
+      std::fprintf(stderr, "   [%s] launch %s%s at tick %llu\n", name_().c_str(), name.c_str(),
+                   s.held() ? " (held)" : "", static_cast<unsigned long long>(w_.tick + 1));
     if (s.held()) w_.heldStarts.push_back({name, w_.tick + 1, s.meshStartTick, s.limitHit});
     s.limitHit = false;
     s.meshStartTick = w_.tick + 1;
@@ -266,7 +274,7 @@ class ModelSupervisor : public supervise::Supervisor {
       s.running = false;
       s.pid = 0;
       s.startTick = ++w_.tick;
-      s.sinceUs = nowUs();  // in its back-off since
+      s.sinceUs = startedUs();  // in its back-off since
       ++s.crashRestarts;
       exited_.insert(name);
       return;
@@ -660,6 +668,7 @@ class System {
     const uint64_t began = ++world_.tick;
     world_.restartLog.clear();
     world_.gated = static_cast<bool>(job.hooks.holdRestartSlot);
+    noteLimited();
     stopSeen = 0;
     stopAt = termArmed_ ? termArmed_ : 0;
     termArmed_ = 0;
@@ -689,6 +698,13 @@ class System {
     if (o_.fleet) checkPublished();
     checkLocal();
     checkChurn(report->cycle);
+  }
+
+  // The services at their start limit as a cycle begins.
+  void noteLimited() {
+    limitedAtStart_.clear();
+    for (const auto& [name, s] : world_.services)
+      if (s.installed && s.limitHit) limitedAtStart_.insert(name);
   }
 
   // Whether the state directory's file system is full now (store writes fail).
@@ -784,6 +800,7 @@ class System {
     const uint64_t began = ++world_.tick;
     world_.restartLog.clear();
     const auto d = decl::loadDeclaration(declPath(), po_);
+    noteLimited();
     std::atomic<bool> never{false};
     agent::LockedRun run = agent::runLocked(settings_, d, never, [](const std::string&) {}, {});
     events(before, began);
@@ -807,7 +824,9 @@ class System {
     std::string line = fmt::format("step {} {} v{}:", step_, who.substr(0, who.find(':')), ran);
     for (const auto& r : report.results)
       line += fmt::format(" {}={}/{}", r.id, apply::verdictName(r.outcome.verdict()),
-                          sameOnBoth(r.outcome.reason()));
+                          limitedAtStart_.count(serviceOf(r.id))
+                              ? fromLimit(r.outcome.reason())
+                              : sameOnBoth(r.outcome.reason()));
     for (const auto& s : world_.restartLog) line += " restart " + s;
     for (const auto& r : report.results)
       if (r.outcome.verdict() == apply::Verdict::Failed &&
@@ -856,6 +875,17 @@ class System {
     const size_t colon = reason.find(" is not running: ");
     if (colon == std::string::npos || !reason.ends_with(left)) return reason;
     return reason.substr(0, colon) + " is not running: held by its supervisor" + left;
+  }
+
+  // A service at its start limit when the cycle began is inactive under systemd (a
+  // cause starts it: "drift: not running", "start of …") and in its back-off under the
+  // builtin supervisor (a cause restarts it: "restart-on s.a", "restart of …"): the
+  // same outcome, a start for a cause, in each backend's words.
+  static std::string fromLimit(const std::string& reason) {
+    if (reason.ends_with("; left to its supervisor, not started")) return sameOnBoth(reason);
+    if (const size_t at = reason.find(" failed: "); at != std::string::npos)
+      return "started from its start limit, failed: " + reason.substr(at + 9);
+    return "started from its start limit";
   }
 
   static std::string serviceOf(const std::string& id) {
@@ -1098,7 +1128,7 @@ class System {
     if (chance(50)) {
       ++fullDisks_;
       diskFull_ = Disk::Full;
-      disk::failWritesFrom(1 + pick(12));
+      disk::failWritesFrom(1 + pick(30));
     } else {
       ++fullTrees_;
       diskFull_ = Disk::TreeFull;
@@ -1217,6 +1247,7 @@ class System {
   Disk diskFull_ = Disk::Room;
   enum class SlotPlan { Free, Busy, Term, Timeout };
   SlotPlan slotPlan_ = SlotPlan::Free;
+  std::set<std::string> limitedAtStart_;  // of the cycle in hand
   int slotLimit_ = 1;  // fleet mode: the pushed statement's --max-parallel-restarts
   std::map<std::string, uint64_t> owedAtSlotTerm_;  // service → the tick of that SIGTERM
   bool owedAcrossFull_ = false, enospcSeen_ = false;
