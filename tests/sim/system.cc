@@ -17,8 +17,13 @@
 //     through the path FleetLink's accept takes (takeAccepted), its published
 //     statuses captured in memory;
 //   - a supervisor event: the next start fails, a running service crashes and
-//     waits in its Restart= back-off, the back-off ends; and a declaration whose
-//     service exits at once when started (a start that fails at once).
+//     waits in its Restart= back-off, the back-off ends, a service in its back-off
+//     reaches its start limit (systemd; the builtin supervisor's back-off at its cap);
+//     and a declaration whose service exits at once when started;
+//   - the disk fills (the state directory's: store and files; or only the managed
+//     tree's), and room comes back;
+//   - fleet mode: a restart's slot (--max-parallel-restarts) free, held by another
+//     node then freed, held while SIGTERM comes, or held past its timeout.
 // The supervisor model has two backends, builtin and systemd semantics (systemd
 // reloads lazily before a start and after an uninstall, reports enablement; the
 // builtin one leaves the service's supervisor running when its unit directory is
@@ -35,6 +40,13 @@
 //     (--no-undeclared-check turns it off: only to look past it);
 //   - no status, local (the store's finished cycles, generations) or published
 //     (fleet mode), claims a cycle that did not finish;
+//   - a service its supervisor holds (back-off, start limit) is started only for a
+//     cause since mesh-host last started it, and is reported failing, never unchanged;
+//   - while cycles cannot run (a full disk) status's health is failing and cycles by
+//     event back off; a restart owed when the disk filled is made once room is back;
+//     a change that failed on ENOSPC, then succeeded, is not churn;
+//   - under a slot limit every restart holds a slot, freed by the cycle's end; one
+//     owed when SIGTERM came during the slot wait is made later;
 //   - both backends' models give the same outcomes (verdict and reason of every
 //     resource of every cycle, and the restarts) for the same events.
 // A mismatch prints the seed, step and backend; `mesh_sim_system --seed S --steps N`
@@ -59,12 +71,12 @@
 #include <vector>
 
 #include "agent/core.hh"
-#include "apply/churn.hh"
-#include "apply/health.hh"
-#include "disk.hh"
 #include "agent/fleet_start.hh"
 #include "agent/locked_run.hh"
+#include "apply/churn.hh"
+#include "apply/health.hh"
 #include "decl/parse.hh"
+#include "disk.hh"
 #include "state/drift_note.hh"
 #include "state/store.hh"
 #include "supervise/supervisor.hh"
@@ -654,9 +666,9 @@ class System {
     // The agent's back-off of cycles that cannot run: a cycle by event (drift) waits
     // 1 s after the first failure, doubling up to the interval.
     if (failStreak_ > 0 && job.trigger.starts_with("drift: ")) {
-      const auto due = std::min(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                    opts_.interval),
-                                std::chrono::milliseconds(int64_t{1000} << std::min(failStreak_ - 1, 20)));
+      const auto due =
+          std::min(std::chrono::duration_cast<std::chrono::milliseconds>(opts_.interval),
+                   std::chrono::milliseconds(int64_t{1000} << std::min(failStreak_ - 1, 20)));
       if (now_ - lastFailAt_ < due)
         mismatch(fmt::format(
             "a drift cycle ran {} ms after the cycle that could not run ({} in a row): the "
@@ -726,8 +738,8 @@ class System {
       return mismatch(fmt::format("the store cannot be read: {}", e.what()));
     }
     if (const std::string why = statusHealthy(); !why.empty())
-      mismatch(fmt::format("{} could not run ({}), yet `status` says the node is healthy: {}",
-                           who, error, why));
+      mismatch(fmt::format("{} could not run ({}), yet `status` says the node is healthy: {}", who,
+                           error, why));
     if (o_.fleet) checkPublished();
     checkLocal();
   }
@@ -824,9 +836,8 @@ class System {
     std::string line = fmt::format("step {} {} v{}:", step_, who.substr(0, who.find(':')), ran);
     for (const auto& r : report.results)
       line += fmt::format(" {}={}/{}", r.id, apply::verdictName(r.outcome.verdict()),
-                          limitedAtStart_.count(serviceOf(r.id))
-                              ? fromLimit(r.outcome.reason())
-                              : sameOnBoth(r.outcome.reason()));
+                          limitedAtStart_.count(serviceOf(r.id)) ? fromLimit(r.outcome.reason())
+                                                                 : sameOnBoth(r.outcome.reason()));
     for (const auto& s : world_.restartLog) line += " restart " + s;
     for (const auto& r : report.results)
       if (r.outcome.verdict() == apply::Verdict::Failed &&
@@ -1007,8 +1018,9 @@ class System {
     if (owedAcrossFull_ && diskFull_ == Disk::Room) {
       owedAcrossFull_ = false;
       if (owesRestart("s-p0.service"))
-        mismatch("s-p0.service was owed a restart when the disk filled; a clean cycle since "
-                 "room came back has not made it: the restart was lost");
+        mismatch(
+            "s-p0.service was owed a restart when the disk filled; a clean cycle since "
+            "room came back has not made it: the restart was lost");
       else
         ++paidAfterFull_;
     }
@@ -1020,8 +1032,10 @@ class System {
     world_.restartsThisStep.clear();
     {
       const int s = pick(20);
-      slotPlan_ = s < 4 ? SlotPlan::Busy : s < 6 ? SlotPlan::Term : s < 7 ? SlotPlan::Timeout
-                                                                        : SlotPlan::Free;
+      slotPlan_ = s < 4   ? SlotPlan::Busy
+                  : s < 6 ? SlotPlan::Term
+                  : s < 7 ? SlotPlan::Timeout
+                          : SlotPlan::Free;
     }
     if (diskFull_ != Disk::Room && chance(30)) roomBack();  // room is made
     const int r = pick(100);
