@@ -38,7 +38,16 @@ LockedRun runLocked(const apply::Settings& settings, const decl::Declaration& de
     auto lock = lockState(settings.stateDir, stop, waiting);
     if (!lock) return run;
     auto store = state::Store::open(settings.stateDir);
-    if (hooks.before) hooks.before(store);
+    if (hooks.before) {
+      try {
+        hooks.before(store);
+      } catch (const std::exception& e) {
+        // No cycle began (fleet mode: caching the pushed declaration failed on a full
+        // state directory): `status` says why, as for a cycle that could not finish.
+        state::noteCycleError(settings.stateDir, e.what());
+        throw;
+      }
+    }
     if (hooks.newer) run.ran = hooks.newer(declaration, store);
     const decl::Declaration& d = run.ran ? *run.ran : declaration;
     apply::Context ctx(settings);

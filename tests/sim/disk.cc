@@ -20,6 +20,7 @@ sqlite3_io_methods methods;
 std::map<std::string, std::optional<std::string>> durable;
 int failFrom = 0, writes = 0;
 bool failed = false;
+bool imaging = true;  // keep the durable images (off: no OS crash is played)
 
 std::optional<std::string> readWhole(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -65,7 +66,7 @@ int xTruncate(sqlite3_file* f, sqlite3_int64 size) {
 }
 int xSync(sqlite3_file* f, int flags) {
   const int rc = real(f)->pMethods->xSync(real(f), flags);
-  if (rc == SQLITE_OK)
+  if (rc == SQLITE_OK && imaging)
     if (const char* path = reinterpret_cast<File*>(f)->path) durable[path] = readWhole(path);
   return rc;
 }
@@ -117,7 +118,7 @@ int xOpen(sqlite3_vfs*, const char* name, sqlite3_file* f, int flags, int* outFl
   file->path = tracked ? name : nullptr;
   // First seen: what is there now is on disk for good (written before the
   // simulation, or restored after its last OS crash).
-  if (tracked && !durable.count(name)) durable[name] = readWhole(name);
+  if (tracked && imaging && !durable.count(name)) durable[name] = readWhole(name);
   const int rc = unixVfs->xOpen(unixVfs, name, file->real, flags, outFlags);
   file->base.pMethods = file->real->pMethods ? &methods : nullptr;
   if (file->real->pMethods) methods.iVersion = file->real->pMethods->iVersion;
@@ -184,6 +185,10 @@ void restoreAfterOsCrash(const Images& images) {
     if (::truncate((path + "-shm").c_str(), 0) != 0 && errno != ENOENT)
       throw std::runtime_error("sim disk: cannot empty " + path + "-shm");
   }
+}
+
+void keepImages(bool on) {
+  imaging = on;
 }
 
 void forget(const std::string& path) {

@@ -22,6 +22,10 @@ namespace mesh::sim::disk {
 
 // Registers the VFS as SQLite's default. Once per process.
 void install();
+// Whether the VFS keeps each store file's durable image at every fsync, as an OS
+// crash needs (default on). A simulation that plays no OS crash turns it off: reading
+// the whole file at every sync is most of its cost.
+void keepImages(bool on);
 
 // A power cut now: the durable image of every store file, to write back later.
 using Images = std::map<std::string, std::optional<std::string>>;  // path → content (nullopt: gone)

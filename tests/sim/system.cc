@@ -17,8 +17,13 @@
 //     through the path FleetLink's accept takes (takeAccepted), its published
 //     statuses captured in memory;
 //   - a supervisor event: the next start fails, a running service crashes and
-//     waits in its Restart= back-off, the back-off ends; and a declaration whose
-//     service exits at once when started (a start that fails at once).
+//     waits in its Restart= back-off, the back-off ends, a service in its back-off
+//     reaches its start limit (systemd; the builtin supervisor's back-off at its cap);
+//     and a declaration whose service exits at once when started;
+//   - the disk fills (the state directory's: store and files; or only the managed
+//     tree's), and room comes back;
+//   - fleet mode: a restart's slot (--max-parallel-restarts) free, held by another
+//     node then freed, held while SIGTERM comes, or held past its timeout.
 // The supervisor model has two backends, builtin and systemd semantics (systemd
 // reloads lazily before a start and after an uninstall, reports enablement; the
 // builtin one leaves the service's supervisor running when its unit directory is
@@ -35,6 +40,13 @@
 //     (--no-undeclared-check turns it off: only to look past it);
 //   - no status, local (the store's finished cycles, generations) or published
 //     (fleet mode), claims a cycle that did not finish;
+//   - a service its supervisor holds (back-off, start limit) is started only for a
+//     cause since mesh-host last started it, and is reported failing, never unchanged;
+//   - while cycles cannot run (a full disk) status's health is failing and cycles by
+//     event back off; a restart owed when the disk filled is made once room is back;
+//     a change that failed on ENOSPC, then succeeded, is not churn;
+//   - under a slot limit every restart holds a slot, freed by the cycle's end; one
+//     owed when SIGTERM came during the slot wait is made later;
 //   - both backends' models give the same outcomes (verdict and reason of every
 //     resource of every cycle, and the restarts) for the same events.
 // A mismatch prints the seed, step and backend; `mesh_sim_system --seed S --steps N`
@@ -61,7 +73,10 @@
 #include "agent/core.hh"
 #include "agent/fleet_start.hh"
 #include "agent/locked_run.hh"
+#include "apply/churn.hh"
+#include "apply/health.hh"
 #include "decl/parse.hh"
+#include "disk.hh"
 #include "state/drift_note.hh"
 #include "state/store.hh"
 #include "supervise/supervisor.hh"
@@ -81,9 +96,13 @@ bool verbose() {
   return v;
 }
 
-int64_t nowUs() {
+// When a service entered the state it is in: the next millisecond. A real start
+// takes longer than one, and the cycle judges a restart owed at millisecond T paid by
+// a start after T (apply/cycle.cc causesFor): in process, with the same millisecond,
+// the outcome would depend on the clock.
+int64_t startedUs() {
   using namespace std::chrono;
-  return duration_cast<microseconds>(system_clock::now().time_since_epoch()).count();
+  return (duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count() + 1) * 1000;
 }
 
 enum class Backend { Builtin, Systemd };
@@ -103,6 +122,20 @@ struct World {
     int64_t sinceUs = 0;
     int64_t crashRestarts = 0;
     bool enabled = false;
+    // Held at its start limit: systemd's StartLimitBurst= hit (failed,
+    // Result=start-limit-hit); the builtin supervisor, which has no start limit, holds
+    // it in its back-off at the 30 s cap. Either way its supervisor keeps it down for
+    // longer than the simulation looks: only a start for a cause brings it back.
+    bool limitHit = false;
+    uint64_t meshStartTick = 0;  // of mesh-host's last start or restart of it
+    // Its supervisor holds it down: waiting in its Restart= back-off, or at its limit.
+    bool held() const { return limitHit || (active && !running); }
+  };
+  // A start or restart mesh-host made of a service its supervisor held down.
+  struct HeldStart {
+    std::string name;
+    uint64_t tick = 0, prevMeshStart = 0;
+    bool limit = false;
   };
   std::map<std::string, Service> services;
   uint64_t tick = 0;
@@ -112,19 +145,25 @@ struct World {
   bool reloadPending = false;  // systemd: a unit file changed since the last reload
   std::map<std::string, int> restartsThisStep;  // mesh-host's restarts of a running service
   std::vector<std::string> restartLog;          // of the cycle in hand
+  std::vector<HeldStart> heldStarts;            // of the cycle in hand
+  // Fleet mode's rolling restarts: the cycle in hand runs under a limit (every
+  // restart must hold a slot), and whether this node holds one now.
+  bool gated = false, slotHeld = false;
+  std::vector<std::string> unslotted;  // restarts made without a slot under a limit
 
   void run(Service& s) {
     s.active = s.running = true;
     s.startTick = ++tick;
     s.pid = ++pids;
-    s.sinceUs = nowUs();
+    s.sinceUs = startedUs();
   }
 };
 
 class ModelSupervisor : public supervise::Supervisor {
  public:
   ModelSupervisor(World& w, Backend b) : w_(w), b_(b) {}
-  std::string name() const override { return b_ == Backend::Builtin ? "builtin" : "systemd"; }
+  std::string name() const override { return name_(); }
+  std::string name_() const { return b_ == Backend::Builtin ? "builtin" : "systemd"; }
 
   std::map<std::string, supervise::ServiceState> observe(const std::vector<std::string>& names,
                                                          bool) override {
@@ -139,8 +178,18 @@ class ModelSupervisor : public supervise::Supervisor {
         st.running = s.running;
         st.activeState = s.running  ? "active"
                          : s.active ? "activating (auto-restart)"
-                         : b_ == Backend::Systemd && s.failsAtStart && s.startTick ? "failed"
-                                                                                   : "inactive";
+                         : b_ == Backend::Systemd && ((s.failsAtStart && s.startTick) || s.limitHit)
+                             ? "failed"
+                             : "inactive";
+        // What each backend's observe says of a service its supervisor holds down
+        // (supervise/builtin/builtin.cc describe(), supervise/systemd/systemd.cc).
+        if (s.active && !s.running) {
+          st.held = true;
+          st.heldWhy = "waiting to be restarted by Restart=";
+        } else if (s.limitHit) {
+          st.held = true;
+          st.heldWhy = "its start limit was hit (StartLimitBurst=)";
+        }
         st.pid = s.running ? s.pid : 0;
         st.sinceUs = s.sinceUs;
         st.crashRestarts = s.crashRestarts;
@@ -172,6 +221,9 @@ class ModelSupervisor : public supervise::Supervisor {
     s.enabled = false;
     if (b_ == Backend::Systemd) w_.reloadPending = true;
   }
+  // systemd queues a start of a unit waiting in auto-restart until its back-off ends
+  // (mesh-host restarts such a service for a cause); one at its start limit is
+  // reset (ResetFailedUnit) and started.
   void start(const std::string& name) override {
     auto& s = runnable(name);
     if (s.active) return;
@@ -180,6 +232,7 @@ class ModelSupervisor : public supervise::Supervisor {
   void restart(const std::string& name) override {
     auto& s = runnable(name);
     const bool wasRunning = s.running;
+    if (w_.gated && !w_.slotHeld) w_.unslotted.push_back(name);
     launch(name, s);
     if (wasRunning) {
       ++w_.restartsThisStep[name];
@@ -189,7 +242,7 @@ class ModelSupervisor : public supervise::Supervisor {
   void stop(const std::string& name) override {
     daemonReload();
     auto& s = w_.services[name];
-    s.active = s.running = false;
+    s.active = s.running = s.limitHit = false;
     s.pid = 0;
   }
   void reloadService(const std::string& name) override {
@@ -217,21 +270,42 @@ class ModelSupervisor : public supervise::Supervisor {
     }
     return s;
   }
-  // One rule for both backends: a service that exits within its settle time has
-  // failed to start; Restart=always then keeps it in its back-off (active, not
-  // running), under either backend.
+  // One rule for both backends (Supervisor::settle): the start or restart is made
+  // (the job is done once the process is forked); a service that exits within its
+  // settle time has failed to start, which settle() says; Restart=always then keeps
+  // it in its back-off (active, not running), under either backend.
   void launch(const std::string& name, World::Service& s) {
+    if (verbose())
+      std::fprintf(stderr, "   [%s] launch %s%s at tick %llu\n", name_().c_str(), name.c_str(),
+                   s.held() ? " (held)" : "", static_cast<unsigned long long>(w_.tick + 1));
+    if (s.held()) w_.heldStarts.push_back({name, w_.tick + 1, s.meshStartTick, s.limitHit});
+    s.limitHit = false;
+    s.meshStartTick = w_.tick + 1;
     if (s.failsAtStart) {
       s.active = true;
       s.running = false;
       s.pid = 0;
       s.startTick = ++w_.tick;
+      s.sinceUs = startedUs();  // in its back-off since
       ++s.crashRestarts;
-      throw Error("start of {} failed: exit-code (status 1)", name);
+      exited_.insert(name);
+      return;
     }
+    exited_.erase(name);
     w_.run(s);
     s.crashRestarts = 0;
   }
+
+ public:
+  std::map<std::string, std::string> settle(const std::vector<std::string>& names) override {
+    std::map<std::string, std::string> out;
+    for (const auto& n : names)
+      if (exited_.erase(n)) out[n] = "exited with status 1 within 100ms of its start";
+    return out;
+  }
+
+ private:
+  std::set<std::string> exited_;  // started, and exited at once: for settle()
   World& w_;
   Backend b_;
 };
@@ -269,10 +343,14 @@ class FleetModel : public agent::FleetPort {
     return std::exchange(pending_, std::nullopt);
   }
   void publish(fleet::NodeStatus status) override { published.push_back(std::move(status)); }
-  apply::RestartGate restartGate(int64_t, std::chrono::milliseconds,
-                                 const std::atomic<bool>*) override {
-    return {};
+  // As FleetLink's: none without a limit; else each restart takes a slot (`slot`, the
+  // simulation's model of fleet::RestartSlots::acquire) given the agent's stop flag.
+  apply::RestartGate restartGate(int64_t limit, std::chrono::milliseconds,
+                                 const std::atomic<bool>* stop) override {
+    if (limit <= 0) return {};
+    return [this, stop](const std::string& service) { return slot(service, stop); };
   }
+  std::function<apply::RestartPermit(const std::string&, const std::atomic<bool>*)> slot;
   void releaseStaleSlots() override {}
 
   std::optional<agent::AcceptedDeclaration> pending_;
@@ -287,6 +365,15 @@ int stopAt = 0, stopSeen = 0;
 std::function<void()> onStop;
 void stopHook(const char*) {
   if (stopAt > 0 && ++stopSeen == stopAt && onStop) onStop();
+}
+
+// The disk: the state directory's file system (the store's writes fail with
+// SQLITE_FULL and its files' with ENOSPC: disk.hh, counted from a random write on),
+// or only the root's (the managed tree under /srv: ENOSPC; the store has room).
+bool treeFull = false;
+int writeHook(const char* shown) {
+  if (treeFull && std::string_view(shown).find("/srv/") != std::string_view::npos) return ENOSPC;
+  return disk::treeWriteFault(shown);
 }
 
 struct Options {
@@ -314,22 +401,35 @@ class System {
   void run(int steps) {
     setUp();
     setCrashHook(stopHook);
+    setWriteFaultHook(writeHook);
     onStop = [this] {
       if (core_) core_->terminate(SIGTERM);
+    };
+    fleet_.slot = [this](const std::string& service, const std::atomic<bool>* stop) {
+      return slot(service, stop);
     };
     startAgent();
     settle();
     for (step_ = 1; step_ <= steps && mismatches == 0; ++step_) oneStep();
     setCrashHook(nullptr);
+    setWriteFaultHook(nullptr);
+    roomBack();
+    disk::forget(stateDir() + "/state.db");
     onStop = nullptr;
     summary = fmt::format(
         "seed {} ({}, {}): {} steps, {} agent cycles, {} by-hand applies, {} racing the agent, "
         "{} edits, {} broken edits, {} pushes, {} SIGHUPs, {} drifts, {} SIGTERMs mid-cycle, "
-        "{} interrupted cycles, {} agent restarts, {} supervisor faults, {} crashes, "
+        "{} unfinished cycles, {} agent restarts, {} supervisor faults, {} crashes, "
+        "{} start limits, {} starts of held services (each for a cause), {} full disks, "
+        "{} full trees, {} cycles that could not run, {} ENOSPC failures, "
+        "{} restarts owed across a full disk paid, {} slot waits, {} SIGTERMs waiting for a "
+        "slot, {} slot timeouts, {} slots taken, {} restarts owed across a slot SIGTERM paid, "
         "{} restarts each paid once, {} mismatches",
         seed_, o_.fleet ? "fleet" : "file", backend_ == Backend::Builtin ? "builtin" : "systemd",
         step_ - 1, cycles_, byHand_, racing_, edits_, broken_, pushes_, hups_, drifts_, terms_,
-        interrupted_.size(), agentStarts_ - 1, supervisorFaults_, crashes_, restarts_, mismatches);
+        interrupted_.size(), agentStarts_ - 1, supervisorFaults_, crashes_, limits_, heldStarts_,
+        fullDisks_, fullTrees_, cannotRun_, enospc_, paidAfterFull_, slotWaits_, slotTerms_,
+        slotTimeouts_, slotsTaken_, paidAfterSlotTerm_, restarts_, mismatches);
   }
 
  private:
@@ -394,7 +494,8 @@ class System {
   // The declaration of the model as it is now, version `version_`.
   std::string text() const {
     std::string t = fmt::format("# version {}\n", version_);
-    if (o_.fleet) t += fmt::format("serial = {}\n", version_);
+    if (o_.fleet)
+      t += fmt::format("# max-parallel-restarts {}\nserial = {}\n", slotLimit_, version_);
     t += fmt::format("[module.s.file.a]\npath = \"/srv/s/a\"\ncontent = \"a v{}\\n\"\n", model_.a);
     t += fmt::format("[module.s.file.b]\npath = \"/srv/s/b\"\ncontent = \"b v{}\\n\"\n", model_.b);
     t += process(0, model_.p0env, "[\"s.a\"]");
@@ -471,6 +572,7 @@ class System {
 
   void startAgent() {
     ++agentStarts_;
+    failStreak_ = 0;  // a new agent's back-off starts again
     drift_ = std::make_unique<DriftModel>();
     core_ = std::make_unique<agent::AgentCore>(opts_, *log_, notifier_, seed_ + agentStarts_);
     if (o_.fleet) core_->setFleet(&fleet_);
@@ -561,29 +663,146 @@ class System {
       byHandApply();
     }
     now_ += 1ms;
+    // The agent's back-off of cycles that cannot run: a cycle by event (drift) waits
+    // 1 s after the first failure, doubling up to the interval.
+    if (failStreak_ > 0 && job.trigger.starts_with("drift: ")) {
+      const auto due =
+          std::min(std::chrono::duration_cast<std::chrono::milliseconds>(opts_.interval),
+                   std::chrono::milliseconds(int64_t{1000} << std::min(failStreak_ - 1, 20)));
+      if (now_ - lastFailAt_ < due)
+        mismatch(fmt::format(
+            "a drift cycle ran {} ms after the cycle that could not run ({} in a row): the "
+            "agent's back-off asks for {} ms",
+            std::chrono::duration_cast<std::chrono::milliseconds>(now_ - lastFailAt_).count(),
+            failStreak_, due.count()));
+    }
     const auto before = snapshot();
     const uint64_t began = ++world_.tick;
     world_.restartLog.clear();
+    world_.gated = static_cast<bool>(job.hooks.holdRestartSlot);
+    noteLimited();
     stopSeen = 0;
     stopAt = termArmed_ ? termArmed_ : 0;
     termArmed_ = 0;
     agent::LockedRun run = agent::runLocked(
         settings_, job.declaration, core_->stopFlag(), [](const std::string&) {}, job.hooks);
     stopAt = 0;
+    world_.gated = false;
     ++cycles_;
     if (job.releaseStaleSlots && run.report) fleet_.releaseStaleSlots();
     now_ += 10ms;
     events(before, began);  // its own writes, seen while it runs
-    if (!run.error.empty()) mismatch("the agent's cycle could not run: " + run.error);
+    const std::string error = run.error;
     std::optional<apply::CycleReport> report = run.report;
     core_->cycleDone(now_, std::move(run));
+    if (!error.empty()) {
+      ++failStreak_;
+      lastFailAt_ = now_;
+      couldNotRun("the agent's cycle (" + job.trigger + ")", error);
+      return;
+    }
     if (!report) return;
+    failStreak_ = 0;
     noteCycle(*report, "agent " + job.trigger);
     if (report->interrupted) interrupted_.insert(report->cycle);
     lastAgentClean_ = !report->interrupted && !report->anyFailed();
     lastBegan_ = began;
     if (o_.fleet) checkPublished();
     checkLocal();
+    checkChurn(report->cycle);
+  }
+
+  // The services at their start limit as a cycle begins.
+  void noteLimited() {
+    limitedAtStart_.clear();
+    for (const auto& [name, s] : world_.services)
+      if (s.installed && s.limitHit) limitedAtStart_.insert(name);
+  }
+
+  // Whether the state directory's file system is full now (store writes fail).
+  bool storeFull() const { return diskFull_ == Disk::Full && disk::anyWriteFailed(); }
+
+  // A cycle (the agent's, or an apply by hand) ended with an error: only a full
+  // state directory may do that. Its row, if it began one, is unfinished: no status
+  // may claim it; and `status` must say the node is failing.
+  void couldNotRun(const std::string& who, const std::string& error) {
+    lastAgentClean_ = false;
+    checkHeldStarts(who);
+    if (!storeFull()) return mismatch(fmt::format("{} could not run: {}", who, error));
+    ++cannotRun_;
+    if (owesRestart("s-p0.service")) owedAcrossFull_ = true;
+    try {
+      auto store = state::Store::open(stateDir(), state::Store::Access::ReadOnly);
+      if (auto c = store.lastCycle(); c && c->finishedAt == 0) interrupted_.insert(c->cycle);
+    } catch (const Error& e) {
+      return mismatch(fmt::format("the store cannot be read: {}", e.what()));
+    }
+    if (const std::string why = statusHealthy(); !why.empty())
+      mismatch(fmt::format("{} could not run ({}), yet `status` says the node is healthy: {}", who,
+                           error, why));
+    if (o_.fleet) checkPublished();
+    checkLocal();
+  }
+
+  // A restart of `name` is owed: its unit or restart-on file changed since it started.
+  bool owesRestart(const std::string& name) const {
+    auto it = world_.services.find(name);
+    return it != world_.services.end() && it->second.installed &&
+           causeTick(name) > it->second.startTick;
+  }
+
+  // `mesh-host status`'s health (cli/cmd_status.cc over apply/health.hh) of the node as
+  // it is now: "" when unhealthy, else what it looked at.
+  std::string statusHealthy() {
+    apply::NodeHealth health;
+    health.cycleError = state::lastCycleError(stateDir()).has_value();
+    health.declarationError = state::declarationError(stateDir()).has_value();
+    auto store = state::Store::open(stateDir(), state::Store::Access::ReadOnly);
+    const auto newest = store.lastCycle();
+    health.cutShort = newest && newest->finishedAt == 0;  // and no cycle runs now
+    for (const auto& [id, c] :
+         apply::computeChurn(store.history("", 0), newest ? newest->cycle : 0))
+      health.churning += c.churning;
+    for (const auto& [id, r] : store.loadRecords()) {
+      std::optional<bool> running;
+      if (const std::string name = serviceOf(id); !name.empty())
+        running = world_.services.count(name) && world_.services.at(name).running;
+      health.add(apply::resourceHealth(r.outcome, running));
+    }
+    if (!health.healthy()) return "";
+    return fmt::format("no last error, last cycle {} finished, {} failing, {} churning",
+                       newest ? newest->cycle : 0, health.failing, health.churning);
+  }
+
+  // A change that failed on a full disk (ENOSPC) and then succeeded is declared, not
+  // churn: the churn `status` shows is what it would be had the failed tries never
+  // been made.
+  void checkChurn(int64_t cycle) {
+    if (!enospcSeen_) return;
+    try {
+      auto store = state::Store::open(stateDir(), state::Store::Access::ReadOnly);
+      const auto all = store.history("", 0);
+      std::vector<state::HistoryEntry> without;
+      for (const auto& h : all)
+        if (h.outcome != "failed" || h.reason.find("No space left on device") == std::string::npos)
+          without.push_back(h);
+      const auto got = apply::computeChurn(all, cycle), want = apply::computeChurn(without, cycle);
+      std::set<std::string> ids;
+      for (const auto& [id, c] : got) ids.insert(id);
+      for (const auto& [id, c] : want) ids.insert(id);
+      for (const auto& id : ids) {
+        const int g = got.count(id) ? got.at(id).changes : 0;
+        const int w = want.count(id) ? want.at(id).changes : 0;
+        if (g != w)
+          mismatch(fmt::format(
+              "{} counts {} undeclared change(s) in the churn window, {} without its writes "
+              "that failed on a full disk: a change that failed on ENOSPC, then succeeded, "
+              "taken for churn ({})",
+              id, g, w, got.count(id) ? got.at(id).reasonText() : ""));
+      }
+    } catch (const Error& e) {
+      mismatch(fmt::format("the store cannot be read: {}", e.what()));
+    }
   }
 
   // `mesh-host apply` of the file as it is now, beside the agent.
@@ -593,12 +812,15 @@ class System {
     const uint64_t began = ++world_.tick;
     world_.restartLog.clear();
     const auto d = decl::loadDeclaration(declPath(), po_);
+    noteLimited();
     std::atomic<bool> never{false};
     agent::LockedRun run = agent::runLocked(settings_, d, never, [](const std::string&) {}, {});
-    if (!run.report) return mismatch("the by-hand apply could not run: " + run.error);
     events(before, began);
+    if (!run.report) return couldNotRun("the by-hand apply", run.error);
     noteCycle(*run.report, "by hand");
+    if (run.report->anyFailed()) lastAgentClean_ = false;
     checkLocal();
+    checkChurn(run.report->cycle);
   }
 
   // A cycle ran (the agent's or by hand): which version it applied, and its trace.
@@ -614,8 +836,16 @@ class System {
     std::string line = fmt::format("step {} {} v{}:", step_, who.substr(0, who.find(':')), ran);
     for (const auto& r : report.results)
       line += fmt::format(" {}={}/{}", r.id, apply::verdictName(r.outcome.verdict()),
-                          r.outcome.reason());
+                          limitedAtStart_.count(serviceOf(r.id)) ? fromLimit(r.outcome.reason())
+                                                                 : sameOnBoth(r.outcome.reason()));
     for (const auto& s : world_.restartLog) line += " restart " + s;
+    for (const auto& r : report.results)
+      if (r.outcome.verdict() == apply::Verdict::Failed &&
+          r.outcome.reason().find("No space left on device") != std::string::npos) {
+        ++enospc_;
+        enospcSeen_ = true;
+        if (owesRestart("s-p0.service")) owedAcrossFull_ = true;
+      }
     if (report.interrupted) line += " (interrupted)";
     trace.push_back(line);
     if (verbose()) std::fprintf(stderr, "   %s\n", line.c_str());
@@ -626,6 +856,83 @@ class System {
           report.cycle, who, ran, applied_));
     applied_ = std::max(applied_, ran);
     restarts_ += static_cast<int64_t>(world_.restartLog.size());
+    checkHeld(report, who);
+  }
+
+  // The starts the cycle just ended made: each of a service held down has a cause.
+  void checkHeldStarts(const std::string& cycle) {
+    for (const auto& h : std::exchange(world_.heldStarts, {})) {
+      ++heldStarts_;
+      if (causeTick(h.name) <= h.prevMeshStart)
+        mismatch(fmt::format(
+            "{} started {}, which its supervisor held {}, with no cause (no change of its "
+            "unit or restart-on file) since mesh-host last started it: the cycle overrode "
+            "its supervisor's back-off",
+            cycle, h.name, h.limit ? "at its start limit" : "in its Restart= back-off"));
+    }
+    if (!world_.unslotted.empty())
+      mismatch(fmt::format("{} restarted {} without a restart slot, under a limit of 1", cycle,
+                           world_.unslotted.front()));
+    world_.unslotted.clear();
+    if (world_.slotHeld) mismatch(fmt::format("{} ended holding a restart slot", cycle));
+    world_.slotHeld = false;
+  }
+
+  // What a held service is held in is each backend's own words (systemd's start limit,
+  // the builtin supervisor's back-off at its cap): the outcome both must give is that
+  // it is failing and was not started.
+  static std::string sameOnBoth(const std::string& reason) {
+    static const std::string left = "; left to its supervisor, not started";
+    const size_t colon = reason.find(" is not running: ");
+    if (colon == std::string::npos || !reason.ends_with(left)) return reason;
+    return reason.substr(0, colon) + " is not running: held by its supervisor" + left;
+  }
+
+  // A service at its start limit when the cycle began is inactive under systemd (a
+  // cause starts it: "drift: not running", "start of …") and in its back-off under the
+  // builtin supervisor (a cause restarts it: "restart-on s.a", "restart of …"): the
+  // same outcome, a start for a cause, in each backend's words.
+  static std::string fromLimit(const std::string& reason) {
+    if (reason.ends_with("; left to its supervisor, not started")) return sameOnBoth(reason);
+    if (const size_t at = reason.find(" failed: "); at != std::string::npos)
+      return "started from its start limit, failed: " + reason.substr(at + 9);
+    return "started from its start limit";
+  }
+
+  static std::string serviceOf(const std::string& id) {
+    return id == "s.p0" ? "s-p0.service" : id == "s.p1" ? "s-p1.service" : "";
+  }
+
+  // The tick of the newest cause to start or restart `name`: its unit changed, or
+  // (s-p0) its restart-on file s.a did.
+  uint64_t causeTick(const std::string& name) const {
+    uint64_t t = 0;
+    if (auto it = world_.services.find(name); it != world_.services.end())
+      t = it->second.installTick;
+    if (name == "s-p0.service") t = std::max(t, aChangedTick_);
+    return t;
+  }
+
+  // A crash loop is its supervisor's: no cycle starts or restarts a service its
+  // supervisor holds (in its Restart= back-off, or at its start limit) unless the
+  // cycle owes it a cause since mesh-host last started it; and a service held down is
+  // reported failing, never unchanged (or created, updated) as if it ran.
+  void checkHeld(const apply::CycleReport& report, const std::string& who) {
+    checkHeldStarts(fmt::format("cycle {} ({})", report.cycle, who));
+    for (const auto& r : report.results) {
+      const std::string name = serviceOf(r.id);
+      const auto it = world_.services.find(name);
+      if (name.empty() || it == world_.services.end() || !it->second.held()) continue;
+      const auto v = r.outcome.verdict();
+      if (v == apply::Verdict::Failed || v == apply::Verdict::Skipped ||
+          v == apply::Verdict::Removed)
+        continue;
+      mismatch(fmt::format(
+          "cycle {} ({}) reports {} {} ({}) while its supervisor holds {} {}: a crash loop "
+          "shown as healthy",
+          report.cycle, who, r.id, apply::verdictName(v), r.outcome.reason(), name,
+          it->second.limitHit ? "at its start limit" : "in its Restart= back-off"));
+    }
   }
 
   // ---- the checks ----
@@ -693,7 +1000,29 @@ class System {
         // Paid: started after every change of its unit and causes (a drift not repaired
         // yet stays owed).
         if (name != "s-p0.service" || aChangedTick_ <= lastBegan_) owed_[name] = 0;
+        // A restart owed when SIGTERM came while it waited for its restart slot.
+        if (auto t = owedAtSlotTerm_.find(name); t != owedAtSlotTerm_.end()) {
+          if (s.startTick <= t->second && causeTick(name) <= t->second)
+            mismatch(fmt::format(
+                "{} was owed a restart when SIGTERM came while it waited for its restart slot; "
+                "a clean cycle since has not made it: the restart was lost",
+                name));
+          else
+            ++paidAfterSlotTerm_;
+          owedAtSlotTerm_.erase(t);
+        }
       }
+    }
+    // A restart owed when the disk filled, made once there is room again (once: the
+    // count of restarts in a step is checked above).
+    if (owedAcrossFull_ && diskFull_ == Disk::Room) {
+      owedAcrossFull_ = false;
+      if (owesRestart("s-p0.service"))
+        mismatch(
+            "s-p0.service was owed a restart when the disk filled; a clean cycle since "
+            "room came back has not made it: the restart was lost");
+      else
+        ++paidAfterFull_;
     }
   }
 
@@ -701,6 +1030,14 @@ class System {
 
   void oneStep() {
     world_.restartsThisStep.clear();
+    {
+      const int s = pick(20);
+      slotPlan_ = s < 4   ? SlotPlan::Busy
+                  : s < 6 ? SlotPlan::Term
+                  : s < 7 ? SlotPlan::Timeout
+                          : SlotPlan::Free;
+    }
+    if (diskFull_ != Disk::Room && chance(30)) roomBack();  // room is made
     const int r = pick(100);
     if (verbose()) std::fprintf(stderr, "-- step %d (%d)\n", step_, r);
     if (r < 30) {
@@ -748,16 +1085,75 @@ class System {
       ++supervisorFaults_;
       world_.failNext = 1;
       core_->hangup();
-    } else if (r < 88) {
+    } else if (r < 86) {
       crash();
-    } else if (r < 92) {
+    } else if (r < 89) {
       recover();
+    } else if (r < 92) {
+      limit();
+    } else if (r < 95) {
+      if (diskFull_ == Disk::Room) fillDisk();
     }  // else: nothing happens
     now_ += 10ms;
     core_->advance(now_);
     settle();
     world_.failNext = 0;
     checkStep();
+  }
+
+  // fleet::RestartSlots::acquire as the cycle meets it: the first restart of a running
+  // service in a step meets the step's plan — the slot free; held by another node,
+  // then freed; held while SIGTERM comes (the event loop sets the stop flag, and the
+  // wait gives up soon after, as acquire does); or held past the timeout. (Drawn for
+  // a running service only: a restart both backends' models make alike.)
+  apply::RestartPermit slot(const std::string& service, const std::atomic<bool>* stop) {
+    auto it = world_.services.find(service);
+    const bool running = it != world_.services.end() && it->second.running;
+    const SlotPlan plan = running ? std::exchange(slotPlan_, SlotPlan::Free) : SlotPlan::Free;
+    if (world_.slotHeld) mismatch("a cycle asks for a second restart slot while it holds one");
+    switch (plan) {
+      case SlotPlan::Busy:
+        ++slotWaits_;  // another node restarts it; the slot is freed; then it is ours
+        break;
+      case SlotPlan::Term:
+        ++slotTerms_;
+        if (core_) core_->terminate(SIGTERM);
+        if (!stop || !stop->load())
+          mismatch(fmt::format(
+              "SIGTERM while the restart of {} waits for its slot: the wait does not see the "
+              "agent's stop flag (it would wait out its timeout)",
+              service));
+        owedAtSlotTerm_[service] = world_.tick;
+        throw Error("no restart slot for {} within 30s: stopping", service);
+      case SlotPlan::Timeout:
+        ++slotTimeouts_;
+        throw Error("no restart slot for {} within 30s: every slot is taken", service);
+      case SlotPlan::Free:
+        break;
+    }
+    ++slotsTaken_;
+    world_.slotHeld = true;
+    return apply::RestartPermit([this] { world_.slotHeld = false; });
+  }
+
+  // The state directory's file system fills (store and files, from a random write
+  // of the cycles to come on), or only the root's (the managed files).
+  void fillDisk() {
+    if (chance(50)) {
+      ++fullDisks_;
+      diskFull_ = Disk::Full;
+      disk::failWritesFrom(1 + pick(30));
+    } else {
+      ++fullTrees_;
+      diskFull_ = Disk::TreeFull;
+      treeFull = true;
+    }
+  }
+
+  void roomBack() {
+    diskFull_ = Disk::Room;
+    disk::failWritesFrom(0);
+    treeFull = false;
   }
 
   // Someone changes a managed file behind mesh-host's back.
@@ -783,15 +1179,31 @@ class System {
       }
   }
 
+  // The back-off ends: the supervisor starts the service again (one at its start
+  // limit stays down; one whose program exits at once goes on crash-looping).
   void recover() {
     for (auto& [name, s] : world_.services)
-      if (s.active && !s.running && !s.failsAtStart) world_.run(s);
+      if (s.active && !s.running && !s.failsAtStart && !s.limitHit) world_.run(s);
+  }
+
+  // A service crash-looping in its back-off reaches its start limit: systemd gives up
+  // (failed, Result=start-limit-hit); the builtin supervisor, which has no start
+  // limit, waits at its back-off's cap. Held down either way, for longer than the
+  // simulation looks.
+  void limit() {
+    for (auto& [name, s] : world_.services)
+      if (s.installed && s.active && !s.running && !s.limitHit && chance(70)) {
+        ++limits_;
+        s.limitHit = true;
+        if (backend_ == Backend::Systemd) s.active = false;
+      }
   }
 
   // A push arrives through the feed: accepted, handed to the agent.
   void push() {
     edit();
     ++pushes_;
+    slotLimit_ = pick(4) == 0 ? 0 : 1;
     const std::string t = text();
     versions_[version_] = {servicesOf(t), Digest::ofBytes(t).str()};
     fleet_.pending_ = accepted(t, ++revision_);
@@ -800,6 +1212,9 @@ class System {
 
   agent::AcceptedDeclaration accepted(const std::string& t, int64_t revision) {
     agent::AcceptedDeclaration a{decl::parseDeclaration(t, "etcd", po_), t, revision, 0, {}};
+    // The signed statement's --max-parallel-restarts, carried in the text here.
+    if (const size_t at = t.find("# max-parallel-restarts "); at != std::string::npos)
+      a.maxParallelRestarts = std::atoi(t.c_str() + at + 24);
     return a;
   }
 
@@ -842,6 +1257,19 @@ class System {
   bool raceArmed_ = false;
   int termArmed_ = 0;
   Clock::time_point now_{std::chrono::hours(1)};
+  enum class Disk { Room, Full, TreeFull };
+  Disk diskFull_ = Disk::Room;
+  enum class SlotPlan { Free, Busy, Term, Timeout };
+  SlotPlan slotPlan_ = SlotPlan::Free;
+  std::set<std::string> limitedAtStart_;  // of the cycle in hand
+  int slotLimit_ = 1;  // fleet mode: the pushed statement's --max-parallel-restarts
+  std::map<std::string, uint64_t> owedAtSlotTerm_;  // service → the tick of that SIGTERM
+  bool owedAcrossFull_ = false, enospcSeen_ = false;
+  int failStreak_ = 0;  // the agent's cycles in a row that could not run
+  Clock::time_point lastFailAt_{};
+  int limits_ = 0, heldStarts_ = 0, fullDisks_ = 0, fullTrees_ = 0, cannotRun_ = 0, enospc_ = 0,
+      paidAfterFull_ = 0, slotWaits_ = 0, slotTerms_ = 0, slotTimeouts_ = 0, slotsTaken_ = 0,
+      paidAfterSlotTerm_ = 0;
   int step_ = 0, cycles_ = 0, byHand_ = 0, racing_ = 0, edits_ = 0, broken_ = 0, pushes_ = 0,
       hups_ = 0, drifts_ = 0, terms_ = 0, agentStarts_ = 0, supervisorFaults_ = 0, crashes_ = 0;
   int64_t restarts_ = 0;
@@ -898,6 +1326,8 @@ int runSeed(uint64_t seed, int steps, const Options& o) {
 }  // namespace mesh::sim
 
 int main(int argc, char** argv) {
+  mesh::sim::disk::install();
+  mesh::sim::disk::keepImages(false);  // a full disk only: no OS crash is played here
   uint64_t seed = 1;
   int steps = 300, seeds = 1;
   mesh::sim::Options o;
