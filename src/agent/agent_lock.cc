@@ -55,7 +55,7 @@ std::optional<AgentLock> AgentLock::tryAcquire(const std::string& stateDir,
   // For the message above and for readers (`status`): failing to write it must
   // not fail the agent.
   try {
-    atomicWrite(dir.agentPid(), std::to_string(::getpid()) + "\n", 0644);
+    atomicWrite(dir.agentPid(), std::to_string(::getpid()) + "\n", 0640);
   } catch (const std::exception&) {
   }
   return AgentLock(std::move(fd), dir.agentPid());

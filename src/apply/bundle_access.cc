@@ -3,13 +3,17 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <pwd.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstdlib>
 #include <map>
 #include <set>
 
 #include "util/acl.hh"
 #include "util/error.hh"
+#include "util/fd.hh"
 #include "util/fs.hh"
 #include "util/state_layout.hh"
 
@@ -55,6 +59,34 @@ std::vector<std::string> bundleNames(int bundles, const std::string& shown) {
   return out;
 }
 
+// While a user of ours may traverse the state directory, nothing directly in it
+// but bundles/ gives others anything (a name it learns leads nowhere): a
+// directory or file that does (the builtin supervisor's services/ and log/ are
+// made 0755) loses its bits for others. Never through a link (fchmodat with
+// AT_SYMLINK_NOFOLLOW refuses one); the store's files are never opened (a close
+// would drop the store's own locks), and are 0640/0600 anyway.
+void closeToOthers(Context& ctx, int stateDir, const std::string& shown,
+                   std::vector<std::string>& changes) {
+  Fd fd(::openat(stateDir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  DIR* d = fd ? ::fdopendir(fd.get()) : nullptr;
+  if (!d) throwSys(fmt::format("cannot list {}", shown));
+  fd.release();
+  Finally closeDir([&] { ::closedir(d); });
+  while (auto* e = ::readdir(d)) {
+    const std::string name = e->d_name;
+    if (name == "." || name == ".." || name == layout::kBundles) continue;
+    struct stat st {};
+    if (::fstatat(::dirfd(d), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+    if (!(S_ISDIR(st.st_mode) || S_ISREG(st.st_mode)) || (st.st_mode & 07) == 0) continue;
+    const mode_t mode = st.st_mode & 07770;
+    changes.push_back(fmt::format("{} {}/{}: set its mode to {:04o} (a service user may traverse "
+                                  "the state directory)",
+                                  ctx.planning() ? "would change" : "changed", shown, name, mode));
+    if (ctx.applying() && ::fchmodat(::dirfd(d), name.c_str(), mode, AT_SYMLINK_NOFOLLOW) != 0)
+      throwSys(fmt::format("cannot set the mode of {}/{}", shown, name));
+  }
+}
+
 // One directory's access: written when it differs, said either way in `changes`.
 class Upkeep {
  public:
@@ -90,7 +122,10 @@ std::optional<uid_t> serviceUid(const decl::ProcessSpec& s) {
   const std::string& name = u->second[0];
   std::optional<uid_t> uid;
   if (name.find_first_not_of("0123456789") == std::string::npos) {
-    uid = static_cast<uid_t>(std::stoul(name));
+    errno = 0;
+    const unsigned long n = std::strtoul(name.c_str(), nullptr, 10);
+    if (errno != 0 || n >= static_cast<unsigned long>(static_cast<uid_t>(-1))) return std::nullopt;
+    uid = static_cast<uid_t>(n);
   } else {
     std::vector<char> buf(4096);
     passwd pw{}, *found = nullptr;
@@ -151,6 +186,7 @@ std::vector<std::string> keepBundleAccess(Context& ctx, const decl::Declaration&
     want.group = want.other = kExec;
     upkeep.bring(bundles->get(), now, want, bundlesShown);
   }
+  if (!users.empty()) closeToOthers(ctx, stateFd->get(), stateShown, changes);
   upkeep.bring(stateFd->get(), stateNow, stateWant, stateShown);
   return changes;
 }

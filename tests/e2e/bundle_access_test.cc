@@ -151,6 +151,16 @@ TEST_P(BundleAccess, AUserServiceRunsFromItsBundleAndReachesNothingElse) {
   ASSERT_EQ(::stat(stateDir().c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 07777, 0750u) << "the state directory was loosened";
 
+  // A blob cache in the state directory, published to as `blob add` does (0755
+  // directories, 0644 files): the next cycle closes it to others.
+  const std::string secretBlob = work + "/blob";
+  std::ofstream(secretBlob) << "a bundle of another service\n";
+  Result added = runCommand({MESH_HOST_BIN, "blob", "add", secretBlob, "--to", stateDir() + "/blobs"});
+  ASSERT_EQ(added.code, 0) << added.err;
+  const std::string blobPath = stateDir() + "/blobs/sha256/" + added.out.substr(7, 64);
+  Result again = apply(declaration({{"svc", bundleA, u1->name}, {"other", bundleB, ""}}));
+  ASSERT_EQ(again.code, 0) << again.out << again.err;
+
   Result own = u1->run({"cat", bundleDir(bundleA) + "/data"});
   EXPECT_EQ(own.code, 0) << own.err;
   EXPECT_EQ(own.out, "bundle A\n");
@@ -164,6 +174,7 @@ TEST_P(BundleAccess, AUserServiceRunsFromItsBundleAndReachesNothingElse) {
   EXPECT_TRUE(denied(*u1, {"ls", stateDir() + "/bundles"}));
   EXPECT_TRUE(denied(*u1, {"ls", stateDir()}));
   EXPECT_TRUE(denied(*u1, {"ls", stateDir() + "/blobs"}));
+  EXPECT_TRUE(denied(*u1, {"cat", blobPath}));
   // A user of no declared process reaches nothing, its bundle included.
   EXPECT_TRUE(denied(*u2, {"cat", bundleDir(bundleA) + "/data"}));
 }
