@@ -79,9 +79,10 @@ void closeToOthers(Context& ctx, int stateDir, const std::string& shown,
     if (::fstatat(::dirfd(d), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
     if (!(S_ISDIR(st.st_mode) || S_ISREG(st.st_mode)) || (st.st_mode & 07) == 0) continue;
     const mode_t mode = st.st_mode & 07770;
-    changes.push_back(fmt::format("{} {}/{}: set its mode to {:04o} (a service user may traverse "
-                                  "the state directory)",
-                                  ctx.planning() ? "would change" : "changed", shown, name, mode));
+    changes.push_back(
+        fmt::format("{} {}/{}: set its mode to {:04o} (a service user may traverse "
+                    "the state directory)",
+                    ctx.planning() ? "would change" : "changed", shown, name, mode));
     if (ctx.applying() && ::fchmodat(::dirfd(d), name.c_str(), mode, AT_SYMLINK_NOFOLLOW) != 0)
       throwSys(fmt::format("cannot set the mode of {}/{}", shown, name));
   }
@@ -104,8 +105,8 @@ class Upkeep {
         what += fmt::format("{}revoked {}", what.empty() ? "" : ", ", userName(uid));
     if (what.empty())
       what = fmt::format("set its mode to {:o}{:o}{:o}", want.owner, want.group, want.other);
-    changes_.push_back(fmt::format("{} {}: {}", ctx_.planning() ? "would change" : "changed",
-                                   shown, what));
+    changes_.push_back(
+        fmt::format("{} {}: {}", ctx_.planning() ? "would change" : "changed", shown, what));
     if (ctx_.applying()) acl::write(fd, want, shown);
   }
 

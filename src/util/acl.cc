@@ -71,9 +71,15 @@ Access read(int fd, const std::string& shown) {
     if (::acl_get_tag_type(e, &tag) != 0) continue;
     const unsigned p = permsOf(e);
     switch (tag) {
-      case ACL_USER_OBJ: a.owner = p; break;
-      case ACL_GROUP_OBJ: a.group = p; break;
-      case ACL_OTHER: a.other = p; break;
+      case ACL_USER_OBJ:
+        a.owner = p;
+        break;
+      case ACL_GROUP_OBJ:
+        a.group = p;
+        break;
+      case ACL_OTHER:
+        a.other = p;
+        break;
       case ACL_MASK:
         a.mask = p;
         a.hasMask = true;
@@ -89,7 +95,8 @@ Access read(int fd, const std::string& shown) {
         ::acl_free(q);
         break;
       }
-      default: break;
+      default:
+        break;
     }
   }
   return a;
@@ -107,9 +114,10 @@ void write(int fd, const Access& wanted, const std::string& shown) {
   if (a.hasMask) add(&acl.acl, ACL_MASK, nullptr, a.mask, shown);
   if (::acl_set_fd(fd, acl.acl) != 0) {
     if (errno == EOPNOTSUPP)
-      throwSys(fmt::format("cannot give access to {}: its file system has no POSIX ACLs (mount "
-                           "it with acl support, or keep User= services out of bundles)",
-                           shown));
+      throwSys(
+          fmt::format("cannot give access to {}: its file system has no POSIX ACLs (mount "
+                      "it with acl support, or keep User= services out of bundles)",
+                      shown));
     throwSys(fmt::format("cannot set the access list of {}", shown));
   }
 }

@@ -129,8 +129,8 @@ unit = {{ ExecStart = "{{bundle}}/bin/svc", Restart = "no", Environment = "OUT={
     Result r = u.run(argv);
     if (r.code != 0 && r.err.find("Permission denied") != std::string::npos)
       return ::testing::AssertionSuccess();
-    return ::testing::AssertionFailure() << argv.back() << " as " << u.name << ": exit " << r.code
-                                         << ", " << r.out << r.err;
+    return ::testing::AssertionFailure()
+           << argv.back() << " as " << u.name << ": exit " << r.code << ", " << r.out << r.err;
   }
 
   std::unique_ptr<LocalUser> u1, u2;
@@ -155,7 +155,8 @@ TEST_P(BundleAccess, AUserServiceRunsFromItsBundleAndReachesNothingElse) {
   // directories, 0644 files): the next cycle closes it to others.
   const std::string secretBlob = work + "/blob";
   std::ofstream(secretBlob) << "a bundle of another service\n";
-  Result added = runCommand({MESH_HOST_BIN, "blob", "add", secretBlob, "--to", stateDir() + "/blobs"});
+  Result added =
+      runCommand({MESH_HOST_BIN, "blob", "add", secretBlob, "--to", stateDir() + "/blobs"});
   ASSERT_EQ(added.code, 0) << added.err;
   const std::string blobPath = stateDir() + "/blobs/sha256/" + added.out.substr(7, 64);
   Result again = apply(declaration({{"svc", bundleA, u1->name}, {"other", bundleB, ""}}));
@@ -191,11 +192,24 @@ TEST_P(BundleAccess, ASecondApplyWritesNoAccessList) {
   for (const auto& d : dirs) before.push_back(ctimeNs(d));
 
   const std::string trace = work + "/strace.out";
-  std::vector<std::string> argv = {"strace",         "-f",     "-qq",  "-o", trace, "-e",
+  std::vector<std::string> argv = {"strace",
+                                   "-f",
+                                   "-qq",
+                                   "-o",
+                                   trace,
+                                   "-e",
                                    "trace=setxattr,fsetxattr,lsetxattr,removexattr,fremovexattr,"
                                    "chmod,fchmod,fchmodat",
-                                   MESH_HOST_BIN,    "apply",  declaration(procs), "--json",
-                                   "--root",         root,     "--blobs", blobs, "--node", "test"};
+                                   MESH_HOST_BIN,
+                                   "apply",
+                                   declaration(procs),
+                                   "--json",
+                                   "--root",
+                                   root,
+                                   "--blobs",
+                                   blobs,
+                                   "--node",
+                                   "test"};
   argv.insert(argv.end(), extraArgs.begin(), extraArgs.end());
   Result again = runCommand(argv, extraEnv);
   ASSERT_EQ(again.code, 0) << again.out << again.err;
