@@ -12,6 +12,7 @@
 #include <cerrno>
 
 #include "../../support/temp_dir.hh"
+#include "util/error.hh"
 #include "util/fd.hh"
 
 namespace mesh {
