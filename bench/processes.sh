@@ -5,7 +5,8 @@
 # time, and how many start/restart/reload calls the no-op cycles made (must be
 # zero). Medians over 5 runs.
 #   bench/processes.sh [BUILD_DIR]   (default: build; run scripts/build first)
-#   env: MESH_BENCH_PROCESSES (50), MESH_BENCH_BIN (another mesh-host, e.g. a baseline)
+#   env: MESH_BENCH_PROCESSES (50), MESH_BENCH_BIN (another mesh-host, e.g. a baseline),
+#        MESH_BENCH_USER (a User= for every service, e.g. nobody: their bundle access is kept)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
@@ -15,6 +16,7 @@ runs=5
 [ -x "$bin" ] || { echo "no $bin: run scripts/build first" >&2; exit 1; }
 
 work=$(mktemp -d /tmp/mesh-bench-proc.XXXXXX)
+[ -n "${MESH_BENCH_USER:-}" ] && chmod 755 "$work"  # the services' user reaches their root
 sdns=""
 cleanup() {
   # An empty declaration stops every service the bench started.
@@ -37,9 +39,10 @@ hex=$(sha256sum "$work/bundle.tar" | cut -d' ' -f1)
 cp "$work/bundle.tar" "$work/blobs/sha256/$hex"
 decl="$work/decl.toml"
 : > "$decl"
+user=${MESH_BENCH_USER:+, User = \"$MESH_BENCH_USER\"}
 for i in $(seq -w 1 "$n"); do
-  printf '[module.m%s.process.svc]\nbundle = "sha256:%s"\nunit = { ExecStart = "{bundle}/bin/svc", Restart = "always" }\n\n' \
-    "$i" "$hex" >> "$decl"
+  printf '[module.m%s.process.svc]\nbundle = "sha256:%s"\nunit = { ExecStart = "{bundle}/bin/svc", Restart = "always"%s }\n\n' \
+    "$i" "$hex" "$user" >> "$decl"
 done
 empty="$work/empty.toml"
 printf 'node = "bench"\nempty = true\n' > "$empty"

@@ -53,9 +53,13 @@ std::optional<AgentLock> AgentLock::tryAcquire(const std::string& stateDir,
   // The old lock file, which others could lock: nothing takes it any more.
   (void)::unlink(layout::under(stateDir, layout::kOldAgentLock).c_str());
   // For the message above and for readers (`status`): failing to write it must
-  // not fail the agent.
+  // not fail the agent. 0640 in the state directory's group, as state.db: its
+  // readers (docs/operating.md) read it, others (a service user that may traverse
+  // the state directory) do not.
   try {
-    atomicWrite(dir.agentPid(), std::to_string(::getpid()) + "\n", 0644);
+    Ownership owner;
+    if (auto st = lstatPath(stateDir)) owner.gid = st->st_gid;
+    atomicWrite(dir.agentPid(), std::to_string(::getpid()) + "\n", 0640, owner);
   } catch (const std::exception&) {
   }
   return AgentLock(std::move(fd), dir.agentPid());

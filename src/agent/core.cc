@@ -437,6 +437,10 @@ std::string AgentCore::logReport(const apply::CycleReport& report) {
               {"reason", r.outcome.reason()},
               {"restarted", r.outcome.restarted}});
   }
+  for (const auto& line : report.access)
+    log_.log(Level::Info, "access: " + line, {{"cycle", report.cycle}});
+  if (!report.accessError.empty())
+    log_.log(Level::Error, report.accessError, {{"cycle", report.cycle}});
   std::string summary = o_.summaryLine(report);
   if (report.interrupted) summary += " (interrupted: stopping)";
   log_.log(report.anyFailed() ? Level::Warning : Level::Info, summary,

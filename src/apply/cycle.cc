@@ -9,6 +9,7 @@
 #include <unordered_set>
 
 #include "apply/applier.hh"
+#include "apply/bundle_access.hh"
 #include "apply/process_info.hh"
 #include "state/records.hh"
 #include "util/beneath.hh"
@@ -119,6 +120,7 @@ class Cycle {
     // An interrupted cycle prunes nothing (it has not seen everything) but still
     // starts what it installed: restarts it owes stay recorded either way.
     if (!report_.interrupted) prune();
+    keepAccess();
     activate();
     if (usesSupervisor_) {
       if (ctx_.applying()) ctx_.supervisor().flush();
@@ -752,7 +754,7 @@ class Cycle {
     for (size_t i = 0; i < activations_.size(); ++i) {
       const auto& p = activations_[i];
       Outcome& o = result(p.resultIndex).outcome;
-      if (ctx_.applying()) {
+      if (ctx_.applying() && o.verdict() != Verdict::Failed) {
         bool made = false;  // the start or restart was made
         try {
           store_->checkIntegrity();  // as before any change (a start is one)
@@ -810,6 +812,25 @@ class Cycle {
                        true);
       record(p, o);
       settle(p.resultIndex);
+    }
+  }
+
+  // Service users' access to their bundles, after every resource (a `user`
+  // resource has made its user) and before any start. When it cannot be given,
+  // the services that would start as a user do not: they could not read their
+  // bundle (those already running keep what they have).
+  void keepAccess() {
+    try {
+      report_.access = keepBundleAccess(ctx_, decl_);
+    } catch (const Error& e) {
+      report_.accessError = fmt::format("cannot give service users their bundles: {}", e.what());
+      std::unordered_set<std::string_view> asUsers;
+      for (const auto& r : decl_.resources)
+        if (r.kind == decl::Kind::Process && serviceUid(std::get<decl::ProcessSpec>(r.spec)))
+          asUsers.insert(r.id);
+      for (const auto& p : activations_)
+        if (asUsers.count(p.id))
+          failActivation(result(p.resultIndex).outcome, p, report_.accessError, false);
     }
   }
 

@@ -30,7 +30,11 @@ struct CycleReport {
   bool interrupted = false;  // stopped early on request (SIGTERM): not every resource was seen
   supervise::CallCounts supervisorCalls;
   std::string supervisor;  // backend name, "" when no process was involved
-  bool anyFailed() const { return tally.anyFailed(); }
+  // What the cycle changed of service users' access to their bundles
+  // (apply/bundle_access.hh), one line each; and why it could not, when it could not.
+  std::vector<std::string> access;
+  std::string accessError;
+  bool anyFailed() const { return tally.anyFailed() || !accessError.empty(); }
   bool anyChange() const { return tally.anyChange(); }
 };
 

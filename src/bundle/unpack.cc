@@ -24,7 +24,7 @@ constexpr int kDirFlags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
 
 class DiskSink : public Sink {
  public:
-  explicit DiskSink(Fd root) : root_(std::move(root)) {}
+  DiskSink(Fd root, mode_t rootMode) : root_(std::move(root)), rootMode_(rootMode) {}
 
   void makeDirectory(const std::string& path) override {
     std::string name;
@@ -98,7 +98,7 @@ class DiskSink : public Sink {
       if (::fchmod(dir.get(), e->mode) != 0)
         throwSys(fmt::format("cannot set the mode of {}", e->path));
     }
-    if (::fchmod(root_.get(), 0755) != 0) throwSys("cannot set the mode of the bundle's root");
+    if (::fchmod(root_.get(), rootMode_) != 0) throwSys("cannot set the mode of the bundle's root");
     if (::syncfs(root_.get()) != 0) throwSys("cannot sync the unpacked bundle");
   }
 
@@ -133,6 +133,7 @@ class DiskSink : public Sink {
   }
 
   Fd root_;
+  mode_t rootMode_;
   Fd cachedDir_;
   std::string cachedPath_;
   Fd file_;
@@ -163,7 +164,7 @@ Manifest unpack(const std::string& archivePath, int dir, const std::string& name
   if (!root) throwSys(fmt::format("archive {}: cannot open {}", archivePath, dest));
   Manifest m;
   {
-    DiskSink sink(std::move(root));
+    DiskSink sink(std::move(root), limits.rootMode);
     m = scanArchive(archivePath, limits, &sink, progress, "unpacking " + dest);
   }
   cleanup.dismiss();

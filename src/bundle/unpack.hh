@@ -24,6 +24,9 @@ struct Limits {
   // archive kind's `keep-modes`); otherwise dropped, on disk and in the manifest
   // alike, so verify() compares like with like.
   bool keepModes = false;
+  // The mode of the tree's root: an archive's is 0755; a process bundle's is 0700,
+  // read by its service users through an ACL given after the unpack.
+  mode_t rootMode = 0755;
 };
 
 struct Entry {

@@ -84,12 +84,14 @@ int applyAndReport(const decl::Declaration& declaration, const CommonOptions& o,
       warnings.push_back(fmt::format("{}: {}", r.id, r.outcome.warning));
   for (const auto& w : warnings) printLine("mesh-host: warning: " + w, stderr);
   if (o.json) {
+    if (!report.accessError.empty()) printLine("mesh-host: " + report.accessError, stderr);
     if (unprintable) std::rethrow_exception(unprintable);
     std::puts(reportJsonText(report, o.node, outcomesJson).c_str());
   } else {
     for (const auto& r : report.results)
       if (o.verbose || r.outcome.verdict() != apply::Verdict::Unchanged)
         printLine(outcomeLine(r, false));
+    printAccess(report);
     printLine(summaryLine(report, false));
   }
   if (!metricsPath.empty()) {

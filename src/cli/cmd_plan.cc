@@ -68,6 +68,7 @@ int runPlan(const std::string& declPath, CommonOptions& o, const PlanOptions& p)
       printLine(outcomeLine(r, true));
       if (!r.outcome.diff.empty()) printLines(r.outcome.diff);  // its lines, escaped
     }
+    printAccess(report);
     printLine(summaryLine(report, true));
   }
   if (report.anyFailed()) return kExitFailed;

@@ -80,6 +80,11 @@ nlohmann::json tallyJson(const Tally& t) {
   return j;
 }
 
+void printAccess(const apply::CycleReport& r) {
+  for (const auto& line : r.access) printLine("access: " + line);
+  if (!r.accessError.empty()) printLine("mesh-host: " + r.accessError, stderr);
+}
+
 std::string summaryLine(const apply::CycleReport& r, bool plan) {
   const Tally& t = r.tally;
   if (plan) {
@@ -127,6 +132,8 @@ nlohmann::json reportJson(const apply::CycleReport& r, const std::string& node, 
                                   {"reload", r.supervisorCalls.reload},
                                   {"reload_service", r.supervisorCalls.reloadService},
                                   {"install", r.supervisorCalls.install}};
+  if (!r.access.empty()) out["access"] = r.access;
+  if (!r.accessError.empty()) out["access_error"] = r.accessError;
   if (plan) out["plan"] = true;
   return out;
 }

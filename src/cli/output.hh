@@ -24,6 +24,9 @@ void printJson(const nlohmann::json& answer);
 // "created demo.config (demo): 12 bytes, mode 0644" — detail, then the reason
 // (omitted when it is just "new").
 std::string outcomeLine(const apply::ResourceResult& r, bool plan);
+// What the cycle changed of service users' access to their bundles, one
+// "access: …" line each on stdout; why it could not, on stderr.
+void printAccess(const apply::CycleReport& r);
 std::string summaryLine(const apply::CycleReport& r, bool plan);
 // "3 created, 0 updated, 7 unchanged, 0 removed, 1 failed" (released and skipped only
 // when there are any) and {"created": 3, … every outcome}.

@@ -27,22 +27,12 @@
 #include "../support/child.hh"
 #include "agent_process.hh"
 #include "harness.hh"
+#include "local_user.hh"
 
 namespace mesh::e2e {
 namespace {
 
 namespace fs = std::filesystem;
-
-// useradd/userdel take a lock on /etc/passwd; tests running in parallel wait.
-Result withPasswdLock(const std::vector<std::string>& argv) {
-  Result r;
-  for (int attempt = 0; attempt < 50; ++attempt) {
-    r = runCommand(argv);
-    if (r.code == 0 || (r.code != 10 && r.err.find("lock") == std::string::npos)) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  return r;
-}
 
 // mesh_lock_squatter as the user: started, read until it says "ready", and
 // holding what it took until destroyed.
@@ -98,16 +88,11 @@ class HostileLocal : public Node {
   void SetUp() override {
     Node::SetUp();
     if (::geteuid() != 0) GTEST_SKIP() << "a hostile user needs root to create it and to apply";
-    static int counter = 0;
-    user = fmt::format("meshlocal{}x{}", ::getpid(), ++counter);
-    Result add = withPasswdLock(
-        {"useradd", "--no-create-home", "--user-group", "--shell", "/usr/sbin/nologin", user});
-    ASSERT_EQ(add.code, 0) << "useradd " << user << ": " << add.err;
-    userCreated = true;
-    const passwd* pw = ::getpwnam(user.c_str());
-    ASSERT_NE(pw, nullptr) << user;
-    uid = pw->pw_uid;
-    gid = pw->pw_gid;
+    local = std::make_unique<LocalUser>("meshlocal");
+    ASSERT_TRUE(local->ok()) << "useradd " << local->name << ": " << local->made.err;
+    user = local->name;
+    uid = local->uid;
+    gid = local->gid;
     // The user may reach the node's root; only the state directory's modes (and
     // its group) decide what it reaches there.
     fs::permissions(work, fs::perms(0755));
@@ -119,11 +104,7 @@ class HostileLocal : public Node {
     // The services go first (as the apply of nothing would): no supervisor left.
     if (!declared.empty()) (void)mesh({"apply", declare("empty = true\n", "empty.toml")});
     Node::TearDown();
-    if (userCreated) {
-      Result del = withPasswdLock({"userdel", user});
-      EXPECT_EQ(del.code, 0) << "userdel " << user << ": " << del.err;
-      if (::getgrnam(user.c_str())) withPasswdLock({"groupdel", user});
-    }
+    local.reset();
   }
 
   std::string runDir() const { return root + "/run/mesh-host"; }
@@ -138,12 +119,7 @@ class HostileLocal : public Node {
     }
   }
 
-  Result asUser(std::vector<std::string> argv) const {
-    std::vector<std::string> full = {"setpriv", fmt::format("--reuid={}", uid),
-                                     fmt::format("--regid={}", gid), "--clear-groups"};
-    full.insert(full.end(), argv.begin(), argv.end());
-    return runCommand(full);
-  }
+  Result asUser(std::vector<std::string> argv) const { return local->run(std::move(argv)); }
 
   // `mesh-host apply` that may take at most `seconds` (exit 124 past that): a root
   // that waits for the user's lock never returns otherwise.
@@ -198,8 +174,8 @@ content = "version = {}\n"
     return 0;
   }
 
+  std::unique_ptr<LocalUser> local;
   std::string user;
-  bool userCreated = false;
   uid_t uid = 0;
   gid_t gid = 0;
   std::string bundle, declared;

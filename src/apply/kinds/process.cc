@@ -126,7 +126,8 @@ class ProcessApplier : public Applier {
     const auto unit = renderUnit(r.id, s, bundleDir, ctx.settings().root);
     const auto& svc = ctx.service(s.service);
     const auto prev = rec ? ProcessObserved::parse(rec->observed) : ProcessObserved{};
-    const bundle::Limits limits;  // no keep-modes: group and world write always dropped
+    bundle::Limits limits;   // no keep-modes: group and world write always dropped
+    limits.rootMode = 0700;  // its User= gets in by an ACL (apply/bundle_access.hh)
     auto bundles = openBundles(ctx);
     const std::string hex = s.bundle.hex();
 

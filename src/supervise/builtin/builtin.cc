@@ -90,7 +90,7 @@ class BuiltinSupervisor : public Supervisor {
   void install(const Unit& unit) override {
     builtin::validateServiceName(unit.name);
     auto p = paths(unit.name);
-    makeDirs(p.dir, 0755);
+    makeDirs(p.dir, 0750);  // in the state directory: nothing there for others
     atomicWrite(p.unit, unit.text, 0644);
     builtin::linkStatusIntoServiceDir(p);
   }

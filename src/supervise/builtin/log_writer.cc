@@ -42,7 +42,7 @@ LogWriter::LogWriter(std::string path, uint64_t maxBytes, int keep)
 
 void LogWriter::open() {
   try {
-    makeDirs(parentOf(path_), 0755);
+    makeDirs(parentOf(path_), 0750);  // in the state directory: nothing there for others
   } catch (const std::exception&) {
     // Reported by open() failing below.
   }

@@ -68,7 +68,7 @@ Reply spawnSupervisor(const std::string& exe, const ServicePaths& paths, bool ad
   if (::access(exe.c_str(), X_OK) != 0)
     throwSys(
         fmt::format("cannot run the builtin supervisor {} (it belongs beside mesh-host)", exe));
-  makeDirs(parentOf(paths.log));
+  makeDirs(parentOf(paths.log), 0750);  // in the state directory: nothing there for others
   makeDirs(paths.runDir, 0755);
 
   std::vector<std::string> args = {exe, fmt::format("--ready-fd={}", kReadyFd)};
