@@ -36,14 +36,7 @@ TEST_F(ArchiveKind, AbsentIsUnpackedAtItsPath) {
 }
 
 TEST_F(ArchiveKind, AsRecordedIsUnchangedAndNoFileTouched) {
-  const auto& r = site(v1);
-  const auto rec = applied(r);
-  const auto before = tree();
-  const Outcome o = converge(r, &rec);
-  EXPECT_EQ(o.verdict(), Verdict::Unchanged);
-  EXPECT_EQ(o.reason(), "");
-  EXPECT_EQ(o.held(), wantOf(r));
-  EXPECT_EQ(tree(), before);
+  expectAsRecordedIsUnchangedAndUntouched(site(v1));
 }
 
 TEST_F(ArchiveKind, TheBundlesTreeWithNoRecordIsAdoptedUnchangedAndNotTouched) {

@@ -50,14 +50,7 @@ TEST_F(CredentialKind, AbsentIsCreatedMode0600HoldingTheSecret) {
 }
 
 TEST_F(CredentialKind, AsRecordedIsUnchangedAndNotWritten) {
-  const auto& r = key();
-  const auto rec = applied(r);
-  const auto before = tree();
-  const Outcome o = converge(r, &rec);
-  EXPECT_EQ(o.verdict(), Verdict::Unchanged);
-  EXPECT_EQ(o.reason(), "");
-  EXPECT_EQ(o.held(), wantOf(r));
-  EXPECT_EQ(tree(), before);
+  expectAsRecordedIsUnchangedAndUntouched(key());
 }
 
 TEST_F(CredentialKind, AsWantedWithNoRecordIsAdoptedUnchangedAndNotWritten) {

@@ -28,14 +28,7 @@ TEST_F(DirectoryKind, AbsentIsCreatedWithItsMode) {
 }
 
 TEST_F(DirectoryKind, AsRecordedIsUnchangedAndNotTouched) {
-  const auto& r = data();
-  const auto rec = applied(r);
-  const auto before = tree();
-  const Outcome o = converge(r, &rec);
-  EXPECT_EQ(o.verdict(), Verdict::Unchanged);
-  EXPECT_EQ(o.reason(), "");
-  EXPECT_EQ(o.held(), wantOf(r));
-  EXPECT_EQ(tree(), before);
+  expectAsRecordedIsUnchangedAndUntouched(data());
 }
 
 TEST_F(DirectoryKind, AsWantedWithNoRecordIsAdoptedUnchangedAndNotTouched) {

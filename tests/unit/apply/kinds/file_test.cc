@@ -33,14 +33,7 @@ TEST_F(FileKind, AbsentIsCreatedWithItsContentAndMode) {
 }
 
 TEST_F(FileKind, AsRecordedIsUnchangedAndNotWritten) {
-  const auto& r = config();
-  const auto rec = applied(r);
-  const auto before = tree();
-  const Outcome o = converge(r, &rec);
-  EXPECT_EQ(o.verdict(), Verdict::Unchanged);
-  EXPECT_EQ(o.reason(), "");
-  EXPECT_EQ(o.held(), wantOf(r));
-  EXPECT_EQ(tree(), before);
+  expectAsRecordedIsUnchangedAndUntouched(config());
 }
 
 TEST_F(FileKind, AsWantedWithNoRecordIsAdoptedUnchangedAndNotWritten) {

@@ -154,4 +154,14 @@ std::string KindTest::publishTar(const std::map<std::string, std::string>& files
   return publish(mesh::test::slurp(out));
 }
 
+void KindTest::expectAsRecordedIsUnchangedAndUntouched(const decl::Resource& r) {
+  const auto rec = applied(r);
+  const auto before = tree();
+  const Outcome o = converge(r, &rec);
+  EXPECT_EQ(o.verdict(), Verdict::Unchanged);
+  EXPECT_EQ(o.reason(), "");
+  EXPECT_EQ(o.held(), wantOf(r));
+  EXPECT_EQ(tree(), before);
+}
+
 }  // namespace mesh::apply::test

@@ -63,6 +63,10 @@ class KindTest : public ::testing::Test {
   // Converges `r` once with no record and returns the record kept: "it was applied".
   state::Record applied(const decl::Resource& r);
 
+  // The first rule, for any kind: `r` applied once and converged again with its
+  // record is `unchanged`, with no reason, holds its want, and touches no path.
+  void expectAsRecordedIsUnchangedAndUntouched(const decl::Resource& r);
+
   // The digest the cycle attaches to `r` (what Applier::want says).
   Digest wantOf(const decl::Resource& r, Mode mode = Mode::Apply);
 

@@ -31,14 +31,7 @@ TEST_F(LinkKind, AbsentIsCreatedPointingAtItsTarget) {
 }
 
 TEST_F(LinkKind, AsRecordedIsUnchangedAndNotTouched) {
-  const auto& r = current();
-  const auto rec = applied(r);
-  const auto before = tree();
-  const Outcome o = converge(r, &rec);
-  EXPECT_EQ(o.verdict(), Verdict::Unchanged);
-  EXPECT_EQ(o.reason(), "");
-  EXPECT_EQ(o.held(), wantOf(r));
-  EXPECT_EQ(tree(), before);
+  expectAsRecordedIsUnchangedAndUntouched(current());
 }
 
 TEST_F(LinkKind, AsWantedWithNoRecordIsAdoptedUnchangedAndNotTouched) {
