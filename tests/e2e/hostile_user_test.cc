@@ -34,6 +34,7 @@
 
 #include "../support/child.hh"
 #include "harness.hh"
+#include "local_user.hh"  // withPasswdLock
 
 namespace mesh::e2e {
 namespace {
@@ -162,18 +163,6 @@ struct Finally {
   std::function<void()> f;
   ~Finally() { f(); }
 };
-
-// useradd/userdel take a lock on /etc/passwd; tests running in parallel wait.
-Result withPasswdLock(const std::vector<std::string>& argv) {
-  Result r;
-  for (int attempt = 0; attempt < 50; ++attempt) {
-    r = runCommand(argv);
-    // 10: cannot lock /etc/passwd (useradd, userdel); 1: could not lock (some versions)
-    if (r.code == 0 || (r.code != 10 && r.err.find("lock") == std::string::npos)) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  return r;
-}
 
 class HostileUser : public Node {
  protected:

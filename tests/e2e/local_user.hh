@@ -22,6 +22,7 @@ inline Result withPasswdLock(const std::vector<std::string>& argv) {
   Result r;
   for (int attempt = 0; attempt < 50; ++attempt) {
     r = runCommand(argv);
+    // 10: cannot lock /etc/passwd (useradd, userdel); 1: could not lock (some versions)
     if (r.code == 0 || (r.code != 10 && r.err.find("lock") == std::string::npos)) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
