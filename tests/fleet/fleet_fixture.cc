@@ -190,6 +190,43 @@ void FleetTest::publish(const NodeStatus& s, bool up) {
   client->put(keys.seen(s.node), text);
 }
 
+FleetTest::EveryState FleetTest::publishEveryState() {
+  EveryState revs;
+  revs.conv = putDeclaration("conv", 6);
+  publish(nodeStatus("conv", revs.conv, 6), true);
+
+  revs.behindEarlier = putDeclaration("behind", 6);
+  revs.behindLater = putDeclaration("behind", 7);
+  publish(nodeStatus("behind", revs.behindEarlier, 6), true);
+
+  const auto downRev = putDeclaration("down", 6);
+  publish(nodeStatus("down", downRev, 6), false);
+  putDeclaration("never", 6);  // pushed to, never started
+
+  revs.refusing = putDeclaration("refusing", 7);
+  auto refusing = nodeStatus("refusing", revs.refusing - 1, 6);
+  refusing.refused =
+      NodeStatus::Refusal{revs.refusing,
+                          7,
+                          "signed by mesh-op:xyz, not trusted",
+                          1,
+                          valueDigest(client->get(keys.declaration("refusing"))->value),
+                          ""};
+  publish(refusing, true);
+
+  const auto failRev = putDeclaration("failing", 6);
+  auto failing = nodeStatus("failing", failRev, 6);
+  failing.failed = 1;
+  failing.failing = {{"demo.config", "permission denied"}};
+  publish(failing, true);
+
+  revs.churning = putDeclaration("churning", 6);
+  auto churning = nodeStatus("churning", revs.churning, 6);
+  churning.churning = {"demo.runtime"};
+  publish(churning, true);
+  return revs;
+}
+
 int64_t FleetTest::putDeclaration(const std::string& node, int64_t serial) {
   const std::string text = declText(serial);
   return client->put(keys.declaration(node), signedValue(statementFor(text, {node}, serial), text));

@@ -63,6 +63,13 @@ class FleetTest : public ::testing::Test {
   // has its status (naming the lease, unless `s` names one) and a heartbeat on `lease`,
   // as an agent puts them.
   void publish(const NodeStatus& s, bool up);
+  // One simulated node in each state `fleet status` tells apart — conv, behind, down,
+  // never (pushed to, never started), refusing, failing, churning — and the
+  // revisions of their declarations.
+  struct EveryState {
+    int64_t conv = 0, behindEarlier = 0, behindLater = 0, refusing = 0, churning = 0;
+  };
+  EveryState publishEveryState();
   // A simulated node's key (made on first use) and its enrollment, signed by the test's
   // operator key, as `fleet enroll` puts it.
   const trust::NodeKey& nodeKey(const std::string& node);

@@ -17,39 +17,7 @@ namespace support = ::mesh::test;
 using Golden = FleetTest;
 
 TEST_F(Golden, FleetStatus) {
-  const auto rev = putDeclaration("conv", 6);
-  publish(nodeStatus("conv", rev, 6), true);
-
-  const auto earlier = putDeclaration("behind", 6);
-  const auto later = putDeclaration("behind", 7);
-  (void)later;
-  publish(nodeStatus("behind", earlier, 6), true);
-
-  const auto downRev = putDeclaration("down", 6);
-  publish(nodeStatus("down", downRev, 6), false);
-  putDeclaration("never", 6);  // pushed to, never started
-
-  const auto refRev = putDeclaration("refusing", 7);
-  auto refusing = nodeStatus("refusing", refRev - 1, 6);
-  refusing.refused =
-      NodeStatus::Refusal{refRev,
-                          7,
-                          "signed by mesh-op:xyz, not trusted",
-                          1,
-                          valueDigest(client->get(keys.declaration("refusing"))->value),
-                          ""};
-  publish(refusing, true);
-
-  const auto failRev = putDeclaration("failing", 6);
-  auto failing = nodeStatus("failing", failRev, 6);
-  failing.failed = 1;
-  failing.failing = {{"demo.config", "permission denied"}};
-  publish(failing, true);
-
-  const auto churnRev = putDeclaration("churning", 6);
-  auto churning = nodeStatus("churning", churnRev, 6);
-  churning.churning = {"demo.runtime"};
-  publish(churning, true);
+  (void)publishEveryState();
 
   const Result r = status();
   EXPECT_EQ(r.code, 1) << r.err;

@@ -35,38 +35,9 @@ std::map<std::string, std::string> statesIn(const std::string& out) {
 }
 
 TEST_F(FleetStatus, ShowsEveryStateWithItsReasonAndExitsOne) {
-  const auto rev = putDeclaration("conv", 6);
-  publish(nodeStatus("conv", rev, 6), true);
-
-  const auto earlier = putDeclaration("behind", 6);
-  const auto later = putDeclaration("behind", 7);
-  publish(nodeStatus("behind", earlier, 6), true);
-
-  const auto downRev = putDeclaration("down", 6);
-  publish(nodeStatus("down", downRev, 6), false);
-  putDeclaration("never", 6);  // pushed to, never started
-
-  const auto refRev = putDeclaration("refusing", 7);
-  auto refusing = nodeStatus("refusing", refRev - 1, 6);
-  refusing.refused =
-      NodeStatus::Refusal{refRev,
-                          7,
-                          "signed by mesh-op:xyz, not trusted",
-                          1,
-                          valueDigest(client->get(keys.declaration("refusing"))->value),
-                          ""};
-  publish(refusing, true);
-
-  const auto failRev = putDeclaration("failing", 6);
-  auto failing = nodeStatus("failing", failRev, 6);
-  failing.failed = 1;
-  failing.failing = {{"demo.config", "permission denied"}};
-  publish(failing, true);
-
-  const auto churnRev = putDeclaration("churning", 6);
-  auto churning = nodeStatus("churning", churnRev, 6);
-  churning.churning = {"demo.runtime"};
-  publish(churning, true);
+  const auto revs = publishEveryState();
+  const auto rev = revs.conv, earlier = revs.behindEarlier, later = revs.behindLater,
+             refRev = revs.refusing, churnRev = revs.churning;
 
   Result r = status();
   EXPECT_EQ(r.code, 1) << r.err;
