@@ -16,6 +16,7 @@
 
 #include <fmt/format.h>
 
+#include "../support/fifo_feeder.hh"
 #include "agent_process.hh"
 #include "harness.hh"
 
@@ -26,43 +27,7 @@ namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
-// Writes the secret to each reader of the FIFO (the credential is read more than
-// once in a cycle); the first reader is held, blocked in its read, until released.
-class Feeder {
- public:
-  // A reader killed (SIGKILL) while held makes the write fail: EPIPE, not a SIGPIPE
-  // that would end the test.
-  explicit Feeder(std::string path)
-      : ignorePipe_(::signal(SIGPIPE, SIG_IGN)), thread_([this, path] {
-          while (!stop_.load()) {
-            const int fd = ::open(path.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
-            if (fd < 0) {
-              std::this_thread::sleep_for(5ms);  // no reader yet: a poll
-              continue;
-            }
-            held_.store(true);
-            while (!release_.load() && !stop_.load()) std::this_thread::sleep_for(5ms);
-            (void)!::write(fd, "s3cret", 6);
-            ::close(fd);
-          }
-        }) {}
-  ~Feeder() {
-    stop_.store(true);
-    thread_.join();
-  }
-  // Until a cycle is blocked in the credential's read (bounded).
-  bool awaitHeld() {
-    const auto deadline = Clock::now() + 20s;
-    while (!held_.load() && Clock::now() < deadline) std::this_thread::sleep_for(5ms);
-    return held_.load();
-  }
-  void release() { release_.store(true); }
-
- private:
-  std::atomic<bool> stop_{false}, held_{false}, release_{false};
-  sighandler_t ignorePipe_;
-  std::thread thread_;
-};
+using Feeder = test::FifoFeeder;
 
 class AgentStop : public Node {
  protected:

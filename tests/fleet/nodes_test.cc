@@ -22,6 +22,7 @@
 #include <fmt/format.h>
 
 #include "../support/child.hh"
+#include "../support/fifo_feeder.hh"
 #include "../support/raw_bytes.hh"
 #include "fleet/node_signed.hh"
 #include "fleet_fixture.hh"
@@ -851,36 +852,7 @@ TEST_F(Nodes, AnInterruptedCycleIsNeverPublishedAsApplied) {
   ASSERT_TRUE(awaitApplied("n1", revs.at("n1")));
   const std::string fifo = work + "/slow-secret";
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
-  // Writes the secret to each reader of the FIFO (the credential is read more than once
-  // in a cycle); the first reader is held, blocked in its read, until released.
-  struct Feeder {
-    explicit Feeder(std::string path)
-        : thread([this, path] {
-            while (!stop.load()) {
-              const int fd = ::open(path.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
-              if (fd < 0) {
-                std::this_thread::sleep_for(5ms);  // no reader yet: a poll
-                continue;
-              }
-              held.store(true);
-              while (!release.load() && !stop.load()) std::this_thread::sleep_for(5ms);
-              (void)!::write(fd, "s3cret", 6);
-              ::close(fd);
-            }
-          }) {}
-    ~Feeder() {
-      stop.store(true);
-      thread.join();
-    }
-    // Until the cycle is blocked in the credential's read (bounded).
-    bool awaitHeld() {
-      const auto deadline = Clock::now() + 20s;
-      while (!held.load() && Clock::now() < deadline) std::this_thread::sleep_for(5ms);
-      return held.load();
-    }
-    std::atomic<bool> stop{false}, held{false}, release{false};
-    std::thread thread;
-  };
+  using Feeder = ::mesh::test::FifoFeeder;
   // Ends the node while a feeder still answers its reads (declared after the feeder): a
   // node blocked in one would never see its SIGTERM.
   struct StopFirst {
@@ -902,7 +874,7 @@ TEST_F(Nodes, AnInterruptedCycleIsNeverPublishedAsApplied) {
     ::kill(nodes["n1"].pid, SIGTERM);
     // The stop flag is set before this line is logged.
     ASSERT_TRUE(awaitLog("n1", "stopping on SIGTERM", 1));
-    feeder.release.store(true);
+    feeder.release();
     int exitStatus = 0;
     ASSERT_EQ(::waitpid(nodes["n1"].pid, &exitStatus, 0), nodes["n1"].pid);
     nodes["n1"].pid = -1;
@@ -933,7 +905,7 @@ TEST_F(Nodes, AnInterruptedCycleIsNeverPublishedAsApplied) {
   ASSERT_TRUE(first);
   EXPECT_NE(first->serial, 2) << "a new agent published the interrupted cycle " << first->cycle
                               << " as having applied serial 2";
-  feeder.release.store(true);
+  feeder.release();
   ASSERT_TRUE(awaitStatus("n1", [](const std::optional<NodeStatus>& s) {
     return s && s->serial == 2 && s->cycle > 0 && s->failed == 0;
   }));
