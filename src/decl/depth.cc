@@ -1,6 +1,7 @@
 #include "decl/depth.hh"
 
-#include <algorithm>
+#include "decl/toml_lex.hh"
+
 #include <cstddef>
 #include <vector>
 
@@ -56,7 +57,7 @@ class Scan {
           if (i_ >= t_.size()) break;
           const char c = t_[i_];
           if (c == '"' || c == '\'') {
-            skipString(c);
+            i_ = endOfTomlString(t_, i_);
             mode = Mode::AfterValue;
           } else if (c == '[' || c == '{') {
             push(c == '[', valueDepth + 1);
@@ -151,7 +152,7 @@ class Scan {
       const size_t start = i_;
       const char c = t_[i_];
       if (c == '"' || c == '\'') {
-        skipString(c);
+        i_ = endOfTomlString(t_, i_);
       } else if (isBare(c)) {
         while (i_ < t_.size() && isBare(t_[i_])) ++i_;
       } else {
@@ -196,41 +197,11 @@ class Scan {
         break;
       }
       if (t_[i_] == '"' || t_[i_] == '\'')
-        skipString(t_[i_]);
+        i_ = endOfTomlString(t_, i_);
       else
         ++i_;
     }
     if (i_ < t_.size()) ++i_;
-  }
-
-  // A string opened by `q` at i_: basic ("…", escapes) or literal ('…'), single- or
-  // multi-line (triple quote). Ends after its closing quote, or at the line end (a
-  // single-line one never closed).
-  void skipString(char q) {
-    const bool multi = t_.substr(i_, 3) == std::string_view(q == '"' ? "\"\"\"" : "'''");
-    i_ += multi ? 3 : 1;
-    while (i_ < t_.size()) {
-      const char c = t_[i_];
-      if (c == '\\' && q == '"') {
-        i_ += 2;
-      } else if (c == q) {
-        if (!multi) {
-          ++i_;
-          return;
-        }
-        if (t_.substr(i_, 3) == std::string_view(q == '"' ? "\"\"\"" : "'''")) {
-          i_ += 3;
-          while (i_ < t_.size() && t_[i_] == q) ++i_;  // """"" ends with quotes in it
-          return;
-        }
-        ++i_;
-      } else if (c == '\n' && !multi) {
-        return;
-      } else {
-        ++i_;
-      }
-    }
-    i_ = std::min(i_, t_.size());
   }
 
   struct Frame {

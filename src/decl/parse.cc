@@ -23,6 +23,7 @@
 #include "decl/kind_info.hh"
 #include "decl/kinds.hh"
 #include "decl/order.hh"
+#include "decl/toml_lex.hh"
 #include "decl/validate.hh"
 #include "decl/want.hh"
 #include "util/error.hh"
@@ -220,6 +221,20 @@ Declaration parseDeclaration(std::string_view text, const std::string& source,
                 fmt::format("keys, tables and values nest {} levels deep here; at most {} are "
                             "allowed (a resource needs 4: [module.<module>.<kind>.<name>])",
                             deep->depth, kMaxNesting));
+    diags.throwIfAny();
+  }
+  // toml++ reaches undefined behaviour on some of these (toml_lex.hh). The character is
+  // named by its code point, never printed: it may be a control or a bidi override.
+  if (auto odd = notAsciiOutsideStrings(text)) {
+    const std::string what =
+        odd->codepoint == 0
+            ? fmt::format("byte \\x{:02x} (not UTF-8)", static_cast<unsigned char>(odd->bytes[0]))
+            : fmt::format("U+{:04X}", static_cast<uint32_t>(odd->codepoint));
+    diags.error(diags.at(odd->line, odd->column),
+                fmt::format("{} outside a quoted string: TOML allows only ASCII in keys, table "
+                            "headers and bare values (quote the key, as in \"name\" = ..., or "
+                            "the value)",
+                            what));
     diags.throwIfAny();
   }
   try {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "decl/depth.hh"
+#include "decl/toml_lex.hh"
 #include "decl/unit_keys.hh"
 #include "decl_test.hh"
 
@@ -558,6 +559,42 @@ x = [[1, 2], {a.b = 'q.r[s'}]  # [[[[ comment
                          "here; at most 64 are allowed"),
             std::string::npos)
       << message.substr(0, 300);
+}
+
+// toml++ 3.3.0 reaches undefined behaviour (TOML_UNREACHABLE) on any character from
+// U+00A1 to U+0499 outside a string or comment, where TOML 1.0 allows only ASCII: a
+// key `café`, a header `[module.ґ]`, a value `1é` (found by the decl fuzzer; UBSan
+// reports it on the old code). It is refused before toml++ sees it, at its place and by
+// its code point; in strings and comments the same characters are fine.
+TEST(ParseNotAscii, OutsideStringsItIsRefusedByCodePointBeforeTomlSeesIt) {
+  struct Case {
+    std::string text, where, what;
+  };
+  const std::vector<Case> cases = {
+      {"caf\xc3\xa9 = 1\n", "decl.toml:1:4", "U+00E9"},
+      {"[module.m.file.\xd2\x91"
+       "a]\npath = \"/a\"\n",
+       "decl.toml:1:16", "U+0491"},
+      {"[module.m.file.a]\npath = \"/a\"\nmode = 6\xc2\xa1\n", "decl.toml:3:9", "U+00A1"},
+      {"x = [1, \xd2\x99]\n", "decl.toml:1:9", "U+0499"},
+      {"x = { b\xc3\xa9 = 1 }  # \xc3\xa9\n", "decl.toml:1:8", "U+00E9"},
+      {"x = '''\xc3\xa9\n\xc3\xa9'''\ny\xe2\x80\xae = 2\n", "decl.toml:3:2", "U+202E"},
+      {"x = \"\\\"\xc3\xa9\"\n[a]\xd7\n", "decl.toml:2:4", "byte \\xd7 (not UTF-8)"},
+  };
+  for (const auto& c : cases) {
+    const std::string msg = errorOf(c.text);
+    EXPECT_EQ(msg, c.where + ": error: " + c.what +
+                       " outside a quoted string: TOML allows only ASCII in keys, table headers "
+                       "and bare values (quote the key, as in \"name\" = ..., or the value)")
+        << c.where;
+  }
+  // In strings and comments: parsed as ever (and quoted keys are strings).
+  const std::string fine =
+      "# caf\xc3\xa9 \xd2\x91\n[module.m.file.a]  # \xc2\xa1\npath = \"/caf\xc3\xa9\"\n"
+      "content = '''\n\xd2\x99\n'''\n";
+  EXPECT_EQ(notAsciiOutsideStrings(fine), std::nullopt);
+  EXPECT_EQ(notAsciiOutsideStrings("[a.\"\xd2\x91\"]\n'\xc3\xa9' = 1\n"), std::nullopt);
+  EXPECT_NO_THROW(test::parse(fine)) << errorOf(fine);
 }
 
 }  // namespace
