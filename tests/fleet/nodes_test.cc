@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -12,6 +13,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -912,6 +914,55 @@ TEST_F(Nodes, AnInterruptedCycleIsNeverPublishedAsApplied) {
   EXPECT_EQ(slurp(nodes["n1"].root + "/etc/app.zz"), "last");
   // (Its content is the secret as often as the feeder wrote it while the cycle read.)
   EXPECT_TRUE(fs::exists(nodes["n1"].root + "/etc/app.key"));
+}
+
+// Issue 26 item 7, found by the system simulation (seed 20261202 step 27 --fleet): a
+// pushed declaration the agent could not cache, its state directory full, left no
+// error behind — `status` said the node was healthy while the push was not applied.
+// The state directory here is a small tmpfs, filled once the first push is applied.
+TEST_F(Nodes, APushThatCannotBeCachedOnAFullStateDirectoryIsAnErrorInStatus) {
+  if (::geteuid() != 0) GTEST_SKIP() << "mounting a tmpfs needs root";
+  const std::string stateDir = work + "/n1/var/lib/mesh-host";
+  fs::create_directories(stateDir);
+  if (::mount("tmpfs", stateDir.c_str(), "tmpfs", 0, "size=2048k") != 0)
+    GTEST_SKIP() << "cannot mount a tmpfs at " << stateDir << ": " << std::strerror(errno);
+  // The node ends before its state directory goes (it holds files there).
+  struct Unmount {
+    std::function<void()> stop;
+    std::string dir;
+    ~Unmount() {
+      stop();
+      ::umount2(dir.c_str(), MNT_DETACH);
+    }
+  } unmount{[&] { stopNode("n1", SIGTERM); }, stateDir};
+
+  nodeInterval = "1h";
+  startNode("n1");
+  auto revs = pushTo("n1", fileDecl(1, "one"));
+  ASSERT_TRUE(awaitApplied("n1", revs.at("n1")));
+  ASSERT_EQ(slurp(nodes["n1"].root + "/etc/app.conf"), "one");
+  {
+    // Full: written until ENOSPC, nothing given back.
+    const int fd = ::open((stateDir + "/filler").c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+    ASSERT_GE(fd, 0);
+    const std::string chunk(64 * 1024, 'f');
+    while (::write(fd, chunk.data(), chunk.size()) > 0) {
+    }
+    ASSERT_EQ(errno, ENOSPC);
+    ::close(fd);
+  }
+  // Larger than any page the store has free.
+  const std::string big(256 * 1024, 'b');
+  pushTo("n1", fileDecl(2, big));
+  ASSERT_TRUE(awaitLog("n1", "database or disk is full", 1)) << "the push was never tried";
+  EXPECT_EQ(slurp(nodes["n1"].root + "/etc/app.conf"), "one");
+
+  Result st =
+      runCommand({MESH_HOST_BIN, "status", "--root", nodes["n1"].root, "--state-dir", stateDir});
+  EXPECT_EQ(st.code, 1) << "a node that could not take a push is not healthy:\n"
+                        << st.out << st.err;
+  EXPECT_NE(st.out.find("database or disk is full"), std::string::npos) << st.out;
+  EXPECT_EQ(st.out.find("killed or crashed"), std::string::npos) << st.out;
 }
 
 // What an agent tells systemd (sd_notify): a datagram socket at `path`, handed to the
