@@ -22,6 +22,9 @@ void PlanOptions::addTo(CLI::App& cmd) {
                  "also write the plan to FILE (mode 0600), for mesh-host apply --plan FILE to "
                  "apply exactly, or refuse")
       ->option_text("FILE");
+  cmd.add_flag("--detailed-exitcode", detailed,
+               "as terraform plan: exit 0 no changes, 2 changes pending, 1 a resource would fail "
+               "or bad input");
 }
 
 int runPlan(const std::string& declPath, CommonOptions& o, const PlanOptions& p) {
@@ -72,7 +75,8 @@ int runPlan(const std::string& declPath, CommonOptions& o, const PlanOptions& p)
     printLine(summaryLine(report, true));
   }
   if (report.anyFailed()) return kExitFailed;
-  return report.anyChange() ? kExitPending : kExitOk;
+  if (!report.anyChange()) return kExitOk;
+  return p.detailed ? kExitDetailedChanges : kExitPending;
 }
 
 }  // namespace mesh::cli

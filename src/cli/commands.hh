@@ -30,7 +30,8 @@ struct ApplyOptions {
 inline constexpr int kExitPlanMoved = 4;
 
 struct PlanOptions {
-  std::string out;  // --out: write the plan file here, "" none
+  std::string out;        // --out: write the plan file here, "" none
+  bool detailed = false;  // --detailed-exitcode, as Terraform's plan: 0 none, 1 error, 2 changes
   void addTo(CLI::App& cmd);
 };
 

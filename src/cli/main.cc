@@ -3,16 +3,21 @@
 #include <sodium.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <functional>
 #include <string>
 #include <string_view>
+#include <vector>
+
+#include <fmt/format.h>
 
 #include "cli/commands.hh"
 #include "cli/heap.hh"
 #include "cli/output.hh"
 #include "util/error.hh"
 #include "util/state_layout.hh"
+#include "util/suggest.hh"
 #include "util/text_safe.hh"
 
 namespace {
@@ -25,13 +30,16 @@ using namespace mesh::cli;
 struct Answer {
   bool json = false;      // --json: errors too go to stdout, as JSON
   bool detailed = false;  // --detailed-exitcode: bad input is 1, not 2 (2 means "changes")
-  static Answer of(int argc, char** argv) {
+  // `--detailed-exitcode` counts only for a command that takes it (apply, plan, rollback):
+  // given to another, it is an option that command does not take, bad input like any.
+  static Answer of(int argc, char** argv, std::string_view command) {
     Answer a;
+    const bool takesDetailed = command == "apply" || command == "plan" || command == "rollback";
     for (int i = 1; i < argc; ++i) {
       const std::string_view arg = argv[i];
       if (arg == "--") break;
       a.json = a.json || arg == "--json";
-      a.detailed = a.detailed || arg == "--detailed-exitcode";
+      a.detailed = a.detailed || (takesDetailed && arg == "--detailed-exitcode");
     }
     return a;
   }
@@ -63,15 +71,82 @@ int guarded(const Answer& answer, const std::function<int()>& run, const std::st
   }
 }
 
-// The command the command line names: its first argument that is not an option
-// (mesh-host's own options, --help and --version, take no value), "" none.
-std::string_view commandNamed(int argc, char** argv) {
+// The words that name the command: the first `n` arguments that are not options
+// (mesh-host's own options, --help and --version, take no value; nor do fleet's before
+// its subcommand), fewer when there are not that many.
+std::vector<std::string_view> commandWords(int argc, char** argv, size_t n) {
+  std::vector<std::string_view> words;
+  for (int i = 1; i < argc && words.size() < n; ++i) {
+    const std::string_view arg = argv[i];
+    if (arg == "--") break;
+    if (!arg.starts_with('-')) words.push_back(arg);
+  }
+  return words;
+}
+
+// A word where a command is expected that names none: "unknown command 'aply'; did
+// you mean 'apply'?", or the list when none is near. `of` is "" or "fleet ".
+std::string unknownCommand(std::string_view word, const std::vector<std::string>& names,
+                           std::string_view of) {
+  const std::string near = nearest(word, names);
+  std::string text = fmt::format("unknown {}command '{}'", of, shownText(word));
+  if (!near.empty()) return fmt::format("{}; did you mean '{}'?", text, near);
+  std::string list;
+  for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
+  return fmt::format("{}; the {}commands are {} (mesh-host {}--help says what each does)", text, of,
+                     list, of);
+}
+
+// The first option on the command line after the command's words that `sub` does not
+// take ("--name" of "--name=value"), "" none.
+std::string optionNotTaken(int argc, char** argv, size_t commandWordCount, CLI::App& sub) {
+  size_t words = 0;
   for (int i = 1; i < argc; ++i) {
     const std::string_view arg = argv[i];
     if (arg == "--") break;
-    if (!arg.starts_with('-')) return arg;
+    if (words < commandWordCount) {
+      words += !arg.starts_with('-');
+      continue;
+    }
+    if (!arg.starts_with('-') || arg == "-") continue;
+    const std::string name(arg.substr(0, arg.find('=')));
+    if (!sub.get_option_no_throw(name)) return name;
   }
   return {};
+}
+
+// `app`'s subcommand `name`, nullptr none.
+CLI::App* subcommandNamed(CLI::App& app, std::string_view name) {
+  auto found = app.get_subcommands([name](CLI::App* s) { return s->get_name() == name; });
+  return found.empty() ? nullptr : found.front();
+}
+
+// Every long option `sub` takes ("--json"), for a suggestion.
+std::vector<std::string> longOptionsOf(CLI::App& sub) {
+  std::vector<std::string> names;
+  for (const CLI::Option* o : sub.get_options())
+    for (const auto& l : o->get_lnames()) names.push_back("--" + l);
+  return names;
+}
+
+// "status does not take --blobs; apply, plan, rollback and run do (mesh-host status
+// --help lists what it takes)", or for an option no command takes, the nearest one
+// `command` takes. `takers` are the commands that take `option`.
+std::string notTakenMessage(const std::string& command, const std::string& option,
+                            const std::vector<std::string>& takers, CLI::App& sub) {
+  const std::string shown = shownText(option);
+  const std::string help = fmt::format("mesh-host {} --help lists what it takes", command);
+  if (takers.empty()) {
+    const std::string near = nearest(option, longOptionsOf(sub));
+    if (!near.empty())
+      return fmt::format("{} has no option {}; did you mean {}? ({})", command, shown, near, help);
+    return fmt::format("{} has no option {} ({})", command, shown, help);
+  }
+  std::string who;
+  for (size_t i = 0; i < takers.size(); ++i)
+    who += (i == 0 ? "" : i + 1 == takers.size() ? " and " : ", ") + takers[i];
+  return fmt::format("{} does not take {}; {} {} ({})", command, shown, who,
+                     takers.size() == 1 ? "does" : "do", help);
 }
 
 }  // namespace
@@ -158,7 +233,8 @@ int main(int argc, char** argv) {
   // but only the one named is given its options: building all of them cost most of
   // what a command does before it starts (~2 M instructions). require_subcommand(1)
   // lets the parse enter no command but the first one named.
-  const std::string_view named = commandNamed(argc, argv);
+  const auto words = commandWords(argc, argv, 2);
+  const std::string_view named = words.empty() ? std::string_view() : words[0];
   for (const auto& c : table) {
     auto* sub = app.add_subcommand(c.name, c.help);
     if (named != c.name) continue;
@@ -183,110 +259,109 @@ int main(int argc, char** argv) {
       "fleet push|status|serve|history|enroll|forget: push a signed declaration to nodes "
       "through etcd, see how far each node has converged (or watch it live on a page) and what "
       "was pushed, enroll a node's key, forget a node that is gone");
+  struct FleetCommand {
+    const char* name;
+    const char* help;
+    std::function<void(CLI::App&)> options;  // all it takes, in the order --help lists them
+    const char* footer;                      // "" none
+    const char* nothingDone;                 // what its bad input guarantees; "" nothing
+    std::function<int()> run;
+  };
+  const FleetCommand fleetTable[] = {
+      {"push",
+       "signs a statement for DECL (its digest, the cluster, the nodes as given, the serial, the "
+       "push time and key, --max-parallel-restarts) with an operator key and puts it with DECL "
+       "to each node's declaration key in etcd, one push at a time per cluster; exit 0 pushed "
+       "(with --wait: every node's status carries the pushed digest), 1 etcd unreachable, "
+       "another push held the lock past --lock-timeout (nothing pushed), a node's declaration "
+       "changed during the push, or (with --wait) a node refused it, failed or timed out, 2 bad "
+       "input (nothing pushed)",
+       [&](CLI::App& sub) {
+         fleetOptions.addTo(sub);
+         fleetPushOptions.addTo(sub);
+         // Optional for push: --wait counts a node's status only when it verifies against an
+         // enrollment signed by the pushing key or one of these.
+         fleetOptions.trust.addTo(sub);
+       },
+       "Every node named (--node, --nodes; at least one) is checked before anything is put: a "
+       "declaration that does not parse or has no serial, a glob that matches no known node, or "
+       "a node holding a statement signed by this key with a higher serial, or the same serial "
+       "with other text, is bad input (exit 2) and nothing is pushed; a value there not signed "
+       "by this key for that node does not count. The same serial with the same text is left "
+       "unchanged. See docs/fleet.md.",
+       "nothing was pushed", [&] { return runFleetPush(fleetOptions, fleetPushOptions); }},
+      {"status",
+       "one row per node known in etcd: wanted and applied serial, applied digest, state, last "
+       "seen, then how many nodes are on each version and who pushed it when; exit 0 "
+       "every node converged (or none known), 1 a node down, behind, refused, failing or "
+       "churning, or etcd unreachable, 2 bad input",
+       [&](CLI::App& sub) {
+         fleetOptions.addTo(sub);
+         fleetOptions.trust.addTo(sub);
+       },
+       "STATE, first that applies: forged (a status, heartbeat or enrollment it judges by that "
+       "does not verify against the node's enrolled key and --trust), unenrolled (a node that "
+       "publishes but whose key is not enrolled), down (no status key: the node's lease is gone; "
+       "or its status is not on the live lease it names, nor with its heartbeat on one live "
+       "lease they both name), refused (it refused the value pushed now), failing, behind (its "
+       "status does not carry the pushed digest and serial), churning, converged. Reads every "
+       "node's keys in one range, at one etcd revision (and the seen copies when a node is "
+       "down). Signatures it verified are remembered in $XDG_CACHE_HOME/mesh-host (else "
+       "~/.cache/mesh-host; remove it to forget them): a value changed since is verified again, "
+       "and an enrollment's signer is checked against --trust every time. See docs/fleet.md.",
+       "", [&] { return runFleetStatus(fleetOptions); }},
+      {"history",
+       "the pushes recorded in etcd, newest first: when, by which key, serial, digest, "
+       "selector, how many nodes, and their results (with --wait: applied, failed, refused, "
+       "timed out); exit 0 listed, 1 etcd unreachable, 2 bad input",
+       [&](CLI::App& sub) {
+         fleetOptions.addTo(sub);
+         fleetHistoryOptions.addTo(sub);
+         fleetOptions.trust.addTo(sub);
+       },
+       "A record is informational: whoever can write etcd can write one, and nodes act only on "
+       "the signed statement. Each push signs its record with its key: with --trust KEY, a "
+       "record signed by KEY as its pusher is marked verified, any other NOT VERIFIED. etcd "
+       "keeps the last 100 pushes of a cluster. See docs/fleet.md.",
+       "", [&] { return runFleetHistory(fleetOptions, fleetHistoryOptions); }},
+      {"serve",
+       "serves one read-only page that shows the fleet live: the versions and who pushed them, "
+       "the newest push's rollout, the nodes by state with their errors and recent history; "
+       "the judgement of fleet status, updated from one etcd watch through server-sent events "
+       "(GET / the page, /api/fleet the fleet status --json object, /events the stream); runs "
+       "until SIGINT or SIGTERM (exit 0); exit 1 etcd unreachable at start or the address "
+       "taken, 2 bad input",
+       [&](CLI::App& sub) {
+         fleetOptions.addTo(sub, /*takesJson=*/false);
+         fleetOptions.trust.addTo(sub);
+         fleetServeOptions.addTo(sub);
+       },
+       "Binds 127.0.0.1:8080 unless --listen says otherwise; an address other than loopback is "
+       "refused without --listen-public, and on loopback only requests addressed to a loopback "
+       "name are answered. See docs/fleet.md.",
+       "", [&] { return runFleetServe(fleetOptions, fleetServeOptions); }},
+      {"enroll",
+       "records NODE's public key (mesh-host key show on that node), signed with an operator "
+       "key: fleet status then believes only statuses that key signed; exit 0 enrolled, 1 "
+       "etcd unreachable, 2 bad input",
+       [&](CLI::App& sub) {
+         fleetOptions.addTo(sub);
+         fleetEnrollOptions.addTo(sub);
+       },
+       "", "nothing was enrolled",
+       [&] { return runFleetEnroll(fleetOptions, fleetEnrollOptions); }},
+      {"forget",
+       "removes every key of a node that is gone (decommissioned, or a mistyped name): its "
+       "declaration, status, heartbeat and enrollment; exit 0 forgotten, 1 etcd unreachable, 2 "
+       "bad input (an unknown node, or one that is up without --force: nothing removed)",
+       [&](CLI::App& sub) {
+         fleetOptions.addTo(sub);
+         fleetForgetOptions.addTo(sub);
+       },
+       "", "nothing was removed", [&] { return runFleetForget(fleetOptions, fleetForgetOptions); }},
+  };
   if (named == "fleet") {
     fleetCmd->require_subcommand(1);
-    struct FleetCommand {
-      const char* name;
-      const char* help;
-      std::function<void(CLI::App&)> options;  // all it takes, in the order --help lists them
-      const char* footer;                      // "" none
-      const char* nothingDone;                 // what its bad input guarantees; "" nothing
-      std::function<int()> run;
-    };
-    const FleetCommand fleetTable[] = {
-        {"push",
-         "signs a statement for DECL (its digest, the cluster, the nodes as given, the serial, the "
-         "push time and key, --max-parallel-restarts) with an operator key and puts it with DECL "
-         "to each node's declaration key in etcd, one push at a time per cluster; exit 0 pushed "
-         "(with --wait: every node's status carries the pushed digest), 1 etcd unreachable, "
-         "another push held the lock past --lock-timeout (nothing pushed), a node's declaration "
-         "changed during the push, or (with --wait) a node refused it, failed or timed out, 2 bad "
-         "input (nothing pushed)",
-         [&](CLI::App& sub) {
-           fleetOptions.addTo(sub);
-           fleetPushOptions.addTo(sub);
-           // Optional for push: --wait counts a node's status only when it verifies against an
-           // enrollment signed by the pushing key or one of these.
-           fleetOptions.trust.addTo(sub);
-         },
-         "Every node named (--node, --nodes; at least one) is checked before anything is put: a "
-         "declaration that does not parse or has no serial, a glob that matches no known node, or "
-         "a node holding a statement signed by this key with a higher serial, or the same serial "
-         "with other text, is bad input (exit 2) and nothing is pushed; a value there not signed "
-         "by this key for that node does not count. The same serial with the same text is left "
-         "unchanged. See docs/fleet.md.",
-         "nothing was pushed", [&] { return runFleetPush(fleetOptions, fleetPushOptions); }},
-        {"status",
-         "one row per node known in etcd: wanted and applied serial, applied digest, state, last "
-         "seen, then how many nodes are on each version and who pushed it when; exit 0 "
-         "every node converged (or none known), 1 a node down, behind, refused, failing or "
-         "churning, or etcd unreachable, 2 bad input",
-         [&](CLI::App& sub) {
-           fleetOptions.addTo(sub);
-           fleetOptions.trust.addTo(sub);
-         },
-         "STATE, first that applies: forged (a status, heartbeat or enrollment it judges by that "
-         "does not verify against the node's enrolled key and --trust), unenrolled (a node that "
-         "publishes but whose key is not enrolled), down (no status key: the node's lease is gone; "
-         "or its status is not on the live lease it names, nor with its heartbeat on one live "
-         "lease they both name), refused (it refused the value pushed now), failing, behind (its "
-         "status does not carry the pushed digest and serial), churning, converged. Reads every "
-         "node's keys in one range, at one etcd revision (and the seen copies when a node is "
-         "down). Signatures it verified are remembered in $XDG_CACHE_HOME/mesh-host (else "
-         "~/.cache/mesh-host; remove it to forget them): a value changed since is verified again, "
-         "and an enrollment's signer is checked against --trust every time. See docs/fleet.md.",
-         "", [&] { return runFleetStatus(fleetOptions); }},
-        {"history",
-         "the pushes recorded in etcd, newest first: when, by which key, serial, digest, "
-         "selector, how many nodes, and their results (with --wait: applied, failed, refused, "
-         "timed out); exit 0 listed, 1 etcd unreachable, 2 bad input",
-         [&](CLI::App& sub) {
-           fleetOptions.addTo(sub);
-           fleetHistoryOptions.addTo(sub);
-           fleetOptions.trust.addTo(sub);
-         },
-         "A record is informational: whoever can write etcd can write one, and nodes act only on "
-         "the signed statement. Each push signs its record with its key: with --trust KEY, a "
-         "record signed by KEY as its pusher is marked verified, any other NOT VERIFIED. etcd "
-         "keeps the last 100 pushes of a cluster. See docs/fleet.md.",
-         "", [&] { return runFleetHistory(fleetOptions, fleetHistoryOptions); }},
-        {"serve",
-         "serves one read-only page that shows the fleet live: the versions and who pushed them, "
-         "the newest push's rollout, the nodes by state with their errors and recent history; "
-         "the judgement of fleet status, updated from one etcd watch through server-sent events "
-         "(GET / the page, /api/fleet the fleet status --json object, /events the stream); runs "
-         "until SIGINT or SIGTERM (exit 0); exit 1 etcd unreachable at start or the address "
-         "taken, 2 bad input",
-         [&](CLI::App& sub) {
-           fleetOptions.addTo(sub, /*takesJson=*/false);
-           fleetOptions.trust.addTo(sub);
-           fleetServeOptions.addTo(sub);
-         },
-         "Binds 127.0.0.1:8080 unless --listen says otherwise; an address other than loopback is "
-         "refused without --listen-public, and on loopback only requests addressed to a loopback "
-         "name are answered. See docs/fleet.md.",
-         "", [&] { return runFleetServe(fleetOptions, fleetServeOptions); }},
-        {"enroll",
-         "records NODE's public key (mesh-host key show on that node), signed with an operator "
-         "key: fleet status then believes only statuses that key signed; exit 0 enrolled, 1 "
-         "etcd unreachable, 2 bad input",
-         [&](CLI::App& sub) {
-           fleetOptions.addTo(sub);
-           fleetEnrollOptions.addTo(sub);
-         },
-         "", "nothing was enrolled",
-         [&] { return runFleetEnroll(fleetOptions, fleetEnrollOptions); }},
-        {"forget",
-         "removes every key of a node that is gone (decommissioned, or a mistyped name): its "
-         "declaration, status, heartbeat and enrollment; exit 0 forgotten, 1 etcd unreachable, 2 "
-         "bad input (an unknown node, or one that is up without --force: nothing removed)",
-         [&](CLI::App& sub) {
-           fleetOptions.addTo(sub);
-           fleetForgetOptions.addTo(sub);
-         },
-         "", "nothing was removed",
-         [&] { return runFleetForget(fleetOptions, fleetForgetOptions); }},
-    };
     for (const auto& c : fleetTable) {
       auto* sub = fleetCmd->add_subcommand(c.name, c.help);
       c.options(*sub);
@@ -298,10 +373,49 @@ int main(int argc, char** argv) {
     }
   }
 
-  const Answer answer = Answer::of(argc, argv);
+  const Answer answer = Answer::of(argc, argv, named);
+  const auto badInput = [&answer](const std::string& text) {
+    printLine(text, stderr);
+    if (answer.json) std::puts(jsonOut(errorJson(InputError(text), true, "")).c_str());
+    return answer.detailed ? kExitFailed : kExitBadInput;
+  };
+  std::vector<std::string> names, fleetNames;
+  for (const auto& c : table) names.emplace_back(c.name);
+  names.emplace_back("fleet");
+  for (const auto& c : fleetTable) fleetNames.emplace_back(c.name);
+  if (!named.empty() && std::find(names.begin(), names.end(), named) == names.end())
+    return badInput(unknownCommand(named, names, ""));
+  if (named == "fleet" && words.size() > 1 &&
+      std::find(fleetNames.begin(), fleetNames.end(), words[1]) == fleetNames.end())
+    return badInput(unknownCommand(words[1], fleetNames, "fleet "));
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
+    // An option the command does not take: say which commands take it. Only now are
+    // the other commands' options built (the parse above built the named one's only).
+    CLI::App* sub = named.empty() ? nullptr : subcommandNamed(app, named);
+    const bool fleetSub = sub == fleetCmd && words.size() > 1;
+    if (fleetSub) sub = subcommandNamed(*fleetCmd, words[1]);
+    const std::string option =
+        sub && e.get_exit_code() != 0 ? optionNotTaken(argc, argv, fleetSub ? 2 : 1, *sub) : "";
+    if (!option.empty()) {
+      std::vector<std::string> takers;
+      for (const auto& c : table) {
+        CLI::App scratch;
+        CommonOptions unused;
+        unused.addTo(scratch, c.common);
+        if (c.options) c.options(scratch);
+        if (scratch.get_option_no_throw(option)) takers.emplace_back(c.name);
+      }
+      for (const auto& c : fleetTable) {
+        CLI::App scratch;
+        c.options(scratch);
+        if (scratch.get_option_no_throw(option)) takers.push_back(std::string("fleet ") + c.name);
+      }
+      const std::string command = fleetSub ? "fleet " + std::string(words[1]) : std::string(named);
+      return badInput(notTakenMessage(command, option, takers, *sub));
+    }
     int code = app.exit(e);  // --help and --version: 0, and their text
     if (code == 0) return 0;
     if (answer.json) std::puts(jsonOut(errorJson(InputError(e.what()), true, "")).c_str());

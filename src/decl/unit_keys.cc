@@ -1,6 +1,7 @@
 #include "decl/unit_keys.hh"
 
 #include "decl/fields.hh"
+#include "util/suggest.hh"
 #include "util/timespan.hh"
 #include "util/unit_keys.hh"
 
@@ -21,31 +22,11 @@ bool isBoolean(std::string_view v) {
   return std::find(words.begin(), words.end(), v) != words.end();
 }
 
-size_t editDistance(std::string_view a, std::string_view b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diagonal = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      const size_t up = row[j];
-      const bool same = std::tolower(static_cast<unsigned char>(a[i - 1])) ==
-                        std::tolower(static_cast<unsigned char>(b[j - 1]));
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (same ? 0 : 1)});
-      diagonal = up;
-    }
-  }
-  return row[b.size()];
-}
-
 std::string suggestion(std::string_view key) {
-  std::string_view best;
-  size_t bestDistance = 3;  // at most two edits away
-  for (const auto& [known, row] : unitKeys()) {
-    if (!row.declarable) continue;
-    const size_t d = editDistance(key, known);
-    if (d < bestDistance) bestDistance = d, best = known;
-  }
+  std::vector<std::string> declarable;
+  for (const auto& [known, row] : unitKeys())
+    if (row.declarable) declarable.emplace_back(known);
+  const std::string best = nearest(key, declarable);
   return best.empty() ? std::string() : fmt::format("; did you mean '{}'?", best);
 }
 

@@ -45,6 +45,32 @@ TEST_F(Answers, RollbackTakesDetailedExitCodesToo) {
   EXPECT_EQ(mesh({"rollback", "2", "--detailed-exitcode"}).code, 0);
 }
 
+// Issue 30: plan takes --detailed-exitcode with Terraform's meaning (0 no changes, 2
+// changes pending, 1 an error: a resource that would fail, or bad input); it was refused
+// as an unknown option, with exit 1. Without it, plan keeps its own codes (3 pending).
+TEST_F(Answers, PlanTakesDetailedExitCodesAsTerraformDoes) {
+  const auto one = declare(fileDecl("one"));
+  EXPECT_EQ(mesh({"plan", one}).code, 3);
+  Result pending = mesh({"plan", one, "--detailed-exitcode"});
+  EXPECT_EQ(pending.code, 2) << pending.out << pending.err;
+  EXPECT_NE(pending.out.find("would create"), std::string::npos) << pending.out;
+  ASSERT_EQ(apply(one).code, 0);
+  EXPECT_EQ(mesh({"plan", one, "--detailed-exitcode"}).code, 0);
+  EXPECT_EQ(mesh({"plan", declare(fileDecl("two", true)), "--detailed-exitcode"}).code, 1);
+  EXPECT_EQ(mesh({"plan", declare("[module.m.file.a]\npath = \"relative\"\n", "bad.toml"),
+                  "--detailed-exitcode"})
+                .code,
+            1);
+  // A command that does not take it: bad input like any option it does not take (2),
+  // not 1 as though the flag had been taken.
+  Result status = mesh({"status", "--detailed-exitcode"});
+  EXPECT_EQ(status.code, 2) << status.err;
+  EXPECT_NE(status.err.find("status does not take --detailed-exitcode; apply, plan and rollback "
+                            "do"),
+            std::string::npos)
+      << status.err;
+}
+
 // A command line that does not parse, asked for JSON, gets JSON.
 TEST_F(Answers, AnUnknownOptionIsAJsonErrorOnStdout) {
   Result r = mesh({"status", "--json", "--no-such-option"});
