@@ -18,6 +18,7 @@
 #include "state/store.hh"
 #include "supervise/supervisor.hh"
 #include "util/error.hh"
+#include "util/tally.hh"
 #include "util/text_safe.hh"
 
 namespace mesh::cli {
@@ -237,6 +238,21 @@ std::optional<Unfinished> unfinishedCycle(state::Store& store, const std::string
   return u;
 }
 
+// `status --json`'s summary, as `apply --json` has one: how many resources, how many
+// of them had each outcome last (the seven keys always there), and the health counts.
+nlohmann::json summaryJson(const std::map<std::string, const state::Record*>& records,
+                           const apply::NodeHealth& health) {
+  nlohmann::json j = nlohmann::json::object();
+  j["resources"] = records.size();
+  for (const auto& [name, n] : Tally{}.named()) j[std::string(name)] = n;
+  for (const auto& [id, r] : records)
+    if (j.contains(r->outcome)) j[r->outcome] = j[r->outcome].get<int64_t>() + 1;
+  j["failing"] = health.failing;
+  j["churning"] = health.churning;
+  j["healthy"] = health.healthy();
+  return j;
+}
+
 // The status the store shows, with the error of a cycle that could not run and
 // the agent's declaration that does not load.
 int showStatus(CommonOptions& o, const StatusOptions& so,
@@ -275,6 +291,7 @@ int showStatus(CommonOptions& o, const StatusOptions& so,
         {{"id", id},
          {"module", r->module},
          {"kind", r->kind},
+         {"path", r->path.empty() ? nlohmann::json() : nlohmann::json(r->path)},
          {"outcome", r->outcome},
          {"reason", r->reason},
          {"wrote", r->wrote},
@@ -343,6 +360,7 @@ int showStatus(CommonOptions& o, const StatusOptions& so,
         {"supervisor_error",
          supervisorError.empty() ? nlohmann::json() : nlohmann::json(supervisorError)},
         {"drift_watch", driftWatchJson(drift)},
+        {"summary", summaryJson(sorted, health)},
         {"resources", std::move(resources)}};
     std::puts(jsonOut(out).c_str());
   } else {

@@ -71,6 +71,29 @@ TEST_F(Answers, PlanTakesDetailedExitCodesAsTerraformDoes) {
       << status.err;
 }
 
+// Issue 30: `status --json` has a summary as `apply --json` has (the seven outcome
+// counts of each resource's last outcome, with the health counts), and each resource
+// its path (null for a process, which has none).
+TEST_F(Answers, StatusJsonHasASummaryAndEachResourceItsPath) {
+  ASSERT_EQ(apply(declare(fileDecl("one", true))).code, 1);
+  Result r = mesh({"status", "--json"});
+  EXPECT_EQ(r.code, 1) << r.out << r.err;
+  const auto j = r.json();
+  const auto& sum = j.at("summary");
+  EXPECT_EQ(sum.at("resources"), 2) << sum.dump();
+  EXPECT_EQ(sum.at("created"), 1) << sum.dump();
+  EXPECT_EQ(sum.at("failed"), 1) << sum.dump();
+  for (const char* zero : {"updated", "unchanged", "removed", "released", "skipped"})
+    EXPECT_EQ(sum.at(zero), 0) << zero << " " << sum.dump();
+  EXPECT_EQ(sum.at("failing"), 1) << sum.dump();
+  EXPECT_EQ(sum.at("churning"), 0) << sum.dump();
+  EXPECT_EQ(sum.at("healthy"), false) << sum.dump();
+  std::map<std::string, nlohmann::json> paths;
+  for (const auto& res : j.at("resources")) paths[res.at("id")] = res.at("path");
+  EXPECT_EQ(paths.at("m.a"), "/etc/m/a");
+  EXPECT_EQ(paths.at("m.app"), "/opt/app");
+}
+
 // A command line that does not parse, asked for JSON, gets JSON.
 TEST_F(Answers, AnUnknownOptionIsAJsonErrorOnStdout) {
   Result r = mesh({"status", "--json", "--no-such-option"});
