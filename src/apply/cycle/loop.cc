@@ -98,9 +98,6 @@ class Cycle {
       ctx_.setCycle(report_.cycle);
       txn.commit();
       ctx_.setBeforeAnyChange([this] { store_->checkIntegrity(); });
-      ctx_.oweOwnRestart = [this](const std::string& process, const Digest& intent) {
-        store_->oweRestartsDurably({{process, process, report_.cycle, nowMs(), intent.str()}});
-      };
     }
     prepareProcesses();
     removeServicesTakenOver();
@@ -333,14 +330,11 @@ class Cycle {
 
   // Before the first change of a resource that processes restart on, the
   // restarts it will owe are written as intents and synced.
-  void oweBeforeChange(const decl::Resource& r, const Digest& want) {
-    oweBeforeChange(r.id, want.str());
-  }
-  void oweBeforeChange(const std::string& id, std::string intent) {
+  void oweBeforeChange(Step& step, const std::string& id, std::string intent) {
     if (!ctx_.applying()) return;
     auto owes = dependents_.find(id);
     if (owes == dependents_.end()) return;
-    ctx_.setBeforeFirstChange([this, id, intent, processes = &owes->second] {
+    step.setBeforeFirstChange([this, id, intent, processes = &owes->second] {
       std::vector<state::OwedRestart> intents;
       const int64_t now = nowMs();
       for (const auto& [process, reload] : *processes) {
@@ -424,26 +418,29 @@ class Cycle {
       try {
         const Applier& applier = applierFor(r.kind);
         want = applier.want(ctx_, r);
-        ctx_.setRestartCauses(r.kind == decl::Kind::Process ? causesFor(r, want) : RestartCauses{});
-        oweBeforeChange(r, want);
-        Finally noHook([this] { ctx_.setBeforeFirstChange(nullptr); });
-        if (ctx_.applying() && r.kind == decl::Kind::Process)
-          ctx_.claimInstall = [&](const std::string& observed) {
+        Step step(ctx_, r.kind == decl::Kind::Process ? causesFor(r, want) : RestartCauses{});
+        oweBeforeChange(step, r.id, want.str());
+        if (ctx_.applying() && r.kind == decl::Kind::Process) {
+          step.setOweOwnRestart([this](const std::string& process, const Digest& intent) {
+            store_->oweRestartsDurably({{process, process, report_.cycle, nowMs(), intent.str()}});
+          });
+          step.setClaimInstall([&](const std::string& observed) {
             claimed = claim(r, kind, want, rec, observed);
-          };
-        Finally noClaim([this] { ctx_.claimInstall = [](const std::string&) {}; });
+          });
+        }
         const state::Record* hint = movedFrom ? nullptr : rec;
         std::string roomMade;
         try {
-          outcome = Outcome::of(applier.reconcile(ctx_, r, want, hint), want, hint);
+          outcome = Outcome::of(applier.reconcile(step, r, want, hint), want, hint);
         } catch (const InTheWay&) {
-          roomMade = makeRoom(r, kind);
+          roomMade = makeRoom(r, kind, step);
           if (roomMade.empty()) throw;
-          outcome = Outcome::of(applier.reconcile(ctx_, r, want, hint), want, hint);
+          outcome = Outcome::of(applier.reconcile(step, r, want, hint), want, hint);
         }
         if (!roomMade.empty() && !outcome->notConverged())
           outcome = outcome->replacing(roomMade, outcome->detail());
-        if (movedFrom && !outcome->notConverged()) outcome = leaveOldPath(r, *movedFrom, *outcome);
+        if (movedFrom && !outcome->notConverged())
+          outcome = leaveOldPath(r, *movedFrom, *outcome, step);
       } catch (const Error& e) {
         outcome = Outcome::failed(rec, e.what());
       }
@@ -477,7 +474,7 @@ class Cycle {
     if (ctx_.writesFull()) commitStaged();
   }
 
-  // Context::claimInstall for `r`: its record (made from `rec`, or new) with the
+  // Step::claimInstall for `r`: its record (made from `rec`, or new) with the
   // kind's `observed`, committed before the kind installs anything.
   const state::Record* claim(const decl::Resource& r, const std::string& kind, const Digest& want,
                              const state::Record* rec, const std::string& observed) {
@@ -519,7 +516,7 @@ class Cycle {
     return removal.detail() == "deleted" || removal.detail() == "would delete";
   }
 
-  std::string makeRoom(const decl::Resource& r, const std::string& kind) {
+  std::string makeRoom(const decl::Resource& r, const std::string& kind, Step& step) {
     commitStaged();  // what it erases from records_ may be a staged write's record
     indexDeclaration();
     std::optional<size_t> oldAt;
@@ -529,7 +526,7 @@ class Cycle {
         oldAt = i;
     if (!oldAt) return {};
     const state::Record* old = keep(records_[*oldAt]);
-    const Removal removal = applierFor(old->kind).remove(ctx_, *old);
+    const Removal removal = applierFor(old->kind).remove(step, *old);
     if (removal.verdict() != Verdict::Removed || !deletedIt(removal)) return {};
     const std::string reason = old->id == r.id
                                    ? fmt::format("kind changed: {} -> {}", old->kind, kind)
@@ -545,7 +542,8 @@ class Cycle {
 
   // `r` now lives at its new path; what mesh-host wrote at the old one goes,
   // unless someone changed it since or another resource declares it now.
-  Outcome leaveOldPath(const decl::Resource& r, const state::Record& old, const Outcome& now) {
+  Outcome leaveOldPath(const decl::Resource& r, const state::Record& old, const Outcome& now,
+                       Step& step) {
     indexDeclaration();
     std::string left;
     bool deleted = false;
@@ -555,7 +553,7 @@ class Cycle {
       left = "old path left in place: mesh-host never wrote it";
     } else {
       try {
-        const Removal removal = removeRecorded(old);
+        const Removal removal = removeRecorded(old, step);
         deleted = deletedIt(removal);
         left = deleted ? (ctx_.planning() ? "old path would be deleted" : "old path deleted")
                        : "old path " + removal.detail();
@@ -599,9 +597,9 @@ class Cycle {
   // file (or any non-directory) stands there, it cannot hold what was written, so
   // that is already gone; a link is never followed, so whatever lies behind it is
   // left in place, untouched. Either way the record goes.
-  Removal removeRecorded(const state::Record& rec) {
+  Removal removeRecorded(const state::Record& rec, Step& step) {
     try {
-      return applierFor(rec.kind).remove(ctx_, rec);
+      return applierFor(rec.kind).remove(step, rec);
     } catch (const PathRefused& e) {
       if (e.found == PathRefused::Found::NotDirectory)
         return Removal::removed(
@@ -699,10 +697,10 @@ class Cycle {
           fmt::format("left in place: {} now manages {}", owner->second, rec.path)));
     } else {
       const bool owes = dependents_.count(rec.id) > 0;
-      if (owes) oweBeforeChange(rec.id, kRemovedIntent);
-      Finally noHook([this] { ctx_.setBeforeFirstChange(nullptr); });
+      Step step(ctx_);
+      if (owes) oweBeforeChange(step, rec.id, kRemovedIntent);
       try {
-        outcome = Outcome::of(removeRecorded(rec));
+        outcome = Outcome::of(removeRecorded(rec, step));
       } catch (const Error& e) {
         outcome = Outcome::failed(&rec, e.what());
       }
