@@ -1,6 +1,8 @@
-// Everything an applier needs from its surroundings, and the one gate between
-// deciding and acting: in plan mode the gate is closed, so `plan` runs exactly the
-// code `apply` runs, minus the writes.
+// What every resource of a cycle shares — places beneath the root, the supervisor,
+// blobs, the node key, staged writes — and whether the cycle applies or plans: in
+// plan mode the gate (Step::change, apply/step.hh) is closed, so `plan` runs
+// exactly the code `apply` runs, minus the writes. What is one resource's alone
+// (its restart causes, its hooks) is its Step, never set here.
 #pragma once
 
 #include <cstdint>
@@ -134,7 +136,7 @@ class Context {
   // Replaces the file at `to` durably, as atomicWriteAt does, but in a batch
   // (util/write_batch.hh): staged now, moved into place when the cycle commits
   // the batch — before it records the outcome. `observe` turns the file's lstat
-  // once in place into the outcome's `observed`. Only inside change().
+  // once in place into the outcome's `observed`. Only inside Step::change().
   using Observe = std::function<std::string(const struct stat&)>;
   void stageWrite(const Place& to, std::string_view content, mode_t mode, Ownership owner,
                   Observe observe);

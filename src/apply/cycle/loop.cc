@@ -91,8 +91,8 @@ class Cycle {
       std::unordered_set<std::string> secret;
       const auto& records = records_.all();
       for (size_t i = 0; i < records.slots(); ++i)
-        if (const auto& rec = records[i]; rec.kind == "credential" && !rec.path.empty())
-          secret.emplace(rec.path);
+        if (records_.kindAt(i) == decl::Kind::Credential && !records[i].path.empty())
+          secret.emplace(records[i].path);
       ctx_.setSecretPaths(std::move(secret));
     }
   }
@@ -113,7 +113,8 @@ class Cycle {
     ledger_.prepare();
     bool prunesProcess = false;
     const auto& records = records_.all();
-    for (size_t i = 0; i < records.slots(); ++i) prunesProcess |= records.kind(i) == "process";
+    for (size_t i = 0; i < records.slots(); ++i)
+      prunesProcess |= records_.kindAt(i) == decl::Kind::Process;
     usesSupervisor_ = !ledger_.services().empty() || prunesProcess;
     // Owed restarts are checked against the service's start time, which some
     // backends only report in detail.
@@ -129,7 +130,7 @@ class Cycle {
     // once, maybe in a directory made for a staged write: durable first.
     if (r.kind != decl::Kind::File && r.kind != decl::Kind::Credential) ctx_.syncMadeDirs();
     settlement_.beginResource();  // what `r` stages lies past it
-    const state::Record* rec = records_.recordOf(r.id, kind);
+    const state::Record* rec = records_.recordOf(r.id, r.kind);
     if (rec) ++records_.declaredRecords;
     // The same resource recorded under another path: it moved.
     const state::Record* movedFrom =
@@ -145,22 +146,22 @@ class Cycle {
       try {
         const Applier& applier = applierFor(r.kind);
         want = applier.want(ctx_, r);
-        Step step(ctx_, r.kind == decl::Kind::Process ? ledger_.causesFor(r, want) : RestartCauses{});
+        Step step(ctx_,
+                  r.kind == decl::Kind::Process ? ledger_.causesFor(r, want) : RestartCauses{});
         ledger_.oweBeforeChange(step, r.id, want.str());
         if (ctx_.applying() && r.kind == decl::Kind::Process) {
           step.setOweOwnRestart([this](const std::string& process, const Digest& intent) {
             store_->oweRestartsDurably({{process, process, report_.cycle, nowMs(), intent.str()}});
           });
-          step.setClaimInstall([&](const std::string& observed) {
-            claimed = claim(r, kind, want, rec, observed);
-          });
+          step.setClaimInstall(
+              [&](const std::string& observed) { claimed = claim(r, kind, want, rec, observed); });
         }
         const state::Record* hint = movedFrom ? nullptr : rec;
         std::string roomMade;
         try {
           outcome = Outcome::of(applier.reconcile(step, r, want, hint), want, hint);
         } catch (const InTheWay&) {
-          roomMade = pruner_.makeRoom(r, kind, step);
+          roomMade = pruner_.makeRoom(r, step);
           if (roomMade.empty()) throw;
           outcome = Outcome::of(applier.reconcile(step, r, want, hint), want, hint);
         }
@@ -183,7 +184,8 @@ class Cycle {
     else
       ledger_.holds(r.id, outcome->held());
     if (outcome->changed() && outcome->restartsDependents) ledger_.changed(r.id);
-    Pending p{r.id, r.module(), decl::kindName(r.kind), r.path(), want, rec, settlement_.nextIndex()};
+    Pending p{r.id, r.module(), decl::kindName(r.kind), r.path(),
+              want, rec,        settlement_.nextIndex()};
     if (outcome->activation != Activation::None) {
       p.rec = records_.keep(p.rec);
       activator_.await(std::move(p), {r.id, std::string(r.module()), kind, std::move(*outcome)});

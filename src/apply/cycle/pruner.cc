@@ -22,7 +22,8 @@ bool deletedIt(const Removal& removal) {
 // first, so a directory is emptied before it is removed.
 void pruningOrder(std::vector<const state::Record*>& gone) {
   std::sort(gone.begin(), gone.end(), [](const auto* a, const auto* b) {
-    const bool pa = a->kind == "process", pb = b->kind == "process";
+    const bool pa = RecordsInHand::kindOf(*a) == decl::Kind::Process;
+    const bool pb = RecordsInHand::kindOf(*b) == decl::Kind::Process;
     if (pa != pb) return pa;
     auto depth = [](const std::string& p) { return std::count(p.begin(), p.end(), '/'); };
     if (depth(a->path) != depth(b->path)) return depth(a->path) > depth(b->path);
@@ -52,7 +53,7 @@ bool Pruner::removeServicesTakenOver() {
   auto& records = records_.all();
   bool removed = false;
   for (size_t i = 0; i < records.slots(); ++i) {
-    if (records.erased(i) || records.kind(i) != "process") continue;
+    if (records.erased(i) || records_.kindAt(i) != decl::Kind::Process) continue;
     const state::RecordView v = records[i];
     if (serviceOf.count(std::string(v.id))) continue;  // still declared
     const state::Record* rec = records_.keep(v);
@@ -149,21 +150,22 @@ void Pruner::pruneOne(const state::Record& rec) {
 // When a record says mesh-host wrote the object in the way (under another id,
 // or this id as another kind) and nobody changed it since, it goes — the same
 // rule as pruning.
-std::string Pruner::makeRoom(const decl::Resource& r, const std::string& kind, Step& step) {
+std::string Pruner::makeRoom(const decl::Resource& r, Step& step) {
   settlement_.commitStaged();  // what it erases from the records may be a staged write's record
   auto& records = records_.all();
   std::optional<size_t> oldAt;
   for (size_t i = 0; i < records.slots(); ++i)
     if (const auto& rec = records[i]; !records.erased(i) && rec.path == r.path() &&
-                                      rec.kind != kind && rec.changes > 0 && !rec.wrote.empty())
+                                      records_.kindAt(i) != r.kind && rec.changes > 0 &&
+                                      !rec.wrote.empty())
       oldAt = i;
   if (!oldAt) return {};
   const state::Record* old = records_.keep(records[*oldAt]);
   const Removal removal = applierFor(old->kind).remove(step, *old);
   if (removal.verdict() != Verdict::Removed || !deletedIt(removal)) return {};
-  const std::string reason = old->id == r.id
-                                 ? fmt::format("kind changed: {} -> {}", old->kind, kind)
-                                 : fmt::format("replaces the {} of {}", old->kind, old->id);
+  const std::string reason =
+      old->id == r.id ? fmt::format("kind changed: {} -> {}", old->kind, decl::kindName(r.kind))
+                      : fmt::format("replaces the {} of {}", old->kind, old->id);
   const std::string oldId = old->id;
   if (ctx_.planning())
     ctx_.planRemoved(r.path());

@@ -46,7 +46,7 @@ class Pruner {
   // Another kind's object is in the way of `r`: removed, under `r`'s step, when a
   // record says mesh-host wrote it and nobody changed it since. The reason for `r`
   // (what it replaced); "" when nothing may go.
-  std::string makeRoom(const decl::Resource& r, const std::string& kind, Step& step);
+  std::string makeRoom(const decl::Resource& r, Step& step);
   // `r` now lives at its new path (its outcome there is `now`); what mesh-host
   // wrote at the old one goes, under `r`'s step. The outcome, saying so.
   Outcome leaveOldPath(const decl::Resource& r, const state::Record& old, const Outcome& now,

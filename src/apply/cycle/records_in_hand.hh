@@ -1,7 +1,8 @@
 // The records a cycle works from (loaded once, erased as their objects go) and
 // the declaration's ids and paths, indexed on first need (a move, a kind change,
 // pruning): what the cycle's parts look up, with the records that must outlive
-// the resource in hand kept at addresses that never move.
+// the resource in hand kept at addresses that never move. A record's kind is the
+// store's text; past this boundary the cycle compares kinds as decl::Kind.
 #pragma once
 
 #include <deque>
@@ -22,10 +23,10 @@ class RecordsInHand {
 
   // The record of the resource in hand, in scratch (valid until the next call;
   // keep() it to hold it longer). nullptr when there is none.
-  const state::Record* recordOf(const std::string& id, const std::string& kind) {
+  const state::Record* recordOf(const std::string& id, decl::Kind kind) {
     auto i = records_.find(id);
     // A record of another kind under the same id describes something else.
-    if (!i || records_.kind(*i) != kind) return nullptr;
+    if (!i || kindAt(*i) != kind) return nullptr;
     records_[*i].copyTo(scratch_);
     return &scratch_;
   }
@@ -38,10 +39,16 @@ class RecordsInHand {
   const state::Record* keep(const state::RecordView& v) { return &kept_.emplace_back(v.record()); }
   const state::Record* keep(state::Record&& r) { return &kept_.emplace_back(std::move(r)); }
 
+  // Record i's kind; nullopt for a kind this mesh-host does not know.
+  std::optional<decl::Kind> kindAt(size_t i) const { return decl::kindFromName(records_.kind(i)); }
+  static std::optional<decl::Kind> kindOf(const state::Record& rec) {
+    return decl::kindFromName(rec.kind);
+  }
+
   // Whether any record not erased is a process's.
   bool anyProcess() const {
     for (size_t i = 0; i < records_.slots(); ++i)
-      if (!records_.erased(i) && records_.kind(i) == "process") return true;
+      if (!records_.erased(i) && kindAt(i) == decl::Kind::Process) return true;
     return false;
   }
 

@@ -91,7 +91,8 @@ RestartCauses RestartLedger::causesFor(const decl::Resource& r, const Digest& wa
     if (changed_.count(cause)) c.reloadChanged.push_back(cause);
   if (auto f = former_.find(r.id); f != former_.end())
     for (const auto& [cause, reload] : f->second)
-      if (changed_.count(cause)) (reload ? c.reloadChanged : c.changed).push_back(cause + " (removed)");
+      if (changed_.count(cause))
+        (reload ? c.reloadChanged : c.changed).push_back(cause + " (removed)");
   auto it = owed_.find(r.id);
   if (it != owed_.end()) {
     const auto& svc = ctx_.service(std::get<decl::ProcessSpec>(r.spec).service);

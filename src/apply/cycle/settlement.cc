@@ -137,7 +137,8 @@ void Settlement::write(const Pending& p, const Outcome& outcome, const Write& w,
   }
   std::optional<state::Store::Txn> own;
   if (!shared || w.synced)
-    own.emplace(*store_, w.synced ? state::Store::Txn::Sync::Full : state::Store::Txn::Sync::Normal);
+    own.emplace(*store_,
+                w.synced ? state::Store::Txn::Sync::Full : state::Store::Txn::Sync::Normal);
   else if (!*shared)
     shared->emplace(*store_);
   if (!w.next)

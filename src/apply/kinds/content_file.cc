@@ -30,10 +30,10 @@ std::string hiddenDiff(const std::optional<struct stat>& st, const Attributes& a
 
 }  // namespace
 
-Decision reconcileContentFile(Step& step, const std::string& declaredPath,
-                              const Attributes& attrs, const Digest& want, const state::Record* rec,
+Decision reconcileContentFile(Step& step, const std::string& declaredPath, const Attributes& attrs,
+                              const Digest& want, const state::Record* rec,
                               const WantedContent& content) {
-    Context& ctx = step.ctx();
+  Context& ctx = step.ctx();
   const Ownership ids = resolveOwnership(attrs);
   const auto place = ctx.place(declaredPath);
   const auto st = ctx.look(place);
@@ -105,7 +105,7 @@ Decision reconcileContentFile(Step& step, const std::string& declaredPath,
 
 Removal removeContentFile(Step& step, const state::Record& rec,
                           const std::function<std::string(int, const std::string&)>& digestOfFile) {
-    Context& ctx = step.ctx();
+  Context& ctx = step.ctx();
   const auto place = ctx.place(rec.path);
   const auto st = ctx.look(place);
   if (!st) return Removal::removed("already gone");

@@ -8,9 +8,9 @@
 #include <string_view>
 
 #include "apply/context.hh"
-#include "apply/step.hh"
 #include "apply/kinds/attributes.hh"
 #include "apply/outcome.hh"
+#include "apply/step.hh"
 #include "state/store.hh"
 
 namespace mesh::apply {
@@ -24,8 +24,8 @@ struct WantedContent {
   bool secret = false;  // never shown: diff is "(secret changed)"
 };
 
-Decision reconcileContentFile(Step& step, const std::string& declaredPath,
-                              const Attributes& attrs, const Digest& want, const state::Record* rec,
+Decision reconcileContentFile(Step& step, const std::string& declaredPath, const Attributes& attrs,
+                              const Digest& want, const state::Record* rec,
                               const WantedContent& content);
 
 // Removes the file `rec` describes when it still holds what was written.
