@@ -1,10 +1,13 @@
 // The interface every resource kind implements, one file per kind under kinds/.
 // Each follows the same steps: want → observe → decide → act (through the
-// context's gate) → a decision, which the cycle turns into the outcome.
+// step's gate) → a decision, which the cycle turns into the outcome. What an
+// applier is given is its arguments: the cycle-wide context, and the Step of
+// the resource in hand (apply/step.hh).
 #pragma once
 
 #include "apply/context.hh"
 #include "apply/outcome.hh"
+#include "apply/step.hh"
 #include "decl/model.hh"
 #include "state/store.hh"
 
@@ -22,16 +25,16 @@ class Applier {
   // any: a hint and a fast path, never the only evidence. Throws on failure; the
   // caller turns that into a `failed` outcome. The decision names no digest: the
   // cycle's outcome holds `want`.
-  virtual Decision reconcile(Context& ctx, const decl::Resource& r, const Digest& want,
+  virtual Decision reconcile(Step& step, const decl::Resource& r, const Digest& want,
                              const state::Record* rec) const = 0;
 
   // Removes what `rec` says mesh-host wrote, for a resource no longer declared.
   // Leaves in place anything changed since it was written.
-  virtual Removal remove(Context& ctx, const state::Record& rec) const = 0;
+  virtual Removal remove(Step& step, const state::Record& rec) const = 0;
 
   // The record says mesh-host installed something even though no cycle recorded
   // it as created (a process whose first start failed, or whose cycle was cut
-  // short after Context::claimInstall): pruning removes it all the same.
+  // short after Step::claimInstall): pruning removes it all the same.
   virtual bool ownsInstalled(const state::Record& rec) const {
     (void)rec;
     return false;

@@ -1,6 +1,8 @@
-// Everything an applier needs from its surroundings, and the one gate between
-// deciding and acting: in plan mode the gate is closed, so `plan` runs exactly the
-// code `apply` runs, minus the writes.
+// What every resource of a cycle shares — places beneath the root, the supervisor,
+// blobs, the node key, staged writes — and whether the cycle applies or plans: in
+// plan mode the gate (Step::change, apply/step.hh) is closed, so `plan` runs
+// exactly the code `apply` runs, minus the writes. What is one resource's alone
+// (its restart causes, its hooks) is its Step, never set here.
 #pragma once
 
 #include <cstdint>
@@ -72,32 +74,14 @@ class Context {
   bool planning() const { return settings_.plan; }
   const Settings& settings() const { return settings_; }
 
-  // The gate: runs `act` only when applying. Every write goes through here.
-  // Before the first act of a resource, the hook the cycle set for it runs
-  // (it makes what the change owes durable: intent first, then the act).
-  template <typename F>
-  void change(F&& act) {
-    if (!applying()) return;
-    beforeAnyChange();
-    if (beforeFirstChange_) {
-      auto hook = std::move(beforeFirstChange_);
-      beforeFirstChange_ = nullptr;
-      hook();
-      crashPoint(crash::kAfterIntent);
-    }
-    act();
-  }
-  // The gate for a change that owes no restart to anything (Outcome::restartsDependents
-  // false): the same, without the hook that records the restarts a change owes.
+  // The gate for what no resource's step owns (a step's acts go through
+  // Step::change, apply/step.hh): runs `act` only when applying.
   template <typename F>
   void changeOwingNothing(F&& act) {
     if (!applying()) return;
     beforeAnyChange();
     act();
   }
-  // Set by the cycle for the resource in hand; cleared once run or when the
-  // resource is done.
-  void setBeforeFirstChange(std::function<void()> hook) { beforeFirstChange_ = std::move(hook); }
   // Set by the cycle: runs before the first act of the whole cycle (the state
   // store's integrity check, so that a damaged store fails a cycle before it
   // changes anything, and a cycle that changes nothing does not pay for it).
@@ -152,7 +136,7 @@ class Context {
   // Replaces the file at `to` durably, as atomicWriteAt does, but in a batch
   // (util/write_batch.hh): staged now, moved into place when the cycle commits
   // the batch — before it records the outcome. `observe` turns the file's lstat
-  // once in place into the outcome's `observed`. Only inside change().
+  // once in place into the outcome's `observed`. Only inside Step::change().
   using Observe = std::function<std::string(const struct stat&)>;
   void stageWrite(const Place& to, std::string_view content, mode_t mode, Ownership owner,
                   Observe observe);
@@ -188,24 +172,6 @@ class Context {
   void setCycle(int64_t cycle) { cycle_ = cycle; }
   int64_t cycle() const { return cycle_; }
 
-  // Set by the cycle before it converges a process.
-  void setRestartCauses(RestartCauses c) { causes_ = std::move(c); }
-  const RestartCauses& restartCauses() const { return causes_; }
-
-  // Persists, synced, a restart owed to `process` because its own unit or
-  // bundle is about to become `intent` (its want), before that change is made
-  // (set by the cycle; a no-op when planning).
-  std::function<void(const std::string& process, const Digest& intent)> oweOwnRestart =
-      [](const std::string&, const Digest&) {};
-
-  // Records (committed) that mesh-host owns what the resource in hand is about to
-  // install (a process's unit and bundle): its record, created if there is none,
-  // gets `observed` (the kind's data, naming the service) before the first write,
-  // and keeps it whatever follows — a failed start, a crash — so that removal
-  // always stops and removes it (set by the cycle; a no-op when planning). Call
-  // inside change().
-  std::function<void(const std::string& observed)> claimInstall = [](const std::string&) {};
-
   // Fleet mode (rolling restarts): called before each restart, not a first start,
   // with the service's name; returns the permit holding the slot, released once the
   // restart is done and the service active again. Throws mesh::Error when no slot
@@ -235,10 +201,8 @@ class Context {
   std::vector<std::string> expected_;
   bool detailed_ = false;
   std::optional<std::map<std::string, supervise::ServiceState>> services_;
-  RestartCauses causes_;
   int64_t cycle_ = 0;
   const std::atomic<bool>* stop_ = nullptr;
-  std::function<void()> beforeFirstChange_;
   std::function<void()> beforeAnyChange_;
   std::unique_ptr<Beneath> root_;
   std::unique_ptr<Beneath> stateDir_;

@@ -98,7 +98,7 @@ bool verbose() {
 
 // When a service entered the state it is in: the next millisecond. A real start
 // takes longer than one, and the cycle judges a restart owed at millisecond T paid by
-// a start after T (apply/cycle.cc causesFor): in process, with the same millisecond,
+// a start after T (apply/cycle/restart_ledger.cc causesFor): in process, with the same millisecond,
 // the outcome would depend on the clock.
 int64_t startedUs() {
   using namespace std::chrono;

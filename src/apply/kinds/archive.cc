@@ -58,8 +58,9 @@ class ArchiveApplier : public Applier {
   // Of the spec alone: kept in the compiled form (decl/want.hh).
   Digest want(Context&, const decl::Resource& r) const override { return decl::wantOf(r); }
 
-  Decision reconcile(Context& ctx, const decl::Resource& r, const Digest& want,
+  Decision reconcile(Step& step, const decl::Resource& r, const Digest& want,
                      const state::Record* rec) const override {
+    Context& ctx = step.ctx();
     const auto& s = std::get<decl::ArchiveSpec>(r.spec);
     const auto place = ctx.place(s.path);
     const auto st = ctx.look(place);
@@ -94,7 +95,7 @@ class ArchiveApplier : public Applier {
 
     const std::string blob = ctx.blobs().fetch(s.bundle);
     TreeObserved now;
-    ctx.change([&] {
+    step.change([&] {
       // Parents made here go again when the unpack fails: a refused bundle leaves
       // no trace outside its path.
       std::vector<std::string> created;
@@ -119,7 +120,8 @@ class ArchiveApplier : public Applier {
     return o;
   }
 
-  Removal remove(Context& ctx, const state::Record& rec) const override {
+  Removal remove(Step& step, const state::Record& rec) const override {
+    Context& ctx = step.ctx();
     const auto place = ctx.place(rec.path);
     const auto st = ctx.look(place);
     if (!st) return Removal::removed("already gone");
@@ -130,7 +132,7 @@ class ArchiveApplier : public Applier {
     if (auto difference =
             bundle::verify(tree->get(), *prev.manifest, &prev.cache, rec.path).difference)
       return Removal::released(fmt::format("left in place: {}", *difference));
-    ctx.change([&] {
+    step.change([&] {
       removeTreeAt(place.dir, place.name, rec.path);
       syncFd(place.dir, rec.path);
       ctx.forgetDirs();  // last: `place.dir` is one the context holds

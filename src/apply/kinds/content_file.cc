@@ -30,9 +30,10 @@ std::string hiddenDiff(const std::optional<struct stat>& st, const Attributes& a
 
 }  // namespace
 
-Decision reconcileContentFile(Context& ctx, const std::string& declaredPath,
-                              const Attributes& attrs, const Digest& want, const state::Record* rec,
+Decision reconcileContentFile(Step& step, const std::string& declaredPath, const Attributes& attrs,
+                              const Digest& want, const state::Record* rec,
                               const WantedContent& content) {
+  Context& ctx = step.ctx();
   const Ownership ids = resolveOwnership(attrs);
   const auto place = ctx.place(declaredPath);
   const auto st = ctx.look(place);
@@ -81,7 +82,7 @@ Decision reconcileContentFile(Context& ctx, const std::string& declaredPath,
       else
         diff = unifiedDiff(std::nullopt, bytes, declaredPath);
     }
-    ctx.change([&] {
+    step.change([&] {
       std::vector<std::string> created;
       const auto to = ctx.makePlace(declaredPath, &created, Beneath::Synced::Later);
       try {
@@ -102,8 +103,9 @@ Decision reconcileContentFile(Context& ctx, const std::string& declaredPath,
   return o;
 }
 
-Removal removeContentFile(Context& ctx, const state::Record& rec,
+Removal removeContentFile(Step& step, const state::Record& rec,
                           const std::function<std::string(int, const std::string&)>& digestOfFile) {
+  Context& ctx = step.ctx();
   const auto place = ctx.place(rec.path);
   const auto st = ctx.look(place);
   if (!st) return Removal::removed("already gone");
@@ -115,7 +117,7 @@ Removal removeContentFile(Context& ctx, const state::Record& rec,
     if (prev.content.empty() || !fd || digestOfFile(fd->get(), rec.path) != prev.content)
       return Removal::released("left in place: modified since mesh-host wrote it");
   }
-  ctx.change([&] {
+  step.change([&] {
     if (::unlinkat(place.dir, place.name.c_str(), 0) != 0 && errno != ENOENT)
       throwSys(fmt::format("cannot remove {}", rec.path));
     syncFd(place.dir, rec.path);

@@ -10,6 +10,7 @@
 #include "apply/context.hh"
 #include "apply/kinds/attributes.hh"
 #include "apply/outcome.hh"
+#include "apply/step.hh"
 #include "state/store.hh"
 
 namespace mesh::apply {
@@ -23,12 +24,12 @@ struct WantedContent {
   bool secret = false;  // never shown: diff is "(secret changed)"
 };
 
-Decision reconcileContentFile(Context& ctx, const std::string& declaredPath,
-                              const Attributes& attrs, const Digest& want, const state::Record* rec,
+Decision reconcileContentFile(Step& step, const std::string& declaredPath, const Attributes& attrs,
+                              const Digest& want, const state::Record* rec,
                               const WantedContent& content);
 
 // Removes the file `rec` describes when it still holds what was written.
-Removal removeContentFile(Context& ctx, const state::Record& rec,
+Removal removeContentFile(Step& step, const state::Record& rec,
                           const std::function<std::string(int, const std::string&)>& digestOfFile);
 
 }  // namespace mesh::apply

@@ -53,8 +53,9 @@ class CredentialApplier : public Applier {
     return w.finish();
   }
 
-  Decision reconcile(Context& ctx, const decl::Resource& r, const Digest& want,
+  Decision reconcile(Step& step, const decl::Resource& r, const Digest& want,
                      const state::Record* rec) const override {
+    Context& ctx = step.ctx();
     const auto& s = std::get<decl::CredentialSpec>(r.spec);
     const auto& key = ctx.nodeKey();
     // Read (or opened) once, so the bytes written are the bytes digested.
@@ -68,12 +69,13 @@ class CredentialApplier : public Applier {
       use(secret.exposeForWrite());
     };
     c.secret = true;
-    return reconcileContentFile(ctx, s.path, attributesOf(s), want, rec, c);
+    return reconcileContentFile(step, s.path, attributesOf(s), want, rec, c);
   }
 
-  Removal remove(Context& ctx, const state::Record& rec) const override {
+  Removal remove(Step& step, const state::Record& rec) const override {
+    Context& ctx = step.ctx();
     const auto& key = ctx.nodeKey();
-    return removeContentFile(ctx, rec, [&](int fd, const std::string& shown) {
+    return removeContentFile(step, rec, [&](int fd, const std::string& shown) {
       return keyedDigestOfFile(key, fd, shown);
     });
   }

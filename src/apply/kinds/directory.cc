@@ -24,8 +24,9 @@ class DirectoryApplier : public Applier {
 
   // The machine against the declaration alone: neither the want nor the record
   // changes what is decided (the cycle words the reason from them).
-  Decision reconcile(Context& ctx, const decl::Resource& r, const Digest& /*want*/,
+  Decision reconcile(Step& step, const decl::Resource& r, const Digest& /*want*/,
                      const state::Record* /*rec*/) const override {
+    Context& ctx = step.ctx();
     const auto& s = std::get<decl::DirectorySpec>(r.spec);
     const auto attrs = attributesOf(s);
     const Ownership ids = resolveOwnership(attrs);
@@ -42,7 +43,7 @@ class DirectoryApplier : public Applier {
                      S_ISLNK(st->st_mode) ? "symbolic link" : "file", s.path);
     }
 
-    ctx.change([&] {
+    step.change([&] {
       std::vector<std::string> created;
       const auto at = ctx.makePlace(s.path, &created);
       try {
@@ -71,13 +72,14 @@ class DirectoryApplier : public Applier {
     return Decision::act(st.has_value(), drift, detail);
   }
 
-  Removal remove(Context& ctx, const state::Record& rec) const override {
+  Removal remove(Step& step, const state::Record& rec) const override {
+    Context& ctx = step.ctx();
     const auto place = ctx.place(rec.path);
     const auto st = ctx.look(place);
     if (!st) return Removal::removed("already gone");
     if (!S_ISDIR(st->st_mode)) return Removal::released("left in place: not a directory now");
     bool removed = true;
-    ctx.change([&] {
+    step.change([&] {
       if (::unlinkat(place.dir, place.name.c_str(), AT_REMOVEDIR) == 0) {
         syncFd(place.dir, rec.path);
         ctx.forgetDirs();

@@ -22,8 +22,9 @@ class FileApplier : public Applier {
   // Of the spec alone: kept in the compiled form (decl/want.hh).
   Digest want(Context&, const decl::Resource& r) const override { return decl::wantOf(r); }
 
-  Decision reconcile(Context& ctx, const decl::Resource& r, const Digest& want,
+  Decision reconcile(Step& step, const decl::Resource& r, const Digest& want,
                      const state::Record* rec) const override {
+    Context& ctx = step.ctx();
     const auto& s = std::get<decl::FileSpec>(r.spec);
     WantedContent c;
     c.digest = s.contentDigest.str();
@@ -37,11 +38,11 @@ class FileApplier : public Applier {
         throw Error("blob {} changed while being read from {}", s.blob->str(), path);
       use(*bytes);
     };
-    return reconcileContentFile(ctx, s.path, attributesOf(s), want, rec, c);
+    return reconcileContentFile(step, s.path, attributesOf(s), want, rec, c);
   }
 
-  Removal remove(Context& ctx, const state::Record& rec) const override {
-    return removeContentFile(ctx, rec, sha256OfFile);
+  Removal remove(Step& step, const state::Record& rec) const override {
+    return removeContentFile(step, rec, sha256OfFile);
   }
 };
 

@@ -17,8 +17,9 @@ class LinkApplier : public Applier {
 
   // The machine against the declaration alone: neither the want nor the record
   // changes what is decided (the cycle words the reason from them).
-  Decision reconcile(Context& ctx, const decl::Resource& r, const Digest& /*want*/,
+  Decision reconcile(Step& step, const decl::Resource& r, const Digest& /*want*/,
                      const state::Record* /*rec*/) const override {
+    Context& ctx = step.ctx();
     const auto& s = std::get<decl::LinkSpec>(r.spec);
     const auto place = ctx.place(s.path);
     const auto st = ctx.look(place);
@@ -37,7 +38,7 @@ class LinkApplier : public Applier {
                      S_ISDIR(st->st_mode) ? "directory" : "file", s.path);
     }
 
-    ctx.change([&] {
+    step.change([&] {
       std::vector<std::string> created;
       const auto at = ctx.makePlace(s.path, &created);
       try {
@@ -53,14 +54,15 @@ class LinkApplier : public Applier {
     return o;
   }
 
-  Removal remove(Context& ctx, const state::Record& rec) const override {
+  Removal remove(Step& step, const state::Record& rec) const override {
+    Context& ctx = step.ctx();
     const auto place = ctx.place(rec.path);
     const auto st = ctx.look(place);
     if (!st) return Removal::removed("already gone");
     if (!S_ISLNK(st->st_mode) ||
         readLinkAt(place.dir, place.name, rec.path).value_or("") != rec.observed)
       return Removal::released("left in place: changed since mesh-host wrote it");
-    ctx.change([&] {
+    step.change([&] {
       if (::unlinkat(place.dir, place.name.c_str(), 0) != 0 && errno != ENOENT)
         throwSys(fmt::format("cannot remove link {}", rec.path));
       syncFd(place.dir, rec.path);

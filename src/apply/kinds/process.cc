@@ -38,7 +38,7 @@ struct ProcessObserved {
   // before it was kept). A unit file that still has it is mesh-host's own, untouched.
   std::string unit;
   // mesh-host installed the service's unit (or was about to): recorded, synced,
-  // before the unit or its bundle is first written (Context::claimInstall), so a
+  // before the unit or its bundle is first written (Step::claimInstall), so a
   // service whose first start failed, or whose cycle was cut short, is still
   // mesh-host's to stop and remove once no longer declared. False for one only
   // ever adopted as found (a lost store): that is released, not removed.
@@ -119,8 +119,9 @@ class ProcessApplier : public Applier {
     return w.finish();
   }
 
-  Decision reconcile(Context& ctx, const decl::Resource& r, const Digest& want,
+  Decision reconcile(Step& step, const decl::Resource& r, const Digest& want,
                      const state::Record* rec) const override {
+    Context& ctx = step.ctx();
     const auto& s = std::get<decl::ProcessSpec>(r.spec);
     const std::string bundleDir = ctx.bundleDir(s.bundle);
     const auto unit = renderUnit(r.id, s, bundleDir, ctx.settings().root);
@@ -154,7 +155,7 @@ class ProcessApplier : public Applier {
       rerendered = true;
     else if (svc.installedText != unit.text)
       unitDrift = svc.unitEdit.empty() ? "unit edited" : "unit edited (" + svc.unitEdit + ")";
-    const auto& causes = ctx.restartCauses();
+    const auto& causes = step.causes();
 
     std::string warning;
     if (auto keys = ctx.supervisor().unsupportedKeys(unit); !keys.empty()) {
@@ -186,7 +187,7 @@ class ProcessApplier : public Applier {
       if (!svc.enabled) {
         // Disabled by hand: enable it again (so it survives a reboot); the
         // running service has no cause to restart.
-        ctx.change([&] { ctx.supervisor().install(unit); });
+        step.change([&] { ctx.supervisor().install(unit); });
         Decision o = Decision::updated("drift: not enabled",
                                        (ctx.planning() ? "would enable " : "enabled ") + s.service);
         o.observed = now.str();
@@ -211,16 +212,16 @@ class ProcessApplier : public Applier {
     // Act: the bundle and the unit now; the start or restart at the end of the cycle.
     // A running service whose unit or bundle is replaced is owed a restart,
     // persisted before anything changes so that a crash cannot lose it.
-    if ((unitDrift || bundleDrift) && svc.active) ctx.oweOwnRestart(r.id, want);
+    if ((unitDrift || bundleDrift) && svc.active) step.oweOwnRestart(r.id, want);
     // Owned from the moment it is installed: recorded before the first write.
     if ((unitDrift || bundleDrift) && !now.installed) {
       now.installed = true;
-      ctx.change([&] { ctx.claimInstall(now.str()); });
+      step.change([&] { step.claimInstall(now.str()); });
     }
     if (bundleDrift) {
       const std::string blob = ctx.blobs().fetch(s.bundle);
       now.tree = {};
-      ctx.change([&] {
+      step.change([&] {
         auto& state = ctx.stateDirBeneath();
         std::vector<std::string> created;
         Fd dir = bundles ? std::move(*bundles) : state.makeDirs(layout::kBundles, &created);
@@ -234,7 +235,7 @@ class ProcessApplier : public Applier {
       if (!now.tree.manifest) now.tree.manifest = bundle::readManifest(blob, limits);  // a plan
     }
     if (unitDrift) {
-      ctx.change([&] {
+      step.change([&] {
         ctx.supervisor().install(unit);
         crashPoint(crash::kAfterUnitInstalled);
       });
@@ -287,11 +288,12 @@ class ProcessApplier : public Applier {
     return o.installed && !o.service.empty();
   }
 
-  Removal remove(Context& ctx, const state::Record& rec) const override {
+  Removal remove(Step& step, const state::Record& rec) const override {
+    Context& ctx = step.ctx();
     const auto prev = ProcessObserved::parse(rec.observed);
     if (prev.service.empty()) return Removal::released("no service recorded");
     const auto& svc = ctx.service(prev.service);
-    ctx.change([&] {
+    step.change([&] {
       if (svc.active) ctx.supervisor().stop(prev.service);
       if (svc.installed) ctx.supervisor().uninstall(prev.service);
     });

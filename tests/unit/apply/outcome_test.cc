@@ -29,11 +29,11 @@ static_assert(!HoldsADigest<Decision>);
 static_assert(!HoldsADigest<Removal>);
 // What a kind returns: a decision, a removal — never an outcome.
 static_assert(std::is_same_v<decltype(std::declval<const Applier&>().reconcile(
-                                 std::declval<Context&>(), std::declval<const decl::Resource&>(),
+                                 std::declval<Step&>(), std::declval<const decl::Resource&>(),
                                  std::declval<const Digest&>(), nullptr)),
                              Decision>);
 static_assert(std::is_same_v<decltype(std::declval<const Applier&>().remove(
-                                 std::declval<Context&>(), std::declval<const state::Record&>())),
+                                 std::declval<Step&>(), std::declval<const state::Record&>())),
                              Removal>);
 
 state::Record recordOf(const Digest& wrote) {

@@ -48,7 +48,7 @@ class Durability : public testing::StateTest {
     return c;
   }
 
-  // One cycle that changes something, as apply/cycle.cc writes it: a new
+  // One cycle that changes something, as apply/cycle/ writes it: a new
   // generation and the cycle's row, then the record, the restart it owes and
   // its history in one unsynced transaction, then the cycle's finish.
   static void changingCycle(Store& store, const std::string& id) {

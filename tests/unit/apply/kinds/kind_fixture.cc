@@ -57,15 +57,14 @@ Digest KindTest::wantOf(const decl::Resource& r, Mode mode) {
 
 Outcome KindTest::converge(const decl::Resource& r, const state::Record* rec, Mode mode) {
   auto ctx = contextFor(mode);
-  if (r.kind == decl::Kind::Process) {
+  if (r.kind == decl::Kind::Process)
     ctx->expectServices({std::get<decl::ProcessSpec>(r.spec).service}, false);
-    ctx->setRestartCauses(causes);
-  }
+  Step step(*ctx, r.kind == decl::Kind::Process ? causes : RestartCauses{});
   const Applier& applier = applierFor(r.kind);
   std::optional<Outcome> o;
   try {
     const Digest want = applier.want(*ctx, r);
-    o = Outcome::of(applier.reconcile(*ctx, r, want, rec), want, rec);
+    o = Outcome::of(applier.reconcile(step, r, want, rec), want, rec);
   } catch (const Error& e) {
     ctx->dropWritesFrom(0);
     return Outcome::failed(rec, e.what());

@@ -4,16 +4,16 @@
 // test sees what the kind observes and decides, and what it leaves on disk.
 //
 // What makes an applier awkward to call alone (and what this fixture stands in
-// for, until each applier is handed an explicit per-resource step):
+// for):
 //   - files and credentials only *stage* their write (Context::stageWrite); it is
 //     the cycle that commits the batch and, from what committed, fills the
 //     outcome's `observed` or fails it (commitStaged): converge() does both;
 //   - the Outcome is built by the cycle from the kind's Decision, the want and the
 //     record (Outcome::of), and the record the next cycle is given is the cycle's
-//     too (nextRecord in cycle.cc): recordOf() builds the fields a kind reads;
-//   - a process's restart causes, its before-first-change hook, oweOwnRestart and
-//     claimInstall are context state the cycle sets and clears around each
-//     resource: left at their defaults here (no causes, no-op hooks);
+//     too (nextRecord in cycle/): recordOf() builds the fields a kind reads;
+//   - a resource's Step (apply/step.hh) carries a process's restart causes, its
+//     before-first-change hook, oweOwnRestart and claimInstall: here a step with
+//     `causes` and no hooks;
 //   - the supervisor comes from Settings::makeSupervisor (test-only).
 #pragma once
 

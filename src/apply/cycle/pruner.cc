@@ -1,0 +1,233 @@
+#include "apply/cycle/pruner.hh"
+
+#include <algorithm>
+#include <optional>
+#include <unordered_map>
+
+#include "apply/applier.hh"
+#include "apply/process_info.hh"
+#include "util/beneath.hh"
+#include "util/error.hh"
+
+namespace mesh::apply::cycle {
+
+namespace {
+
+// A removal that deleted what was there (a plan: would delete it).
+bool deletedIt(const Removal& removal) {
+  return removal.detail() == "deleted" || removal.detail() == "would delete";
+}
+
+// Processes first (stopped before what they use goes), then deepest paths
+// first, so a directory is emptied before it is removed.
+void pruningOrder(std::vector<const state::Record*>& gone) {
+  std::sort(gone.begin(), gone.end(), [](const auto* a, const auto* b) {
+    const bool pa = RecordsInHand::kindOf(*a) == decl::Kind::Process;
+    const bool pb = RecordsInHand::kindOf(*b) == decl::Kind::Process;
+    if (pa != pb) return pa;
+    auto depth = [](const std::string& p) { return std::count(p.begin(), p.end(), '/'); };
+    if (depth(a->path) != depth(b->path)) return depth(a->path) > depth(b->path);
+    return a->id < b->id;
+  });
+}
+
+bool ownsInstalled(const state::Record& rec) {
+  try {
+    return applierFor(rec.kind).ownsInstalled(rec);
+  } catch (const Error&) {
+    return false;  // a kind this mesh-host does not know
+  }
+}
+
+}  // namespace
+
+// A process no longer declared whose service a declared process of another id
+// runs now (both took the default `<module>.service`): stopped and removed
+// first, before the new one installs its unit — stop, then install, in one
+// cycle. Pruning at the end would remove the unit just installed.
+bool Pruner::removeServicesTakenOver() {
+  const auto& serviceOf = ledger_.serviceOf();
+  if (serviceOf.empty()) return false;
+  std::unordered_map<std::string, std::string> declaredService;  // service → process id
+  for (const auto& [id, service] : serviceOf) declaredService.emplace(service, id);
+  auto& records = records_.all();
+  bool removed = false;
+  for (size_t i = 0; i < records.slots(); ++i) {
+    if (records.erased(i) || records_.kindAt(i) != decl::Kind::Process) continue;
+    const state::RecordView v = records[i];
+    if (serviceOf.count(std::string(v.id))) continue;  // still declared
+    const state::Record* rec = records_.keep(v);
+    const auto info = processInfo(*rec);
+    if (!info || !declaredService.count(info->service)) continue;
+    pruneOne(*rec);
+    records.erase(i);
+    removed = true;
+  }
+  // What the declared one finds is what is left: observed anew.
+  if (removed) ctx_.expectServices(ledger_.services(), ledger_.anyOwed());
+  return removed;
+}
+
+void Pruner::prune() {
+  auto& records = records_.all();
+  // Every record belongs to a declared resource (the usual cycle): nothing to prune.
+  if (records_.declaredRecords == records.size()) return;
+  std::vector<const state::Record*> gone;
+  for (size_t i = 0; i < records.slots(); ++i)
+    if (!records.erased(i) && !declared_.declares(std::string(records[i].id)))
+      gone.push_back(records_.keep(records[i]));
+  pruningOrder(gone);
+  for (const auto* rec : gone) pruneOne(*rec);
+}
+
+// With whatever else no longer declared lies beneath them, in pruning's order —
+// so that their removal restarts (reloads) the process, as their change would
+// (RestartLedger::causesFor). One whose path another resource now declares is
+// left to the usual order (that resource may replace it first).
+void Pruner::pruneFormerCauses(const std::vector<FormerCause>& causes) {
+  auto& records = records_.all();
+  std::vector<const state::Record*> gone;
+  for (const auto& f : causes) {
+    auto at = records.find(f.cause);
+    if (!at) continue;  // gone already (the cause of another process too)
+    const std::string path(records[*at].path);
+    if (!path.empty() && declared_.ownerOf(path)) continue;
+    for (size_t i = 0; i < records.slots(); ++i) {
+      if (records.erased(i)) continue;
+      const auto rec = records[i];
+      const bool beneath = !path.empty() && rec.path.size() > path.size() &&
+                           rec.path.starts_with(path) && rec.path[path.size()] == '/';
+      if (i != *at && (!beneath || declared_.declares(std::string(rec.id)) ||
+                       declared_.ownerOf(std::string(rec.path))))
+        continue;
+      gone.push_back(records_.keep(rec));
+      records.erase(i);
+    }
+  }
+  pruningOrder(gone);
+  for (const auto* rec : gone) pruneOne(*rec);
+}
+
+// Removes (or releases) what mesh-host wrote for a record no longer declared.
+// A process's former cause owes the process a restart (reload) when it is
+// deleted: the intent is synced before, as for any change.
+void Pruner::pruneOne(const state::Record& rec) {
+  // Installed by mesh-host though never recorded as created (a process whose
+  // first start failed): removed like what it wrote.
+  const bool installed = ownsInstalled(rec);
+  if (rec.wrote.empty() && !installed) {  // never wrote anything: nothing to remove
+    if (ctx_.applying()) store_->deleteRecord(rec.id);
+    return;
+  }
+  std::optional<Outcome> outcome;
+  if (rec.changes == 0 && !installed) {
+    // Only ever adopted as found: mesh-host never wrote it, so never deletes it.
+    outcome = Outcome::of(Removal::released("left in place: mesh-host never wrote it"));
+  } else if (const std::string* owner = rec.path.empty() ? nullptr : declared_.ownerOf(rec.path)) {
+    outcome = Outcome::of(
+        Removal::released(fmt::format("left in place: {} now manages {}", *owner, rec.path)));
+  } else {
+    const bool owes = ledger_.dependentsOf(rec.id) != nullptr;
+    Step step(ctx_);
+    if (owes) ledger_.oweBeforeChange(step, rec.id, RestartLedger::kRemovedIntent);
+    try {
+      outcome = Outcome::of(removeRecorded(rec, step));
+    } catch (const Error& e) {
+      outcome = Outcome::failed(&rec, e.what());
+    }
+    // Deleted now (or found gone: an intent then says whether this cycle's
+    // predecessor deleted it, see RestartLedger).
+    if (owes && outcome->verdict() == Verdict::Removed) ledger_.holdsRemoved(rec.id);
+  }
+  if (deletedNow(*outcome)) ledger_.changed(rec.id);
+  if (!outcome->gone()) ledger_.prunedKept(rec.id);
+  Pending p{rec.id, rec.module, rec.kind, rec.path, Digest::none(), &rec, settlement_.nextIndex()};
+  ResourceResult res{rec.id, rec.module, rec.kind, std::move(*outcome)};
+  settlement_.record(p, res.outcome);
+  settlement_.emit(std::move(res));
+}
+
+// When a record says mesh-host wrote the object in the way (under another id,
+// or this id as another kind) and nobody changed it since, it goes — the same
+// rule as pruning.
+std::string Pruner::makeRoom(const decl::Resource& r, Step& step) {
+  settlement_.commitStaged();  // what it erases from the records may be a staged write's record
+  auto& records = records_.all();
+  std::optional<size_t> oldAt;
+  for (size_t i = 0; i < records.slots(); ++i)
+    if (const auto& rec = records[i]; !records.erased(i) && rec.path == r.path() &&
+                                      records_.kindAt(i) != r.kind && rec.changes > 0 &&
+                                      !rec.wrote.empty())
+      oldAt = i;
+  if (!oldAt) return {};
+  const state::Record* old = records_.keep(records[*oldAt]);
+  const Removal removal = applierFor(old->kind).remove(step, *old);
+  if (removal.verdict() != Verdict::Removed || !deletedIt(removal)) return {};
+  const std::string reason =
+      old->id == r.id ? fmt::format("kind changed: {} -> {}", old->kind, decl::kindName(r.kind))
+                      : fmt::format("replaces the {} of {}", old->kind, old->id);
+  const std::string oldId = old->id;
+  if (ctx_.planning())
+    ctx_.planRemoved(r.path());
+  else if (!declared_.declares(oldId))
+    store_->deleteRecord(oldId);
+  records.erase(*oldAt);  // its object is gone: nothing of it is left to prune
+  return reason;
+}
+
+// Unless someone changed it since or another resource declares it now.
+Outcome Pruner::leaveOldPath(const decl::Resource& r, const state::Record& old, const Outcome& now,
+                             Step& step) {
+  std::string left;
+  bool deleted = false;
+  if (const std::string* owner = declared_.ownerOf(old.path)) {
+    left = fmt::format("old path now managed by {}", *owner);
+  } else if (old.changes == 0 || old.wrote.empty()) {
+    left = "old path left in place: mesh-host never wrote it";
+  } else {
+    try {
+      const Removal removal = removeRecorded(old, step);
+      deleted = deletedIt(removal);
+      left = deleted ? (ctx_.planning() ? "old path would be deleted" : "old path deleted")
+                     : "old path " + removal.detail();
+    } catch (const Error& e) {
+      left = fmt::format("old path left in place: {}", e.what());
+    }
+  }
+  // Nothing changed at either path, and an intent says a cycle was making
+  // this very change: that cycle made the move, and a crash took its record.
+  // Nothing changes now, so nothing restarts on it now; whether the restart
+  // it owed is paid, its intent says (causesFor). The record learns the path.
+  if (now.verdict() == Verdict::Unchanged && !deleted && ledger_.intendedBefore(r.id, now.held())) {
+    Outcome done = now.retold(fmt::format("moved from {}", old.path));
+    done.movedFrom = old.path;
+    done.movedTo = r.path();
+    return done;
+  }
+  const std::string detail = now.detail().empty() ? left : now.detail() + "; " + left;
+  Outcome moved = now.replacing(fmt::format("moved from {}", old.path), detail);
+  moved.movedFrom = old.path;
+  moved.movedTo = r.path();
+  return moved;
+}
+
+// What mesh-host wrote at `rec`'s path, removed by its kind (only when nobody
+// changed it since). A parent on the way that is no longer a directory: when a
+// file (or any non-directory) stands there, it cannot hold what was written, so
+// that is already gone; a link is never followed, so whatever lies behind it is
+// left in place, untouched. Either way the record goes.
+Removal Pruner::removeRecorded(const state::Record& rec, Step& step) {
+  try {
+    return applierFor(rec.kind).remove(step, rec);
+  } catch (const PathRefused& e) {
+    if (e.found == PathRefused::Found::NotDirectory)
+      return Removal::removed(fmt::format("already gone: {} is not a directory now", e.component));
+    if (e.found == PathRefused::Found::Link)
+      return Removal::released(
+          fmt::format("left in place: {} is a symbolic link now, which mesh-host does not follow",
+                      e.component));
+    throw;
+  }
+}
+
+}  // namespace mesh::apply::cycle
