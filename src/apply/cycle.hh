@@ -20,6 +20,7 @@ struct ResourceResult {
   std::string module;
   std::string kind;
   Outcome outcome;
+  std::string path;  // the managed path on the node, "" for a process
 };
 
 struct CycleReport {

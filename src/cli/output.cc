@@ -99,10 +99,15 @@ std::string summaryLine(const apply::CycleReport& r, bool plan) {
 
 nlohmann::json outcomeJson(const apply::ResourceResult& res, bool plan) {
   const auto& o = res.outcome;
-  nlohmann::json j = {{"id", res.id},         {"module", res.module},
-                      {"kind", res.kind},     {"outcome", verdictName(o.verdict())},
-                      {"reason", o.reason()}, {"wrote", o.held().str()},
-                      {"detail", o.detail()}, {"restarted", o.restarted}};
+  nlohmann::json j = {{"id", res.id},
+                      {"module", res.module},
+                      {"kind", res.kind},
+                      {"path", res.path.empty() ? nlohmann::json() : nlohmann::json(res.path)},
+                      {"outcome", verdictName(o.verdict())},
+                      {"reason", o.reason()},
+                      {"wrote", o.held().str()},
+                      {"detail", o.detail()},
+                      {"restarted", o.restarted}};
   if (!o.warning.empty()) j["warning"] = o.warning;
   if (plan) {
     j["diff"] = o.diff;

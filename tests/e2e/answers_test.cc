@@ -73,9 +73,15 @@ TEST_F(Answers, PlanTakesDetailedExitCodesAsTerraformDoes) {
 
 // Issue 30: `status --json` has a summary as `apply --json` has (the seven outcome
 // counts of each resource's last outcome, with the health counts), and each resource
-// its path (null for a process, which has none).
+// its path (null for a process, which has none), as each outcome of `apply --json` has.
 TEST_F(Answers, StatusJsonHasASummaryAndEachResourceItsPath) {
-  ASSERT_EQ(apply(declare(fileDecl("one", true))).code, 1);
+  Result applied = mesh({"apply", declare(fileDecl("one", true)), "--json"});
+  ASSERT_EQ(applied.code, 1) << applied.out << applied.err;
+  // And so has each outcome of apply (and plan) --json.
+  std::map<std::string, nlohmann::json> outcomePaths;
+  for (const auto& o : applied.json().at("outcomes")) outcomePaths[o.at("id")] = o.at("path");
+  EXPECT_EQ(outcomePaths.at("m.a"), "/etc/m/a");
+  EXPECT_EQ(outcomePaths.at("m.app"), "/opt/app");
   Result r = mesh({"status", "--json"});
   EXPECT_EQ(r.code, 1) << r.out << r.err;
   const auto j = r.json();

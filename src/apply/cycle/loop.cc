@@ -188,15 +188,18 @@ class Cycle {
               want, rec,        settlement_.nextIndex()};
     if (outcome->activation != Activation::None) {
       p.rec = records_.keep(p.rec);
-      activator_.await(std::move(p), {r.id, std::string(r.module()), kind, std::move(*outcome)});
+      activator_.await(std::move(p), {r.id, std::string(r.module()), kind, std::move(*outcome),
+                                      std::string(r.path())});
     } else if (staged > 0) {
       p.rec = records_.keep(p.rec);
-      settlement_.awaitStaged(std::move(p), staged,
-                              {r.id, std::string(r.module()), kind, std::move(*outcome)});
+      settlement_.awaitStaged(
+          std::move(p), staged,
+          {r.id, std::string(r.module()), kind, std::move(*outcome), std::string(r.path())});
     } else {
       settlement_.record(p, *outcome);  // final now: kept only if the report keeps it
       if (settlement_.keeps(*outcome))
-        settlement_.emit({r.id, std::string(r.module()), kind, std::move(*outcome)});
+        settlement_.emit(
+            {r.id, std::string(r.module()), kind, std::move(*outcome), std::string(r.path())});
     }
     if (ctx_.writesFull()) settlement_.commitStaged();
   }

@@ -142,7 +142,7 @@ void Pruner::pruneOne(const state::Record& rec) {
   if (deletedNow(*outcome)) ledger_.changed(rec.id);
   if (!outcome->gone()) ledger_.prunedKept(rec.id);
   Pending p{rec.id, rec.module, rec.kind, rec.path, Digest::none(), &rec, settlement_.nextIndex()};
-  ResourceResult res{rec.id, rec.module, rec.kind, std::move(*outcome)};
+  ResourceResult res{rec.id, rec.module, rec.kind, std::move(*outcome), rec.path};
   settlement_.record(p, res.outcome);
   settlement_.emit(std::move(res));
 }
