@@ -259,7 +259,7 @@ class Store {
   // across a process crash; an OS crash may take back the last commits
   // (synchronous = NORMAL) unless it is Sync::Full: then the commit is synced
   // to disk before commit() returns. Otherwise what it wrote is synced as its
-  // writes' kinds say (WriteKind, state/store_impl.hh): records and the like
+  // writes' kinds say (WriteKind, state/store/impl.hh): records and the like
   // when the cycle finishes, a cycle's own row never on its own account.
   class Txn {
    public:

@@ -16,7 +16,7 @@
 #include "state/note_page.hh"
 #include "state/records.hh"
 #include "state/stop_note.hh"
-#include "state/store_impl.hh"
+#include "state/store/impl.hh"
 #include "util/fd.hh"
 #include "util/fs.hh"
 #include "util/text_safe.hh"

@@ -13,7 +13,7 @@
 #include "state/schema_sql.hh"
 #include "state/stop_note.hh"
 #include "state/store.hh"
-#include "state/store_impl.hh"
+#include "state/store/impl.hh"
 #include "util/fd.hh"
 #include "util/fs.hh"
 #include "util/trusted_path.hh"
