@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "state/cycle_error.hh"
 #include "state/stop_note.hh"
 #include "state/store.hh"
 #include "state/store/impl.hh"

@@ -9,6 +9,7 @@
 #include <optional>
 #include <vector>
 
+#include "state/cycle_error.hh"
 #include "state/reader_vfs.hh"
 #include "state/schema_sql.hh"
 #include "state/stop_note.hh"
