@@ -1,9 +1,11 @@
 // The compiled_declaration table: the one compiled declaration kept (decl/compiled.hh),
-// read without a lock and without a write (immutable mode), a piece at a time.
+// read without a lock and without a write (immutable mode), a piece at a time; and
+// the cache the declaration loader uses over it (state/compiled_cache.hh).
 #include <climits>
 #include <optional>
 #include <string>
 
+#include "state/compiled_cache.hh"
 #include "state/store.hh"
 #include "state/store/impl.hh"
 #include "util/fd.hh"
@@ -92,6 +94,27 @@ void Store::putCompiledDeclaration(const std::string& key, std::string_view form
     impl_->wrote(WriteKind::Checkpointed);
   } catch (const Error&) {
   }
+}
+
+void StoredCompiledCache::read(const std::string& key,
+                               const std::function<void(const FormSource&)>& use) {
+  // Read a piece at a time, never held whole. A store that cannot be read
+  // is the cycle's to report, not the parse's: a miss.
+  Store::readCompiledDeclaration(stateDir_, key, [&](size_t size, const Store::FormPiece& piece) {
+    use(FormSource{size, piece});
+  });
+}
+
+void StoredCompiledCache::keep(const std::string& key, std::string form) {
+  key_ = key;
+  form_ = std::move(form);
+}
+
+void StoredCompiledCache::keepIn(Store& store) {
+  if (!key_.empty()) store.putCompiledDeclaration(key_, form_);
+  // Its memory serves the cycle's.
+  std::string().swap(key_);
+  std::string().swap(form_);
 }
 
 }  // namespace mesh::state
