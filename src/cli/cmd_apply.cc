@@ -15,6 +15,7 @@
 #include "cli/metrics.hh"
 #include "cli/output.hh"
 #include "cli/progress.hh"
+#include "state/compiled_cache.hh"
 #include "state/store.hh"
 #include "util/digest.hh"
 #include "util/error.hh"
@@ -168,7 +169,7 @@ int runApply(const std::string& declPath, CommonOptions& o, const ApplyOptions& 
     throw InputError("apply takes DECL or --plan FILE, not both: the plan names its declaration");
   if (!a.plan.empty()) return applyPlan(o, a);
   if (declPath.empty()) throw InputError("apply: name the declaration (DECL) or a --plan FILE");
-  CompiledToKeep compiled;
+  state::StoredCompiledCache compiled(o.stateDir);
   // Bad input: nothing touched yet. The process exits once this command returns:
   // the model is left to the exit, not freed a resource at a time (~0.5 ms of a
   // no-op apply of 5,000 files).
@@ -178,8 +179,7 @@ int runApply(const std::string& declPath, CommonOptions& o, const ApplyOptions& 
   auto store = state::Store::open(o.stateDir);
   // Parsed this time: the next apply of the same text reads it compiled. Before
   // the cycle, so that a cycle cut short still leaves it.
-  if (!compiled.key.empty()) store.putCompiledDeclaration(compiled.key, compiled.form);
-  compiled = {};
+  compiled.keepIn(store);
   // A text recorded as a generation already (every no-op apply) is not needed
   // again: the cycle only updates its row. Freed, its memory serves the cycle's.
   // The state lock is held, so the row stays until the cycle has used it.

@@ -10,6 +10,7 @@
 #include "cli/commands.hh"
 #include "cli/output.hh"
 #include "cli/progress.hh"
+#include "state/compiled_cache.hh"
 #include "state/store.hh"
 #include "util/digest.hh"
 #include "util/fs.hh"
@@ -29,8 +30,9 @@ void PlanOptions::addTo(CLI::App& cmd) {
 
 int runPlan(const std::string& declPath, CommonOptions& o, const PlanOptions& p) {
   o.resolve();
-  CompiledToKeep parsed;  // a plan writes nothing: what it parsed is not kept
-  const auto declaration = loadDeclarationFor(declPath, o, &parsed);
+  // A plan writes nothing: what it parsed is not kept (no keepIn).
+  state::StoredCompiledCache compiled(o.stateDir);
+  const auto declaration = loadDeclarationFor(declPath, o, &compiled);
   std::optional<state::StateLock> lock;
   std::optional<state::Store> store;
   if (state::StateDir{o.stateDir}.hasStore()) {

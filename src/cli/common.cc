@@ -133,26 +133,13 @@ void checkSerial(const decl::Declaration& d, const std::string& path, const Comm
 }  // namespace
 
 decl::Declaration loadDeclarationFor(const std::string& path, const CommonOptions& o,
-                                     CompiledToKeep* compiled) {
+                                     decl::CompiledCache* compiled) {
   auto po = o.parseOptions(std::filesystem::absolute(parentOf(path)).lexically_normal().string());
   const auto trusted = trust::loadTrustedKeys(o.trust, o.stateDir);
   po.checkText = [&trusted](const std::string& file, std::string_view text) {
     trust::verifyDeclaration(file, text, trusted);
   };
-  if (compiled) {
-    po.compiled.read = [&o](const std::string& key,
-                            const std::function<void(const decl::FormSource&)>& use) {
-      // Read a piece at a time, never held whole. A store that cannot be read
-      // is the cycle's to report, not the parse's: a miss.
-      state::Store::readCompiledDeclaration(o.stateDir, key,
-                                            [&](size_t size, const state::Store::FormPiece& piece) {
-                                              use(decl::FormSource{size, piece});
-                                            });
-    };
-    po.compiled.keep = [compiled](const std::string& key, std::string form) {
-      *compiled = {key, std::move(form)};
-    };
-  }
+  po.compiled = compiled;
   auto declaration = decl::loadDeclaration(path, po);
   if (!trusted.empty()) checkSerial(declaration, path, o);
   return declaration;

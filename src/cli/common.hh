@@ -66,14 +66,11 @@ struct CommonOptions {
 // operator keys, the declaration must carry a trusted signature over its exact
 // bytes, and a serial no lower than the highest this node applied (replay).
 //
-// With `compiled`, the declaration is first looked up compiled in the state store
-// (decl/compiled.hh: not parsed again while its text, this binary and the options
-// are the same); one it had to parse is left there as a key and a form for the
-// caller to keep (Store::putCompiledDeclaration) once it holds the store for writing.
-struct CompiledToKeep {
-  std::string key, form;  // key "" : nothing to keep
-};
+// With `compiled`, the declaration is first looked up there (decl/compiled.hh: not
+// parsed again while its text, this binary and the options are the same); one it
+// had to parse is offered to it (state/compiled_cache.hh holds it for the caller
+// to put in the store once it holds the store for writing).
 decl::Declaration loadDeclarationFor(const std::string& path, const CommonOptions& o,
-                                     CompiledToKeep* compiled = nullptr);
+                                     decl::CompiledCache* compiled = nullptr);
 
 }  // namespace mesh::cli

@@ -311,19 +311,19 @@ Declaration loadDeclaration(const std::string& path, ParseOptions options) {
 
   if (options.baseDir.empty() || options.baseDir == ".") options.baseDir = parentOf(path);
   onThisNode(options);
-  if (!options.compiled.read) return parseDeclaration(*text, path, options);
+  if (!options.compiled) return parseDeclaration(*text, path, options);
 
   const Digest digest = Digest::ofBytes(*text);
   const std::string key = compiledKey(digest, path, options);
   std::optional<Declaration> d;
-  options.compiled.read(key,
-                        [&](const FormSource& form) { d = loadCompiled(form, digest, options); });
+  options.compiled->read(key,
+                         [&](const FormSource& form) { d = loadCompiled(form, digest, options); });
   if (d) {
     d->text = std::move(*text);
     return std::move(*d);
   }
   auto parsed = parseDeclaration(*text, path, options);
-  if (options.compiled.keep) options.compiled.keep(key, compileDeclaration(parsed));
+  options.compiled->keep(key, compileDeclaration(parsed));
   return parsed;
 }
 

@@ -10,15 +10,14 @@
 #include <string_view>
 
 #include "decl/model.hh"
+#include "util/compiled_cache.hh"
 
 namespace mesh::decl {
 
-// A compiled form (compiled.hh) where it is kept, read a piece at a time.
-struct FormSource {
-  size_t size = 0;
-  // Copies the n bytes at `offset` into `out`; false when they cannot be read.
-  std::function<bool(size_t offset, char* out, size_t n)> read;
-};
+// A compiled form (compiled.hh) where it is kept, read a piece at a time, and
+// where compiled forms are kept (util/compiled_cache.hh).
+using FormSource = mesh::FormSource;
+using CompiledCache = mesh::CompiledCache;
 
 struct ParseOptions {
   // --node: a declared `node` must equal it.
@@ -40,15 +39,8 @@ struct ParseOptions {
   // throws (InputError) to refuse them. Unset: no check.
   std::function<void(const std::string& path, std::string_view text)> checkText;
   // Where loadDeclaration keeps compiled declarations (compiled.hh): it looks
-  // there first, by compiledKey, and offers what it had to parse. Unset: parse.
-  struct CompiledCache {
-    // The form kept under `key`, read in pieces: `use` is called with it (while
-    // it can be read) when there is one. Not handed over whole: at 50,000 files
-    // the form is 16 MB, which would be held while the model is decoded.
-    std::function<void(const std::string& key, const std::function<void(const FormSource&)>& use)>
-        read;
-    std::function<void(const std::string& key, std::string form)> keep;
-  } compiled;
+  // there first, by compiledKey, and offers it what it had to parse. Null: parse.
+  CompiledCache* compiled = nullptr;
 };
 
 [[nodiscard]] Declaration parseDeclaration(std::string_view text, const std::string& source,

@@ -1,6 +1,6 @@
 -- mesh-host state store, schema version 2 (Store::kSchemaVersion).
 -- Embedded into the binary at build time and run once, inside a transaction, on an
--- empty database; store.cc then stamps PRAGMA application_id and user_version.
+-- empty database; store/open.cc then stamps PRAGMA application_id and user_version.
 -- docs/state-store.md describes every column. Never store a secret here: credentials
 -- appear only as keyed digests computed by the credential kind.
 

@@ -16,6 +16,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "state/cycle_error.hh"
+#include "state/declaration_error.hh"
 #include "state/state_dir.hh"
 #include "util/fd.hh"
 #include "util/tally.hh"
@@ -259,7 +261,7 @@ class Store {
   // across a process crash; an OS crash may take back the last commits
   // (synchronous = NORMAL) unless it is Sync::Full: then the commit is synced
   // to disk before commit() returns. Otherwise what it wrote is synced as its
-  // writes' kinds say (WriteKind, state/store_impl.hh): records and the like
+  // writes' kinds say (WriteKind, state/store/impl.hh): records and the like
   // when the cycle finishes, a cycle's own row never on its own account.
   class Txn {
    public:
@@ -282,39 +284,6 @@ class Store {
   explicit Store(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
-
-// Why the last cycle could not run, in <stateDir>/last-error until a cycle
-// finishes (Store::finishCycle removes it): a cycle that fails before it starts
-// (the store cannot be opened, or is damaged) leaves no cycle row, so this file
-// is what `status` shows it by.
-struct CycleError {
-  int64_t at = 0;  // unix ms of the latest failure
-  std::string message;
-};
-// Writes <stateDir>/last-error atomically. Never throws: failing to note an
-// error must not hide the error itself.
-// It is written in place into <stateDir>/last-error.page (4 KiB, made by
-// prepareErrorPage while there is room), so that a full state directory does not
-// silence it; into last-error (atomically) only when the page cannot be had.
-void noteCycleError(const std::string& stateDir, const std::string& message) noexcept;
-// Makes last-error.page when missing (a read-write open of the store does).
-void prepareErrorPage(const std::string& stateDir) noexcept;
-std::optional<CycleError> lastCycleError(const std::string& stateDir);
-void clearCycleError(const std::string& stateDir);
-
-// The agent's declaration file as it is now does not load, so the agent keeps
-// converging the node to the last good one: <stateDir>/declaration-error, written
-// by the agent when a reload fails and removed when one succeeds or the agent
-// stops. `status` shows it (and fails), and so do the metrics.
-struct DeclarationError {
-  int64_t at = 0;             // unix ms of the latest failed load
-  std::string path;           // the declaration file
-  std::string message;        // what is wrong with it (file:line:column …)
-  bool keptLastGood = false;  // false: no declaration loaded yet, nothing is applied
-};
-void noteDeclarationError(const std::string& stateDir, const DeclarationError& e) noexcept;
-std::optional<DeclarationError> declarationError(const std::string& stateDir);
-void clearDeclarationError(const std::string& stateDir) noexcept;
 
 // One writer per state dir: an flock on <stateDir>/locks, a directory only the
 // state directory's owner may open (so no other user can take or hold up the

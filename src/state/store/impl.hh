@@ -1,5 +1,6 @@
-// The private state behind Store, shared by open.cc (opening, schema checks) and
-// store.cc (reads and writes). Not part of the state layer's interface.
+// The private state behind Store, shared by store/open.cc (opening, schema checks)
+// and the files of store/ that read and write its tables. Not part of the state
+// layer's interface.
 #pragma once
 
 #include <optional>

@@ -9,11 +9,12 @@
 #include <optional>
 #include <vector>
 
+#include "state/cycle_error.hh"
 #include "state/reader_vfs.hh"
 #include "state/schema_sql.hh"
 #include "state/stop_note.hh"
 #include "state/store.hh"
-#include "state/store_impl.hh"
+#include "state/store/impl.hh"
 #include "util/fd.hh"
 #include "util/fs.hh"
 #include "util/trusted_path.hh"
