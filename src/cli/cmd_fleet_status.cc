@@ -16,6 +16,7 @@
 #include "fleet/etcd.hh"
 #include "fleet/statement.hh"
 #include "fleet/view.hh"
+#include "fleet/view/check_ahead.hh"
 #include "util/text_safe.hh"
 
 namespace mesh::cli {
