@@ -17,6 +17,7 @@
 #include "fleet/statement.hh"
 #include "fleet/view.hh"
 #include "fleet/view/check_ahead.hh"
+#include "fleet/view/json.hh"
 #include "util/text_safe.hh"
 
 namespace mesh::cli {

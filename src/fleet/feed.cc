@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "fleet/view.hh"
+#include "fleet/view/json.hh"
 #include "util/error.hh"
 
 namespace mesh::fleet {

@@ -10,7 +10,6 @@
 
 #include <cstdint>
 #include <map>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -102,13 +101,6 @@ FleetView viewFleet(const EtcdRange& range, const FleetKeys& keys,
 FleetView viewFleet(EtcdRange&& range, const FleetKeys& keys,
                     const std::vector<trust::OperatorPublicKey>& trusted, int64_t nowMs,
                     VerifiedMemo* memo = nullptr);
-
-// The object `fleet status --json` prints and `fleet serve` sends (docs/fleet.md):
-// {"schema", "cluster", "revision", "nodes", "summary", "versions"}.
-nlohmann::json fleetJson(const FleetView& v);
-// fleetJson(v).dump(), byte for byte, written straight into the text: a fleet of 10,000
-// nodes without a tree of 250,000 JSON values built and torn down (`fleet status --json`).
-std::string fleetJsonText(const FleetView& v);
 
 // "mesh-op:DugJcJ8p…": a key shortened for tables and the page.
 std::string shortKey(const std::string& key);

@@ -2,6 +2,7 @@
 // nodes are judged on several threads: each node keeps its own verdict and its place.
 #include "fleet/view.hh"
 #include "fleet/view/check_ahead.hh"
+#include "fleet/view/json.hh"
 #include "util/text_safe.hh"
 
 #include <fmt/format.h>
