@@ -16,6 +16,7 @@
 #include "fleet/view/check_ahead.hh"
 #include "fleet/view/json.hh"
 #include "fleet/view/text.hh"
+#include "util/clock.hh"
 
 namespace mesh::cli {
 
@@ -52,7 +53,7 @@ int runFleetStatus(const FleetOptions& f) {
   ahead.stop();
   // The range is not needed after: its values are moved into the judgement, not copied.
   const auto& view =
-      *new fleet::FleetView(fleet::viewFleet(std::move(range), keys, trusted, nowMs(), &memo));
+      *new fleet::FleetView(fleet::viewFleet(std::move(range), keys, trusted, unixNowMs(), &memo));
   // The memo is written while the answer is: it only spares work, so an answer cut
   // short before it is written costs the next run its checks, nothing more.
   auto saving = std::async(std::launch::async, [&] {

@@ -11,6 +11,7 @@
 #include "cli/output.hh"
 #include "cli/progress.hh"
 #include "state/store.hh"
+#include "util/clock.hh"
 #include "util/digest.hh"
 #include "util/fs.hh"
 #include "util/text_safe.hh"
@@ -52,7 +53,7 @@ int runPlan(const std::string& declPath, CommonOptions& o, const PlanOptions& p)
     file.declaration = declaration.text;
     file.declarationDigest = Digest::ofBytes(declaration.text).str();
     file.version = kVersion;
-    file.plannedAtMs = apply::nowMs();
+    file.plannedAtMs = unixNowMs();
     file.resources = apply::plannedResources(report);
     atomicWrite(std::filesystem::absolute(p.out).string(), apply::encodePlanFile(file), 0600);
   }
