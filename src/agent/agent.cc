@@ -12,7 +12,6 @@
 
 #include "agent/core.hh"
 #include "agent/drift_watch.hh"
-#include "agent/duration.hh"
 #include "agent/events.hh"
 #include "agent/fleet_start.hh"
 #include "agent/locked_run.hh"
@@ -20,6 +19,7 @@
 #include "agent/schedule.hh"
 #include "fleet/node_signed.hh"
 #include "state/drift_note.hh"
+#include "util/duration.hh"
 #include "util/fd.hh"
 
 namespace mesh::agent {

@@ -8,12 +8,12 @@
 
 #include <fmt/format.h>
 
-#include "agent/duration.hh"
 #include "apply/churn.hh"
 #include "state/drift_note.hh"
 #include "state/store.hh"
 #include "util/clock.hh"
 #include "util/digest.hh"
+#include "util/duration.hh"
 #include "util/error.hh"
 #include "util/fs.hh"
 
