@@ -111,7 +111,7 @@ class Agent {
     } catch (const Error& e) {
       log_.log(
           Level::Warning,
-          std::string("mesh-host: warning: drift is repaired at the interval only: ") + e.what());
+          std::string("drift is repaired at the interval only: ") + e.what());
     }
 
     while (!core_.done()) {

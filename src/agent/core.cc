@@ -354,7 +354,7 @@ void AgentCore::backOff(Clock::time_point now) {
       std::min(cap, driftBackoff_.count() ? driftBackoff_ * 2 : std::chrono::milliseconds(1000));
   driftNotBefore_ = now + driftBackoff_;
   log_.log(Level::Warning,
-           fmt::format("mesh-host: warning: {}: repaired again soon after the last repair (an "
+           fmt::format("{}: repaired again soon after the last repair (an "
                        "outside writer fights it); the next repair by event waits {} ms",
                        runningTrigger_, driftBackoff_.count()),
            {{"trigger", runningTrigger_}, {"backoff_ms", driftBackoff_.count()}});
@@ -389,7 +389,7 @@ void AgentCore::cycleDone(Clock::time_point now, LockedRun run) {
     failBackoff_ = {};
     status = logReport(*run.report);
     if (!run.afterCycleError.empty())
-      log_.log(Level::Warning, "mesh-host: warning: after the cycle: " + run.afterCycleError,
+      log_.log(Level::Warning, "after the cycle: " + run.afterCycleError,
                {{"cycle", run.report->cycle}});
   } else if (!run.error.empty()) {
     // Drift keeps coming (a busy writer) while no cycle can run (a full state
