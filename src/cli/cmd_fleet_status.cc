@@ -17,6 +17,7 @@
 #include "fleet/view/json.hh"
 #include "fleet/view/text.hh"
 #include "util/clock.hh"
+#include "util/leak_at_exit.hh"
 
 namespace mesh::cli {
 
@@ -44,7 +45,7 @@ int runFleetStatus(const FleetOptions& f) {
   // it as the range arrives; what is not checked by the end of the read is checked after.
   // The memo and the judged fleet (tens of thousands of strings at 10,000 nodes) are left
   // to the process's exit, not freed one at a time: runFleetStatus runs once a process.
-  auto& memo = *new fleet::VerifiedMemo;
+  auto& memo = leakAtExit<fleet::VerifiedMemo>();
   const std::string dir = memoDir();
   bool kept = false;
   fleet::CheckAhead ahead(keys, trusted, memo, [&] { kept = !dir.empty() && memo.persistIn(dir); });
@@ -52,8 +53,8 @@ int runFleetStatus(const FleetOptions& f) {
       fleet::readFleet(client, keys, [&](const fleet::EtcdKeyValue& kv) { ahead.see(kv); });
   ahead.stop();
   // The range is not needed after: its values are moved into the judgement, not copied.
-  const auto& view =
-      *new fleet::FleetView(fleet::viewFleet(std::move(range), keys, trusted, unixNowMs(), &memo));
+  const auto& view = leakAtExit<fleet::FleetView>(
+      fleet::viewFleet(std::move(range), keys, trusted, unixNowMs(), &memo));
   // The memo is written while the answer is: it only spares work, so an answer cut
   // short before it is written costs the next run its checks, nothing more.
   auto saving = std::async(std::launch::async, [&] {
