@@ -109,9 +109,7 @@ class Agent {
       events.watchDrift(drift->fd());
       core_.setDrift(&*drift);
     } catch (const Error& e) {
-      log_.log(
-          Level::Warning,
-          std::string("drift is repaired at the interval only: ") + e.what());
+      log_.log(Level::Warning, std::string("drift is repaired at the interval only: ") + e.what());
     }
 
     while (!core_.done()) {

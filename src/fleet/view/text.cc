@@ -71,8 +71,7 @@ std::vector<std::string> fleetTextLines(const FleetView& view) {
   std::vector<std::string> out;
   if (view.nodes.empty()) {
     out.push_back(fmt::format("cluster {}: no nodes (nothing under {} at revision {})",
-                              view.cluster, FleetKeys{view.cluster}.nodesPrefix(),
-                              view.revision));
+                              view.cluster, FleetKeys{view.cluster}.nodesPrefix(), view.revision));
     return out;
   }
   std::vector<std::vector<std::string>> rows = {

@@ -59,7 +59,6 @@ class PushedBy {
   std::map<VersionKey, Newest> by_;
 };
 
-
 std::vector<VersionView> versionsOf(const std::vector<NodeView>& views, const PushedBy& pushed);
 
 }  // namespace mesh::fleet

@@ -112,22 +112,22 @@ TEST(FleetView, TheTextAndTheJsonSayTheSameOfEachNode) {
     const bool hasStatus = !n["applied_revision"].is_null();
     EXPECT_EQ(cells[5], hasStatus ? std::to_string(n["failed"].get<int>()) : "-");
     EXPECT_EQ(cells[6], hasStatus ? std::to_string(n["churning"].size()) : "-");
-    for (const auto& r : n["reasons"]) reasons.push_back(n["node"].get<std::string>() + ": " +
-                                                         r.get<std::string>());
+    for (const auto& r : n["reasons"])
+      reasons.push_back(n["node"].get<std::string>() + ": " + r.get<std::string>());
   }
   // After the table and a blank line: every node's reasons, in the JSON's order.
   ASSERT_EQ(lines[nodes.size() + 1], "");
   ASSERT_GE(lines.size(), nodes.size() + 2 + reasons.size());
-  const std::vector<std::string> shown(lines.begin() + static_cast<long>(nodes.size()) + 2,
-                                       lines.begin() +
-                                           static_cast<long>(nodes.size() + 2 + reasons.size()));
+  const std::vector<std::string> shown(
+      lines.begin() + static_cast<long>(nodes.size()) + 2,
+      lines.begin() + static_cast<long>(nodes.size() + 2 + reasons.size()));
   EXPECT_EQ(shown, reasons);
 
   // The tally: the JSON's summary, state by state.
   const auto& summary = json["summary"];
-  std::string tally = "cluster prod at revision 41: " +
-                      std::to_string(summary["nodes"].get<int>()) + " node(s), " +
-                      std::to_string(summary["converged"].get<int>()) + " converged";
+  std::string tally =
+      "cluster prod at revision 41: " + std::to_string(summary["nodes"].get<int>()) + " node(s), " +
+      std::to_string(summary["converged"].get<int>()) + " converged";
   for (const char* state :
        {"forged", "unenrolled", "down", "behind", "refused", "failing", "churning"})
     if (summary[state].get<int>() > 0)
@@ -139,11 +139,11 @@ TEST(FleetView, TheTextAndTheJsonSayTheSameOfEachNode) {
   });
   ASSERT_NE(versionsLine, lines.end());
   for (const auto& ver : json["versions"])
-    EXPECT_NE(versionsLine->find(std::to_string(ver["nodes"].size()) + " node(s) " +
-                                 (ver["digest"].is_null()
-                                      ? std::string("with nothing applied")
-                                      : "on serial " + serialCell(ver["serial"]))),
-              std::string::npos)
+    EXPECT_NE(
+        versionsLine->find(std::to_string(ver["nodes"].size()) + " node(s) " +
+                           (ver["digest"].is_null() ? std::string("with nothing applied")
+                                                    : "on serial " + serialCell(ver["serial"]))),
+        std::string::npos)
         << *versionsLine;
 }
 
