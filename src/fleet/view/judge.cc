@@ -6,20 +6,13 @@
 #include <chrono>
 
 #include "fleet/node_signed.hh"
+#include "fleet/view/words.hh"
 #include "util/error.hh"
 #include "util/time_text.hh"
 
 namespace mesh::fleet {
 
 namespace {
-
-std::string serialText(const std::optional<int64_t>& v) {
-  return v ? std::to_string(*v) : "-";
-}
-
-std::string digestText(const std::string& digest) {
-  return digest.empty() ? "-" : shortDigest(digest);
-}
 
 // Convergence by content: a refusal counts when it names the very value pushed now, and
 // a node is behind unless its status carries the pushed digest and serial.

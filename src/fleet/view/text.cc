@@ -7,20 +7,13 @@
 
 #include "fleet/protocol.hh"
 #include "fleet/statement.hh"
+#include "fleet/view/words.hh"
 #include "util/text_safe.hh"
 #include "util/time_text.hh"
 
 namespace mesh::fleet {
 
 namespace {
-
-std::string serialText(const std::optional<int64_t>& v) {
-  return v ? std::to_string(*v) : "-";
-}
-
-std::string digestText(const std::string& digest) {
-  return digest.empty() ? "-" : shortDigest(digest);
-}
 
 // The table: columns padded to their widest cell, each cell escaped first.
 void tableLines(std::vector<std::vector<std::string>> rows, std::vector<std::string>& out) {
