@@ -12,7 +12,6 @@
 
 #include "agent/core.hh"
 #include "agent/drift_watch.hh"
-#include "agent/duration.hh"
 #include "agent/events.hh"
 #include "agent/fleet_start.hh"
 #include "agent/locked_run.hh"
@@ -20,6 +19,7 @@
 #include "agent/schedule.hh"
 #include "fleet/node_signed.hh"
 #include "state/drift_note.hh"
+#include "util/duration.hh"
 #include "util/fd.hh"
 
 namespace mesh::agent {
@@ -109,9 +109,7 @@ class Agent {
       events.watchDrift(drift->fd());
       core_.setDrift(&*drift);
     } catch (const Error& e) {
-      log_.log(
-          Level::Warning,
-          std::string("mesh-host: warning: drift is repaired at the interval only: ") + e.what());
+      log_.log(Level::Warning, std::string("drift is repaired at the interval only: ") + e.what());
     }
 
     while (!core_.done()) {

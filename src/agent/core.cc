@@ -8,11 +8,12 @@
 
 #include <fmt/format.h>
 
-#include "agent/duration.hh"
 #include "apply/churn.hh"
 #include "state/drift_note.hh"
 #include "state/store.hh"
+#include "util/clock.hh"
 #include "util/digest.hh"
+#include "util/duration.hh"
 #include "util/error.hh"
 #include "util/fs.hh"
 
@@ -75,7 +76,7 @@ bool AgentCore::reload(const std::string& why) {
   if (r.ok)
     state::clearDeclarationError(o_.settings.stateDir);
   else
-    state::noteDeclarationError(o_.settings.stateDir, {apply::nowMs(), o_.declarationPath, r.error,
+    state::noteDeclarationError(o_.settings.stateDir, {unixNowMs(), o_.declarationPath, r.error,
                                                        declaration_.current() != nullptr});
   if (r.ok) {
     if (r.changed && why != "start")
@@ -104,7 +105,7 @@ void AgentCore::terminate(int signal) {
   // resource it is at (tests wait for the line). What stopped it, before the flag.
   if (!stop_.load()) {
     stopSignal_.store(signal);
-    stopAtMs_.store(apply::nowMs());
+    stopAtMs_.store(unixNowMs());
   }
   stop_.store(true);
   if (!stopping_)
@@ -274,7 +275,7 @@ void AgentCore::fleetHooks(LockedRunHooks& hooks) {
                   envelope = a.envelope](state::Store& store) {
     auto cached = store.fleetDeclaration(key);
     if (!cached || cached->revision != revision || cached->envelope != envelope)
-      store.putFleetDeclaration({key, revision, envelope, apply::nowMs()});
+      store.putFleetDeclaration({key, revision, envelope, unixNowMs()});
   };
   hooks.after = [this, after = o_.afterCycle, revision = a.revision, serial = a.declaration.serial,
                  digest = a.declaration.digest.str(),
@@ -290,7 +291,7 @@ void AgentCore::fleetHooks(LockedRunHooks& hooks) {
     st.declarationDigest = digest;
     st.revision = revision;
     st.cycle = report.cycle;
-    st.lastCycleAtMs = apply::nowMs();
+    st.lastCycleAtMs = unixNowMs();
     st.cycleMs = report.ms;
     st.trigger = trigger;
     st.created = report.tally.created;
@@ -330,7 +331,7 @@ void AgentCore::rewatch(Clock::time_point now, const LockedRun& run) {
   std::map<std::string, std::string> outside;
   for (const auto& [id, path] : during)
     if (repair || !changed.count(id)) outside.emplace(id, path);
-  state::noteDrift(o_.settings.stateDir, {apply::nowMs(), static_cast<int64_t>(drift_->watched()),
+  state::noteDrift(o_.settings.stateDir, {unixNowMs(), static_cast<int64_t>(drift_->watched()),
                                           static_cast<int64_t>(drift_->unwatched()), driftRepairs_,
                                           driftBackoff_.count()});
   if (outside.empty()) return;
@@ -353,7 +354,7 @@ void AgentCore::backOff(Clock::time_point now) {
       std::min(cap, driftBackoff_.count() ? driftBackoff_ * 2 : std::chrono::milliseconds(1000));
   driftNotBefore_ = now + driftBackoff_;
   log_.log(Level::Warning,
-           fmt::format("mesh-host: warning: {}: repaired again soon after the last repair (an "
+           fmt::format("{}: repaired again soon after the last repair (an "
                        "outside writer fights it); the next repair by event waits {} ms",
                        runningTrigger_, driftBackoff_.count()),
            {{"trigger", runningTrigger_}, {"backoff_ms", driftBackoff_.count()}});
@@ -388,7 +389,7 @@ void AgentCore::cycleDone(Clock::time_point now, LockedRun run) {
     failBackoff_ = {};
     status = logReport(*run.report);
     if (!run.afterCycleError.empty())
-      log_.log(Level::Warning, "mesh-host: warning: after the cycle: " + run.afterCycleError,
+      log_.log(Level::Warning, "after the cycle: " + run.afterCycleError,
                {{"cycle", run.report->cycle}});
   } else if (!run.error.empty()) {
     // Drift keeps coming (a busy writer) while no cycle can run (a full state

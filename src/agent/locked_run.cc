@@ -3,6 +3,7 @@
 #include <chrono>
 #include <thread>
 
+#include "util/clock.hh"
 #include "util/error.hh"
 #include "util/fs.hh"
 
@@ -58,7 +59,7 @@ LockedRun runLocked(const apply::Settings& settings, const decl::Declaration& de
     if (run.report->interrupted) {
       state::CycleStop why = hooks.stopCause ? hooks.stopCause() : state::CycleStop{};
       why.cycle = run.report->cycle;
-      if (why.at == 0) why.at = apply::nowMs();
+      if (why.at == 0) why.at = unixNowMs();
       state::noteCycleStopped(settings.stateDir, why);
     }
     if (hooks.after) {

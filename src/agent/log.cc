@@ -1,4 +1,5 @@
 #include "agent/log.hh"
+#include "util/clock.hh"
 #include "util/text_safe.hh"
 
 #include <sys/uio.h>
@@ -9,7 +10,6 @@
 
 #include <cctype>
 #include <cerrno>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
@@ -28,11 +28,6 @@ std::string isoTimeMs(int64_t unixMs) {
   char buf[32];
   std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
   return fmt::format("{}.{:03}Z", buf, unixMs % 1000);
-}
-
-int64_t nowUnixMs() {
-  using namespace std::chrono;
-  return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
 }
 
 }  // namespace
@@ -130,7 +125,7 @@ void Logger::log(Level level, const std::string& msg, const nlohmann::json& fiel
     if (sd_journal_sendv(iov.data(), static_cast<int>(iov.size())) >= 0) return;
     // journald not listening on its native socket: the stream below still is.
   }
-  const std::string line = formatLogLine(format_, journal_, level, msg, fields, nowUnixMs());
+  const std::string line = formatLogLine(format_, journal_, level, msg, fields, unixNowMs());
   std::lock_guard<std::mutex> guard(mutex_);
   size_t done = 0;
   while (done < line.size()) {

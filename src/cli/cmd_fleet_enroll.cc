@@ -16,6 +16,7 @@
 #include "fleet/protocol.hh"
 #include "trust/node_key.hh"
 #include "trust/operator_key.hh"
+#include "util/clock.hh"
 #include "util/error.hh"
 #include "util/text_safe.hh"
 
@@ -56,7 +57,7 @@ int runFleetEnroll(const FleetOptions& f, const FleetEnrollOptions& e) {
     const auto it = j.is_object() ? j.find("key") : j.end();
     if (it != j.end() && it->is_string()) previous = it->get<std::string>();
   }
-  const int64_t at = nowMs();
+  const int64_t at = unixNowMs();
   const auto revision =
       client.put(key, fleet::encodeEnrollment(f.cluster, e.node, publicKey, at, op));
   const bool same = previous == publicKey.text();

@@ -7,12 +7,12 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
-#include "agent/duration.hh"
 #include "cli/commands.hh"
 #include "cli/fleet_common.hh"
 #include "cli/output.hh"
 #include "fleet/etcd.hh"
 #include "fleet/push.hh"
+#include "util/duration.hh"
 #include "util/error.hh"
 #include "util/fs.hh"
 #include "util/text_safe.hh"
@@ -73,7 +73,7 @@ fleet::PushRequest requestOf(const FleetOptions& f, const FleetPushOptions& p) {
   if (r.selector.items.empty())
     throw InputError("fleet push: name the nodes to push to with --node NAME or --nodes LIST");
   r.maxParallelRestarts = p.maxParallelRestarts;
-  r.lockTimeout = agent::parseDuration(p.lockTimeout, "--lock-timeout");
+  r.lockTimeout = parseDuration(p.lockTimeout, "--lock-timeout");
   r.declarationPath = p.declaration;
   std::optional<std::string> text;
   try {
@@ -90,8 +90,8 @@ fleet::PushRequest requestOf(const FleetOptions& f, const FleetPushOptions& p) {
 
 int runFleetPush(const FleetOptions& f, const FleetPushOptions& p) {
   const auto request = requestOf(f, p);
-  std::optional<agent::Millis> waitFor;
-  if (!p.wait.empty()) waitFor = agent::parseDuration(p.wait, "--wait");
+  std::optional<Millis> waitFor;
+  if (!p.wait.empty()) waitFor = parseDuration(p.wait, "--wait");
   const auto key = trust::OperatorKey::load(p.key);
 
   fleet::EtcdClient client(etcdConfigOf(f));

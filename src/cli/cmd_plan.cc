@@ -12,6 +12,7 @@
 #include "cli/progress.hh"
 #include "state/compiled_cache.hh"
 #include "state/store.hh"
+#include "util/clock.hh"
 #include "util/digest.hh"
 #include "util/fs.hh"
 #include "util/text_safe.hh"
@@ -57,7 +58,7 @@ int runPlan(const std::string& declPath, CommonOptions& o, const PlanOptions& p)
     file.declaration = declaration.text;
     file.declarationDigest = Digest::ofBytes(declaration.text).str();
     file.version = kVersion;
-    file.plannedAtMs = apply::nowMs();
+    file.plannedAtMs = unixNowMs();
     file.resources = apply::plannedResources(report);
     atomicWrite(std::filesystem::absolute(p.out).string(), apply::encodePlanFile(file), 0600);
   }

@@ -6,7 +6,6 @@
 
 #include "agent/agent.hh"
 #include "agent/agent_lock.hh"
-#include "agent/duration.hh"
 #include "agent/log.hh"
 #include "cli/commands.hh"
 #include "cli/metrics.hh"
@@ -14,6 +13,7 @@
 #include "decl/parse.hh"
 #include "fleet/protocol.hh"
 #include "trust/signing.hh"
+#include "util/duration.hh"
 #include "util/error.hh"
 #include "util/fs.hh"
 
@@ -117,8 +117,8 @@ int runFleetNode(CommonOptions& o, const RunOptions& r, agent::AgentOptions& a) 
 int runRun(CommonOptions& o, const RunOptions& r) {
   o.resolve();
   agent::AgentOptions a;
-  a.interval = agent::parseDuration(r.interval, "--interval");
-  a.splay = agent::parseDuration(r.splay, "--splay");
+  a.interval = parseDuration(r.interval, "--interval");
+  a.splay = parseDuration(r.splay, "--splay");
   if (a.interval.count() == 0) throw InputError("--interval {}: must be more than 0", r.interval);
   if (!r.etcd.empty()) return runFleetNode(o, r, a);
   const auto& c = r.etcdConnection;

@@ -1,7 +1,5 @@
 #include "cli/fleet_common.hh"
 
-#include <chrono>
-
 namespace mesh::cli {
 
 void FleetOptions::addTo(CLI::App& cmd, bool takesJson) {
@@ -14,12 +12,6 @@ void FleetOptions::addTo(CLI::App& cmd, bool takesJson) {
       ->default_str("default");
   if (takesJson) cmd.add_flag("--json", json, "machine-readable output on stdout");
   connection.addTo(cmd);
-}
-
-int64_t nowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
 }
 
 std::string serialText(const std::optional<int64_t>& v) {

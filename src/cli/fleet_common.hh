@@ -13,8 +13,6 @@
 
 namespace mesh::cli {
 
-int64_t nowMs();  // unix ms
-
 // A serial as the CLI prints it: "-" for none.
 std::string serialText(const std::optional<int64_t>& v);
 

@@ -8,6 +8,7 @@
 #include "apply/churn.hh"
 #include "apply/process_info.hh"
 #include "state/drift_note.hh"
+#include "util/clock.hh"
 #include "util/fs.hh"
 #include "util/text_safe.hh"
 
@@ -92,7 +93,7 @@ MetricsSnapshot metricsSnapshot(const apply::CycleReport& report, state::Store& 
   s.durationSeconds = static_cast<double>(report.ms) / 1000.0;
   s.tally = report.tally;
   s.interrupted = report.interrupted;
-  int64_t finishedMs = apply::nowMs();
+  int64_t finishedMs = unixNowMs();
   if (auto last = store.lastCycle(); last && last->cycle == report.cycle) {
     if (last->finishedAt != 0) finishedMs = last->finishedAt;
     s.generation = last->generation;

@@ -3,17 +3,13 @@
 #include <algorithm>
 
 #include "fleet/view.hh"
+#include "fleet/view/json.hh"
+#include "util/clock.hh"
 #include "util/error.hh"
 
 namespace mesh::fleet {
 
 namespace {
-
-int64_t unixNowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 // A watch is renewed this often when nothing happens (a quiet watch costs nothing).
 constexpr std::chrono::seconds kWatchRenew{60};

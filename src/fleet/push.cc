@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <chrono>
 #include <limits>
 #include <map>
 #include <set>
@@ -14,18 +13,13 @@
 #include "fleet/push_lock.hh"
 #include "trust/replay.hh"
 #include "trust/signing.hh"
+#include "util/clock.hh"
 #include "util/digest.hh"
 #include "util/error.hh"
 
 namespace mesh::fleet {
 
 namespace {
-
-int64_t unixMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 // The target nodes, sorted: the names, and the known nodes each glob matches.
 std::vector<std::string> resolveTargets(const Selector& selector,
@@ -274,7 +268,7 @@ PushReport push(EtcdClient& etcd, const trust::OperatorKey& key, const PushReque
   }
   if (!refusals.empty()) throw InputError(fmt::format("{}", fmt::join(refusals, "\n")));
 
-  st.pushedAtMs = unixMs();
+  st.pushedAtMs = unixNowMs();
   PushedDeclaration pushed;
   pushed.statement = encodeStatement(st);
   pushed.signature = trust::signatureText(key, pushed.statement);

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "fleet/json_value.hh"
+#include "util/clock.hh"
 #include "util/error.hh"
 #include "util/text_safe.hh"
 
@@ -15,12 +16,6 @@ namespace mesh::fleet {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-int64_t unixMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 std::string durationText(std::chrono::milliseconds d) {
   return d.count() % 1000 == 0 ? fmt::format("{}s", d.count() / 1000)
@@ -36,7 +31,7 @@ PushLock::PushLock(EtcdClient& etcd, const FleetKeys& keys, const std::string& p
   char host[256] = {0};
   ::gethostname(host, sizeof host - 1);
   const std::string holder = jsonData(nlohmann::json{
-      {"pushed_by", pushedBy}, {"host", host}, {"pid", ::getpid()}, {"since_ms", unixMs()}});
+      {"pushed_by", pushedBy}, {"host", host}, {"pid", ::getpid()}, {"since_ms", unixNowMs()}});
   lease_ = etcd_.grantLease(kLockTtl);
   renewed_ = Clock::now();
   const auto deadline = Clock::now() + timeout;

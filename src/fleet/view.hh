@@ -3,19 +3,15 @@
 // the reasons of each node that is not converged, and how many nodes run which declaration
 // and who pushed it. A pure function of the range, the trusted operator keys and the clock,
 // so that `fleet status` and `fleet serve` cannot judge a node differently; the states and
-// their precedence are documented in docs/fleet.md.
+// their precedence are documented in docs/fleet.md. The folder fleet/view/ holds its parts:
+// the judgement, the renderers (JSON and text) and the checking ahead of signatures
+// while the range is still read (a thread of its own: view/check_ahead.hh).
 #pragma once
 
-#include <condition_variable>
 #include <cstdint>
-#include <deque>
-#include <functional>
 #include <map>
-#include <mutex>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "fleet/enroll.hh"
@@ -105,50 +101,6 @@ FleetView viewFleet(const EtcdRange& range, const FleetKeys& keys,
 FleetView viewFleet(EtcdRange&& range, const FleetKeys& keys,
                     const std::vector<trust::OperatorPublicKey>& trusted, int64_t nowMs,
                     VerifiedMemo* memo = nullptr);
-
-// Checks signatures while a range is still being read (EtcdClient::getPrefix's onKv), into
-// a memo that viewFleet then finds them in: on one thread of its own, each node's
-// enrollment and status (checkAhead, fleet/enroll.hh) as soon as both are in. `prepare`
-// runs first on that thread (the memo's loading: nothing touches the memo before it
-// ends). stop() drops what is not checked yet (viewFleet checks it) and waits.
-class CheckAhead {
- public:
-  CheckAhead(const FleetKeys& keys, const std::vector<trust::OperatorPublicKey>& trusted,
-             VerifiedMemo& memo, std::function<void()> prepare);
-  ~CheckAhead() { stop(); }
-  CheckAhead(const CheckAhead&) = delete;
-  CheckAhead& operator=(const CheckAhead&) = delete;
-  // Each key as read, in key order (a node's enrollment comes before its status).
-  void see(const EtcdKeyValue& kv);
-  void stop();
-  // Checks everything seen so far, then stops (what a test waits for).
-  void finish();
-
- private:
-  struct Job {
-    std::string node, enrollment, status;
-  };
-  void run();
-  const FleetKeys& keys_;
-  const std::string prefix_;
-  const std::vector<trust::OperatorPublicKey>& trusted_;
-  VerifiedMemo& memo_;
-  std::function<void()> prepare_;
-  std::string node_, enrollment_;  // the node being read, and its enrollment if seen
-  std::vector<Job> batch_;         // handed over a few at a time
-  std::mutex mutex_;
-  std::condition_variable wake_;
-  std::deque<Job> jobs_;
-  bool stopping_ = false, dropRest_ = true;
-  std::thread thread_;
-};
-
-// The object `fleet status --json` prints and `fleet serve` sends (docs/fleet.md):
-// {"schema", "cluster", "revision", "nodes", "summary", "versions"}.
-nlohmann::json fleetJson(const FleetView& v);
-// fleetJson(v).dump(), byte for byte, written straight into the text: a fleet of 10,000
-// nodes without a tree of 250,000 JSON values built and torn down (`fleet status --json`).
-std::string fleetJsonText(const FleetView& v);
 
 // "mesh-op:DugJcJ8p…": a key shortened for tables and the page.
 std::string shortKey(const std::string& key);

@@ -1,6 +1,8 @@
 // The fleet's judgement (fleet/view.hh) on a range built here, large enough that the
 // nodes are judged on several threads: each node keeps its own verdict and its place.
 #include "fleet/view.hh"
+#include "fleet/view/check_ahead.hh"
+#include "fleet/view/json.hh"
 #include "util/text_safe.hh"
 
 #include <fmt/format.h>

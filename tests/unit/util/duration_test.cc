@@ -1,10 +1,10 @@
-#include "agent/duration.hh"
+#include "util/duration.hh"
 
 #include <gtest/gtest.h>
 
 #include "util/error.hh"
 
-namespace mesh::agent {
+namespace mesh {
 namespace {
 
 using std::chrono::milliseconds;
@@ -47,4 +47,4 @@ TEST(Duration, FormatsTheShortestExactForm) {
 }
 
 }  // namespace
-}  // namespace mesh::agent
+}  // namespace mesh

@@ -1,11 +1,11 @@
-#include "agent/duration.hh"
+#include "util/duration.hh"
 
 #include <cstdint>
 
 #include "util/error.hh"
 #include "util/timespan.hh"
 
-namespace mesh::agent {
+namespace mesh {
 
 Millis parseDuration(std::string_view text, const std::string& option) {
   const auto us = parseTimeSpanUs(text);
@@ -24,4 +24,4 @@ std::string formatDuration(Millis d) {
   return std::to_string(ms) + "ms";
 }
 
-}  // namespace mesh::agent
+}  // namespace mesh
