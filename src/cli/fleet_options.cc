@@ -20,8 +20,7 @@ CLI::Option* addEtcdOption(CLI::App& cmd, std::vector<std::string>& etcd, const 
                       "of a cluster, comma-separated or with --etcd repeated; a node uses one "
                       "member and moves to another when it fails")
       ->option_text("URL[,URL…]")
-      ->expected(1)
-      ->delimiter(',');
+      ->allow_extra_args(false);
 }
 
 std::string etcdEndpoints(const std::vector<std::string>& etcd) {
