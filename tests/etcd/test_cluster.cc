@@ -31,8 +31,8 @@ std::unique_ptr<TestCluster> TestCluster::start() {
   }
   c->dir = tmpl;
   int status = 0;
-  const auto out = shellOutput("ETCD_OWNER_PID=" + std::to_string(::getpid()) + " " +
-                                   etcdScript() + " cluster-start " + c->dir + " 2>&1",
+  const auto out = shellOutput("ETCD_OWNER_PID=" + std::to_string(::getpid()) + " " + etcdScript() +
+                                   " cluster-start " + c->dir + " 2>&1",
                                &status);
   if (status != 0) {
     c->failure = "etcd.sh cluster-start failed: " + out;

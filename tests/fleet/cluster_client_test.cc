@@ -7,8 +7,8 @@
 #include <condition_variable>
 #include <mutex>
 #include <set>
-#include <thread>
 #include <string>
+#include <thread>
 
 #include "fleet/etcd.hh"
 #include "fleet/etcd/members.hh"
@@ -86,8 +86,7 @@ TEST_F(EtcdCluster, WithQuorumLostTheErrorSaysHowManyMembersAnswerAndNoneHasALea
         << msg;
     EXPECT_NE(msg.find("etcd at " + cluster->member[0] + " has no leader"), std::string::npos)
         << msg;
-    EXPECT_NE(msg.find("etcd at " + cluster->member[1] + " unreachable"), std::string::npos)
-        << msg;
+    EXPECT_NE(msg.find("etcd at " + cluster->member[1] + " unreachable"), std::string::npos) << msg;
   }
   // Back to a majority: the same client is served again.
   cluster->restart(2);

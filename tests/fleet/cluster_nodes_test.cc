@@ -76,18 +76,26 @@ class ClusterNodes : public FleetTest {
   void startNode(const std::string& name) {
     const std::string root = work + "/" + name, stateDir = root + "/var/lib/mesh-host";
     fs::create_directories(root);
-    Result init = runCommand({MESH_HOST_BIN, "key", "init", "--root", root, "--state-dir", stateDir});
+    Result init =
+        runCommand({MESH_HOST_BIN, "key", "init", "--root", root, "--state-dir", stateDir});
     ASSERT_EQ(init.code, 0) << init.err;
-    Result enroll = runCommand(fleetArgv(
-        "enroll", {"--key", keyFile, name, init.out.substr(0, init.out.find('\n'))}));
+    Result enroll = runCommand(
+        fleetArgv("enroll", {"--key", keyFile, name, init.out.substr(0, init.out.find('\n'))}));
     ASSERT_EQ(enroll.code, 0) << enroll.out << enroll.err;
     logs[name] = work + "/" + name + ".log";
     roots[name] = root;
-    nodes[name] = ::mesh::test::spawnChild(
-        {MESH_HOST_BIN, "run", "--etcd", url, "--cluster", cluster, "--node", name, "--root", root,
-         "--state-dir", stateDir, "--trust", operatorKey.text(), "--interval", "1s", "--splay",
-         "0", "--supervisor", "builtin", "--blobs", blobs},
-        logs[name], "", ::mesh::test::Output::Append);
+    nodes[name] = ::mesh::test::spawnChild({MESH_HOST_BIN,  "run",
+                                            "--etcd",       url,
+                                            "--cluster",    cluster,
+                                            "--node",       name,
+                                            "--root",       root,
+                                            "--state-dir",  stateDir,
+                                            "--trust",      operatorKey.text(),
+                                            "--interval",   "1s",
+                                            "--splay",      "0",
+                                            "--supervisor", "builtin",
+                                            "--blobs",      blobs},
+                                           logs[name], "", ::mesh::test::Output::Append);
   }
 
   // Waits on a watch of the node's status key until its status carries a cycle of the
@@ -126,8 +134,8 @@ class ClusterNodes : public FleetTest {
         from = 0;  // the test's own client moved too: read again there
       }
     }
-    EXPECT_TRUE(done) << node << ": revision " << rev << " not applied within "
-                      << timeout.count() << " ms; log:\n"
+    EXPECT_TRUE(done) << node << ": revision " << rev << " not applied within " << timeout.count()
+                      << " ms; log:\n"
                       << slurp(logs[node]);
     return done;
   }
@@ -150,8 +158,8 @@ class ClusterNodes : public FleetTest {
   std::string serviceBundle() {
     const std::string src = work + "/bundle-src";
     fs::create_directories(src + "/bin");
-    std::ofstream(src + "/bin/svc") << fmt::format(
-        "#!/bin/sh\necho \"start $1\" >> {}\nexec sleep 100000\n", shared);
+    std::ofstream(src + "/bin/svc")
+        << fmt::format("#!/bin/sh\necho \"start $1\" >> {}\nexec sleep 100000\n", shared);
     fs::permissions(src + "/bin/svc", fs::perms::owner_all | fs::perms::group_read |
                                           fs::perms::group_exec | fs::perms::others_read |
                                           fs::perms::others_exec);

@@ -63,7 +63,8 @@ namespace {
 using Kind = EtcdMemberFailed::Kind;
 
 // What every member said when none could serve `what`, in the words of what was seen.
-Error noMemberCould(const std::string& what, const std::vector<std::pair<Kind, std::string>>& seen) {
+Error noMemberCould(const std::string& what,
+                    const std::vector<std::pair<Kind, std::string>>& seen) {
   std::size_t noLeader = 0, tried = 0;
   std::string details;
   for (const auto& [kind, words] : seen) {
@@ -304,9 +305,8 @@ EtcdTxnResult EtcdClient::txn(const std::vector<EtcdCompare>& compares,
                   success.empty() ? "" : ", first on " + shown(success[0].key));
   const json body = txnBody(compares, success, failure);
   try {
-    auto r = onMembers(what, Resend::IfNotApplied, [&](std::size_t m) {
-      return unary(m).post("/v3/kv/txn", body, what);
-    });
+    auto r = onMembers(what, Resend::IfNotApplied,
+                       [&](std::size_t m) { return unary(m).post("/v3/kv/txn", body, what); });
     return {flag(r, "succeeded"), i64(r.value("header", json::object()), "revision")};
   } catch (const EtcdMemberFailed& e) {
     if (!e.mayHaveApplied()) throw;
@@ -353,8 +353,9 @@ EtcdTxnResult EtcdClient::settleTxn(const std::vector<EtcdCompare>& compares,
   bool hold = true;
   for (const auto& c : compares) {
     const auto it = now.find(c.key);
-    hold = hold && (c.modRevision == 0 ? it == now.end()
-                                       : it != now.end() && it->second.modRevision == c.modRevision);
+    hold =
+        hold && (c.modRevision == 0 ? it == now.end()
+                                    : it != now.end() && it->second.modRevision == c.modRevision);
   }
   // Nothing applied (the compares still hold, so neither branch ran): the same request
   // again, on the member in use now. Only once: a second uncertain failure is the caller's.

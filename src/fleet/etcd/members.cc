@@ -12,8 +12,8 @@ std::vector<std::string> Members::parse(const std::string& list) {
   std::size_t start = 0;
   for (;;) {
     const auto comma = list.find(',', start);
-    std::string one = list.substr(start, comma == std::string::npos ? std::string::npos
-                                                                    : comma - start);
+    std::string one =
+        list.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
     while (!one.empty() && one.front() == ' ') one.erase(0, 1);
     while (!one.empty() && (one.back() == '/' || one.back() == ' ')) one.pop_back();
     if (one.empty())

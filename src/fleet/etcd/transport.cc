@@ -108,18 +108,18 @@ void throwTransferFailed(CURL* curl, CURLcode rc, const char* errbuf, const std:
   switch (rc) {
     case CURLE_COULDNT_CONNECT:
     case CURLE_COULDNT_RESOLVE_HOST:
-      throw EtcdMemberFailed(Kind::Unreachable, member,
-                             fmt::format("etcd at {} unreachable: {} (during {})", member, words,
-                                         what));
+      throw EtcdMemberFailed(
+          Kind::Unreachable, member,
+          fmt::format("etcd at {} unreachable: {} (during {})", member, words, what));
     case CURLE_OPERATION_TIMEDOUT: {
       long status = 0;
       double totalS = 0;
       curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
       curl_easy_getinfo(curl, CURLINFO_TOTAL_TIME, &totalS);
       if (sentBytes == 0)
-        throw EtcdMemberFailed(Kind::Unreachable, member,
-                               fmt::format("etcd at {} unreachable: {} (during {})", member,
-                                           words, what));
+        throw EtcdMemberFailed(
+            Kind::Unreachable, member,
+            fmt::format("etcd at {} unreachable: {} (during {})", member, words, what));
       throw EtcdMemberFailed(
           Kind::Hung, member,
           fmt::format("etcd at {} hung: connected, {} in {:.1f} s (during {})", member,
@@ -131,9 +131,9 @@ void throwTransferFailed(CURL* curl, CURLcode rc, const char* errbuf, const std:
     case CURLE_PARTIAL_FILE:
     case CURLE_HTTP2:
     case CURLE_HTTP2_STREAM:
-      throw EtcdMemberFailed(Kind::Dropped, member,
-                             fmt::format("etcd at {} dropped the connection: {} (during {})",
-                                         member, words, what));
+      throw EtcdMemberFailed(
+          Kind::Dropped, member,
+          fmt::format("etcd at {} dropped the connection: {} (during {})", member, words, what));
     default:
       throw Error("etcd at {} unreachable: {} (during {})", member, words, what);
   }
@@ -143,13 +143,13 @@ void throwIfMemberFault(long status, const std::string& message, const std::stri
                         const std::string& what) {
   using Kind = EtcdMemberFailed::Kind;
   if (message.find("no leader") != std::string::npos)
-    throw EtcdMemberFailed(Kind::NoLeader, member,
-                           fmt::format("etcd at {} has no leader ({}; during {})", member,
-                                       message, what));
+    throw EtcdMemberFailed(
+        Kind::NoLeader, member,
+        fmt::format("etcd at {} has no leader ({}; during {})", member, message, what));
   if (status >= 500)
-    throw EtcdMemberFailed(Kind::ServerError, member,
-                           fmt::format("etcd {} failed at {}: HTTP {} {}", what, member, status,
-                                       message));
+    throw EtcdMemberFailed(
+        Kind::ServerError, member,
+        fmt::format("etcd {} failed at {}: HTTP {} {}", what, member, status, message));
 }
 
 std::string curlMessage(CURLcode rc, const char* errbuf) {

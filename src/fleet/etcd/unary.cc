@@ -37,8 +37,7 @@ CurlHandle& created(std::unique_ptr<CurlHandle>& handle) {
 }  // namespace
 
 Unary::Unary(std::mutex& mutex, std::unique_ptr<CurlHandle>& handle, const EtcdConfig& config,
-             std::string member, Auth* auth, std::chrono::milliseconds timeout,
-             HeaderSeen onHeader)
+             std::string member, Auth* auth, std::chrono::milliseconds timeout, HeaderSeen onHeader)
     : lock_(mutex),
       handle_(created(handle)),
       config_(config),

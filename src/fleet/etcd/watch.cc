@@ -4,10 +4,10 @@
 // loses its leader. A member that failed it — refused, ended, no answer to its creation in
 // kAnswerBudget, unreachable — is an EtcdMemberFailed and hands over to the next member;
 // a watch on a member another call of the same configuration left (the heartbeat's
-// keep-alive found it hung) ends too, so that the watcher follows. Its rules: the gateway streams newline-delimited JSON objects; each
-// batch of events goes to the callback, which ends the watch by returning false; a
-// stream error or a canceled watch is a mesh::Error (EtcdCompacted for a compacted start
-// revision, AuthExpired for a refused token, renewed once by watch()); every line's
+// keep-alive found it hung) ends too, so that the watcher follows. Its rules: the gateway streams
+// newline-delimited JSON objects; each batch of events goes to the callback, which ends the watch
+// by returning false; a stream error or a canceled watch is a mesh::Error (EtcdCompacted for a
+// compacted start revision, AuthExpired for a refused token, renewed once by watch()); every line's
 // header is shown to the identity guard; a timeout is no failure unless etcd cannot be
 // connected to within kConnectBudget; `cancel` ends a quiet watch through libcurl's
 // progress callback. Nothing thrown crosses libcurl's C frames: it is kept and
@@ -216,10 +216,10 @@ bool EtcdClient::watchOnce(const std::string& keyOrPrefix, std::int64_t fromRevi
   if (progress.moved)
     throw EtcdMemberFailed(
         Kind::Dropped, member,
-        fmt::format("etcd at {} left for {} ({}); {} ends there", member, this->member(),
-                    members_->lastFailure(m).empty() ? "it failed another call"
-                                                     : members_->lastFailure(m),
-                    what));
+        fmt::format(
+            "etcd at {} left for {} ({}); {} ends there", member, this->member(),
+            members_->lastFailure(m).empty() ? "it failed another call" : members_->lastFailure(m),
+            what));
   if (progress.hung)
     throw EtcdMemberFailed(Kind::Hung, member,
                            fmt::format("etcd at {} hung: connected, no answer in {} s (during {})",
