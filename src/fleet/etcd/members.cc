@@ -19,7 +19,10 @@ std::vector<std::string> Members::parse(const std::string& list) {
     if (one.empty())
       throw InputError("etcd endpoints {}: an empty entry; give URL,URL,… (no empty ones)", list);
     if (!one.starts_with("http://") && !one.starts_with("https://"))
-      throw InputError("etcd endpoint {}: expected http://HOST:PORT or https://HOST:PORT", one);
+      throw InputError(
+          "etcd endpoint {}: expected an http:// or https:// URL (etcd's client URL, "
+          "http://HOST:PORT)",
+          one);
     if (std::find(out.begin(), out.end(), one) == out.end()) out.push_back(one);
     if (comma == std::string::npos) break;
     start = comma + 1;
