@@ -63,7 +63,13 @@ FleetLink::FleetLink(FleetOptions options, std::string stateDir, Logger& log,
     log_.log(Level::Warning,
              std::string("mesh-host: warning: cannot read the serial applied last: ") + e.what());
   }
-  slotsEtcd_ = std::make_unique<fleet::EtcdClient>(etcdConfig(), kRequestTimeout);
+  // The first client: its configuration (etcdConfig()) carries the members every other
+  // client of this link shares, so that the watch, the heartbeat and the reads use one
+  // member and move together.
+  fleet::EtcdConfig c = o_.connection;
+  c.endpoint = o_.endpoint;
+  if (c.spreadBy.empty()) c.spreadBy = o_.node;
+  slotsEtcd_ = std::make_unique<fleet::EtcdClient>(c, kRequestTimeout);
   slots_ = std::make_unique<fleet::RestartSlots>(*slotsEtcd_, keys_, o_.node);
 }
 
@@ -275,6 +281,10 @@ void FleetLink::watchLoop(int64_t resumeAfter) {
   int64_t from = 0;
   auto backoff = o_.backoffMin;
   bool down = false;
+  // Members failed in a row; after as many as there are, an outage.
+  std::size_t moves = 0;
+  std::string watchedThrough;  // the member the last watch was made on
+  const std::size_t etcdMembers = std::count(o_.endpoint.begin(), o_.endpoint.end(), ',') + 1;
   while (!cancel_.load()) {
     try {
       if (from == 0 || down) {
@@ -290,11 +300,21 @@ void FleetLink::watchLoop(int64_t resumeAfter) {
         from = range.revision + 1;
       }
       if (down) {
-        log_.info("etcd at " + o_.endpoint + " reachable again; watching " + declarationKey_ +
-                  " from revision " + std::to_string(from));
+        log_.info("etcd at " + etcd.member() + " answers; watching " + declarationKey_ +
+                      " from revision " + std::to_string(from),
+                  {{"member", etcd.member()}});
         down = false;
       }
+      moves = 0;
       // The watch starts from `from`: nothing put since the read can be missed any more.
+      if (!watchedThrough.empty() && watchedThrough != etcd.member())
+        log_.info("watching " + declarationKey_ + " through etcd at " + etcd.member() +
+                      " from revision " + std::to_string(from),
+                  {{"member", etcd.member()}});
+      if (watchedThrough.empty())
+        log_.info("watching " + declarationKey_ + " through etcd at " + etcd.member(),
+                  {{"member", etcd.member()}});
+      watchedThrough = etcd.member();
       noteLinked(true, false, "");
       etcd.watch(
           declarationKey_, from,
@@ -323,6 +343,28 @@ void FleetLink::watchLoop(int64_t resumeAfter) {
       from = 0;
       down = false;
       backoff = o_.backoffMin;
+    } catch (const fleet::EtcdMemberFailed& e) {
+      // The client has moved to the next member: read there and watch again at once (the
+      // read holds every put up to its revision, and a value already judged is known by
+      // its content: nothing missed, nothing applied twice). Once round the members
+      // without an answer, back off as for any outage.
+      const std::string next = etcd.member();
+      noteLinked(false, false, e.what());
+      down = true;
+      if (++moves < etcdMembers && next != e.member()) {
+        log_.log(Level::Warning,
+                 std::string("mesh-host: warning: ") + e.what() + "; moving to " + next,
+                 {{"member", e.member()}, {"next", next}});
+        continue;
+      }
+      if (moves == etcdMembers)
+        log_.log(Level::Warning,
+                 std::string("mesh-host: warning: ") + e.what() +
+                     "; no member of etcd serves the watch; the last accepted declaration "
+                     "stays in force; retrying with backoff",
+                 {{"member", e.member()}});
+      if (!pause(backoff)) break;
+      backoff = std::min(backoff * 2, o_.backoffMax);
     } catch (const std::exception& e) {
       if (!down)
         log_.log(Level::Warning,
@@ -368,13 +410,20 @@ void FleetLink::heartbeatLoop() {
     beatWanted_ = false;
     lock.unlock();
     bool put = false;
+    bool called = false;  // a call to etcd succeeded in this round
     try {
       // Liveness is the lease: a keep-alive renews it without a write (etcd's revision
       // stays); only a new lease is written to — its heartbeat, status and seen copy.
-      if (lease == 0 || (beating && etcd.keepAliveOnce(lease) == 0)) {
+      // After a failure the round is a keep-alive again, whatever asked for it: "answers
+      // again" is said only after a call to etcd really succeeded.
+      const bool renew = beating || down;
+      const bool expired = lease != 0 && renew && etcd.keepAliveOnce(lease) == 0;
+      called = lease != 0 && renew;
+      if (lease == 0 || expired) {
         if (lease != 0) log_.info("the node's lease in etcd had expired; publishing on a new one");
         written.reset();
         lease = etcd.grantLease(ttl_.count());
+        called = true;
       }
       if (heartbeatOn != lease) {
         const fleet::Heartbeat h{o_.node, o_.cluster, ::getpid(), apply::nowMs(), lease};
@@ -393,7 +442,9 @@ void FleetLink::heartbeatLoop() {
         written = status;
         put = true;
       }
-      if (down) log_.info("etcd at " + o_.endpoint + " reachable again; status published");
+      if (down && called)
+        log_.info("etcd at " + etcd.member() + " answers again; status published",
+                  {{"member", etcd.member()}});
       down = false;
       failing = false;
       backoff = o_.backoffMin;
@@ -408,7 +459,7 @@ void FleetLink::heartbeatLoop() {
         log_.log(Level::Warning,
                  std::string("mesh-host: warning: cannot publish the node's status: ") + e.what() +
                      "; retrying with backoff",
-                 {{"endpoint", o_.endpoint}});
+                 {{"endpoint", etcd.member()}});
       noteLinked(false, false, e.what());
       down = true;
       failing = true;
@@ -434,9 +485,7 @@ void FleetLink::beat() {
 }
 
 fleet::EtcdConfig FleetLink::etcdConfig() const {
-  fleet::EtcdConfig c = o_.connection;
-  c.endpoint = o_.endpoint;
-  return c;
+  return slotsEtcd_->config();
 }
 
 void FleetLink::noteLinked(bool watching, bool published, const std::string& unreachable) {

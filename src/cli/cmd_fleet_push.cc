@@ -94,7 +94,10 @@ int runFleetPush(const FleetOptions& f, const FleetPushOptions& p) {
   if (!p.wait.empty()) waitFor = parseDuration(p.wait, "--wait");
   const auto key = trust::OperatorKey::load(p.key);
 
-  fleet::EtcdClient client(etcdConfigOf(f));
+  auto config = etcdConfigOf(f);
+  // Through a leader election, calls keep trying as long as a push waits for the lock.
+  config.retryWithin = request.lockTimeout;
+  fleet::EtcdClient client(config);
   fleet::PushEvents events;
   events.warn = warnLine;
   events.progress = [](const fleet::PushedNode& n) {

@@ -39,12 +39,11 @@ void RunOptions::addTo(CLI::App& cmd) {
       ->default_str("text");
   cmd.add_option("--metrics", metrics, "node_exporter textfile written after each cycle")
       ->option_text("FILE");
-  cmd.add_option("--etcd", etcd,
-                 "fleet mode: take the declaration from etcd at URL "
-                 "(/mesh/<cluster>/nodes/<node>/declaration, pushed with mesh-host fleet push), "
-                 "apply each new revision at once, publish this node's status there; requires "
-                 "a trusted operator key")
-      ->option_text("URL");
+  addEtcdOption(cmd, etcd,
+                "fleet mode: take the declaration from etcd "
+                "(/mesh/<cluster>/nodes/<node>/declaration, pushed with mesh-host fleet push), "
+                "apply each new revision at once, publish this node's status there; requires "
+                "a trusted operator key");
   cmd.add_option("--cluster", cluster,
                  "fleet mode: the cluster's name in etcd keys (default "
                  "default)")
@@ -89,11 +88,9 @@ int runFleetNode(CommonOptions& o, const RunOptions& r, agent::AgentOptions& a) 
   fleet::checkFleetName(o.node, "--node");
   fleet::checkFleetName(r.cluster, "--cluster");
   agent::FleetOptions f;
-  f.endpoint = r.etcd;
-  while (!f.endpoint.empty() && f.endpoint.back() == '/') f.endpoint.pop_back();
-  if (!f.endpoint.starts_with("http://") && !f.endpoint.starts_with("https://"))
-    throw InputError("--etcd {}: expected an http:// or https:// URL (etcd's client URL)", r.etcd);
+  f.endpoint = etcdEndpoints(r.etcd);
   f.connection = r.etcdConnection.config(f.endpoint);
+  f.connection.spreadBy = o.node;  // the nodes of a fleet spread over the members
   f.cluster = r.cluster;
   f.node = o.node;
   f.version = kVersion;

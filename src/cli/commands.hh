@@ -81,7 +81,9 @@ struct RunOptions {
   std::string splay = "30s";
   std::string logFormat = "text";
   std::string metrics;  // node_exporter textfile written after each cycle; "" none
-  std::string etcd;     // fleet mode: the etcd endpoint the declaration comes from; "" none
+  // fleet mode: the etcd endpoints the declaration comes from (--etcd, repeatable, each
+  // one URL or a comma-separated list); empty none
+  std::vector<std::string> etcd;
   std::string cluster = "default";
   EtcdConnectionOptions etcdConnection;  // fleet mode: TLS and auth
   void addTo(CLI::App& cmd);
@@ -122,7 +124,7 @@ int runSign(const std::string& declPath, const SignOptions& s);
 // `fleet push|status`: the operator's side of fleet mode, through etcd (docs/fleet.md).
 // Neither touches this machine's state store, so they take none of the common options.
 struct FleetOptions {
-  std::string etcd;  // the etcd endpoint, "http://host:2379"
+  std::vector<std::string> etcd;  // --etcd: the members' client URLs, "http://host:2379"
   std::string cluster = "default";
   bool json = false;
   EtcdConnectionOptions connection;  // TLS and auth (cli/fleet_options.hh)

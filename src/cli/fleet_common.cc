@@ -3,9 +3,7 @@
 namespace mesh::cli {
 
 void FleetOptions::addTo(CLI::App& cmd, bool takesJson) {
-  cmd.add_option("--etcd", etcd, "the etcd endpoint (http://host:2379)")
-      ->option_text("URL")
-      ->required();
+  addEtcdOption(cmd, etcd, "etcd")->required();
   cmd.add_option("--cluster", cluster,
                  "the cluster: its keys live under /mesh/NAME/ (default default)")
       ->option_text("NAME")
@@ -19,13 +17,13 @@ std::string serialText(const std::optional<int64_t>& v) {
 }
 
 std::string endpointOf(const FleetOptions& f) {
-  std::string url = f.etcd;
-  while (url.size() > 1 && url.back() == '/') url.pop_back();
-  return url;
+  return etcdEndpoints(f.etcd);
 }
 
 fleet::EtcdConfig etcdConfigOf(const FleetOptions& f) {
-  return f.connection.config(endpointOf(f));
+  auto c = f.connection.config(endpointOf(f));
+  c.retryWithin = kFleetRetryWithin;
+  return c;
 }
 
 fleet::FleetKeys keysOf(const FleetOptions& f) {

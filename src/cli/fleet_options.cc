@@ -5,11 +5,35 @@
 #include <cerrno>
 #include <cstring>
 
+#include "fleet/etcd/members.hh"
 #include "trust/key_file.hh"
 #include "trust/signing.hh"
 #include "util/error.hh"
 
 namespace mesh::cli {
+
+CLI::Option* addEtcdOption(CLI::App& cmd, std::vector<std::string>& etcd, const std::string& what) {
+  return cmd
+      .add_option("--etcd", etcd,
+                  what +
+                      ": the client URL of an etcd member (http://host:2379), or of each member "
+                      "of a cluster, comma-separated or with --etcd repeated; a node uses one "
+                      "member and moves to another when it fails")
+      ->option_text("URL[,URL…]")
+      ->allow_extra_args(false);
+}
+
+std::string etcdEndpoints(const std::vector<std::string>& etcd) {
+  std::string given, joined;
+  for (const auto& one : etcd) given += (given.empty() ? "" : ",") + one;
+  try {
+    for (const auto& url : fleet::etcd::Members::parse(given))
+      joined += (joined.empty() ? "" : ",") + url;
+  } catch (const InputError& e) {
+    throw InputError("--etcd: {}", e.what());
+  }
+  return joined;
+}
 
 void EtcdConnectionOptions::addTo(CLI::App& cmd) {
   cmd.add_option("--etcd-cacert", cacert,
@@ -42,16 +66,17 @@ void mustBeReadable(const std::string& path, const char* option) {
 
 }  // namespace
 
-fleet::EtcdConfig EtcdConnectionOptions::config(const std::string& endpoint) const {
+fleet::EtcdConfig EtcdConnectionOptions::config(const std::string& endpoints) const {
   fleet::EtcdConfig c;
-  c.endpoint = endpoint;
-  while (c.endpoint.size() > 1 && c.endpoint.back() == '/') c.endpoint.pop_back();
+  c.endpoint = endpoints;
   const bool tls = !cacert.empty() || !cert.empty() || !key.empty();
-  if (tls && !c.endpoint.starts_with("https://"))
-    throw InputError(
-        "--etcd {}: --etcd-cacert, --etcd-cert and --etcd-key are for TLS; use an https:// "
-        "endpoint",
-        endpoint);
+  if (tls)
+    for (const auto& url : fleet::etcd::Members::parse(endpoints))
+      if (!url.starts_with("https://"))
+        throw InputError(
+            "--etcd {}: --etcd-cacert, --etcd-cert and --etcd-key are for TLS; use an https:// "
+            "endpoint",
+            url);
   if (cert.empty() != key.empty())
     throw InputError("--etcd-cert and --etcd-key go together: give both, or neither");
   if (!cacert.empty()) mustBeReadable(cacert, "--etcd-cacert");

@@ -14,15 +14,23 @@
 
 namespace mesh::cli {
 
+// --etcd URL[,URL…], repeatable (etcdctl's --endpoints): the client URLs of one etcd
+// cluster's members; `what` says what the command does with it.
+CLI::Option* addEtcdOption(CLI::App& cmd, std::vector<std::string>& etcd, const std::string& what);
+// The --etcd values as one comma-separated list, each URL checked (http:// or https://,
+// no empty entry, trailing slashes dropped); throws InputError.
+std::string etcdEndpoints(const std::vector<std::string>& etcd);
+
 struct EtcdConnectionOptions {
   std::string cacert, cert, key;  // --etcd-cacert, --etcd-cert, --etcd-key (PEM files)
   std::string user;               // --etcd-user
   std::string passwordFile;       // --etcd-password-file
   void addTo(CLI::App& cmd);
-  // The client's configuration for `endpoint`; reads the password file (a key file:
-  // refused when others may read or write it). Throws InputError for options that do
-  // not go together, a file that is missing, or TLS options with an http:// endpoint.
-  fleet::EtcdConfig config(const std::string& endpoint) const;
+  // The client's configuration for `endpoints` (etcdEndpoints()); reads the password file
+  // (a key file: refused when others may read or write it). Throws InputError for options
+  // that do not go together, a file that is missing, or TLS options with an http://
+  // endpoint. TLS and the user apply to every member.
+  fleet::EtcdConfig config(const std::string& endpoints) const;
 };
 
 // --trust KEY (repeatable): the operator keys whose enrollments `fleet status` accepts.

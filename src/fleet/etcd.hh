@@ -3,11 +3,16 @@
 // etcd's gRPC API (KV/Range over HTTP/2) when etcd serves it there. It hides the
 // gateway's quirks: keys and values travel as base64, int64 fields arrive as JSON
 // strings, zero-valued fields are left out, and watch answers with a stream of
-// newline-delimited JSON objects. Its parts, one concept per file, are in fleet/etcd/. Every
-// failure is a mesh::Error naming the endpoint or the operation ("etcd at URL unreachable: ...",
-// "etcd put KEY failed: HTTP 400 ..."); a watch from a compacted revision throws EtcdCompacted. A
-// watch's timeout is no failure (it returns false) unless etcd cannot be connected to. See
-// docs/etcd.md.
+// newline-delimited JSON objects. Its parts, one concept per file, are in fleet/etcd/.
+//
+// A client speaks to one member of a cluster at a time (fleet/etcd/members.hh): every
+// request asks for a member with a leader (the `hasleader` metadata, as etcd's own client's
+// WithRequireLeader), and a member that cannot serve a call — unreachable, hung (no answer
+// in kAnswerBudget), without a leader, dropping the connection, or answering 5xx — hands
+// over to the next. Every failure is a mesh::Error naming what was seen and where ("etcd at
+// URL unreachable: ...", "etcd at URL has no leader ...", "etcd put KEY failed: HTTP 400
+// ..."); a watch from a compacted revision throws EtcdCompacted. A watch's timeout is no
+// failure (it returns false) unless etcd cannot be connected to. See docs/etcd.md.
 #pragma once
 
 #include <atomic>
@@ -26,17 +31,65 @@
 
 namespace mesh::fleet {
 
+namespace etcd {
+class Members;  // etcd/members.hh: the cluster's members, which one is in use
+}  // namespace etcd
+
 // How to reach etcd: the endpoint, and for a secured etcd the TLS files and the user.
 // TLS: `caCert` (PEM) verifies the server (default: the system's CAs); `clientCert`
 // and `clientKey` (PEM) are presented to an etcd that asks for client certificates.
 // Auth: with `user` set, the client authenticates (POST /v3/auth/authenticate) before
 // its first request and sends the token in the Authorization header; a token etcd no
 // longer accepts (it expired, etcd restarted) is renewed once and the call retried.
+// The TLS files and the user apply to every member.
 struct EtcdConfig {
-  std::string endpoint;  // http://host:2379 or https://host:2379
+  // http://host:2379 or https://host:2379, or the client URLs of a cluster's members
+  // separated by commas (etcdctl's --endpoints).
+  std::string endpoint;
   std::string caCert, clientCert, clientKey;
   std::string user;
   std::shared_ptr<const Secret> password;  // with `user`; never printed
+  // A name whose hash picks the member used first (a node's name, so that nodes spread
+  // over the members); "" the first.
+  std::string spreadBy;
+  // How long a call keeps trying, with backoff, while some member answers but none can
+  // serve it (an election, quorum lost for a while); 0: once round the members. Calls
+  // fail at once when no member can be connected to.
+  std::chrono::milliseconds retryWithin{0};
+  // Shared by every client made from a copy of this configuration (set by the first
+  // client: EtcdClient::config() carries it); null until then.
+  std::shared_ptr<etcd::Members> members;
+};
+
+// How long a member may take to start answering a unary call, or a watch's creation,
+// before it counts as hung and the client moves on.
+inline constexpr std::chrono::milliseconds kAnswerBudget{2000};
+
+// One member could not serve a call, and what was seen. The client moves to the next
+// member and sends the call again there, unless it was a transaction the member may have
+// applied (see EtcdClient::txn). What leaves the client is this when the call cannot be
+// sent again, else a plain Error with every member's words.
+class EtcdMemberFailed : public Error {
+ public:
+  enum class Kind {
+    Unreachable,  // no connection could be made: nothing was sent
+    Hung,         // connected, and no answer within the budget
+    NoLeader,     // it answered "etcdserver: no leader": refused, nothing applied
+    Dropped,      // the connection or the stream ended before the answer was whole
+    ServerError,  // any other 5xx: "request timed out", "leader changed", ...
+  };
+  EtcdMemberFailed(Kind kind, std::string member, const std::string& what)
+      : Error(what), kind_(kind), member_(std::move(member)) {}
+  Kind kind() const { return kind_; }
+  const std::string& member() const { return member_; }
+  // The request was sent and no answer says it was refused.
+  bool mayHaveApplied() const {
+    return kind_ == Kind::Hung || kind_ == Kind::Dropped || kind_ == Kind::ServerError;
+  }
+
+ private:
+  Kind kind_;
+  std::string member_;
 };
 
 namespace etcd {
@@ -143,7 +196,10 @@ class EtcdClient {
   EtcdClient(const EtcdClient&) = delete;
   EtcdClient& operator=(const EtcdClient&) = delete;
 
+  // The endpoints as given (one URL, or the members' separated by commas).
   const std::string& endpoint() const { return endpoint_; }
+  // The member in use now.
+  std::string member() const;
   const EtcdConfig& config() const { return config_; }
   std::chrono::milliseconds requestTimeout() const { return requestTimeout_; }
 
@@ -187,6 +243,13 @@ class EtcdClient {
 
   // One transaction: when every compare holds, runs `success`, else `failure`, all at one
   // revision. At most kEtcdMaxTxnOps compares, and as many operations per branch.
+  // A member that fails it after it was sent (hung, dropped, 5xx) may have applied it;
+  // then the keys are read on another member and the transaction is judged there: every
+  // put of `success` in place with its value → it succeeded (at the puts' revision);
+  // every compare still holding → nothing was applied, and it is sent again; else it
+  // failed (something else changed a key). Sound for what fleet mode sends: each
+  // transaction is conditional on the revisions it read, and puts values that name their
+  // writer (a signed statement, a push's lock holder), so that a value in place is its own.
   EtcdTxnResult txn(const std::vector<EtcdCompare>& compares, const std::vector<EtcdOp>& success,
                     const std::vector<EtcdOp>& failure = {});
 
@@ -234,8 +297,18 @@ class EtcdClient {
 
  private:
   void noteHeader(const std::string& clusterId, std::int64_t revision);
-  // One unary call on handle_, holding mutex_ while it lives.
-  etcd::Unary unary();
+  // One unary call to member `m` on handle_, holding mutex_ while it lives.
+  etcd::Unary unary(std::size_t m);
+  // How a call may be sent again on another member after one failed it.
+  enum class Resend { Always, IfNotApplied };
+  // Runs call(member) on the member in use, then on the next ones while members fail it
+  // (EtcdMemberFailed), for up to config_.retryWithin; throws what was seen.
+  template <class Call>
+  auto onMembers(const std::string& what, Resend resend, Call&& call) -> decltype(call(0));
+  // A transaction a member may have applied, judged on another (see txn).
+  EtcdTxnResult settleTxn(const std::vector<EtcdCompare>& compares,
+                          const std::vector<EtcdOp>& success, const std::vector<EtcdOp>& failure,
+                          const EtcdMemberFailed& failed);
   mutable std::mutex identityMutex_;  // guards identity_ and guarded_
   Identity identity_;
   bool guarded_ = false;
@@ -243,7 +316,8 @@ class EtcdClient {
                  const WatchCallback& callback, std::chrono::milliseconds timeout, WatchScope scope,
                  const std::atomic<bool>* cancel, const std::string& token);
   EtcdConfig config_;
-  std::unique_ptr<etcd::Auth> auth_;  // null without a user
+  std::shared_ptr<etcd::Members> members_;  // config_.members
+  std::unique_ptr<etcd::Auth> auth_;        // null without a user
   std::string endpoint_;
   std::chrono::milliseconds requestTimeout_;
   std::mutex mutex_;  // guards handle_: one reused connection for unary calls

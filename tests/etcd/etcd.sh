@@ -22,6 +22,21 @@
 #      ETCD_AUTH_TOKEN_TTL=S at start: how long an auth token lasts (etcd's default 300 s)
 #      (both are kept in DIR/mode, so that resume starts it the same way)
 # Fast raft timings (10 ms heartbeat, 100 ms election) make a single node healthy in ~0.2 s.
+#
+# Cluster mode: three members on loopback (plain http, no auth), for the failure tests.
+#   etcd.sh cluster-start DIR      start members 1, 2 and 3 (data in DIR/m1 … DIR/m3, each with
+#                                  its pid, ports and etcd.log); returns once every member's
+#                                  /health answers true and prints the client URLs, comma-separated
+#                                  (also in DIR/urls; member N's alone in DIR/mN/url)
+#   etcd.sh cluster-stop DIR       stop every member and remove DIR (ETCD_KEEP=1 keeps it)
+#   etcd.sh member-kill DIR N      SIGKILL member N (a crash: data and ports kept)
+#   etcd.sh member-stop DIR N      SIGTERM member N, waiting until it is gone
+#   etcd.sh member-start DIR N     start member N again with its data; returns once it is healthy
+#   etcd.sh member-pause DIR N     SIGSTOP member N: it holds its sockets and answers nothing
+#   etcd.sh member-resume DIR N    SIGCONT member N
+#   etcd.sh leader DIR             the number of the member that is leader now (waits up to 10 s)
+#   ETCD_OWNER_PID works as for start. Raft timings: 50 ms heartbeat, 500 ms election, so that
+#   a loaded machine does not trigger elections of its own.
 set -euo pipefail
 
 die() { echo "etcd.sh: $*" >&2; exit 1; }
@@ -180,10 +195,136 @@ stop() {
   [ "${ETCD_KEEP:-0}" = 1 ] || rm -rf "$D"
 }
 
+# --- cluster mode -------------------------------------------------------------------------
+members="1 2 3"
+member_dir() { echo "$D/m$1"; }
+initial_cluster() {
+  local n c p out=""
+  for n in $members; do
+    read -r c p < "$(member_dir "$n")/ports"
+    out="$out${out:+,}m$n=http://127.0.0.1:$p"
+  done
+  echo "$out"
+}
+
+# Starts member N with its data (a fresh member joins as one of the new cluster).
+launch_member() {
+  local M c p
+  M=$(member_dir "$1")
+  read -r c p < "$M/ports"
+  setsid env -i PATH=/usr/bin:/bin /usr/bin/etcd --name "m$1" --data-dir "$M/data" \
+    --listen-client-urls "http://127.0.0.1:$c" --advertise-client-urls "http://127.0.0.1:$c" \
+    --listen-peer-urls "http://127.0.0.1:$p" --initial-advertise-peer-urls "http://127.0.0.1:$p" \
+    --initial-cluster "$(initial_cluster)" --initial-cluster-state new \
+    --initial-cluster-token "${ETCD_CLUSTER_TOKEN:-etcd-cluster}-$(basename "$D")" \
+    --heartbeat-interval=50 --election-timeout=500 \
+    --logger zap --log-outputs "$M/etcd.log" </dev/null >/dev/null 2>&1 &
+  echo $! > "$M/pid"
+}
+
+member_healthy() { healthy "$(cat "$(member_dir "$1")/url")"; }
+
+wait_member() {
+  local M; M=$(member_dir "$1")
+  for _ in $(seq 1 300); do
+    member_healthy "$1" && return 0
+    alive "$(cat "$M/pid")" || die "member $1 exited; log: $(tail -c 2000 "$M/etcd.log")"
+    sleep 0.05
+  done
+  die "member $1 not healthy after 15 s; log: $(tail -c 2000 "$M/etcd.log")"
+}
+
+cluster_start() {
+  [ -x /usr/bin/etcd ] || die "/usr/bin/etcd is missing: run scripts/install-deps"
+  mkdir -p "$D"
+  echo "0 0 300" > "$D/mode"
+  local n M used="" port urls=""
+  for n in $members; do
+    M=$(member_dir "$n"); mkdir -p "$M"
+    local pair=()
+    while [ ${#pair[@]} -lt 2 ]; do
+      port=$(random_port)
+      case " $used " in *" $port "*) continue ;; esac
+      used="$used $port"; pair+=("$port")
+    done
+    echo "${pair[0]} ${pair[1]}" > "$M/ports"
+    echo "http://127.0.0.1:${pair[0]}" > "$M/url"
+    urls="$urls${urls:+,}http://127.0.0.1:${pair[0]}"
+  done
+  for n in $members; do launch_member "$n"; done
+  for n in $members; do wait_member "$n"; done
+  echo "$urls" > "$D/urls"
+  if [ -n "${ETCD_OWNER_PID:-}" ]; then   # dead-man switch, as for start
+    # shellcheck disable=SC2016  # expanded by the inner bash
+    setsid bash -c 'alive() { local st; st=$(cat "/proc/$1/stat" 2>/dev/null) || return 1; st=${st##*) }; [ "${st:0:1}" != Z ]; }; while alive "$1" && [ -d "$2" ]; do sleep 1; done; [ -d "$2" ] && exec "$3" cluster-stop "$2"' \
+      _ "$ETCD_OWNER_PID" "$D" "$(readlink -f "$0")" </dev/null >/dev/null 2>&1 &
+  fi
+  echo "$urls"
+}
+
+member_signal() {
+  local pid; pid=$(cat "$(member_dir "$1")/pid")
+  kill "-$2" "$pid" 2>/dev/null || true
+}
+
+member_stop() {
+  local pid; pid=$(cat "$(member_dir "$1")/pid" 2>/dev/null || true)
+  [ -n "$pid" ] || return 0
+  kill -CONT "$pid" 2>/dev/null || true   # a paused member cannot act on SIGTERM
+  kill -TERM "$pid" 2>/dev/null || true
+  for _ in $(seq 1 100); do alive "$pid" || return 0; sleep 0.05; done
+  kill -KILL "$pid" 2>/dev/null || true
+  for _ in $(seq 1 100); do alive "$pid" || return 0; sleep 0.05; done
+}
+
+member_kill() {
+  local pid; pid=$(cat "$(member_dir "$1")/pid")
+  kill -KILL "$pid" 2>/dev/null || true
+  for _ in $(seq 1 100); do alive "$pid" || return 0; sleep 0.05; done
+  die "member $1 (pid $pid) survived SIGKILL"
+}
+
+# The leader as the members see it: the member whose own status says it leads.
+leader() {
+  local n M st id lead
+  for _ in $(seq 1 200); do
+    for n in $members; do
+      M=$(member_dir "$n")
+      alive "$(cat "$M/pid")" || continue
+      st=$(curl -sf --noproxy '*' --max-time 1 -X POST -d '{}' "$(cat "$M/url")/v3/maintenance/status" 2>/dev/null) || continue
+      id=$(echo "$st" | sed -n 's/.*"member_id":"\([0-9]*\)".*/\1/p')
+      lead=$(echo "$st" | sed -n 's/.*"leader":"\([0-9]*\)".*/\1/p')
+      if [ -n "$id" ] && [ "$id" = "$lead" ]; then echo "$n"; return 0; fi
+    done
+    sleep 0.05
+  done
+  die "no member says it leads after 10 s"
+}
+
+check_member() {
+  case "${1:-}" in 1|2|3) ;; *) die "member number expected (1, 2 or 3), got '${1:-}'" ;; esac
+  [ -f "$(member_dir "$1")/ports" ] || die "$D has no member $1 (run cluster-start first)"
+}
+
+cluster_stop() {
+  [ -d "$D" ] || return 0
+  local n
+  for n in $members; do [ -f "$(member_dir "$n")/pid" ] && member_stop "$n"; done
+  [ "${ETCD_KEEP:-0}" = 1 ] || rm -rf "$D"
+}
+
 case "$cmd" in
+  cluster-start) cluster_start ;;
+  cluster-stop) cluster_stop ;;
+  member-kill) check_member "${3:-}"; member_kill "$3" ;;
+  member-stop) check_member "${3:-}"; member_stop "$3" ;;
+  member-start) check_member "${3:-}"; launch_member "$3"; wait_member "$3"; cat "$(member_dir "$3")/url" ;;
+  member-pause) check_member "${3:-}"; member_signal "$3" STOP ;;
+  member-resume) check_member "${3:-}"; member_signal "$3" CONT ;;
+  leader) leader ;;
   start) start ;;
   stop) stop ;;
   pause) terminate ;;
   resume) resume ;;
-  *) die "unknown command $cmd (start|stop|pause|resume)" ;;
+  *) die "unknown command $cmd (start|stop|pause|resume|cluster-start|cluster-stop|member-kill|member-stop|member-start|member-pause|member-resume|leader)" ;;
 esac

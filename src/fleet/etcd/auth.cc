@@ -23,9 +23,9 @@ std::string authHint(const std::string& message) {
   return "";
 }
 
-std::string Auth::token() {
+std::string Auth::token(const std::string& member) {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (token_.empty()) token_ = authenticate();
+  if (token_.empty()) token_ = authenticate(member);
   return token_;
 }
 
@@ -35,8 +35,8 @@ void Auth::expire(const std::string& used) {
 }
 
 // On a connection of its own, so that no caller's handle or lock is involved.
-std::string Auth::authenticate() const {
-  const std::string url = config_.endpoint + "/v3/auth/authenticate";
+std::string Auth::authenticate(const std::string& member) const {
+  const std::string url = member + "/v3/auth/authenticate";
   const std::string body = jsonData(
       json{{"name", config_.user},
            {"password", config_.password ? std::string(config_.password->exposeForWrite()) : ""}});
@@ -48,19 +48,21 @@ std::string Auth::authenticate() const {
   setTimeouts(handle.get(), std::chrono::milliseconds(5000));
   curl_easy_setopt(handle.get(), CURLOPT_WRITEFUNCTION, appendBody);
   curl_easy_setopt(handle.get(), CURLOPT_WRITEDATA, &answer);
+  AnswerBudget budget;
+  setAnswerBudget(handle.get(), budget);
   const CURLcode rc = curl_easy_perform(handle.get());
-  if (rc != CURLE_OK)
-    throw Error("etcd at {} unreachable: {} (during authentication as {})", config_.endpoint,
-                curlMessage(rc, errbuf), config_.user);
+  const std::string what = "authentication as " + config_.user;
+  if (rc != CURLE_OK) throwTransferFailed(handle.get(), rc, errbuf, member, what, &budget);
   long status = 0;
   curl_easy_getinfo(handle.get(), CURLINFO_RESPONSE_CODE, &status);
   const auto parsed = json::parse(answer, nullptr, false);
   const std::string token = str(parsed, "token");
+  if (status != 200) throwIfMemberFault(status, gatewayMessage(answer), member, what);
   if (status != 200 || token.empty())
     throw Error(
         "etcd at {}: authentication as {} failed: {}; check --etcd-user and "
         "--etcd-password-file",
-        config_.endpoint, config_.user,
+        member, config_.user,
         status == 200 ? "no token in the answer (is auth enabled in etcd?)"
                       : gatewayMessage(answer));
   return token;

@@ -36,13 +36,14 @@ class Auth {
  public:
   explicit Auth(const EtcdConfig& config) : config_(config) {}
 
-  // The token to send; authenticates first when there is none.
-  std::string token();
+  // The token to send; authenticates first (with `member`) when there is none. etcd
+  // replicates a token through raft: one taken from one member serves at every other.
+  std::string token(const std::string& member);
   // `used` was refused: forget it (unless another thread has renewed it already).
   void expire(const std::string& used);
 
  private:
-  std::string authenticate() const;
+  std::string authenticate(const std::string& member) const;
 
   EtcdConfig config_;
   std::mutex mutex_;

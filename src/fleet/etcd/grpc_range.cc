@@ -45,7 +45,7 @@ size_t onBody(char* data, size_t size, size_t n, void* user) {
 GrpcRangeOutcome grpcRange(CURL* curl, const EtcdConfig& config, const std::string& token,
                            const std::string& key, const std::string& rangeEnd,
                            std::chrono::milliseconds timeout, const EtcdClient::KvObserver& onKv,
-                           EtcdRange& out, std::uint64_t& clusterId, std::string& error) {
+                           EtcdRange& out, std::uint64_t& clusterId, const std::string& what) {
   const std::string body = rangeRequest(key, rangeEnd);
   const std::string url = config.endpoint + "/etcdserverpb.KV/Range";
   Answer answer(&onKv);
@@ -68,10 +68,8 @@ GrpcRangeOutcome grpcRange(CURL* curl, const EtcdConfig& config, const std::stri
   curl_easy_setopt(curl, CURLOPT_HEADERDATA, &answer);
   const CURLcode rc = curl_easy_perform(curl);
   if (rc == CURLE_COULDNT_CONNECT || rc == CURLE_COULDNT_RESOLVE_HOST ||
-      rc == CURLE_OPERATION_TIMEDOUT) {
-    error = curlMessage(rc, errbuf);
-    return GrpcRangeOutcome::Unreachable;
-  }
+      rc == CURLE_OPERATION_TIMEDOUT)
+    throwTransferFailed(curl, rc, errbuf, config.endpoint, what);
   long status = 0, version = 0;
   curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
   curl_easy_getinfo(curl, CURLINFO_HTTP_VERSION, &version);

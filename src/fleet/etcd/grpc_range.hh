@@ -16,15 +16,16 @@
 
 namespace mesh::fleet::etcd {
 
-enum class GrpcRangeOutcome { Read, Unreachable, NoHttp2, NotServed };
+enum class GrpcRangeOutcome { Read, NoHttp2, NotServed };
 
-// One Range call on `curl`. Read: `out` holds the answer. Unreachable: etcd could not be
-// connected to or did not answer in time (`error` says why). NoHttp2: an answer came, but
-// not over HTTP/2 (a proxy in between). NotServed: anything else — not gRPC, a gRPC error
-// (a refused token, a permission, a limit).
+// One Range call on `curl` to the member config.endpoint. Read: `out` holds the answer.
+// NoHttp2: an answer came, but not over HTTP/2 (a proxy in between). NotServed: anything
+// else — not gRPC, a gRPC error (a refused token, a permission, a limit, no leader).
+// Throws EtcdMemberFailed (during `what`) when the member could not be connected to or did
+// not answer in time.
 GrpcRangeOutcome grpcRange(CURL* curl, const EtcdConfig& config, const std::string& token,
                            const std::string& key, const std::string& rangeEnd,
                            std::chrono::milliseconds timeout, const EtcdClient::KvObserver& onKv,
-                           EtcdRange& out, std::uint64_t& clusterId, std::string& error);
+                           EtcdRange& out, std::uint64_t& clusterId, const std::string& what);
 
 }  // namespace mesh::fleet::etcd

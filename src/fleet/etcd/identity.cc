@@ -36,11 +36,11 @@ void EtcdClient::noteHeader(const std::string& clusterId, std::int64_t revision)
     throw EtcdClusterChanged(
         "etcd at {} is another cluster now (cluster ID {}, was {}): it was replaced or restored "
         "from a backup",
-        endpoint_, clusterId, was.clusterId);
+        member(), clusterId, was.clusterId);
   if (wentBack)
     throw EtcdClusterChanged(
         "etcd at {} went back from revision {} to {}: it was wiped or restored from a backup",
-        endpoint_, was.revision, revision);
+        member(), was.revision, revision);
 }
 
 }  // namespace mesh::fleet

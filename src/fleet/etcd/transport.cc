@@ -1,5 +1,6 @@
 #include "fleet/etcd/transport.hh"
 
+#include <fmt/format.h>
 #include <sodium.h>
 
 #include <algorithm>
@@ -27,12 +28,14 @@ CurlHandle::~CurlHandle() {
 
 Headers::Headers(const std::string& token) {
   list_ = curl_slist_append(nullptr, "Content-Type: application/json");
+  list_ = curl_slist_append(list_, "Grpc-Metadata-Hasleader: true");
   if (!token.empty()) list_ = curl_slist_append(list_, ("Authorization: " + token).c_str());
 }
 
 Headers::Headers(const std::string& token, Grpc) {
   list_ = curl_slist_append(nullptr, "Content-Type: application/grpc");
   list_ = curl_slist_append(list_, "TE: trailers");
+  list_ = curl_slist_append(list_, "hasleader: true");
   if (!token.empty()) list_ = curl_slist_append(list_, ("token: " + token).c_str());
 }
 
@@ -63,6 +66,90 @@ void setTimeouts(CURL* curl, std::chrono::milliseconds timeout) {
   curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, static_cast<long>(timeout.count()));
   curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS,
                    static_cast<long>(std::min(timeout, kConnectBudget).count()));
+}
+
+namespace {
+int onAnswerProgress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
+  auto& b = *static_cast<AnswerBudget*>(user);
+  long status = 0;
+  curl_easy_getinfo(b.curl, CURLINFO_RESPONSE_CODE, &status);
+  if (status != 0 || std::chrono::steady_clock::now() - b.start < kAnswerBudget) return 0;
+  b.spent = true;
+  return 1;
+}
+}  // namespace
+
+void setAnswerBudget(CURL* curl, AnswerBudget& budget) {
+  budget.curl = curl;
+  budget.start = std::chrono::steady_clock::now();
+  budget.spent = false;
+  curl_easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
+  curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, onAnswerProgress);
+  curl_easy_setopt(curl, CURLOPT_XFERINFODATA, &budget);
+}
+
+void throwTransferFailed(CURL* curl, CURLcode rc, const char* errbuf, const std::string& member,
+                         const std::string& what, const AnswerBudget* budget) {
+  using Kind = EtcdMemberFailed::Kind;
+  // Whether the request went out: a kept-alive connection has no connect time of its own.
+  long sentBytes = 0;
+  curl_easy_getinfo(curl, CURLINFO_REQUEST_SIZE, &sentBytes);
+  if (rc == CURLE_ABORTED_BY_CALLBACK && budget && budget->spent) {
+    if (sentBytes == 0)
+      throw EtcdMemberFailed(
+          Kind::Unreachable, member,
+          fmt::format("etcd at {} unreachable: no connection in {} s (during {})", member,
+                      kAnswerBudget.count() / 1000.0, what));
+    throw EtcdMemberFailed(Kind::Hung, member,
+                           fmt::format("etcd at {} hung: connected, no answer in {} s (during {})",
+                                       member, kAnswerBudget.count() / 1000.0, what));
+  }
+  const std::string words = curlMessage(rc, errbuf);
+  switch (rc) {
+    case CURLE_COULDNT_CONNECT:
+    case CURLE_COULDNT_RESOLVE_HOST:
+      throw EtcdMemberFailed(
+          Kind::Unreachable, member,
+          fmt::format("etcd at {} unreachable: {} (during {})", member, words, what));
+    case CURLE_OPERATION_TIMEDOUT: {
+      long status = 0;
+      double totalS = 0;
+      curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
+      curl_easy_getinfo(curl, CURLINFO_TOTAL_TIME, &totalS);
+      if (sentBytes == 0)
+        throw EtcdMemberFailed(
+            Kind::Unreachable, member,
+            fmt::format("etcd at {} unreachable: {} (during {})", member, words, what));
+      throw EtcdMemberFailed(
+          Kind::Hung, member,
+          fmt::format("etcd at {} hung: connected, {} in {:.1f} s (during {})", member,
+                      status == 0 ? "no answer" : "the answer stopped", totalS, what));
+    }
+    case CURLE_GOT_NOTHING:
+    case CURLE_RECV_ERROR:
+    case CURLE_SEND_ERROR:
+    case CURLE_PARTIAL_FILE:
+    case CURLE_HTTP2:
+    case CURLE_HTTP2_STREAM:
+      throw EtcdMemberFailed(
+          Kind::Dropped, member,
+          fmt::format("etcd at {} dropped the connection: {} (during {})", member, words, what));
+    default:
+      throw Error("etcd at {} unreachable: {} (during {})", member, words, what);
+  }
+}
+
+void throwIfMemberFault(long status, const std::string& message, const std::string& member,
+                        const std::string& what) {
+  using Kind = EtcdMemberFailed::Kind;
+  if (message.find("no leader") != std::string::npos)
+    throw EtcdMemberFailed(
+        Kind::NoLeader, member,
+        fmt::format("etcd at {} has no leader ({}; during {})", member, message, what));
+  if (status >= 500)
+    throw EtcdMemberFailed(
+        Kind::ServerError, member,
+        fmt::format("etcd {} failed at {}: HTTP {} {}", what, member, status, message));
 }
 
 std::string curlMessage(CURLcode rc, const char* errbuf) {

@@ -36,7 +36,10 @@ class CurlHandle {
   CURL* curl_;
 };
 
-// One request's headers: JSON, and the auth token when there is one.
+// One request's headers: JSON, the auth token when there is one, and the `hasleader`
+// metadata (etcd's WithRequireLeader): a member without a leader refuses the call at once
+// with 503 "etcdserver: no leader" rather than holding it until its own timeout, and ends
+// a watch or keep-alive stream when it loses its leader.
 class Headers {
  public:
   explicit Headers(const std::string& token);
@@ -61,8 +64,33 @@ void setRequest(CURL* curl, const EtcdConfig& config, const std::string& url,
 // The timeouts of a request that may take `timeout` in all.
 void setTimeouts(CURL* curl, std::chrono::milliseconds timeout);
 
+// A call's member counts as hung when its answer has not begun within kAnswerBudget:
+// libcurl's progress callback (about once a second) ends the transfer, and
+// throwTransferFailed says "hung". Set on `curl` with the budget starting now; `budget`
+// must outlive the transfer.
+struct AnswerBudget {
+  CURL* curl = nullptr;
+  std::chrono::steady_clock::time_point start;
+  bool spent = false;  // the transfer was ended for it
+};
+void setAnswerBudget(CURL* curl, AnswerBudget& budget);
+
 // libcurl's words for a failed transfer, with what to check for a TLS failure.
 std::string curlMessage(CURLcode rc, const char* errbuf);
+
+// Throws what a failed transfer (`rc`) to `member` during `what` says: EtcdMemberFailed
+// when it is the member's — unreachable (no connection could be made), hung (connected,
+// no answer in time), dropped (the connection ended early) — else an Error ("etcd at URL
+// unreachable: ..."; TLS failures name the flags to check).
+[[noreturn]] void throwTransferFailed(CURL* curl, CURLcode rc, const char* errbuf,
+                                      const std::string& member, const std::string& what,
+                                      const AnswerBudget* budget = nullptr);
+
+// A non-200 answer from `member` that is the member's fault, not the request's: 503
+// "etcdserver: no leader" (NoLeader) or any other 5xx (ServerError), thrown as
+// EtcdMemberFailed with etcd's words; returns for any other answer.
+void throwIfMemberFault(long status, const std::string& message, const std::string& member,
+                        const std::string& what);
 
 // A CURLOPT_WRITEFUNCTION that appends the body to the std::string in its user data.
 std::size_t appendBody(char* data, std::size_t size, std::size_t n, void* user);

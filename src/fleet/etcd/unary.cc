@@ -37,21 +37,22 @@ CurlHandle& created(std::unique_ptr<CurlHandle>& handle) {
 }  // namespace
 
 Unary::Unary(std::mutex& mutex, std::unique_ptr<CurlHandle>& handle, const EtcdConfig& config,
-             Auth* auth, std::chrono::milliseconds timeout, HeaderSeen onHeader)
+             std::string member, Auth* auth, std::chrono::milliseconds timeout, HeaderSeen onHeader)
     : lock_(mutex),
       handle_(created(handle)),
       config_(config),
+      member_(std::move(member)),
       auth_(auth),
       timeout_(timeout),
       onHeader_(std::move(onHeader)) {}
 
 json Unary::post(const std::string& path, const json& body, const std::string& what) {
-  const std::string token = auth_ ? auth_->token() : std::string();
+  const std::string token = auth_ ? auth_->token(member_) : std::string();
   try {
     return postOnce(path, body, what, token);
   } catch (const AuthExpired&) {
     auth_->expire(token);
-    return postOnce(path, body, what, auth_->token());
+    return postOnce(path, body, what, auth_->token(member_));
   }
 }
 
@@ -59,19 +60,19 @@ json Unary::postOnce(const std::string& path, const json& body, const std::strin
                      const std::string& token) {
   CURL* curl = handle_.get();
   const std::string text = jsonData(body);
-  const std::string url = config_.endpoint + path;
+  const std::string url = member_ + path;
   std::string answer;
   char errbuf[CURL_ERROR_SIZE] = {0};
   Headers headers(token);
   curl_easy_reset(curl);
   setRequest(curl, config_, url, text, headers, errbuf);
   setTimeouts(curl, timeout_);
+  AnswerBudget budget;
+  setAnswerBudget(curl, budget);
   curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, appendBody);
   curl_easy_setopt(curl, CURLOPT_WRITEDATA, &answer);
   const CURLcode rc = curl_easy_perform(curl);
-  if (rc != CURLE_OK)
-    throw Error("etcd at {} unreachable: {} (during {})", config_.endpoint, curlMessage(rc, errbuf),
-                what);
+  if (rc != CURLE_OK) throwTransferFailed(curl, rc, errbuf, member_, what, &budget);
   long status = 0;
   curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
   json parsed = json::parse(answer, nullptr, false);
@@ -82,6 +83,7 @@ json Unary::postOnce(const std::string& path, const json& body, const std::strin
       throw AuthExpired("etcd {} failed: HTTP {} {}", what, status, message);
     if (auto limit = limitHint(message, text.size()); !limit.empty())
       throw Error("etcd {} failed: {}", what, limit);
+    throwIfMemberFault(status, message, member_, what);
     throw Error("etcd {} failed: HTTP {} {}{}", what, status, message, authHint(message));
   }
   if (parsed.is_discarded() || !parsed.is_object())
@@ -91,6 +93,7 @@ json Unary::postOnce(const std::string& path, const json& body, const std::strin
     const std::string message = gatewayMessage(parsed);
     if (auth_ && isAuthExpired(lastCode_, message))
       throw AuthExpired("etcd {} failed: {}", what, message);
+    throwIfMemberFault(200, message, member_, what);
     throw Error("etcd {} failed: {}{}", what, message, authHint(message));
   }
   if (onHeader_) {  // keepalive wraps its answer in "result"

@@ -1,5 +1,7 @@
-// A unary call: one request through the gateway and its whole answer, on the client's one
-// kept-alive connection. Its rules: the connection is held (the client's mutex) for as
+// A unary call: one request through the gateway to one member and its whole answer, on the
+// client's one kept-alive connection. Its rules: a failure that is the member's
+// (unreachable, hung past kAnswerBudget, dropped, no leader, 5xx) is an EtcdMemberFailed,
+// for the client to move on; the connection is held (the client's mutex) for as
 // long as the call lives, so one client can be shared between threads; a 200 answer is
 // parsed whole as JSON, and every answer's header is shown to the identity guard; a
 // non-200 answer, or a 200 one holding an error (streamed endpoints such as keepalive),
@@ -25,9 +27,10 @@ class CurlHandle;
 class Unary {
  public:
   using HeaderSeen = std::function<void(const json&)>;
-  // Holds `handle` under `mutex` (creating the handle on first use) until destroyed.
+  // Holds `handle` under `mutex` (creating the handle on first use) until destroyed; every
+  // request goes to `member`.
   Unary(std::mutex& mutex, std::unique_ptr<CurlHandle>& handle, const EtcdConfig& config,
-        Auth* auth, std::chrono::milliseconds timeout, HeaderSeen onHeader);
+        std::string member, Auth* auth, std::chrono::milliseconds timeout, HeaderSeen onHeader);
 
   // POSTs body to endpoint+path; returns the parsed 200 answer or throws.
   json post(const std::string& path, const json& body, const std::string& what);
@@ -40,6 +43,7 @@ class Unary {
   std::unique_lock<std::mutex> lock_;
   CurlHandle& handle_;
   const EtcdConfig& config_;
+  std::string member_;
   Auth* auth_;  // null without a user
   std::chrono::milliseconds timeout_;
   HeaderSeen onHeader_;

@@ -1,8 +1,13 @@
-// The watch: one streamed POST /v3/watch on a connection of its own, held for as long
-// as the watch runs. Its rules: the gateway streams newline-delimited JSON objects; each
-// batch of events goes to the callback, which ends the watch by returning false; a
-// stream error or a canceled watch is a mesh::Error (EtcdCompacted for a compacted start
-// revision, AuthExpired for a refused token, renewed once by watch()); every line's
+// The watch: one streamed POST /v3/watch to the member in use, on a connection of its own,
+// held for as long as the watch runs. It is leader-required (transport.hh's `hasleader`):
+// a member without a leader refuses it (503 "etcdserver: no leader"), and ends it when it
+// loses its leader. A member that failed it — refused, ended, no answer to its creation in
+// kAnswerBudget, unreachable — is an EtcdMemberFailed and hands over to the next member;
+// a watch on a member another call of the same configuration left (the heartbeat's
+// keep-alive found it hung) ends too, so that the watcher follows. Its rules: the gateway streams
+// newline-delimited JSON objects; each batch of events goes to the callback, which ends the watch
+// by returning false; a stream error or a canceled watch is a mesh::Error (EtcdCompacted for a
+// compacted start revision, AuthExpired for a refused token, renewed once by watch()); every line's
 // header is shown to the identity guard; a timeout is no failure unless etcd cannot be
 // connected to within kConnectBudget; `cancel` ends a quiet watch through libcurl's
 // progress callback. Nothing thrown crosses libcurl's C frames: it is kept and
@@ -17,6 +22,7 @@
 #include "fleet/etcd.hh"
 #include "fleet/etcd/auth.hh"
 #include "fleet/etcd/gateway_codec.hh"
+#include "fleet/etcd/members.hh"
 #include "fleet/etcd/transport.hh"
 #include "util/text_safe.hh"
 
@@ -30,13 +36,15 @@ namespace {
 struct WatchStream {
   std::function<void(const json&)> onHeader;  // sees every stream line's header
 
-  WatchStream(CURL* c, const std::string& w, const EtcdClient::WatchCallback& cb, std::int64_t from)
-      : curl(c), what(w), callback(cb), fromRevision(from) {}
+  WatchStream(CURL* c, const std::string& w, const EtcdClient::WatchCallback& cb, std::int64_t from,
+              std::string m)
+      : curl(c), what(w), callback(cb), fromRevision(from), member(std::move(m)) {}
 
   CURL* curl;
   const std::string& what;
   const EtcdClient::WatchCallback& callback;
   std::int64_t fromRevision;
+  std::string member;
   std::string buffer;        // bytes not yet ending in a newline
   std::string errorBody;     // a non-200 answer, kept whole
   bool stopped = false;      // the callback returned false
@@ -51,6 +59,7 @@ struct WatchStream {
       auto message = gatewayMessage(j);
       if (authed && isAuthExpired(gatewayCode(j), message))
         throw AuthExpired("etcd {} failed: {}", what, message);
+      throwIfMemberFault(200, message, member, what);
       // A gRPC status (grpc_code, message, details) with no revision in it: 0, unknown.
       if (message.find("compacted") != std::string::npos)
         throw EtcdCompacted(
@@ -105,9 +114,35 @@ struct WatchStream {
     return stopped ? 0 : n;  // 0 aborts the transfer
   }
 
-  // Non-zero aborts the transfer: the caller asked the watch to end.
-  static int onProgress(void* cancel, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
-    return static_cast<const std::atomic<bool>*>(cancel)->load() ? 1 : 0;
+  // libcurl calls it about once a second while the watch is quiet.
+  struct Progress {
+    const std::atomic<bool>* cancel = nullptr;
+    CURL* curl = nullptr;
+    const etcd::Members* members = nullptr;
+    std::size_t member = 0;
+    std::chrono::steady_clock::time_point start;
+    bool hung = false;   // connected, and no answer to the watch's creation in kAnswerBudget
+    bool moved = false;  // another call of this configuration left the member
+  };
+  // Non-zero aborts the transfer: the caller asked the watch to end, the member is hung,
+  // or no longer the one in use.
+  static int onProgress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
+    auto& p = *static_cast<Progress*>(user);
+    if (p.cancel && p.cancel->load()) return 1;
+    if (p.members->current() != p.member) {
+      p.moved = true;
+      return 1;
+    }
+    long status = 0;
+    curl_off_t connectedUs = 0;
+    curl_easy_getinfo(p.curl, CURLINFO_RESPONSE_CODE, &status);
+    curl_easy_getinfo(p.curl, CURLINFO_CONNECT_TIME_T, &connectedUs);
+    if (status == 0 && connectedUs > 0 &&
+        std::chrono::steady_clock::now() - p.start > kAnswerBudget) {
+      p.hung = true;
+      return 1;
+    }
+    return 0;
   }
 
   static size_t onWrite(char* data, size_t size, size_t n, void* user) {
@@ -126,14 +161,21 @@ struct WatchStream {
 bool EtcdClient::watch(const std::string& keyOrPrefix, std::int64_t fromRevision,
                        const WatchCallback& callback, std::chrono::milliseconds timeout,
                        WatchScope scope, const std::atomic<bool>* cancel) {
-  const std::string token = auth_ ? auth_->token() : std::string();
+  const std::size_t m = members_->current();
   try {
-    return watchOnce(keyOrPrefix, fromRevision, callback, timeout, scope, cancel, token);
-  } catch (const AuthExpired&) {
-    // Refused before any event was handed on: the stream sends no event before it is
-    // created, and creating it is what checks the token.
-    auth_->expire(token);
-    return watchOnce(keyOrPrefix, fromRevision, callback, timeout, scope, cancel, auth_->token());
+    const std::string token = auth_ ? auth_->token(members_->url(m)) : std::string();
+    try {
+      return watchOnce(keyOrPrefix, fromRevision, callback, timeout, scope, cancel, token);
+    } catch (const AuthExpired&) {
+      // Refused before any event was handed on: the stream sends no event before it is
+      // created, and creating it is what checks the token.
+      auth_->expire(token);
+      return watchOnce(keyOrPrefix, fromRevision, callback, timeout, scope, cancel,
+                       auth_->token(members_->url(m)));
+    }
+  } catch (const EtcdMemberFailed& e) {
+    members_->failed(m, e.what());  // a no-op when the watch followed a move
+    throw;
   }
 }
 
@@ -147,11 +189,13 @@ bool EtcdClient::watchOnce(const std::string& keyOrPrefix, std::int64_t fromRevi
   if (scope == WatchScope::Prefix) create["range_end"] = b64(prefixEnd(keyOrPrefix));
   if (fromRevision > 0) create["start_revision"] = std::to_string(fromRevision);
   const std::string body = jsonData(json{{"create_request", create}});
-  const std::string url = endpoint_ + "/v3/watch";
+  const std::size_t m = members_->current();
+  const std::string member = members_->url(m);
+  const std::string url = member + "/v3/watch";
 
   CurlHandle handle;  // its own connection: a watch holds it for as long as it runs
   char errbuf[CURL_ERROR_SIZE] = {0};
-  WatchStream stream{handle.get(), what, callback, fromRevision};
+  WatchStream stream{handle.get(), what, callback, fromRevision, member};
   stream.onHeader = [this](const json& h) { noteHeader(clusterIdOf(h), i64(h, "revision")); };
   stream.authed = !token.empty();
   Headers headers(token);
@@ -159,16 +203,27 @@ bool EtcdClient::watchOnce(const std::string& keyOrPrefix, std::int64_t fromRevi
   setTimeouts(handle.get(), timeout);
   curl_easy_setopt(handle.get(), CURLOPT_WRITEFUNCTION, WatchStream::onWrite);
   curl_easy_setopt(handle.get(), CURLOPT_WRITEDATA, &stream);
-  if (cancel) {
-    curl_easy_setopt(handle.get(), CURLOPT_NOPROGRESS, 0L);
-    curl_easy_setopt(handle.get(), CURLOPT_XFERINFOFUNCTION, WatchStream::onProgress);
-    curl_easy_setopt(handle.get(), CURLOPT_XFERINFODATA, cancel);
-  }
   const auto start = std::chrono::steady_clock::now();
+  WatchStream::Progress progress{cancel, handle.get(), members_.get(), m, start};
+  curl_easy_setopt(handle.get(), CURLOPT_NOPROGRESS, 0L);
+  curl_easy_setopt(handle.get(), CURLOPT_XFERINFOFUNCTION, WatchStream::onProgress);
+  curl_easy_setopt(handle.get(), CURLOPT_XFERINFODATA, &progress);
   CURLcode rc = curl_easy_perform(handle.get());
 
   if (stream.error) std::rethrow_exception(stream.error);
   if (stream.stopped || (cancel && cancel->load())) return true;
+  using Kind = EtcdMemberFailed::Kind;
+  if (progress.moved)
+    throw EtcdMemberFailed(
+        Kind::Dropped, member,
+        fmt::format(
+            "etcd at {} left for {} ({}); {} ends there", member, this->member(),
+            members_->lastFailure(m).empty() ? "it failed another call" : members_->lastFailure(m),
+            what));
+  if (progress.hung)
+    throw EtcdMemberFailed(Kind::Hung, member,
+                           fmt::format("etcd at {} hung: connected, no answer in {} s (during {})",
+                                       member, kAnswerBudget.count() / 1000.0, what));
   long status = 0;
   curl_easy_getinfo(handle.get(), CURLINFO_RESPONSE_CODE, &status);
   if (status != 0 && status != 200) {
@@ -176,6 +231,7 @@ bool EtcdClient::watchOnce(const std::string& keyOrPrefix, std::int64_t fromRevi
     if (stream.authed &&
         isAuthExpired(gatewayCode(json::parse(stream.errorBody, nullptr, false)), message))
       throw AuthExpired("etcd {} failed: HTTP {} {}", what, status, message);
+    throwIfMemberFault(status, message, member, what);
     throw Error("etcd {} failed: HTTP {} {}{}", what, status, message, authHint(message));
   }
   if (rc == CURLE_OPERATION_TIMEDOUT) {
@@ -199,9 +255,17 @@ bool EtcdClient::watchOnce(const std::string& keyOrPrefix, std::int64_t fromRevi
       if (cancel && cancel->load()) return true;
     }
   }
-  if (rc != CURLE_OK)
-    throw Error("etcd at {} unreachable: {} (during {})", endpoint_, curlMessage(rc, errbuf), what);
-  throw Error("etcd at {} unreachable: the server ended the {} stream", endpoint_, what);
+  if (rc != CURLE_OK) {
+    if (rc == CURLE_OPERATION_TIMEDOUT)  // the connect budget spent: nothing was sent
+      throw EtcdMemberFailed(Kind::Unreachable, member,
+                             fmt::format("etcd at {} unreachable: {} (during {})", member,
+                                         curlMessage(rc, errbuf), what));
+    throwTransferFailed(handle.get(), rc, errbuf, member, what);
+  }
+  throw EtcdMemberFailed(Kind::Dropped, member,
+                         fmt::format("etcd at {} ended the {} stream (a member ends a "
+                                     "leader-required watch when it loses its leader)",
+                                     member, what));
 }
 
 }  // namespace mesh::fleet
