@@ -7,7 +7,6 @@
 
 #include <fmt/format.h>
 
-#include "agent/duration.hh"
 #include "agent/fleet_accept.hh"
 #include "apply/cycle.hh"
 #include "fleet/bodies.hh"
@@ -16,7 +15,9 @@
 #include "fleet/restart_slots.hh"
 #include "state/store.hh"
 #include "trust/signing.hh"
+#include "util/clock.hh"
 #include "util/digest.hh"
+#include "util/duration.hh"
 #include "util/error.hh"
 #include "util/fs.hh"
 
@@ -60,8 +61,7 @@ FleetLink::FleetLink(FleetOptions options, std::string stateDir, Logger& log,
           appliedDigest_ = Digest::ofBytes(g->text).str();
       }
   } catch (const std::exception& e) {
-    log_.log(Level::Warning,
-             std::string("mesh-host: warning: cannot read the serial applied last: ") + e.what());
+    log_.log(Level::Warning, std::string("cannot read the serial applied last: ") + e.what());
   }
   // The first client: its configuration (etcdConfig()) carries the members every other
   // client of this link shares, so that the watch, the heartbeat and the reads use one
@@ -110,7 +110,7 @@ std::optional<AcceptedDeclaration> FleetLink::loadCached() {
     if (!store) return std::nullopt;
     cached = store->fleetDeclaration(declarationKey_);
   } catch (const std::exception& e) {
-    log_.log(Level::Warning, std::string("mesh-host: warning: cannot read the cached pushed "
+    log_.log(Level::Warning, std::string("cannot read the cached pushed "
                                          "declaration: ") +
                                  e.what());
     return std::nullopt;
@@ -212,7 +212,7 @@ void FleetLink::refuse(int64_t revision, const std::string& value, const std::st
   }
   std::lock_guard<std::mutex> guard(mutex_);
   refusal_ = fleet::NodeStatus::Refusal{
-      revision, serial, reason, apply::nowMs(), fleet::valueDigest(value), digest};
+      revision, serial, reason, unixNowMs(), fleet::valueDigest(value), digest};
   statusDirty_ = true;
   ++statusVersion_;
   changed_.notify_all();
@@ -259,7 +259,7 @@ void FleetLink::consider(const std::string& value, int64_t revision) {
 
 void FleetLink::etcdChanged(const std::string& why) {
   log_.log(Level::Warning,
-           "mesh-host: warning: " + why +
+           "" + why +
                "; reading the declaration again and publishing the status again (the "
                "declaration in force stays until a newer signed one arrives)",
            {{"endpoint", o_.endpoint}});
@@ -326,7 +326,7 @@ void FleetLink::watchLoop(int64_t resumeAfter) {
                 consider(ev.kv.value, ev.kv.modRevision);
               else
                 log_.log(Level::Warning,
-                         "mesh-host: warning: " + declarationKey_ +
+                         "" + declarationKey_ +
                              " was deleted from etcd; the last accepted declaration stays in "
                              "force",
                          {{"revision", ev.kv.modRevision}});
@@ -352,14 +352,13 @@ void FleetLink::watchLoop(int64_t resumeAfter) {
       noteLinked(false, false, e.what());
       down = true;
       if (++moves < etcdMembers && next != e.member()) {
-        log_.log(Level::Warning,
-                 std::string("mesh-host: warning: ") + e.what() + "; moving to " + next,
+        log_.log(Level::Warning, std::string("") + e.what() + "; moving to " + next,
                  {{"member", e.member()}, {"next", next}});
         continue;
       }
       if (moves == etcdMembers)
         log_.log(Level::Warning,
-                 std::string("mesh-host: warning: ") + e.what() +
+                 std::string("") + e.what() +
                      "; no member of etcd serves the watch; the last accepted declaration "
                      "stays in force; retrying with backoff",
                  {{"member", e.member()}});
@@ -368,7 +367,7 @@ void FleetLink::watchLoop(int64_t resumeAfter) {
     } catch (const std::exception& e) {
       if (!down)
         log_.log(Level::Warning,
-                 std::string("mesh-host: warning: ") + e.what() +
+                 std::string("") + e.what() +
                      "; the last accepted declaration stays in force; retrying with backoff",
                  {{"endpoint", o_.endpoint}});
       noteLinked(false, false, e.what());
@@ -426,14 +425,14 @@ void FleetLink::heartbeatLoop() {
         called = true;
       }
       if (heartbeatOn != lease) {
-        const fleet::Heartbeat h{o_.node, o_.cluster, ::getpid(), apply::nowMs(), lease};
+        const fleet::Heartbeat h{o_.node, o_.cluster, ::getpid(), unixNowMs(), lease};
         etcd.put(heartbeatKey, fleet::signNodeJson(fleet::encodeHeartbeat(h), nodeKey_), lease);
         heartbeatOn = lease;
       }
       status.lease = lease;
       status.etcdClusterId = etcd.identity().clusterId;
       if (!written || !fleet::sameMaterially(*written, status)) {
-        status.publishedAtMs = apply::nowMs();
+        status.publishedAtMs = unixNowMs();
         const std::string text = fleet::signNodeJson(fleet::encodeStatus(status), nodeKey_);
         // One transaction: one request and one etcd revision for both (and the seen copy
         // an agent from before put under the node's prefix, gone).
@@ -457,7 +456,7 @@ void FleetLink::heartbeatLoop() {
     } catch (const std::exception& e) {  // etcd, or a status that cannot be encoded
       if (!down)
         log_.log(Level::Warning,
-                 std::string("mesh-host: warning: cannot publish the node's status: ") + e.what() +
+                 std::string("cannot publish the node's status: ") + e.what() +
                      "; retrying with backoff",
                  {{"endpoint", etcd.member()}});
       noteLinked(false, false, e.what());
@@ -519,10 +518,9 @@ void FleetLink::releaseStaleSlots() {
       log_.info("released restart slot " + key + ", left by an earlier agent of this node",
                 {{"slot", key}});
   } catch (const Error& e) {
-    log_.log(Level::Warning,
-             std::string("mesh-host: warning: cannot release the restart slots an earlier agent "
-                         "of this node left: ") +
-                 e.what() + " (they free themselves within the slot bound)");
+    log_.log(Level::Warning, std::string("cannot release the restart slots an earlier agent "
+                                         "of this node left: ") +
+                                 e.what() + " (they free themselves within the slot bound)");
   }
 }
 
@@ -569,10 +567,9 @@ apply::RestartGate FleetLink::restartGate(int64_t limit, std::chrono::millisecon
       try {
         slot->release();
       } catch (const Error& e) {
-        log_.log(Level::Warning,
-                 fmt::format("mesh-host: warning: releasing the restart slot of {}: {} (it frees "
-                             "itself when its lease expires)",
-                             service, e.what()));
+        log_.log(Level::Warning, fmt::format("releasing the restart slot of {}: {} (it frees "
+                                             "itself when its lease expires)",
+                                             service, e.what()));
       }
     });
   };

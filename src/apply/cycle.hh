@@ -57,6 +57,4 @@ CycleReport runCycle(Context& ctx, const decl::Declaration& d, const std::string
                      state::Store* store, KeepOutcomes keep = KeepOutcomes::All,
                      OutcomeSink sink = {});
 
-int64_t nowMs();
-
 }  // namespace mesh::apply

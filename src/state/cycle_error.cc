@@ -10,6 +10,7 @@
 
 #include "state/note_page.hh"
 #include "state/state_dir.hh"
+#include "util/clock.hh"
 #include "util/error.hh"
 #include "util/fs.hh"
 #include "util/trusted_path.hh"
@@ -56,9 +57,7 @@ void noteCycleError(const std::string& stateDir, const std::string& message) noe
     if (!lstatPath(stateDir)) return;
     // Nor into one another user could swap: the note is written by path.
     requireTrustedDirectory(std::filesystem::absolute(stateDir).lexically_normal().string());
-    const int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
-                            std::chrono::system_clock::now().time_since_epoch())
-                            .count();
+    const int64_t now = unixNowMs();
     const std::string text = cycleErrorText(now, message);
     // In place first: that needs no new block, so it holds on a full disk too.
     if (Fd page = openNotePage(StateDir{stateDir}.errorPage());

@@ -18,6 +18,7 @@
 #include "apply/cycle/restart_ledger.hh"
 #include "apply/cycle/settlement.hh"
 #include "apply/step.hh"
+#include "util/clock.hh"
 #include "util/error.hh"
 #include "util/fd.hh"
 
@@ -40,7 +41,7 @@ class Cycle {
         activator_(ctx, store, settlement_) {}
 
   CycleReport run(const std::string& text) {
-    const int64_t started = nowMs();
+    const int64_t started = unixNowMs();
     ctx_.forgetDirs();
     Finally forgetCheck([this] { ctx_.setBeforeAnyChange(nullptr); });  // it names this cycle
     load();
@@ -69,7 +70,7 @@ class Cycle {
       report_.supervisor = ctx_.supervisor().name();
     }
     report_.supervisorCalls = ctx_.supervisorCalls();
-    report_.ms = nowMs() - started;
+    report_.ms = unixNowMs() - started;
     if (ctx_.applying()) finish(started);
     return std::move(report_);
   }
@@ -151,7 +152,8 @@ class Cycle {
         ledger_.oweBeforeChange(step, r.id, want.str());
         if (ctx_.applying() && r.kind == decl::Kind::Process) {
           step.setOweOwnRestart([this](const std::string& process, const Digest& intent) {
-            store_->oweRestartsDurably({{process, process, report_.cycle, nowMs(), intent.str()}});
+            store_->oweRestartsDurably(
+                {{process, process, report_.cycle, unixNowMs(), intent.str()}});
           });
           step.setClaimInstall(
               [&](const std::string& observed) { claimed = claim(r, kind, want, rec, observed); });
@@ -235,7 +237,7 @@ class Cycle {
     // An interrupted cycle (the stop flag) did not see every resource: its row keeps
     // what it did, but it is no finished cycle — status, generations and the fleet
     // status never show it as one that applied the declaration.
-    c.finishedAt = report_.interrupted ? 0 : nowMs();
+    c.finishedAt = report_.interrupted ? 0 : unixNowMs();
     c.generation = generation_;
     c.tally = report_.tally;
     c.ms = report_.ms;
@@ -259,11 +261,6 @@ class Cycle {
 
 }  // namespace
 }  // namespace cycle
-
-int64_t nowMs() {
-  using namespace std::chrono;
-  return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
-}
 
 CycleReport runCycle(Context& ctx, const decl::Declaration& d, const std::string& text,
                      state::Store* store, KeepOutcomes keep, OutcomeSink sink) {

@@ -4,6 +4,7 @@
 #include <tuple>
 
 #include "apply/cycle.hh"
+#include "util/clock.hh"
 
 namespace mesh::apply::cycle {
 
@@ -145,7 +146,7 @@ void RestartLedger::oweBeforeChange(Step& step, const std::string& id, std::stri
   if (owes == dependents_.end()) return;
   step.setBeforeFirstChange([this, id, intent, processes = &owes->second] {
     std::vector<state::OwedRestart> intents;
-    const int64_t now = nowMs();
+    const int64_t now = unixNowMs();
     for (const auto& [process, reload] : *processes) {
       // A confirmed row this intent may not replace, yet paid already: it goes
       // first, or its older time would have a start before this change pay

@@ -1,5 +1,6 @@
 #include "apply/cycle/settlement.hh"
 
+#include "util/clock.hh"
 #include "util/faults.hh"
 #include "util/fd.hh"
 
@@ -110,7 +111,7 @@ std::optional<Settlement::Write> Settlement::writeFor(const Pending& p,
       (outcome.activation != Activation::None && outcome.verdict() != Verdict::Failed) ||
       outcome.activated;
   if (!w.owedBy && !w.paysRestarts && unchangedAsRecorded(p, outcome)) return std::nullopt;
-  w.now = nowMs();  // not read in the no-op path
+  w.now = unixNowMs();  // not read in the no-op path
   if (!outcome.gone())
     w.next =
         nextRecord(p.rec, p.id, p.module, p.kind, p.path, p.want, outcome, report_.cycle, w.now);
