@@ -79,9 +79,11 @@ TEST_F(Answers, StatusJsonHasASummaryAndEachResourceItsPath) {
   ASSERT_EQ(applied.code, 1) << applied.out << applied.err;
   // And so has each outcome of apply (and plan) --json.
   std::map<std::string, nlohmann::json> outcomePaths;
-  for (const auto& o : applied.json().at("outcomes")) outcomePaths[o.at("id")] = o.at("path");
-  EXPECT_EQ(outcomePaths.at("m.a"), "/etc/m/a");
-  EXPECT_EQ(outcomePaths.at("m.app"), "/opt/app");
+  const auto appliedJson = applied.json();
+  for (const auto& o : appliedJson.at("outcomes"))
+    outcomePaths[o.at("id").get<std::string>()] = o.at("path");
+  EXPECT_EQ(outcomePaths["m.a"], "/etc/m/a") << applied.out;
+  EXPECT_EQ(outcomePaths["m.app"], "/opt/app") << applied.out;
   Result r = mesh({"status", "--json"});
   EXPECT_EQ(r.code, 1) << r.out << r.err;
   const auto j = r.json();
@@ -95,7 +97,7 @@ TEST_F(Answers, StatusJsonHasASummaryAndEachResourceItsPath) {
   EXPECT_EQ(sum.at("churning"), 0) << sum.dump();
   EXPECT_EQ(sum.at("healthy"), false) << sum.dump();
   std::map<std::string, nlohmann::json> paths;
-  for (const auto& res : j.at("resources")) paths[res.at("id")] = res.at("path");
+  for (const auto& res : j.at("resources")) paths[res.at("id").get<std::string>()] = res.at("path");
   EXPECT_EQ(paths.at("m.a"), "/etc/m/a");
   EXPECT_EQ(paths.at("m.app"), "/opt/app");
 }
