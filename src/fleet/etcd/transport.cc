@@ -130,10 +130,19 @@ void throwTransferFailed(CURL* curl, CURLcode rc, const char* errbuf, const std:
     case CURLE_SEND_ERROR:
     case CURLE_PARTIAL_FILE:
     case CURLE_HTTP2:
-    case CURLE_HTTP2_STREAM:
+    case CURLE_HTTP2_STREAM: {
+      // Over TLS 1.3 a member that refuses the client's certificate says so only after
+      // the handshake: the first read then finds the connection gone, nothing answered.
+      long status = 0;
+      curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
+      const bool tlsRefusal = status == 0 && member.starts_with("https://");
       throw EtcdMemberFailed(
           Kind::Dropped, member,
-          fmt::format("etcd at {} dropped the connection: {} (during {})", member, words, what));
+          fmt::format("etcd at {} dropped the connection: {} (during {}){}", member, words, what,
+                      tlsRefusal ? "; over TLS this is how a member refuses a client "
+                                   "certificate: check --etcd-cert and --etcd-key"
+                                 : ""));
+    }
     default:
       throw Error("etcd at {} unreachable: {} (during {})", member, words, what);
   }
