@@ -5,7 +5,6 @@
 // outcome becomes final, the staged commit), the Pruner (what goes) and the
 // Activator (starts, restarts, the settle rule); each resource's applier is
 // handed a Step (apply/step.hh).
-#include <chrono>
 #include <optional>
 #include <unordered_set>
 
