@@ -86,6 +86,35 @@ TEST_P(ProcessLife, AServiceThatExitsAtOnceFailsOnBothBackends) {
   EXPECT_EQ(st.code, 1) << st.out;
 }
 
+// A service whose first run fails and whose next, started by Restart= before
+// mesh-host looks (RestartSec=0), stays up: the unit's Result and ExecMainStatus
+// are then the new run's ("success", nothing yet), and the systemd reason said
+// "it stopped (Result=success)". How the run mesh-host started ended is still
+// said — on systemd from the journal's "Main process exited" entry.
+TEST_P(ProcessLife, AStartRestartedBeforeTheLookStillSaysHowItEnded) {
+  const std::string marker = root + "/first-run-done";
+  const std::string bundle = publish(
+      makeArchive({{"bin/once", "#!/bin/sh\n[ -e '" + marker + "' ] && exec sleep 600\ntouch '" +
+                                    marker + "'\necho not yet\nexit 3\n"}},
+                  "chmod 755 bin/once && tar -cf out bin"));
+  Result r = apply(declare(fmt::format(R"(
+[module.{0}.process.runtime]
+bundle = "{1}"
+unit = {{ ExecStart = "{{bundle}}/bin/once", Restart = "always", RestartSec = "0" }}
+)",
+                                       module, bundle)));
+  EXPECT_EQ(r.code, 1) << r.out << r.err;
+  auto o = outcomeOf(r.json(), id());
+  EXPECT_EQ(o["outcome"], "failed") << o.dump();
+  const std::string why = o["reason"];
+  EXPECT_NE(why.find("start of " + service() + " failed: exited with status 3"), std::string::npos)
+      << why;
+  if (GetParam() == "systemd") {  // the case itself: systemd restarts at once
+    EXPECT_NE(why.find("restarted by Restart= as pid"), std::string::npos) << why;
+  }
+  EXPECT_EQ(why.find("Result=success"), std::string::npos) << why;
+}
+
 // Item 3: the last line is bytes from outside: shown escaped on a terminal, on
 // both backends alike.
 TEST_P(ProcessLife, TheLastLineOfAFailedStartIsShownEscaped) {

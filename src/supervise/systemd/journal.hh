@@ -41,4 +41,19 @@ struct Run {
 std::optional<std::string> lastLine(const std::string& directory, const std::string& unit,
                                     const Run& run, std::chrono::milliseconds wait);
 
+// How a main process ended, as systemd logged it ("Main process exited, …").
+struct Exit {
+  std::string code;    // EXIT_CODE=: "exited", "killed", "dumped"
+  int32_t status = 0;  // EXIT_STATUS=: the exit status, or the signal's number
+};
+
+// How the main process of `run` of `unit` ended: the first "Main process exited"
+// entry systemd itself (_PID=1, MESSAGE_ID SD_MESSAGE_UNIT_PROCESS_EXIT) wrote for
+// the unit since the run started — and of the run's invocation when its id is
+// known. What the unit's ExecMainCode/ExecMainStatus no longer say once Restart=
+// has started the next run. Waits for it as lastLine does; nullopt when there is
+// none or the journal cannot be read.
+std::optional<Exit> exitOf(const std::string& directory, const std::string& unit, const Run& run,
+                           std::chrono::milliseconds wait);
+
 }  // namespace mesh::supervise::sdjournal

@@ -230,7 +230,9 @@ class SystemdSupervisor final : public Supervisor {
     }
     if (active == "active" && sub != "auto-restart" && (run.mainPid == 0 || pid == run.mainPid))
       return {};
-    std::string why = notSettled(describeExit(readExit(path)), lastLine(name, outputOf(path, run)));
+    const sdjournal::Run started = outputOf(path, run);
+    std::string why =
+        notSettled(describeExit(exitOf(name, path, started)), lastLine(name, started));
     if (active == "active" && sub != "auto-restart")
       why += fmt::format(" (restarted by Restart= as pid {})", pid);
     else if (sub == "auto-restart")
@@ -262,6 +264,28 @@ class SystemdSupervisor final : public Supervisor {
   // opens the journal.
   std::string lastLine(const std::string& name, const sdjournal::Run& run) const {
     return sdjournal::lastLine(journalDir_, name, run, kJournalWait).value_or("");
+  }
+
+  // How the main process of `run` ended. The unit's Result and ExecMain* say it
+  // until Restart= starts the next run, which resets them (Result=success, the
+  // new process's pid): from then on only systemd's "Main process exited" entry
+  // in the journal says it.
+  sdbus::ExitInfo exitOf(const std::string& name, const std::string& path,
+                         const sdjournal::Run& run) {
+    sdbus::ExitInfo exit;
+    try {
+      exit = readExit(path);
+      if (exit.result != "success" && exit.code != 0) return exit;
+    } catch (const BusError&) {
+      // Collected meanwhile: the journal may still say.
+    }
+    if (auto logged = sdjournal::exitOf(journalDir_, name, run, kJournalWait)) {
+      if (logged->code == "exited")
+        return {logged->status == 0 ? "success" : "exit-code", CLD_EXITED, logged->status};
+      if (logged->code == "killed") return {"signal", CLD_KILLED, logged->status};
+      if (logged->code == "dumped") return {"core-dump", CLD_DUMPED, logged->status};
+    }
+    return exit;
   }
 
   // How the main process ended, in the words of the builtin supervisor ("exited

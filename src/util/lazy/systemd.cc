@@ -28,7 +28,7 @@ MESH_LAZY_FORWARD(kSystemd, int, sd_journal_sendv_with_location,
                   (const char* file, const char* line, const char* func, const struct iovec* iov,
                    int n),
                   (file, line, func, iov, n))
-// Reading the journal: a failed service's last line of output.
+// Reading the journal: a failed service's last line of output, and how it ended.
 MESH_LAZY_FORWARD(kSystemd, int, sd_journal_open, (sd_journal * *ret, int flags), (ret, flags))
 MESH_LAZY_FORWARD(kSystemd, int, sd_journal_open_directory,
                   (sd_journal * *ret, const char* path, int flags), (ret, path, flags))
@@ -40,6 +40,9 @@ MESH_LAZY_FORWARD(kSystemd, int, sd_journal_seek_tail, (sd_journal * j), (j))
 MESH_LAZY_FORWARD(kSystemd, int, sd_journal_get_realtime_usec, (sd_journal * j, uint64_t* usec),
                   (j, usec))
 MESH_LAZY_FORWARD(kSystemd, int, sd_journal_previous, (sd_journal * j), (j))
+MESH_LAZY_FORWARD(kSystemd, int, sd_journal_next, (sd_journal * j), (j))
+MESH_LAZY_FORWARD(kSystemd, int, sd_journal_seek_realtime_usec, (sd_journal * j, uint64_t usec),
+                  (j, usec))
 MESH_LAZY_FORWARD(kSystemd, int, sd_journal_get_data,
                   (sd_journal * j, const char* field, const void** data, size_t* n),
                   (j, field, data, n))
