@@ -19,6 +19,8 @@ add_executable(mesh-host-supervise
     ${CMAKE_CURRENT_LIST_DIR}/log_writer.cc
     ${CMAKE_CURRENT_LIST_DIR}/spawn_service.cc
     ${CMAKE_CURRENT_LIST_DIR}/supervisor_loop.cc
+    ${CMAKE_CURRENT_LIST_DIR}/supervisor_adopt.cc
+    ${CMAKE_CURRENT_LIST_DIR}/supervisor_notify.cc
     ${CMAKE_CURRENT_LIST_DIR}/supervisor_service.cc
     ${CMAKE_CURRENT_LIST_DIR}/supervise_main.cc)
 target_link_libraries(mesh-host-supervise PRIVATE mesh_util nlohmann_json::nlohmann_json)

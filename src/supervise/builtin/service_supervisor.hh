@@ -47,6 +47,9 @@ constexpr int64_t kMaxBackoffUs = 30'000'000;
 // A status file that could not be written is tried again this often.
 constexpr int64_t kRecordRetryUs = 1'000'000;
 
+// A pidfd for `pid`, close-on-exec; invalid where pidfds are not (Linux < 5.3).
+Fd openPidfd(pid_t pid);
+
 class ServiceSupervisor {
  public:
   explicit ServiceSupervisor(SupervisorArgs args);

@@ -1,6 +1,7 @@
-// The service's life under the supervisor: start (or adopt), settle — or for
-// Type=notify wait for READY=1 — run, exit, restart per Restart= with backoff,
-// stop with SIGTERM then SIGKILL.
+// The service's life under the supervisor: start, settle — or for Type=notify
+// wait for READY=1 (supervisor_notify.cc) — run, exit, restart per Restart=
+// with backoff, stop with SIGTERM then SIGKILL. Taking over a process a previous
+// supervisor left running is supervisor_adopt.cc.
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/epoll.h>
@@ -32,12 +33,6 @@ namespace {
 
 constexpr const char* kReadyTimeout = "timeout waiting for READY=1";
 
-Fd openPidfd(pid_t pid) {
-  Fd fd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
-  if (fd) ::fcntl(fd.get(), F_SETFD, FD_CLOEXEC);
-  return fd;
-}
-
 // The wait status waitpid() would have given, from what waitid() says.
 int waitStatusOf(const siginfo_t& si) {
   switch (si.si_code) {
@@ -68,6 +63,12 @@ std::string formatDelay(int64_t us) {
 
 }  // namespace
 
+Fd openPidfd(pid_t pid) {
+  Fd fd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
+  if (fd) ::fcntl(fd.get(), F_SETFD, FD_CLOEXEC);
+  return fd;
+}
+
 void ServiceSupervisor::startUp() {
   const bool adopted = tryAdopt();
   // Read by tryAdopt(); from now on this supervisor's records are the ones.
@@ -88,82 +89,6 @@ void ServiceSupervisor::startUp() {
   status_ = Status{};
   if (!loadUnit(false)) return finish("failed", status_.lastExit);
   launch();
-}
-
-bool ServiceSupervisor::tryAdopt() {
-  auto old = readStatus(paths_.status);
-  // No record here, but a supervisor of an older mesh-host may have left one in
-  // the state directory (the legacy layout), and with it the FIFO its process
-  // writes to.
-  const ServicePaths legacy = paths_.legacy();
-  bool fromLegacy = false;
-  if (!old && !paths_.isLegacy() && isRegularFile(legacy.status)) {
-    old = readStatus(legacy.status);
-    fromLegacy = old.has_value();
-  }
-  if (!old || old->pid <= 0 || !processIsAlive(old->pid, old->startTicks)) return false;
-  Fd pidfd = openPidfd(old->pid);
-  // Checked again once the pidfd pins the pid: it must still be that same process.
-  if (!pidfd || !processIsAlive(old->pid, old->startTicks)) return false;
-  status_ = *old;
-  status_.note = fmt::format("supervisor was gone; adopted pid {}", old->pid);
-  child_ = old->pid;
-  adopted_ = true;
-  pidfd_ = std::move(pidfd);
-  watch(pidfd_.get());
-  if (fromLegacy) {
-    useOutput(legacy.output);
-    notifyDir_ = legacy.dir;  // its NOTIFY_SOCKET names the old address
-  }
-  childStartMono_ = old->sinceUs > 0
-                        ? monotonicUs() - std::max<int64_t>(0, realtimeUs() - old->sinceUs)
-                        : monotonicUs();
-  // For TimeoutStopSec=, Restart= and Type=; defaults when it is unusable.
-  (void)loadUnit(false);
-  log_.note(fmt::format("adopted pid {}, left running by a previous supervisor", child_));
-  if (config_.type == ServiceType::Notify) {
-    // Its NOTIFY_SOCKET names the same address: it is heard again. One that
-    // had not sent READY=1 yet (and runs this very unit, so it is a notify
-    // service) gets TimeoutStartSec= from now.
-    try {
-      openNotifySocket();
-    } catch (const std::exception& e) {
-      log_.note(e.what());
-    }
-    if (old->state == "starting" && old->unitDigest == Digest::ofBytes(unitText_).str()) {
-      phase_ = Phase::Starting;
-      armTimer(config_.timeoutStartUs == kInfinity ? 0 : config_.timeoutStartUs);
-      setState("starting");
-      return true;
-    }
-  }
-  phase_ = Phase::Running;
-  setState("active");
-  return true;
-}
-
-// The records a dead supervisor of an older mesh-host left in the state
-// directory (its lock is free: checked in run()) would only mislead now.
-void ServiceSupervisor::retireLegacyRecords() {
-  if (paths_.isLegacy()) return;
-  const ServicePaths legacy = paths_.legacy();
-  if (isRegularFile(legacy.status)) ::unlink(legacy.status.c_str());
-  ::unlink(legacy.socket.c_str());
-  ::unlink(legacy.lock.c_str());
-  ::unlink(oldSupervisorLock(legacy.lock).c_str());
-}
-
-// Reads the service's output from `fifo` (an adopted orphan's, in the legacy
-// layout) instead of the FIFO in the runtime directory.
-void ServiceSupervisor::useOutput(const std::string& fifo) {
-  struct stat st {};
-  if (::lstat(fifo.c_str(), &st) != 0 || !S_ISFIFO(st.st_mode)) return;
-  Fd fd(::open(fifo.c_str(), O_RDWR | O_NONBLOCK | O_CLOEXEC));
-  if (!fd) return;
-  ::epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, output_.get(), nullptr);
-  onOutput();  // nothing should be there yet; but never drop it
-  output_ = std::move(fd);
-  watch(output_.get());
 }
 
 bool ServiceSupervisor::loadUnit(bool tellWaiters) {
@@ -224,70 +149,6 @@ void ServiceSupervisor::launch() {
     armTimer(kSettleMinUs);
   }
   setState("starting");
-}
-
-namespace {
-
-// The NOTIFY_SOCKET an adopted orphan was given, when it is the abstract one
-// older supervisors gave a User= service (so that its READY=1 is heard again).
-std::optional<std::string> oldNotifyAddressOf(pid_t pid, const std::string& serviceDir) {
-  std::optional<std::string> environ;
-  try {
-    environ = readFile("/proc/" + std::to_string(pid) + "/environ");
-  } catch (const std::exception&) {
-    return std::nullopt;
-  }
-  if (!environ) return std::nullopt;
-  const std::string old = oldNotifySocketAddress(serviceDir);
-  for (std::string_view rest = *environ; !rest.empty();) {
-    const size_t end = std::min(rest.find('\0'), rest.size());
-    const std::string_view var = rest.substr(0, end);
-    rest.remove_prefix(std::min(end + 1, rest.size()));
-    if (var == "NOTIFY_SOCKET=" + old) return old;
-  }
-  return std::nullopt;
-}
-
-}  // namespace
-
-void ServiceSupervisor::openNotifySocket() {
-  std::string address = notifySocketAddress(notifyDir_, config_.user.empty());
-  if (adopted_ && child_ > 0)
-    if (auto old = oldNotifyAddressOf(child_, notifyDir_)) address = *old;
-  notify_ = NotifySocket::bind(address, serviceUser(config_));
-  watch(notify_.fd());
-}
-
-void ServiceSupervisor::onNotify() {
-  bool changed = false, ready = false;
-  for (auto& d : notify_.receiveAll()) {
-    if (!notifySenderAccepted(d.sender, child_, config_.notifyAccess)) {
-      // A few are noted, so that a wrong NotifyAccess= shows; a flood is not.
-      if (++refusedNotifications_ <= 5)
-        log_.note(fmt::format("ignored a notification from pid {}: not a process of the service",
-                              d.sender));
-      continue;
-    }
-    auto m = parseNotifyMessage(d.text);
-    if (m.status && *m.status != status_.statusText) {
-      status_.statusText = std::move(*m.status);
-      changed = true;
-    }
-    ready = ready || m.ready;
-  }
-  if (ready && phase_ == Phase::Starting && config_.type == ServiceType::Notify)
-    becomeReady();
-  else if (changed)
-    setState(status_.state);
-}
-
-void ServiceSupervisor::becomeReady() {
-  phase_ = Phase::Running;
-  armTimer(0);
-  status_.sinceUs = realtimeUs();
-  log_.note(fmt::format("pid {} is ready (READY=1)", child_));
-  setState("active");
-  replyAll(launchWaiters_, Reply::ok(child_, adopted_ ? "adopted" : "started"));
 }
 
 void ServiceSupervisor::beginStop(AfterStop after) {
