@@ -310,6 +310,11 @@ TEST_F(Nodes, ARunningNodeForgottenWithForceShowsAgainUnenrolledWithinOneHeartbe
   startNode("n1");
   auto revs = pushTo("n1", fileDecl(1, "one"));
   ASSERT_TRUE(awaitApplied("n1", revs.at("n1")));
+  // Idle first (the cycle after the one that applied: nothing created): from then on the
+  // node has nothing new to publish, and only seeing its keys go can bring them back.
+  ASSERT_TRUE(awaitStatus("n1", [](const std::optional<NodeStatus>& s) {
+    return s && s->serial == 1 && s->created == 0 && s->unchanged > 0;
+  }));
   Result forgot = runCommand(fleetArgv("forget", {"--force", "n1"}));
   ASSERT_EQ(forgot.code, 0) << forgot.out << forgot.err;
   const auto forgotAt = Clock::now();
