@@ -57,7 +57,9 @@ port_free() { ! ss -Htln "sport = :$1" 2>/dev/null | grep -q .; }
 random_port() {
   local p
   for _ in $(seq 1 50); do
-    p=$(( 20000 + RANDOM % 30000 ))
+    # Below the kernel's ephemeral range (32768-60999): a port there may be the local end
+    # of a client's connection by the time etcd binds it (bind: address already in use).
+    p=$(( 20000 + RANDOM % 12000 ))
     port_free "$p" && { echo "$p"; return; }
   done
   die "no free port found"
