@@ -24,6 +24,13 @@
 //   build/bench/mesh_bench_fleet_scale [--nodes 10000] [--agents 100] [--rounds 3]
 //       [--idle 30] [--status-runs 5] [--per-lease 1000] [--publishers 32]
 //       [--agent-interval 2s] [--keep] [--hold]
+//       [--etcd-cluster [--kill-leader R [--kill-after 100]]]
+//
+// --etcd-cluster: a three-member cluster on loopback (etcd.sh cluster-start) instead of
+// one etcd; every client gets the three URLs (agents spread over them by name, the
+// simulated nodes and the commands start at the first). --kill-leader R: in round R the
+// member that leads is SIGKILLed --kill-after ms after `fleet push` started (the push
+// and every node ride it out on the other two; the later rounds run on two members).
 //
 // --hold: after the report, etcd, the agents and the simulated nodes (their leases kept)
 // stay up until stdin ends, for timing or profiling `fleet status` against a live fleet
@@ -89,6 +96,9 @@ struct Options {
   std::string agentInterval = "2s";
   bool keep = false;
   bool hold = false;
+  bool etcdCluster = false;  // --etcd-cluster: three members (etcd.sh cluster-start)
+  int killLeaderRound = 0;   // --kill-leader R: the leader SIGKILLed during round R's push
+  int killAfterMs = 100;     // --kill-after MS: that long after the push command started
 };
 
 int64_t unixMs() {
@@ -427,33 +437,49 @@ std::map<std::string, double> awaitApplied(EtcdClient& etcd, const FleetKeys& ke
                                            Clock::time_point t0, std::chrono::seconds limit) {
   std::map<std::string, double> at;
   const auto deadline = Clock::now() + limit;
-  while (at.size() < total && Clock::now() < deadline) {
-    etcd.watch(
-        prefix, from,
-        [&](const std::vector<EtcdEvent>& events) {
-          const double ms = msSince(t0);
-          for (const auto& e : events) {
-            from = std::max(from, e.kv.modRevision + 1);
-            const auto split = keys.splitNodeKey(e.kv.key);
-            if (e.type != EtcdEvent::Type::Put || !split || split->second != "status" ||
-                at.count(split->first))
-              continue;
-            const auto s = decodeStatus(e.kv.value, e.kv.key);
-            if (s.declarationDigest == digest && s.serial == serial) at[split->first] = ms;
-          }
-          return at.size() < total;
-        },
-        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()) + 1ms,
-        EtcdClient::WatchScope::Prefix);
-  }
+  while (at.size() < total && Clock::now() < deadline) try {
+      etcd.watch(
+          prefix, from,
+          [&](const std::vector<EtcdEvent>& events) {
+            const double ms = msSince(t0);
+            for (const auto& e : events) {
+              from = std::max(from, e.kv.modRevision + 1);
+              const auto split = keys.splitNodeKey(e.kv.key);
+              if (e.type != EtcdEvent::Type::Put || !split || split->second != "status" ||
+                  at.count(split->first))
+                continue;
+              const auto s = decodeStatus(e.kv.value, e.kv.key);
+              if (s.declarationDigest == digest && s.serial == serial) at[split->first] = ms;
+            }
+            return at.size() < total;
+          },
+          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()) + 1ms,
+          EtcdClient::WatchScope::Prefix);
+    } catch (const EtcdMemberFailed&) {
+      // Its member was killed (--kill-leader): the client moved; watch again from `from`.
+    }
   return at;
 }
 
 int run(const Options& o, const std::string& dir) {
   const std::string etcdDir = dir + "/etcd";
   const std::string url =
-      shellOut(fmt::format("ETCD_OWNER_PID={} {} start {}", ::getpid(), MESH_ETCD_SCRIPT, etcdDir));
+      shellOut(fmt::format("ETCD_OWNER_PID={} {} {} {}", ::getpid(), MESH_ETCD_SCRIPT,
+                           o.etcdCluster ? "cluster-start" : "start", etcdDir));
   if (url.rfind("http://", 0) != 0) throw std::runtime_error("etcd did not start: " + url);
+  // The members alive (1..3; one: the single etcd), for what asks one member (dbSize).
+  std::vector<std::string> members;
+  for (size_t at = 0; at != std::string::npos;) {
+    const size_t comma = url.find(',', at);
+    members.push_back(url.substr(at, comma == std::string::npos ? comma : comma - at));
+    at = comma == std::string::npos ? comma : comma + 1;
+  }
+  std::vector<bool> killed(members.size(), false);
+  const auto liveMember = [&] {
+    for (size_t i = 0; i < members.size(); ++i)
+      if (!killed[i]) return members[i];
+    return members[0];
+  };
   const auto op = trust::OperatorKey::generate();
   const std::string keyFile = dir + "/ops.key";
   op.saveNew(keyFile);
@@ -512,13 +538,24 @@ int run(const Options& o, const std::string& dir) {
         r, r);
     std::ofstream(decl) << text;
     const std::string digest = "sha256:" + shellOut("sha256sum " + decl + " | cut -d' ' -f1");
-    const int64_t dbBefore = dbSize(url);
+    const int64_t dbBefore = dbSize(liveMember());
     const int64_t from = etcd.getPrefix(keys.nodesPrefix() + "~").revision + 1;
+    // The leader to kill in this round, found before the push starts.
+    const bool killing = r == o.killLeaderRound && o.etcdCluster;
+    const std::string leader =
+        killing ? shellOut(fmt::format("{} leader {}", MESH_ETCD_SCRIPT, etcdDir)) : "";
     const auto start = Clock::now();
     const pid_t push = spawn({MESH_HOST_BIN, "fleet", "push", "--etcd", url, "--cluster", cluster,
                               "--key", keyFile, "--nodes", "*", decl},
                              dir + "/push.log");
     double pushMs = 0;
+    if (killing) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(o.killAfterMs));
+      shellOut(fmt::format("{} member-kill {} {}", MESH_ETCD_SCRIPT, etcdDir, leader));
+      killed[static_cast<size_t>(std::stoi(leader) - 1)] = true;
+      std::printf("  round %d: killed member %s (the leader) %.0f ms after the push started\n", r,
+                  leader.c_str(), msSince(start));
+    }
     std::thread pushWaiter([&] {
       const int rc = mesh::test::waitExit(push);
       pushMs = msSince(start);
@@ -547,7 +584,8 @@ int run(const Options& o, const std::string& dir) {
     std::vector<double> v;
     for (const auto& [node, ms] : at) v.push_back(ms);
     rounds.push_back({percentile(v, 0.5), percentile(v, 0.99),
-                      *std::max_element(v.begin(), v.end()), pushMs, dbSize(url) - dbBefore});
+                      *std::max_element(v.begin(), v.end()), pushMs,
+                      dbSize(liveMember()) - dbBefore});
     const auto& x = rounds.back();
     std::printf(
         "  round %d: applied p50 %.0f ms, p99 %.0f ms, max %.0f ms; push command %.0f ms; "
@@ -596,7 +634,8 @@ int run(const Options& o, const std::string& dir) {
   }
   agents.stop();
   sim.stop();
-  shellOut(fmt::format("{} stop {}", MESH_ETCD_SCRIPT, etcdDir));
+  shellOut(
+      fmt::format("{} {} {}", MESH_ETCD_SCRIPT, o.etcdCluster ? "cluster-stop" : "stop", etcdDir));
 
   std::vector<double> p50, p99, mx, pushes, growth;
   for (const auto& x : rounds) {
@@ -652,13 +691,20 @@ int main(int argc, char** argv) {
         o.keep = true;
       else if (a == "--hold")
         o.hold = true;
+      else if (a == "--etcd-cluster")
+        o.etcdCluster = true;
+      else if (a == "--kill-leader")
+        o.killLeaderRound = std::stoi(value());
+      else if (a == "--kill-after")
+        o.killAfterMs = std::stoi(value());
       else
         throw std::invalid_argument(a);
     } catch (const std::exception&) {
       std::fprintf(stderr,
                    "usage: %s [--nodes 10000] [--agents 100] [--rounds 3] [--idle 30] "
                    "[--status-runs 5] [--per-lease 1000] [--publishers 32] "
-                   "[--agent-interval 2s] [--keep] [--hold]\n",
+                   "[--agent-interval 2s] [--keep] [--hold] [--etcd-cluster [--kill-leader R "
+                   "[--kill-after 100]]]\n",
                    argv[0]);
       return 2;
     }

@@ -32,6 +32,11 @@ using Clock = std::chrono::steady_clock;
 // silently dropped connection is noticed.
 constexpr auto kWatchRenew = 5min;
 constexpr auto kRequestTimeout = 5s;
+// While nothing else is asked of etcd, the member in use is probed this often: a member
+// that hangs (answers nothing; its sockets still accept) is left within this plus
+// fleet::kAnswerBudget, and the quiet watch on it follows (about 3 s, not the 5 s
+// keep-alive period plus the budget). One small request a second, answered by the member.
+constexpr auto kProbeEvery = 1s;
 
 // etcd could not be asked for a declaration's bytes: no verdict on the value.
 struct BodyUnavailable : Error {
@@ -271,6 +276,18 @@ void FleetLink::etcdChanged(const std::string& why) {
   changed_.notify_all();
 }
 
+void FleetLink::publishAgain() {
+  log_.log(Level::Warning,
+           "the node's status or heartbeat was removed from etcd (fleet forget?); publishing "
+           "them again",
+           {{"endpoint", o_.endpoint}});
+  std::lock_guard<std::mutex> guard(mutex_);
+  rewrite_ = true;
+  statusDirty_ = true;
+  ++statusVersion_;
+  changed_.notify_all();
+}
+
 void FleetLink::watchLoop(int64_t resumeAfter) {
   fleet::EtcdClient etcd(etcdConfig(), kRequestTimeout);
   etcd.guardIdentity();  // a wiped, restored or replaced etcd throws EtcdClusterChanged
@@ -278,6 +295,12 @@ void FleetLink::watchLoop(int64_t resumeAfter) {
   // means nothing to an etcd that was wiped or replaced meanwhile, and a value already
   // judged is recognised by its content.
   (void)resumeAfter;
+  // The watch covers the node's whole prefix: its declaration, and its own status and
+  // heartbeat, whose removal by anyone else (`fleet forget --force` of a running node)
+  // is answered by publishing them again (publishAgain).
+  const std::string prefix = fleet::nodePrefix(keys_, o_.node);
+  const std::string statusKey = keys_.status(o_.node);
+  const std::string heartbeatKey = fleet::heartbeatKey(keys_, o_.node);
   int64_t from = 0;
   auto backoff = o_.backoffMin;
   bool down = false;
@@ -317,23 +340,28 @@ void FleetLink::watchLoop(int64_t resumeAfter) {
       watchedThrough = etcd.member();
       noteLinked(true, false, "");
       etcd.watch(
-          declarationKey_, from,
+          prefix, from,
           [&](const std::vector<fleet::EtcdEvent>& events) {
             backoff = o_.backoffMin;
+            bool forgotten = false;
             for (const auto& ev : events) {
               from = std::max(from, ev.kv.modRevision + 1);
-              if (ev.type == fleet::EtcdEvent::Type::Put)
+              const bool put = ev.type == fleet::EtcdEvent::Type::Put;
+              if (ev.kv.key == declarationKey_ && put)
                 consider(ev.kv.value, ev.kv.modRevision);
-              else
+              else if (ev.kv.key == declarationKey_)
                 log_.log(Level::Warning,
                          "" + declarationKey_ +
                              " was deleted from etcd; the last accepted declaration stays in "
                              "force",
                          {{"revision", ev.kv.modRevision}});
+              else if (!put && (ev.kv.key == statusKey || ev.kv.key == heartbeatKey))
+                forgotten = true;
             }
+            if (forgotten) publishAgain();
             return !cancel_.load();
           },
-          kWatchRenew, fleet::EtcdClient::WatchScope::Key, &cancel_);
+          kWatchRenew, fleet::EtcdClient::WatchScope::Prefix, &cancel_);
       backoff = o_.backoffMin;  // it ran its course: the connection was good
     } catch (const fleet::EtcdCompacted& e) {
       log_.info("watch of " + declarationKey_ + " from a compacted revision; reading it again");
@@ -394,10 +422,28 @@ void FleetLink::heartbeatLoop() {
   for (;;) {
     // Renewals come when the event loop asks (beat()): a loop that hangs stops them, and
     // the node reads as down once its lease expires.
-    if (failing)
+    if (failing) {
       changed_.wait_until(lock, retryAt, [&] { return stopping_; });
-    else
-      changed_.wait(lock, [&] { return stopping_ || statusDirty_ || beatWanted_; });
+    } else if (!changed_.wait_for(lock, kProbeEvery,
+                                  [&] { return stopping_ || statusDirty_ || beatWanted_; })) {
+      // Quiet: is the member in use still answering? A failed probe has moved this
+      // configuration's clients to the next member (the watch follows); one that no member
+      // answers makes the next round a keep-alive, after backoff.
+      lock.unlock();
+      try {
+        etcd.probe();
+      } catch (const std::exception& e) {
+        if (!down)
+          log_.log(Level::Warning, std::string("") + e.what() + "; retrying with backoff",
+                   {{"endpoint", etcd.member()}});
+        down = true;
+        failing = true;
+        retryAt = Clock::now() + backoff;
+        backoff = std::min(backoff * 2, o_.backoffMax);
+      }
+      lock.lock();
+      continue;
+    }
     if (stopping_) break;
     if (failing && Clock::now() < retryAt) continue;
     fleet::NodeStatus status = status_;
@@ -405,6 +451,12 @@ void FleetLink::heartbeatLoop() {
     const uint64_t version = statusVersion_;
     // After etcd changed identity the old lease means nothing there: take a new one.
     if (std::exchange(republish_, false)) lease = 0;
+    // Removed by someone else: put both again (on the lease, which a keep-alive finds gone
+    // when it expired meanwhile: then on a new one).
+    if (std::exchange(rewrite_, false)) {
+      written.reset();
+      heartbeatOn = 0;
+    }
     const bool beating = beatWanted_ || lease == 0;
     beatWanted_ = false;
     lock.unlock();

@@ -62,7 +62,8 @@ struct FleetOptions {
   std::function<decl::Declaration(const std::string& text, const std::string& source)> parse;
   // Backoff between attempts while etcd is unreachable.
   std::chrono::milliseconds backoffMin{std::chrono::milliseconds(100)};
-  std::chrono::milliseconds backoffMax{std::chrono::seconds(10)};
+  // At most 2 s: a node converges within about 5 s of a majority of etcd being back.
+  std::chrono::milliseconds backoffMax{std::chrono::seconds(2)};
 };
 
 // A pushed declaration this node accepted, and where it came from.
@@ -167,10 +168,13 @@ class FleetLink {
   std::string lastJudged_;     // valueDigest() of the last value accepted or refused
   std::string appliedDigest_;  // of the generation with appliedSerial_, "" unknown
   bool republish_ = false;     // etcd changed identity: publish on a new lease at once
+  bool rewrite_ = false;       // the status or heartbeat was deleted: put both again
   std::string appliedKey_;     // digest and serial of appliedCycle_
   std::optional<fleet::NodeStatus::AppliedCycle> appliedCycle_;
   // An etcd that is another cluster now, or went back: read again, publish again.
   void etcdChanged(const std::string& why);
+  // The node's status or heartbeat was deleted by someone else: publish both again.
+  void publishAgain();
   // Fills status.appliedCycle (under mutex_).
   void noteAppliedCycle(fleet::NodeStatus& status);
   bool beatWanted_ = false;  // the event loop asked for a heartbeat

@@ -226,6 +226,11 @@ class EtcdClient {
   std::int64_t grantLease(std::int64_t ttlSeconds);
   // Renews the lease once; returns its remaining TTL in seconds, 0 when it has expired.
   std::int64_t keepAliveOnce(std::int64_t leaseId);
+  // Asks the member in use for its status (maintenance/status, answered by the member
+  // itself, leader-required as every call): a member hung, unreachable or without a leader
+  // fails it and the clients of this configuration move on, a quiet watch on it included.
+  // The liveness probe of a node whose watch has nothing to say.
+  void probe();
   // Revokes the lease and deletes its keys; returns false when it was already gone.
   bool revoke(std::int64_t leaseId);
 

@@ -35,6 +35,13 @@
 #   etcd.sh member-pause DIR N     SIGSTOP member N: it holds its sockets and answers nothing
 #   etcd.sh member-resume DIR N    SIGCONT member N
 #   etcd.sh leader DIR             the number of the member that is leader now (waits up to 10 s)
+#   etcd.sh member-isolate DIR N   (netns mode) member N can no longer reach its peers nor they
+#                                  it; clients still reach it
+#   etcd.sh member-heal DIR N      (netns mode) member N reaches its peers again
+#   ETCD_NETNS=1 at cluster-start (root): each member in a network namespace of its own, on a
+#   veth pair to a bridge made for the cluster, client and peer ports 2379/2380 on its own
+#   address (10.231.X.N; the bridge, where clients are, is 10.231.X.254); cluster-stop
+#   removes them. Without it every member is on 127.0.0.1.
 #   ETCD_OWNER_PID works as for start. Raft timings: 50 ms heartbeat, 500 ms election, so that
 #   a loaded machine does not trigger elections of its own.
 set -euo pipefail
@@ -50,7 +57,9 @@ port_free() { ! ss -Htln "sport = :$1" 2>/dev/null | grep -q .; }
 random_port() {
   local p
   for _ in $(seq 1 50); do
-    p=$(( 20000 + RANDOM % 30000 ))
+    # Below the kernel's ephemeral range (32768-60999): a port there may be the local end
+    # of a client's connection by the time etcd binds it (bind: address already in use).
+    p=$(( 20000 + RANDOM % 12000 ))
     port_free "$p" && { echo "$p"; return; }
   done
   die "no free port found"
@@ -198,11 +207,56 @@ stop() {
 # --- cluster mode -------------------------------------------------------------------------
 members="1 2 3"
 member_dir() { echo "$D/m$1"; }
+# Netns mode: DIR/netns holds "TAG SUBNET" (namespaces mhTAG-N, bridge mhbTAG, 10.231.X).
+netns_mode() { [ -f "$D/netns" ]; }
+netns_tag() { local t s; read -r t s < "$D/netns"; echo "$t"; }
+netns_sub() { local t s; read -r t s < "$D/netns"; echo "$s"; }
+member_host() { if netns_mode; then echo "$(netns_sub).$1"; else echo 127.0.0.1; fi; }
+member_exec() { if netns_mode; then echo "ip netns exec mh$(netns_tag)-$1"; fi; }
+
+netns_setup() {
+  local tag sub br n
+  tag=$(( RANDOM % 90000 + 10000 )); sub=10.231.$(( RANDOM % 250 + 1 )); br=mhb$tag
+  echo "$tag $sub" > "$D/netns"
+  ip link add "$br" type bridge || die "cannot make a bridge (ETCD_NETNS=1 needs root)"
+  ip addr add "$sub.254/24" dev "$br" && ip link set "$br" up || die "cannot set up bridge $br"
+  for n in $members; do
+    ip netns add "mh$tag-$n" || die "cannot make network namespace mh$tag-$n"
+    ip link add "mh${tag}h$n" type veth peer name eth0 netns "mh$tag-$n" || die "cannot make a veth pair"
+    ip link set "mh${tag}h$n" master "$br" up
+    ip -n "mh$tag-$n" addr add "$sub.$n/24" dev eth0
+    ip -n "mh$tag-$n" link set eth0 up
+    ip -n "mh$tag-$n" link set lo up
+  done
+}
+
+netns_teardown() {
+  netns_mode || return 0
+  local tag n; tag=$(netns_tag)
+  for n in $members; do ip netns del "mh$tag-$n" 2>/dev/null || true; done
+  ip link del "mhb$tag" 2>/dev/null || true
+}
+
+# Member N's peers unreachable from it (and it from them): blackhole routes in its namespace.
+member_isolate() {
+  netns_mode || die "member-isolate needs a cluster started with ETCD_NETNS=1"
+  local m
+  for m in $members; do
+    [ "$m" = "$1" ] || ip -n "mh$(netns_tag)-$1" route add blackhole "$(netns_sub).$m/32"
+  done
+}
+member_heal() {
+  netns_mode || die "member-heal needs a cluster started with ETCD_NETNS=1"
+  local m
+  for m in $members; do
+    [ "$m" = "$1" ] || ip -n "mh$(netns_tag)-$1" route del blackhole "$(netns_sub).$m/32" 2>/dev/null || true
+  done
+}
 initial_cluster() {
   local n c p out=""
   for n in $members; do
     read -r c p < "$(member_dir "$n")/ports"
-    out="$out${out:+,}m$n=http://127.0.0.1:$p"
+    out="$out${out:+,}m$n=http://$(member_host "$n"):$p"
   done
   echo "$out"
 }
@@ -212,9 +266,11 @@ launch_member() {
   local M c p
   M=$(member_dir "$1")
   read -r c p < "$M/ports"
-  setsid env -i PATH=/usr/bin:/bin /usr/bin/etcd --name "m$1" --data-dir "$M/data" \
-    --listen-client-urls "http://127.0.0.1:$c" --advertise-client-urls "http://127.0.0.1:$c" \
-    --listen-peer-urls "http://127.0.0.1:$p" --initial-advertise-peer-urls "http://127.0.0.1:$p" \
+  local h; h=$(member_host "$1")
+  # shellcheck disable=SC2046  # member_exec is a command prefix (netns mode) or nothing
+  setsid $(member_exec "$1") env -i PATH=/usr/bin:/bin /usr/bin/etcd --name "m$1" --data-dir "$M/data" \
+    --listen-client-urls "http://$h:$c" --advertise-client-urls "http://$h:$c" \
+    --listen-peer-urls "http://$h:$p" --initial-advertise-peer-urls "http://$h:$p" \
     --initial-cluster "$(initial_cluster)" --initial-cluster-state new \
     --initial-cluster-token "${ETCD_CLUSTER_TOKEN:-etcd-cluster}-$(basename "$D")" \
     --heartbeat-interval=50 --election-timeout=500 \
@@ -238,18 +294,20 @@ cluster_start() {
   [ -x /usr/bin/etcd ] || die "/usr/bin/etcd is missing: run scripts/install-deps"
   mkdir -p "$D"
   echo "0 0 300" > "$D/mode"
+  [ "${ETCD_NETNS:-0}" = 1 ] && netns_setup
   local n M used="" port urls=""
   for n in $members; do
     M=$(member_dir "$n"); mkdir -p "$M"
     local pair=()
+    if netns_mode; then pair=(2379 2380); fi   # a network stack of its own
     while [ ${#pair[@]} -lt 2 ]; do
       port=$(random_port)
       case " $used " in *" $port "*) continue ;; esac
       used="$used $port"; pair+=("$port")
     done
     echo "${pair[0]} ${pair[1]}" > "$M/ports"
-    echo "http://127.0.0.1:${pair[0]}" > "$M/url"
-    urls="$urls${urls:+,}http://127.0.0.1:${pair[0]}"
+    echo "http://$(member_host "$n"):${pair[0]}" > "$M/url"
+    urls="$urls${urls:+,}http://$(member_host "$n"):${pair[0]}"
   done
   for n in $members; do launch_member "$n"; done
   for n in $members; do wait_member "$n"; done
@@ -310,6 +368,7 @@ cluster_stop() {
   [ -d "$D" ] || return 0
   local n
   for n in $members; do [ -f "$(member_dir "$n")/pid" ] && member_stop "$n"; done
+  netns_teardown
   [ "${ETCD_KEEP:-0}" = 1 ] || rm -rf "$D"
 }
 
@@ -321,10 +380,12 @@ case "$cmd" in
   member-start) check_member "${3:-}"; launch_member "$3"; wait_member "$3"; cat "$(member_dir "$3")/url" ;;
   member-pause) check_member "${3:-}"; member_signal "$3" STOP ;;
   member-resume) check_member "${3:-}"; member_signal "$3" CONT ;;
+  member-isolate) check_member "${3:-}"; member_isolate "$3" ;;
+  member-heal) check_member "${3:-}"; member_heal "$3" ;;
   leader) leader ;;
   start) start ;;
   stop) stop ;;
   pause) terminate ;;
   resume) resume ;;
-  *) die "unknown command $cmd (start|stop|pause|resume|cluster-start|cluster-stop|member-kill|member-stop|member-start|member-pause|member-resume|leader)" ;;
+  *) die "unknown command $cmd (start|stop|pause|resume|cluster-start|cluster-stop|member-kill|member-stop|member-start|member-pause|member-resume|member-isolate|member-heal|leader)" ;;
 esac

@@ -18,6 +18,27 @@ std::string trimmed(std::string s) {
 }  // namespace
 
 std::unique_ptr<TestCluster> TestCluster::start() {
+  return startWith("");
+}
+
+std::unique_ptr<TestCluster> TestCluster::startInNamespaces() {
+  if (::geteuid() != 0) {
+    std::unique_ptr<TestCluster> c(new TestCluster);
+    c->skipReason = "network namespaces and veth pairs need root";
+    return c;
+  }
+  int status = 0;
+  const auto out =
+      shellOutput("ip netns add mh-probe-$$ 2>&1 && ip netns del mh-probe-$$", &status);
+  if (status != 0) {
+    std::unique_ptr<TestCluster> c(new TestCluster);
+    c->skipReason = "the kernel refuses a network namespace: " + out;
+    return c;
+  }
+  return startWith("ETCD_NETNS=1 ");
+}
+
+std::unique_ptr<TestCluster> TestCluster::startWith(const std::string& env) {
   std::unique_ptr<TestCluster> c(new TestCluster);
   if (::access("/usr/bin/etcd", X_OK) != 0) {
     c->skipReason =
@@ -31,8 +52,8 @@ std::unique_ptr<TestCluster> TestCluster::start() {
   }
   c->dir = tmpl;
   int status = 0;
-  const auto out = shellOutput("ETCD_OWNER_PID=" + std::to_string(::getpid()) + " " + etcdScript() +
-                                   " cluster-start " + c->dir + " 2>&1",
+  const auto out = shellOutput(env + "ETCD_OWNER_PID=" + std::to_string(::getpid()) + " " +
+                                   etcdScript() + " cluster-start " + c->dir + " 2>&1",
                                &status);
   if (status != 0) {
     c->failure = "etcd.sh cluster-start failed: " + out;
@@ -49,6 +70,13 @@ TestCluster::~TestCluster() {
   if (dir.empty()) return;
   int status = 0;
   shellOutput(std::string(etcdScript()) + " cluster-stop " + dir + " 2>&1", &status);
+}
+
+void TestCluster::isolate(int n) {
+  run("member-isolate", n);
+}
+void TestCluster::heal(int n) {
+  run("member-heal", n);
 }
 
 std::string TestCluster::run(const std::string& verb, int n) {

@@ -13,6 +13,10 @@ class TestCluster {
  public:
   // Starts one; check skipReason (no /usr/bin/etcd) and failure (it would not start).
   static std::unique_ptr<TestCluster> start();
+  // Each member in a network namespace of its own (etcd.sh ETCD_NETNS=1; root), so that
+  // one can be isolated from its peers while its clients still reach it; skipReason says
+  // why not when the kernel or the user cannot make them.
+  static std::unique_ptr<TestCluster> startInNamespaces();
   ~TestCluster();
   TestCluster(const TestCluster&) = delete;
   TestCluster& operator=(const TestCluster&) = delete;
@@ -29,6 +33,9 @@ class TestCluster {
   void restart(int n);
   void pause(int n);
   void resume(int n);
+  // (startInNamespaces) member n cut off from its peers, and back.
+  void isolate(int n);
+  void heal(int n);
   // The member that leads now (1..3; waits for one), 0 when etcd.sh finds none.
   int leader();
   // The member (1..3) a client URL belongs to; 0 for none.
@@ -36,6 +43,7 @@ class TestCluster {
 
  private:
   TestCluster() = default;
+  static std::unique_ptr<TestCluster> startWith(const std::string& env);
   std::string run(const std::string& verb, int n);
 };
 

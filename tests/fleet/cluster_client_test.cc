@@ -10,6 +10,7 @@
 #include <string>
 #include <thread>
 
+#include "drop_proxy.hh"
 #include "fleet/etcd.hh"
 #include "fleet/etcd/members.hh"
 #include "test_cluster.hh"
@@ -163,6 +164,37 @@ TEST_F(EtcdCluster, AWatchFollowsWhenAnotherCallOfItsConfigurationLeavesAHungMem
             std::string::npos)
       << ended;
   cluster->resume(1);
+}
+
+// A transaction its member committed and whose answer was lost (the member's connection
+// closed after it answered: DropProxy) is judged on another member by its keys: applied,
+// with the revision of its put, put once.
+TEST_F(EtcdCluster, ATransactionWhoseAnswerWasLostAfterItAppliedIsJudgedAppliedOnAnotherMember) {
+  DropProxy proxy(cluster->member[0]);
+  EtcdConfig c;
+  c.endpoint = proxy.url + "," + cluster->member[1] + "," + cluster->member[2];
+  c.members = std::make_shared<etcd::Members>(etcd::Members::parse(c.endpoint), 0);
+  EtcdClient client(c, 5s);
+  const auto r = client.txn({{"/mesh/judged", 0}}, {EtcdOp::put("/mesh/judged", "ours")});
+  EXPECT_EQ(proxy.dropped.load(), 1) << "the member did not answer through the proxy";
+  EXPECT_TRUE(r.succeeded);
+  EXPECT_EQ(client.member(), cluster->member[1]);
+  const auto range = client.getPrefix("/mesh/judged");
+  ASSERT_EQ(range.kvs.size(), 1u);
+  EXPECT_EQ(range.kvs[0].value, "ours");
+  EXPECT_EQ(r.revision, range.kvs[0].modRevision);
+  EXPECT_EQ(range.kvs[0].createRevision, range.kvs[0].modRevision) << "put more than once";
+
+  // And one whose compare failed on the member (nothing applied, the answer lost) is
+  // judged failed: the key holds another's value.
+  client.put("/mesh/other", "theirs");
+  EtcdConfig again = c;
+  again.members = std::make_shared<etcd::Members>(etcd::Members::parse(c.endpoint), 0);
+  EtcdClient second(again, 5s);
+  const auto refused = second.txn({{"/mesh/other", 0}}, {EtcdOp::put("/mesh/other", "ours")});
+  EXPECT_EQ(proxy.dropped.load(), 2);
+  EXPECT_FALSE(refused.succeeded);
+  EXPECT_EQ(second.get("/mesh/other")->value, "theirs");
 }
 
 TEST(EtcdMembers, NodesSpreadOverTheMembersByName) {

@@ -28,6 +28,7 @@
 #include "../support/raw_bytes.hh"
 #include "fleet/node_signed.hh"
 #include "fleet_fixture.hh"
+#include "node_decls.hh"
 #include "test_etcd.hh"
 #include "trust/signing.hh"
 #include "util/digest.hh"
@@ -38,15 +39,6 @@ namespace {
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
-
-int64_t countOf(const std::string& text, const std::string& what) {
-  int64_t n = 0;
-  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-  return n;
-}
-
-// In a node's log, once per cycle: its summary line ("cycle 7: 0 created, … 0 failed in 3 ms").
-constexpr const char* kCycleLine = " failed in ";
 
 struct NodeProcess {
   std::string name, root, stateDir, log;
@@ -206,66 +198,22 @@ class Nodes : public FleetTest {
   // when it is ready, 400 ms later, and tells its supervisor (Type=notify).
   // `readyAfter`: how long it takes from start to ready (sleep(1)'s argument).
   std::string serviceBundle(const std::string& readyAfter = "0.4") {
-    const std::string src = work + "/bundle-src";
-    fs::create_directories(src + "/bin");
-    std::ofstream(src + "/bin/svc") << fmt::format(
-        "#!/bin/sh\n"
-        "echo \"start $1 $(date +%s%N)\" >> {0}\n"
-        "sleep {1}\n"
-        "echo \"ready $1 $(date +%s%N)\" >> {0}\n"
-        "systemd-notify --no-block --ready\n"
-        "exec sleep 100000\n",
-        shared, readyAfter);
-    fs::permissions(src + "/bin/svc", fs::perms::owner_all | fs::perms::group_read |
-                                          fs::perms::group_exec | fs::perms::others_read |
-                                          fs::perms::others_exec);
-    Result tar = runCommand({"tar", "-C", src, "-cf", work + "/svc.tar", "bin"});
-    EXPECT_EQ(tar.code, 0) << tar.err;
-    Result add = runCommand({MESH_HOST_BIN, "blob", "add", work + "/svc.tar", "--to", blobs});
-    EXPECT_EQ(add.code, 0) << add.out << add.err;
-    std::string digest = add.out;
-    while (!digest.empty() && (digest.back() == '\n' || digest.back() == ' ')) digest.pop_back();
-    return digest.substr(digest.rfind(' ') + 1);
+    return scriptBundle("bundle", fmt::format("echo \"start $1 $(date +%s%N)\" >> {0}\n"
+                                              "sleep {1}\n"
+                                              "echo \"ready $1 $(date +%s%N)\" >> {0}\n"
+                                              "systemd-notify --no-block --ready\n"
+                                              "exec sleep 100000\n",
+                                              shared, readyAfter));
   }
 
   // A bundle (its digest) whose bin/svc is `body`, a shell script.
   std::string scriptBundle(const std::string& name, const std::string& body) {
-    const std::string src = work + "/" + name + "-src";
-    fs::create_directories(src + "/bin");
-    std::ofstream(src + "/bin/svc") << "#!/bin/sh\n" << body;
-    fs::permissions(src + "/bin/svc", fs::perms::owner_all | fs::perms::group_read |
-                                          fs::perms::group_exec | fs::perms::others_read |
-                                          fs::perms::others_exec);
-    Result tar = runCommand({"tar", "-C", src, "-cf", work + "/" + name + ".tar", "bin"});
-    EXPECT_EQ(tar.code, 0) << tar.err;
-    Result add =
-        runCommand({MESH_HOST_BIN, "blob", "add", work + "/" + name + ".tar", "--to", blobs});
-    EXPECT_EQ(add.code, 0) << add.out << add.err;
-    std::string digest = add.out;
-    while (!digest.empty() && (digest.back() == '\n' || digest.back() == ' ')) digest.pop_back();
-    return digest.substr(digest.rfind(' ') + 1);
-  }
-
-  static std::string fileDecl(int64_t serial, const std::string& content) {
-    return fmt::format(
-        "serial = {}\n\n[module.app.file.config]\npath = \"/etc/app.conf\"\ncontent = \"{}\"\n",
-        serial, content);
+    return test::scriptBundle(work, blobs, name, body);
   }
 
   static std::string serviceDecl(int64_t serial, const std::string& config,
                                  const std::string& bundle) {
-    return fmt::format(R"(serial = {0}
-
-[module.app.file.config]
-path = "/etc/app.conf"
-content = "{1}"
-
-[module.app.process.svc]
-bundle = "{2}"
-restart-on = ["app.config"]
-unit = {{ Type = "notify", NotifyAccess = "all", ExecStart = "{{bundle}}/bin/svc {{root}}" }}
-)",
-                       serial, config, bundle);
+    return test::serviceDecl(serial, config, bundle, /*notify=*/true);
   }
 
   // (start, ready) times of each service start, per node root, from the shared log.
@@ -353,6 +301,37 @@ TEST_F(Nodes, ADeclarationOverEtcdsRequestLimitIsAppliedFromItsChunks) {
   EXPECT_FALSE(s->refused) << s->refused->reason;
   EXPECT_EQ(s->serial, 1);
   EXPECT_EQ(slurp(nodes["n1"].root + "/etc/app.conf"), content);
+}
+
+// `fleet forget --force` of a node whose agent runs removes its status and heartbeat;
+// the agent sees them go (its watch covers its own keys) and publishes both again within
+// one heartbeat period: `fleet status` shows it, unenrolled, never nothing at all.
+TEST_F(Nodes, ARunningNodeForgottenWithForceShowsAgainUnenrolledWithinOneHeartbeat) {
+  startNode("n1");
+  auto revs = pushTo("n1", fileDecl(1, "one"));
+  ASSERT_TRUE(awaitApplied("n1", revs.at("n1")));
+  // Idle first (the cycle after the one that applied: nothing created): from then on the
+  // node has nothing new to publish, and only seeing its keys go can bring them back.
+  ASSERT_TRUE(awaitStatus("n1", [](const std::optional<NodeStatus>& s) {
+    return s && s->serial == 1 && s->created == 0 && s->unchanged > 0;
+  }));
+  Result forgot = runCommand(fleetArgv("forget", {"--force", "n1"}));
+  ASSERT_EQ(forgot.code, 0) << forgot.out << forgot.err;
+  const auto forgotAt = Clock::now();
+  ASSERT_TRUE(awaitStatus(
+      "n1", [](const std::optional<NodeStatus>& s) { return s && s->cycle > 0; },
+      kHeartbeatPeriod));
+  std::fprintf(
+      stderr, "[forget] the node published again %lld ms after fleet forget --force\n",
+      static_cast<long long>(
+          std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - forgotAt).count()));
+  EXPECT_TRUE(client->get(heartbeatKey(keys, "n1"))) << "its heartbeat was not put again";
+  Result st = status({"--json"});
+  EXPECT_EQ(st.code, 1) << "an unenrolled node does not count as converged: " << st.out;
+  const auto rows = st.json().at("nodes");
+  ASSERT_EQ(rows.size(), 1u) << st.out;
+  EXPECT_EQ(rows[0].at("node"), "n1") << rows[0].dump();
+  EXPECT_EQ(rows[0].at("state"), "unenrolled") << rows[0].dump();
 }
 
 TEST_F(Nodes, AKilledNodeShowsDownOnceItsLeaseExpires) {

@@ -224,6 +224,14 @@ std::int64_t EtcdClient::keepAliveOnce(std::int64_t leaseId) {
   return i64(r["result"], "TTL");  // left out (0) once the lease has expired
 }
 
+// Reads nothing and writes nothing: sent again wherever.
+void EtcdClient::probe() {
+  const std::string what = "status probe";
+  onMembers(what, Resend::Always, [&](std::size_t m) {
+    return unary(m).post("/v3/maintenance/status", json::object(), what);
+  });
+}
+
 // Sent again after a member failed it, a revoke that was applied answers "not found": false.
 bool EtcdClient::revoke(std::int64_t leaseId) {
   const std::string what = fmt::format("lease revoke {}", leaseId);
