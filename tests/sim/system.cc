@@ -706,6 +706,8 @@ class System {
     now_ += 10ms;
     const bool planned = run.report && !run.planned.empty();
     if (planned) checkPlanned(before, storedBefore, run.planned);
+    if (paused_ && run.report && !planned)
+      mismatch(fmt::format("the agent's cycle ({}) applied while paused", job.trigger));
     events(before, began);  // its own writes, seen while it runs
     const std::string error = run.error;
     std::optional<apply::CycleReport> report = run.report;
