@@ -54,8 +54,7 @@ const decl::Declaration* AgentCore::current() const {
 void AgentCore::start(std::optional<AcceptedDeclaration> cached) {
   pause_ = readPauseLogged();
   if (pause_)
-    log_.log(Level::Notice,
-             state::pauseText(*pause_) + ": cycles only plan until mesh-host resume",
+    log_.log(Level::Notice, state::pauseText(*pause_) + ": cycles only plan until mesh-host resume",
              {{"paused", pause_->reason}, {"paused_by", pause_->user}});
   if (o_.noop) log_.info("--noop: every cycle only plans; nothing on the node is changed");
   if (fleet_) {
@@ -153,8 +152,7 @@ void AgentCore::pauseTouched() {
   const bool was = pause_.has_value();
   pause_ = std::move(now);
   if (pause_) {
-    log_.log(Level::Notice,
-             state::pauseText(*pause_) + ": cycles only plan until mesh-host resume",
+    log_.log(Level::Notice, state::pauseText(*pause_) + ": cycles only plan until mesh-host resume",
              {{"paused", pause_->reason}, {"paused_by", pause_->user}});
     request(was ? "pause changed" : "paused");
   } else {
@@ -166,8 +164,8 @@ void AgentCore::pauseTouched() {
 void AgentCore::markPlanning(fleet::NodeStatus& st, int64_t pending) const {
   st.paused.reset();
   if (pause_)
-    st.paused = fleet::NodeStatus::Pause{pause_->reason, pause_->user, pause_->uid,
-                                         pause_->sinceMs};
+    st.paused =
+        fleet::NodeStatus::Pause{pause_->reason, pause_->user, pause_->uid, pause_->sinceMs};
   st.noop = o_.noop;
   st.pending = pending;
 }
@@ -510,10 +508,10 @@ std::string AgentCore::logReport(const apply::CycleReport& report, const std::st
   std::string summary = o_.summaryLine(report, plan);
   // "paused: plan: 0 to create, 1 to update, …; nothing applied (paused by …)".
   if (plan)
-    summary = planned == "paused" && pause_
-                  ? fmt::format("paused: {}; nothing applied ({})", summary,
-                                state::pauseText(*pause_))
-                  : fmt::format("{}: {}; nothing applied (run --noop)", planned, summary);
+    summary =
+        planned == "paused" && pause_
+            ? fmt::format("paused: {}; nothing applied ({})", summary, state::pauseText(*pause_))
+            : fmt::format("{}: {}; nothing applied (run --noop)", planned, summary);
   if (report.interrupted) summary += " (interrupted: stopping)";
   log_.log(report.anyFailed() ? Level::Warning : Level::Info, summary,
            {{"cycle", report.cycle},

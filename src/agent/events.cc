@@ -67,9 +67,9 @@ Events::Events(const std::string& declarationPath, std::chrono::microseconds wat
     // Written by temp file and rename, removed by unlink: no IN_MODIFY, so that the
     // store's own writes beside it wake nobody.
     const std::string dir = parentOf(pausePath);
-    pauseWatch_ = ::inotify_add_watch(inotify_.get(), dir.c_str(),
-                                      IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_CREATE |
-                                          IN_DELETE | IN_ATTRIB);
+    pauseWatch_ = ::inotify_add_watch(
+        inotify_.get(), dir.c_str(),
+        IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_CREATE | IN_DELETE | IN_ATTRIB);
     if (pauseWatch_ < 0)
       throwSys(fmt::format("cannot watch {} (the state directory, for mesh-host pause)", dir));
   }

@@ -35,10 +35,9 @@ state::PendingNote pendingOf(const apply::CycleReport& report, const std::string
   n.why = why;
   n.failed = report.tally.failed;
   for (const auto& r : report.results)
-    if (const auto v = r.outcome.verdict(); v == apply::Verdict::Created ||
-                                            v == apply::Verdict::Updated ||
-                                            v == apply::Verdict::Removed ||
-                                            v == apply::Verdict::Released)
+    if (const auto v = r.outcome.verdict();
+        v == apply::Verdict::Created || v == apply::Verdict::Updated ||
+        v == apply::Verdict::Removed || v == apply::Verdict::Released)
       n.changes.push_back({r.id, apply::verdictName(r.outcome.verdict()), r.outcome.reason()});
   return n;
 }
@@ -74,7 +73,8 @@ LockedRun runLocked(const apply::Settings& settings, const decl::Declaration& de
       apply::Context ctx(planning);
       ctx.setStopFlag(&stop);
       run.report = apply::runCycle(ctx, declaration, declaration.text, &store);
-      if (!run.report->interrupted) state::notePending(settings.stateDir, pendingOf(*run.report, run.planned));
+      if (!run.report->interrupted)
+        state::notePending(settings.stateDir, pendingOf(*run.report, run.planned));
       if (hooks.afterPlan) {
         try {
           hooks.afterPlan(*run.report, store);

@@ -48,8 +48,8 @@ void ApplyOptions::addTo(CLI::App& cmd) {
 }
 
 int applyAndReport(const decl::Declaration& declaration, const CommonOptions& o,
-                   state::Store& store, const std::string& metricsPath,
-                   const ExitCodes& exitCodes, bool force) {
+                   state::Store& store, const std::string& metricsPath, const ExitCodes& exitCodes,
+                   bool force) {
   if (auto refused = refuseWhilePaused(o, "apply", force)) return *refused;
   apply::Context ctx(o.settings(/*plan=*/false));
   // On a terminal, long work shows how far it is (stderr; stdout stays the answer).

@@ -36,8 +36,7 @@ nlohmann::json pauseJson(const std::optional<state::Pause>& p) {
 std::string agentText(const std::string& stateDir, bool paused) {
   const auto seen = state::agentRunning(stateDir);
   if (!seen) return "";
-  if (!seen->running)
-    return paused ? "; no agent runs now: one started later only plans" : "";
+  if (!seen->running) return paused ? "; no agent runs now: one started later only plans" : "";
   const std::string pid = seen->pid ? fmt::format(" (pid {})", seen->pid) : "";
   return paused ? fmt::format("; the agent{} only plans from now on", pid)
                 : fmt::format("; the agent{} applies from its next cycle, now", pid);
@@ -95,9 +94,10 @@ int runPause(CommonOptions& o, const PauseOptions& p) {
                                        {"changed", false}})
                     .c_str());
     else
-      printLine(fmt::format("already {}; left as it is (mesh-host resume first, to pause "
-                            "with another reason)",
-                            state::pauseText(*was)));
+      printLine(
+          fmt::format("already {}; left as it is (mesh-host resume first, to pause "
+                      "with another reason)",
+                      state::pauseText(*was)));
     return kExitOk;
   }
   const auto pause = state::pauseByMe(p.reason);
@@ -124,8 +124,8 @@ int runResume(CommonOptions& o) {
                                      {"changed", removed}})
                   .c_str());
   } else if (removed && was) {
-    printLine(fmt::format("resumed: was {}{}", state::pauseText(*was),
-                          agentText(o.stateDir, false)));
+    printLine(
+        fmt::format("resumed: was {}{}", state::pauseText(*was), agentText(o.stateDir, false)));
   } else {
     printLine("not paused: nothing to resume");
   }

@@ -289,8 +289,7 @@ nlohmann::json pendingJson(const std::optional<state::PendingNote>& n) {
 std::vector<std::string> pendingLines(const state::PendingNote& n) {
   std::vector<std::string> out;
   out.push_back(fmt::format("pending ({}, planned {}): {} change(s) not applied{}",
-                            n.why == "noop" ? "run --noop" : n.why, isoTime(n.at),
-                            n.changes.size(),
+                            n.why == "noop" ? "run --noop" : n.why, isoTime(n.at), n.changes.size(),
                             n.failed ? fmt::format(", {} would fail", n.failed) : ""));
   for (const auto& c : n.changes)
     out.push_back(fmt::format("  would be {} {}: {}", c.outcome, c.id, c.reason));

@@ -29,7 +29,7 @@ struct ApplyOptions {
   std::string metrics;  // node_exporter textfile to write after the cycle; "" none
   ExitCodes exitCodes;
   bool force = false;  // --force: apply while paused
-  std::string plan;  // --plan: apply this plan file exactly (apply/plan_file.hh), "" none
+  std::string plan;    // --plan: apply this plan file exactly (apply/plan_file.hh), "" none
   void addTo(CLI::App& cmd);
 };
 // `apply --plan` refused: the plan no longer holds (nothing was applied).

@@ -306,7 +306,7 @@ TEST_P(Pause, TheReadmeDecommissionRecipeRacesNoAgent) {
     script += line + "\n";
   }
   ASSERT_EQ(("\n" + script).find("\nmesh-host "), std::string::npos) << "a command left:\n"
-                                                                      << script;
+                                                                     << script;
   Result ran = runCommand({"bash", "-euo", "pipefail", "-c", script}, extraEnv);
   ASSERT_EQ(ran.code, 0) << script << ran.out << ran.err;
   EXPECT_NE(ran.out.find("removed " + module + ".config"), std::string::npos) << ran.out;

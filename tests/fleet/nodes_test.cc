@@ -1211,9 +1211,8 @@ TEST_F(Nodes, APausedNodeShowsPausedAndAppliesTheKeptPushOnResume) {
   EXPECT_GT(before.paused->sinceMs, 0);
 
   auto rev2 = pushTo("n1", fileDecl(2, "two"));
-  ASSERT_TRUE(awaitStatus("n1", [](const std::optional<NodeStatus>& s) {
-    return s && s->paused && s->pending == 1;
-  }));
+  ASSERT_TRUE(awaitStatus(
+      "n1", [](const std::optional<NodeStatus>& s) { return s && s->paused && s->pending == 1; }));
   const auto kept = *statusOf("n1");
   EXPECT_EQ(kept.serial, 1) << "a push applied while paused";
   EXPECT_EQ(kept.cycle, before.cycle);

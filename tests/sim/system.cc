@@ -758,7 +758,8 @@ class System {
       if (auto it = before.find(p); it == before.end() || it->second != st)
         mismatch(fmt::format("a cycle that only planned (paused) changed {}", p));
     for (const auto& [p, st] : before)
-      if (!after.count(p)) mismatch(fmt::format("a cycle that only planned (paused) removed {}", p));
+      if (!after.count(p))
+        mismatch(fmt::format("a cycle that only planned (paused) removed {}", p));
     for (const auto& r : world_.restartLog)
       mismatch(fmt::format("a cycle that only planned (paused) restarted {}", r));
     if (const int64_t n = storedCycles(); storedBefore >= 0 && n >= 0 && n != storedBefore)
