@@ -264,8 +264,10 @@ std::optional<CycleJob> AgentCore::nextCycle(Clock::time_point now) {
   driftDebounce_.clear();
   driftDue_.reset();
   log_.info("cycle starting: " + runningTrigger_, {{"trigger", runningTrigger_}});
-  CycleJob job{
-      runningTrigger_, *current(), {nullptr, o_.afterCycle, nullptr, nullptr, nullptr}, false};
+  CycleJob job{runningTrigger_,
+               *current(),
+               {nullptr, o_.afterCycle, nullptr, nullptr, nullptr, nullptr, nullptr},
+               false};
   job.hooks.stopCause = [this] {
     const int sig = stopSignal_.load();
     const char* name = sig ? sigabbrev_np(sig) : nullptr;
