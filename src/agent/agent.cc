@@ -19,6 +19,8 @@
 #include "agent/schedule.hh"
 #include "fleet/node_signed.hh"
 #include "state/drift_note.hh"
+#include "state/pending_note.hh"
+#include "state/state_dir.hh"
 #include "util/duration.hh"
 #include "util/fd.hh"
 
@@ -65,7 +67,8 @@ class Agent {
       : o_(o), log_(log), core_(o, log, notifier_, std::random_device{}()) {}
 
   int run() {
-    Events events(o_.fleet ? "" : o_.declarationPath, notifier_.watchdogPeriod());
+    Events events(o_.fleet ? "" : o_.declarationPath, notifier_.watchdogPeriod(),
+                  state::StateDir{o_.settings.stateDir}.paused());
     // Declared after events (its thread wakes them) and before joinCycle (a cycle
     // may be holding one of its restart slots): destroyed in the right order.
     std::unique_ptr<FleetLink> fleet;
@@ -134,12 +137,14 @@ class Agent {
       if (w.watchdog) core_.watchdog(now);
       if (w.declarationTouched) core_.declarationTouched(now);
       if (w.drift) core_.driftEvents(now);
+      if (w.pause) core_.pauseTouched();
       core_.advance(now);
     }
     if (worker_.joinable()) worker_.join();
     // No agent keeps anything in force any more: the note would outlive its truth.
     if (!fleet_) state::clearDeclarationError(o_.settings.stateDir);
     state::clearDriftNote(o_.settings.stateDir);
+    state::clearPendingNote(o_.settings.stateDir);
     if (fleet_) fleet_->stop();
     notifier_.stopping("stopped");
     log_.info("agent stopped");
@@ -156,6 +161,7 @@ class Agent {
               {{"node_key", fleet_->publicKeyText()}});
     const AcceptedDeclaration* cached = core_.accepted();
     core_.lastStatus() = statusFromStore(o_.settings.stateDir, cached);
+    core_.markPlanning(core_.lastStatus(), 0);
     fleet_->publish(core_.lastStatus());
     fleet_->start(cached ? cached->revision : 0);
     nextBeat_ = Clock::now() + fleet::kHeartbeatPeriod;

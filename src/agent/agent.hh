@@ -25,14 +25,20 @@ struct AgentOptions {
   std::chrono::milliseconds interval{std::chrono::minutes(5)};
   std::chrono::milliseconds splay{std::chrono::seconds(30)};
   bool verbose = false;  // log unchanged outcomes too
+  // `run --noop`: every cycle only plans (as while paused, state/pause.hh).
+  bool noop = false;
 
   LastGoodDeclaration::Loader load;
-  // Rendering, from the command line layer, so the agent logs what `apply` prints.
-  std::function<std::string(const apply::ResourceResult&)> outcomeLine;
-  std::function<std::string(const apply::CycleReport&)> summaryLine;
+  // Rendering, from the command line layer, so the agent logs what `apply` prints
+  // (what `plan` prints, for a cycle that only planned: `plan` true).
+  std::function<std::string(const apply::ResourceResult&, bool plan)> outcomeLine;
+  std::function<std::string(const apply::CycleReport&, bool plan)> summaryLine;
   // Called after every cycle that ran, under the state lock with its store
   // (metrics); may be empty. An error it throws is logged as a warning.
   AfterCycle afterCycle;
+  // The same after a cycle that only planned (paused, --noop): its report is what
+  // apply would do, not what the node holds.
+  AfterCycle afterPlan;
   // Fleet mode: the declaration comes from etcd, not from declarationPath.
   std::optional<FleetOptions> fleet;
 };

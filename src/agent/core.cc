@@ -10,6 +10,7 @@
 
 #include "apply/churn.hh"
 #include "state/drift_note.hh"
+#include "state/pending_note.hh"
 #include "state/store.hh"
 #include "util/clock.hh"
 #include "util/digest.hh"
@@ -51,6 +52,11 @@ const decl::Declaration* AgentCore::current() const {
 }
 
 void AgentCore::start(std::optional<AcceptedDeclaration> cached) {
+  pause_ = readPauseLogged();
+  if (pause_)
+    log_.log(Level::Notice, state::pauseText(*pause_) + ": cycles only plan until mesh-host resume",
+             {{"paused", pause_->reason}, {"paused_by", pause_->user}});
+  if (o_.noop) log_.info("--noop: every cycle only plans; nothing on the node is changed");
   if (fleet_) {
     accepted_ = std::move(cached);
     if (accepted_) {
@@ -128,6 +134,40 @@ void AgentCore::fleetNews() {
   if (!a) return;
   accepted_ = std::move(*a);
   request(fmt::format("etcd revision {}", accepted_->revision));
+}
+
+std::optional<state::Pause> AgentCore::readPauseLogged() {
+  try {
+    return state::readPause(o_.settings.stateDir);
+  } catch (const Error& e) {
+    // Unreadable is not "not paused": keep what was in force.
+    log_.error(std::string("mesh-host: cannot read the pause: ") + e.what());
+    return pause_;
+  }
+}
+
+void AgentCore::pauseTouched() {
+  auto now = readPauseLogged();
+  if (now == pause_) return;
+  const bool was = pause_.has_value();
+  pause_ = std::move(now);
+  if (pause_) {
+    log_.log(Level::Notice, state::pauseText(*pause_) + ": cycles only plan until mesh-host resume",
+             {{"paused", pause_->reason}, {"paused_by", pause_->user}});
+    request(was ? "pause changed" : "paused");
+  } else {
+    log_.log(Level::Notice, "resumed: cycles apply again", {{"paused", nullptr}});
+    request("resumed");
+  }
+}
+
+void AgentCore::markPlanning(fleet::NodeStatus& st, int64_t pending) const {
+  st.paused.reset();
+  if (pause_)
+    st.paused =
+        fleet::NodeStatus::Pause{pause_->reason, pause_->user, pause_->uid, pause_->sinceMs};
+  st.noop = o_.noop;
+  st.pending = pending;
 }
 
 void AgentCore::declarationTouched(Clock::time_point now) {
@@ -211,6 +251,7 @@ bool AgentCore::waitForEdit() {
 std::optional<CycleJob> AgentCore::nextCycle(Clock::time_point now) {
   if (running_ || stopping_ || !trigger_ || !current()) return std::nullopt;
   if (waitForEdit()) return std::nullopt;
+  pauseTouched();  // as it is now, even if its event has not come yet
   running_ = true;
   runningTrigger_ = *trigger_;
   trigger_.reset();
@@ -223,13 +264,22 @@ std::optional<CycleJob> AgentCore::nextCycle(Clock::time_point now) {
   driftDebounce_.clear();
   driftDue_.reset();
   log_.info("cycle starting: " + runningTrigger_, {{"trigger", runningTrigger_}});
-  CycleJob job{
-      runningTrigger_, *current(), {nullptr, o_.afterCycle, nullptr, nullptr, nullptr}, false};
+  CycleJob job{runningTrigger_,
+               *current(),
+               {nullptr, o_.afterCycle, nullptr, nullptr, nullptr, nullptr, nullptr},
+               false};
   job.hooks.stopCause = [this] {
     const int sig = stopSignal_.load();
     const char* name = sig ? sigabbrev_np(sig) : nullptr;
     return state::CycleStop{0, name ? std::string("SIG") + name : "", stopAtMs_.load()};
   };
+  // Paused or --noop: decided again under the state lock (a pause taken while the
+  // cycle waits for it holds). Such a cycle only plans; cycleDone publishes it.
+  job.hooks.planOnly = [stateDir = o_.settings.stateDir, noop = o_.noop]() -> std::string {
+    if (state::readPause(stateDir)) return "paused";
+    return noop ? "noop" : "";
+  };
+  job.hooks.afterPlan = o_.afterPlan;
   if (fleet_)
     fleetHooks(job.hooks);
   else
@@ -321,11 +371,13 @@ void AgentCore::rewatch(Clock::time_point now, const LockedRun& run) {
   auto during = std::exchange(driftDuringCycle_, {});
   during.merge(drift_->drain());
   if (current()) drift_->update(*current(), o_.settings.root);
-  const bool repair =
-      runningTrigger_.starts_with("drift: ") && run.report && run.report->anyChange();
+  // A cycle that only planned repaired nothing and wrote nothing: every event during
+  // it is someone else's.
+  const bool applied = run.report && run.planned.empty();
+  const bool repair = runningTrigger_.starts_with("drift: ") && applied && run.report->anyChange();
   if (repair) backOff(now);
   std::set<std::string> changed;
-  if (!during.empty() && run.report)
+  if (!during.empty() && applied)
     for (const auto& r : run.report->results)
       if (r.outcome.changed() || r.outcome.gone()) changed.insert(r.id);
   std::map<std::string, std::string> outside;
@@ -373,13 +425,23 @@ void AgentCore::cycleDone(Clock::time_point now, LockedRun run) {
     state::clearDeclarationError(o_.settings.stateDir);
   }
   rewatch(now, run);
-  if (fleet_) {
+  const bool planned = run.report && !run.planned.empty();
+  if (fleet_ && planned) {
+    // What is applied stays what the last applying cycle applied: only the pause and
+    // what waits are new (never this plan's counts, never its cycle).
+    if (!run.report->interrupted) {
+      const auto& t = run.report->tally;
+      markPlanning(lastStatus_, t.created + t.updated + t.removed + t.released);
+      fleet_->publish(lastStatus_);
+    }
+  } else if (fleet_) {
     if (cycleStatus_) {
       lastStatus_ = std::move(*cycleStatus_);
       cycleStatus_.reset();
       fleet_->publish(lastStatus_);
     } else if (!run.error.empty()) {
       lastStatus_.cycleError = run.error;
+      markPlanning(lastStatus_, lastStatus_.pending);
       fleet_->publish(lastStatus_);
     }
   }
@@ -387,7 +449,7 @@ void AgentCore::cycleDone(Clock::time_point now, LockedRun run) {
   std::string status;
   if (run.report) {
     failBackoff_ = {};
-    status = logReport(*run.report);
+    status = logReport(*run.report, run.planned);
     if (!run.afterCycleError.empty())
       log_.log(Level::Warning, "after the cycle: " + run.afterCycleError,
                {{"cycle", run.report->cycle}});
@@ -421,7 +483,8 @@ void AgentCore::cycleDone(Clock::time_point now, LockedRun run) {
 
 // Logs the cycle's outcomes (changes, or all with -v) and its summary; returns
 // the summary line.
-std::string AgentCore::logReport(const apply::CycleReport& report) {
+std::string AgentCore::logReport(const apply::CycleReport& report, const std::string& planned) {
+  const bool plan = !planned.empty();
   for (const auto& r : report.results)
     if (!r.outcome.warning.empty())
       log_.log(Level::Warning, fmt::format("warning: {}: {}", r.id, r.outcome.warning),
@@ -429,20 +492,28 @@ std::string AgentCore::logReport(const apply::CycleReport& report) {
   for (const auto& r : report.results) {
     const auto verdict = r.outcome.verdict();
     if (!o_.verbose && verdict == apply::Verdict::Unchanged) continue;
-    log_.log(levelOf(verdict), o_.outcomeLine(r),
+    log_.log(plan && verdict != apply::Verdict::Failed ? Level::Info : levelOf(verdict),
+             (plan ? planned + ": " : "") + o_.outcomeLine(r, plan),
              {{"cycle", report.cycle},
               {"id", r.id},
               {"module", r.module},
               {"kind", r.kind},
               {"outcome", apply::verdictName(verdict)},
               {"reason", r.outcome.reason()},
-              {"restarted", r.outcome.restarted}});
+              {"restarted", r.outcome.restarted},
+              {"planned", plan}});
   }
   for (const auto& line : report.access)
     log_.log(Level::Info, "access: " + line, {{"cycle", report.cycle}});
   if (!report.accessError.empty())
     log_.log(Level::Error, report.accessError, {{"cycle", report.cycle}});
-  std::string summary = o_.summaryLine(report);
+  std::string summary = o_.summaryLine(report, plan);
+  // "paused: plan: 0 to create, 1 to update, …; nothing applied (paused by …)".
+  if (plan)
+    summary =
+        planned == "paused" && pause_
+            ? fmt::format("paused: {}; nothing applied ({})", summary, state::pauseText(*pause_))
+            : fmt::format("{}: {}; nothing applied (run --noop)", planned, summary);
   if (report.interrupted) summary += " (interrupted: stopping)";
   log_.log(report.anyFailed() ? Level::Warning : Level::Info, summary,
            {{"cycle", report.cycle},
@@ -455,7 +526,8 @@ std::string AgentCore::logReport(const apply::CycleReport& report) {
             {"skipped", report.tally.skipped},
             {"failed", report.tally.failed},
             {"ms", report.ms},
-            {"interrupted", report.interrupted}});
+            {"interrupted", report.interrupted},
+            {"planned", plan}});
   return summary;
 }
 

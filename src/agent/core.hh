@@ -22,6 +22,7 @@
 #include "agent/notify.hh"
 #include "agent/schedule.hh"
 #include "fleet/protocol.hh"
+#include "state/pause.hh"
 
 namespace mesh::agent {
 
@@ -90,6 +91,9 @@ class AgentCore {
   void fleetNews();  // the link has accepted a declaration (takeAccepted)
   void declarationTouched(Clock::time_point now);
   void driftEvents(Clock::time_point now);  // the drift watch has events (drain)
+  // The pause file may have changed (mesh-host pause / resume): read again; a cycle
+  // follows a change (one that plans, while paused, and publishes so).
+  void pauseTouched();
   // After the events of a wake-up: the debounces and timers that have passed.
   void advance(Clock::time_point now);
   // The cycle to run now, if one is wanted and none runs; it counts as running until
@@ -109,6 +113,10 @@ class AgentCore {
   const decl::Declaration* current() const;
   const std::string& declarationError() const { return declarationError_; }
   const std::optional<std::string>& pendingTrigger() const { return trigger_; }
+  // The pause in force, as last read (state/pause.hh).
+  const std::optional<state::Pause>& paused() const { return pause_; }
+  // Fills in what a status says of cycles that only plan (paused, --noop).
+  void markPlanning(fleet::NodeStatus& st, int64_t pending) const;
 
  private:
   bool reload(const std::string& why);
@@ -120,7 +128,8 @@ class AgentCore {
   void driftSeen(Clock::time_point now, const std::map<std::string, std::string>& drifted);
   void rewatch(Clock::time_point now, const LockedRun& run);
   void backOff(Clock::time_point now);
-  std::string logReport(const apply::CycleReport& report);
+  std::string logReport(const apply::CycleReport& report, const std::string& planned);
+  std::optional<state::Pause> readPauseLogged();
 
   const AgentOptions& o_;
   Logger& log_;
@@ -145,6 +154,7 @@ class AgentCore {
   std::string rejected_;                // the digest of the file's bytes that did not load
   std::optional<std::string> trigger_;  // a cycle is wanted, and why
   std::optional<Clock::time_point> nextPeriodic_;
+  std::optional<state::Pause> pause_;  // mesh-host pause, as last read
   bool stopping_ = false;
   std::atomic<bool> stop_{false};  // read by the cycle between resources
   // What set stop_ (0: no signal) and when (unix ms), for the stopped cycle's note;

@@ -41,8 +41,9 @@ void addToEpoll(int epoll, int fd) {
 
 }  // namespace
 
-Events::Events(const std::string& declarationPath, std::chrono::microseconds watchdogPeriod)
-    : fileName_(baseName(declarationPath)) {
+Events::Events(const std::string& declarationPath, std::chrono::microseconds watchdogPeriod,
+               const std::string& pausePath)
+    : fileName_(baseName(declarationPath)), pauseName_(baseName(pausePath)) {
   sigset_t set = agentSignals();
   if (::pthread_sigmask(SIG_BLOCK, &set, nullptr) != 0) throwSys("cannot block signals");
   epoll_ = Fd(::epoll_create1(EPOLL_CLOEXEC));
@@ -51,13 +52,26 @@ Events::Events(const std::string& declarationPath, std::chrono::microseconds wat
   if (!signals_) throwSys("cannot create a signalfd");
   addToEpoll(epoll_.get(), signals_.get());
 
-  if (!declarationPath.empty()) {
+  if (!declarationPath.empty() || !pausePath.empty()) {
     inotify_ = Fd(::inotify_init1(IN_CLOEXEC | IN_NONBLOCK));
     if (!inotify_) throwSys("cannot create an inotify instance");
-    const std::string dir = parentOf(declarationPath);
-    if (::inotify_add_watch(inotify_.get(), dir.c_str(), kWatchMask) < 0)
-      throwSys(fmt::format("cannot watch {} (the declaration's directory)", dir));
     addToEpoll(epoll_.get(), inotify_.get());
+  }
+  if (!declarationPath.empty()) {
+    const std::string dir = parentOf(declarationPath);
+    declarationWatch_ = ::inotify_add_watch(inotify_.get(), dir.c_str(), kWatchMask);
+    if (declarationWatch_ < 0)
+      throwSys(fmt::format("cannot watch {} (the declaration's directory)", dir));
+  }
+  if (!pausePath.empty()) {
+    // Written by temp file and rename, removed by unlink: no IN_MODIFY, so that the
+    // store's own writes beside it wake nobody.
+    const std::string dir = parentOf(pausePath);
+    pauseWatch_ = ::inotify_add_watch(
+        inotify_.get(), dir.c_str(),
+        IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_CREATE | IN_DELETE | IN_ATTRIB);
+    if (pauseWatch_ < 0)
+      throwSys(fmt::format("cannot watch {} (the state directory, for mesh-host pause)", dir));
   }
 
   cycleDone_ = Fd(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
@@ -131,8 +145,12 @@ void Events::readInotify(Woken& w) {
     for (ssize_t at = 0; at < n;) {
       const auto* ev = reinterpret_cast<const inotify_event*>(buf + at);
       // The directory itself went away (IN_IGNORED) counts too: the file is gone.
-      if ((ev->len > 0 && fileName_ == ev->name) || (ev->mask & (IN_IGNORED | IN_Q_OVERFLOW)))
-        w.declarationTouched = true;
+      const bool all = ev->mask & IN_Q_OVERFLOW;
+      const bool gone = ev->mask & IN_IGNORED;
+      if (declarationWatch_ >= 0 && (ev->wd == declarationWatch_ || all))
+        if ((ev->len > 0 && fileName_ == ev->name) || gone || all) w.declarationTouched = true;
+      if (pauseWatch_ >= 0 && (ev->wd == pauseWatch_ || all))
+        if ((ev->len > 0 && pauseName_ == ev->name) || gone || all) w.pause = true;
       at += static_cast<ssize_t>(sizeof(inotify_event) + ev->len);
     }
   }

@@ -19,6 +19,7 @@ struct Woken {
   bool cycleDone = false;           // the cycle thread has finished
   bool fleet = false;               // the fleet link has news (a pushed declaration)
   bool drift = false;               // the drift watch has events (agent/drift_watch.hh)
+  bool pause = false;  // an event on the pause file (mesh-host pause / resume, state/pause.hh)
 };
 
 class Events {
@@ -26,8 +27,11 @@ class Events {
   // Blocks SIGHUP, SIGTERM and SIGINT in the calling thread (and so in every
   // thread it starts later) and receives them through a signalfd. Watches the
   // directory of `declarationPath`, so that an editor's rename over the file is
-  // seen (none when it is empty: fleet mode). A zero `watchdogPeriod` arms no timer.
-  Events(const std::string& declarationPath, std::chrono::microseconds watchdogPeriod);
+  // seen (none when it is empty: fleet mode), and the directory of `pausePath` (the
+  // state directory) for the pause file (none when empty). A zero `watchdogPeriod`
+  // arms no timer.
+  Events(const std::string& declarationPath, std::chrono::microseconds watchdogPeriod,
+         const std::string& pausePath = "");
   ~Events();
   Events(const Events&) = delete;
   Events& operator=(const Events&) = delete;
@@ -47,7 +51,8 @@ class Events {
   void readSignals(Woken& w);
   void readInotify(Woken& w);
 
-  std::string fileName_;
+  std::string fileName_, pauseName_;
+  int declarationWatch_ = -1, pauseWatch_ = -1;
   Fd epoll_, signals_, inotify_, watchdog_, cycleDone_, fleet_;
   int drift_ = -1;  // not owned
 };

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <thread>
 
+#include "state/pending_note.hh"
 #include "util/clock.hh"
 #include "util/error.hh"
 #include "util/fs.hh"
@@ -27,6 +28,20 @@ std::optional<state::StateLock> lockState(const std::string& stateDir,
   return std::nullopt;
 }
 
+// What a planning cycle would change, for `status` and the metrics.
+state::PendingNote pendingOf(const apply::CycleReport& report, const std::string& why) {
+  state::PendingNote n;
+  n.at = unixNowMs();
+  n.why = why;
+  n.failed = report.tally.failed;
+  for (const auto& r : report.results)
+    if (const auto v = r.outcome.verdict();
+        v == apply::Verdict::Created || v == apply::Verdict::Updated ||
+        v == apply::Verdict::Removed || v == apply::Verdict::Released)
+      n.changes.push_back({r.id, apply::verdictName(r.outcome.verdict()), r.outcome.reason()});
+  return n;
+}
+
 }  // namespace
 
 LockedRun runLocked(const apply::Settings& settings, const decl::Declaration& declaration,
@@ -49,12 +64,33 @@ LockedRun runLocked(const apply::Settings& settings, const decl::Declaration& de
         throw;
       }
     }
+    if (hooks.planOnly) run.planned = hooks.planOnly();
+    if (!run.planned.empty()) {
+      // Paused or noop: the same cycle with the gate closed. Nothing on the node and
+      // nothing in the store changes; what it would do is noted for status.
+      apply::Settings planning = settings;
+      planning.plan = true;
+      apply::Context ctx(planning);
+      ctx.setStopFlag(&stop);
+      run.report = apply::runCycle(ctx, declaration, declaration.text, &store);
+      if (!run.report->interrupted)
+        state::notePending(settings.stateDir, pendingOf(*run.report, run.planned));
+      if (hooks.afterPlan) {
+        try {
+          hooks.afterPlan(*run.report, store);
+        } catch (const std::exception& e) {
+          run.afterCycleError = e.what();
+        }
+      }
+      return run;
+    }
     if (hooks.newer) run.ran = hooks.newer(declaration, store);
     const decl::Declaration& d = run.ran ? *run.ran : declaration;
     apply::Context ctx(settings);
     ctx.setStopFlag(&stop);
     ctx.holdRestartSlot = hooks.holdRestartSlot;
     run.report = apply::runCycle(ctx, d, d.text, &store);
+    if (!run.report->interrupted) state::clearPendingNote(settings.stateDir);
     // Stopped on request, not killed: said before anything else can fail.
     if (run.report->interrupted) {
       state::CycleStop why = hooks.stopCause ? hooks.stopCause() : state::CycleStop{};

@@ -37,6 +37,9 @@ void ApplyOptions::addTo(CLI::App& cmd) {
                  "write node_exporter textfile metrics to FILE after the cycle (atomically)")
       ->option_text("FILE");
   exitCodes.addTo(cmd);
+  cmd.add_flag("--force", force,
+               "apply even while mesh-host pause is in force (refused otherwise: exit 5, nothing "
+               "applied); the pause stays");
   cmd.add_option("--plan", plan,
                  "apply the plan FILE (mesh-host plan DECL --out FILE) exactly, instead of DECL; "
                  "exit 4 and nothing applied when the declaration, the node or any resource's "
@@ -45,8 +48,9 @@ void ApplyOptions::addTo(CLI::App& cmd) {
 }
 
 int applyAndReport(const decl::Declaration& declaration, const CommonOptions& o,
-                   state::Store& store, const std::string& metricsPath,
-                   const ExitCodes& exitCodes) {
+                   state::Store& store, const std::string& metricsPath, const ExitCodes& exitCodes,
+                   bool force) {
+  if (auto refused = refuseWhilePaused(o, "apply", force)) return *refused;
   apply::Context ctx(o.settings(/*plan=*/false));
   // On a terminal, long work shows how far it is (stderr; stdout stays the answer).
   Progress progress(Progress::stderrIsTerminal());
@@ -159,7 +163,7 @@ int applyPlan(CommonOptions& o, const ApplyOptions& a) {
     const auto moved = apply::planDifferences(plan.resources, apply::plannedResources(again));
     if (!moved.empty()) return refuse(moved);
   }
-  return applyAndReport(declaration, o, store, a.metrics, a.exitCodes);
+  return applyAndReport(declaration, o, store, a.metrics, a.exitCodes, a.force);
 }
 
 }  // namespace
@@ -185,7 +189,7 @@ int runApply(const std::string& declPath, CommonOptions& o, const ApplyOptions& 
   // again: the cycle only updates its row. Freed, its memory serves the cycle's.
   // The state lock is held, so the row stays until the cycle has used it.
   if (store.knowsGeneration(declaration.digest.str())) std::string().swap(declaration.text);
-  return applyAndReport(declaration, o, store, a.metrics, a.exitCodes);
+  return applyAndReport(declaration, o, store, a.metrics, a.exitCodes, a.force);
 }
 
 }  // namespace mesh::cli

@@ -47,6 +47,9 @@ void RollbackOptions::addTo(CLI::App& cmd) {
                  "write node_exporter textfile metrics to FILE after the cycle (atomically)")
       ->option_text("FILE");
   exitCodes.addTo(cmd);
+  cmd.add_flag("--force", force,
+               "apply even while mesh-host pause is in force (refused otherwise: exit 5, nothing "
+               "applied); the pause stays");
 }
 
 namespace {
@@ -133,10 +136,11 @@ int runRollback(CommonOptions& o, const RollbackOptions& r) {
           *current, skipped);
   }
   const auto declaration = parseGeneration(store, target, o, /*checkPrincipals=*/true);
+  if (auto refused = refuseWhilePaused(o, "rollback", r.force)) return *refused;
   if (!o.json)
     printLine(fmt::format("rollback: applying generation {} (current: {})", target,
                           current ? std::to_string(*current) : "none"));
-  return applyAndReport(declaration, o, store, r.metrics, r.exitCodes);
+  return applyAndReport(declaration, o, store, r.metrics, r.exitCodes, r.force);
 }
 
 }  // namespace mesh::cli

@@ -39,6 +39,9 @@ void RunOptions::addTo(CLI::App& cmd) {
       ->default_str("text");
   cmd.add_option("--metrics", metrics, "node_exporter textfile written after each cycle")
       ->option_text("FILE");
+  cmd.add_flag("--noop", noop,
+               "every cycle only plans (as mesh-host plan): nothing on the node is changed; "
+               "drift and pending changes show in the log, status and the metrics");
   addEtcdOption(cmd, etcd,
                 "fleet mode: take the declaration from etcd "
                 "(/mesh/<cluster>/nodes/<node>/declaration, pushed with mesh-host fleet push), "
@@ -68,13 +71,22 @@ int runAgentLocked(CommonOptions& o, const RunOptions& r, agent::AgentOptions& a
 
   a.settings = o.settings(/*plan=*/false);
   a.verbose = o.verbose;
+  a.noop = r.noop;
   a.load = [&o](const std::string& path) { return loadDeclarationFor(path, o); };
-  a.outcomeLine = [](const apply::ResourceResult& res) { return outcomeLine(res, false); };
-  a.summaryLine = [](const apply::CycleReport& rep) { return summaryLine(rep, false); };
-  if (!r.metrics.empty())
+  a.outcomeLine = [](const apply::ResourceResult& res, bool plan) {
+    return outcomeLine(res, plan);
+  };
+  a.summaryLine = [](const apply::CycleReport& rep, bool plan) { return summaryLine(rep, plan); };
+  if (!r.metrics.empty()) {
     a.afterCycle = [&o, path = r.metrics](const apply::CycleReport& rep, state::Store& store) {
       writeMetrics(path, rep, store, o.node);
     };
+    // A cycle that only planned: the figures of the last cycle that applied, with
+    // the pause and what waits.
+    a.afterPlan = [&o, path = r.metrics](const apply::CycleReport&, state::Store& store) {
+      writeMetrics(path, lastAppliedReport(store), store, o.node);
+    };
+  }
 
   agent::Logger log(r.logFormat == "json" ? agent::LogFormat::Json : agent::LogFormat::Text,
                     agent::stderrIsJournal());

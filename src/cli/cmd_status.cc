@@ -14,6 +14,8 @@
 #include "cli/output.hh"
 #include "cli/time_text.hh"
 #include "state/drift_note.hh"
+#include "state/pause.hh"
+#include "state/pending_note.hh"
 #include "state/stop_note.hh"
 #include "state/store.hh"
 #include "supervise/supervisor.hh"
@@ -253,11 +255,59 @@ nlohmann::json summaryJson(const std::map<std::string, const state::Record*>& re
   return j;
 }
 
+// mesh-host pause (state/pause.hh): null when not paused.
+nlohmann::json pausedJson(const std::optional<state::Pause>& p) {
+  if (!p) return nullptr;
+  return {{"reason", p->reason},
+          {"user", p->user},
+          {"uid", p->uid},
+          {"since", isoTime(p->sinceMs)},
+          {"since_ms", p->sinceMs}};
+}
+
+// What the running agent's last cycle that only planned would change; nullopt when
+// none, or when the agent that noted it is gone.
+std::optional<state::PendingNote> livePendingNote(const std::string& stateDir) {
+  auto note = state::pendingNote(stateDir);
+  if (!note) return note;
+  const auto seen = state::agentRunning(stateDir, note->pid);
+  if (seen && !seen->running) return std::nullopt;
+  return note;
+}
+
+nlohmann::json pendingJson(const std::optional<state::PendingNote>& n) {
+  if (!n) return nullptr;
+  nlohmann::json changes = nlohmann::json::array();
+  for (const auto& c : n->changes)
+    changes.push_back({{"id", c.id}, {"outcome", c.outcome}, {"reason", c.reason}});
+  return {{"why", n->why},
+          {"planned_at", isoTime(n->at)},
+          {"changes", std::move(changes)},
+          {"failed", n->failed}};
+}
+
+std::vector<std::string> pendingLines(const state::PendingNote& n) {
+  std::vector<std::string> out;
+  out.push_back(fmt::format("pending ({}, planned {}): {} change(s) not applied{}",
+                            n.why == "noop" ? "run --noop" : n.why, isoTime(n.at), n.changes.size(),
+                            n.failed ? fmt::format(", {} would fail", n.failed) : ""));
+  for (const auto& c : n.changes)
+    out.push_back(fmt::format("  would be {} {}: {}", c.outcome, c.id, c.reason));
+  return out;
+}
+
+std::string pausedLine(const state::Pause& p) {
+  return state::pauseText(p) +
+         "; the agent's cycles only plan, apply refuses without --force (mesh-host resume)";
+}
+
 // The status the store shows, with the error of a cycle that could not run and
 // the agent's declaration that does not load.
 int showStatus(CommonOptions& o, const StatusOptions& so,
                const std::optional<state::CycleError>& cycleError,
-               const std::optional<state::DeclarationError>& declarationError) {
+               const std::optional<state::DeclarationError>& declarationError,
+               const std::optional<state::Pause>& paused) {
+  const auto pending = livePendingNote(o.stateDir);
   auto store = state::Store::open(o.stateDir, state::Store::Access::ReadOnly);
   // The name the node's cycles ran as (--node), unless one is given here.
   const std::string node = o.nodeFromHostname ? store.nodeName().value_or(o.node) : o.node;
@@ -360,10 +410,13 @@ int showStatus(CommonOptions& o, const StatusOptions& so,
         {"supervisor_error",
          supervisorError.empty() ? nlohmann::json() : nlohmann::json(supervisorError)},
         {"drift_watch", driftWatchJson(drift)},
+        {"paused", pausedJson(paused)},
+        {"pending", pendingJson(pending)},
         {"summary", summaryJson(sorted, health)},
         {"resources", std::move(resources)}};
     std::puts(jsonOut(out).c_str());
   } else {
+    if (paused) printLine(pausedLine(*paused));
     if (cycleError && !failedInIt) printLine(cycleErrorLine(*cycleError));
     if (declarationError) printLine(declarationErrorLine(*declarationError));
     if (!supervisorError.empty()) printLine(("error: " + supervisorError));
@@ -383,6 +436,8 @@ int showStatus(CommonOptions& o, const StatusOptions& so,
     for (const auto& l : lines) printLine(l);
     if (drift) printLine(driftWatchLine(*drift));
     if (staleDrift) printLine(staleDriftWatchLine(*staleDrift));
+    if (pending)
+      for (const auto& l : pendingLines(*pending)) printLine(l);
     std::string running;
     if (unfinished && unfinished->running)
       running = fmt::format("; cycle {} running since {}", unfinished->cycle.cycle,
@@ -405,9 +460,16 @@ int runStatus(CommonOptions& o, const StatusOptions& so) {
   // finishes, and makes the node failing.
   const auto cycleError = state::lastCycleError(o.stateDir);
   const auto declarationError = state::declarationError(o.stateDir);
-  if (!cycleError && !declarationError) return showStatus(o, so, cycleError, declarationError);
+  // Unreadable (another user's state dir?): the store's error says more below.
+  std::optional<state::Pause> paused;
   try {
-    return showStatus(o, so, cycleError, declarationError);
+    paused = state::readPause(o.stateDir);
+  } catch (const Error&) {
+  }
+  if (!cycleError && !declarationError && !paused)
+    return showStatus(o, so, cycleError, declarationError, paused);
+  try {
+    return showStatus(o, so, cycleError, declarationError, paused);
   } catch (const std::exception& e) {
     // Reading the store may fail for the same reason: still say what the cycle
     // met, and what is wrong with the declaration.
@@ -416,9 +478,11 @@ int runStatus(CommonOptions& o, const StatusOptions& so) {
                             {"node", o.node},
                             {"last_error", cycleErrorJson(cycleError)},
                             {"declaration_error", declarationErrorJson(declarationError)},
+                            {"paused", pausedJson(paused)},
                             {"store_error", e.what()}};
       std::puts(jsonOut(out).c_str());
     } else {
+      if (paused) printLine(pausedLine(*paused));
       if (cycleError) printLine(cycleErrorLine(*cycleError));
       if (declarationError) printLine(declarationErrorLine(*declarationError));
       if (!cycleError || e.what() != cycleError->message)

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "cli/common.hh"
@@ -20,10 +21,15 @@ struct ExitCodes {
 inline constexpr int kExitDetailedChanges = 2;
 inline constexpr int kExitDetailedFailures = 4;
 
+// apply and rollback while mesh-host pause is in force: refused, nothing applied,
+// unless --force.
+inline constexpr int kExitPaused = 5;
+
 struct ApplyOptions {
   std::string metrics;  // node_exporter textfile to write after the cycle; "" none
   ExitCodes exitCodes;
-  std::string plan;  // --plan: apply this plan file exactly (apply/plan_file.hh), "" none
+  bool force = false;  // --force: apply while paused
+  std::string plan;    // --plan: apply this plan file exactly (apply/plan_file.hh), "" none
   void addTo(CLI::App& cmd);
 };
 // `apply --plan` refused: the plan no longer holds (nothing was applied).
@@ -51,6 +57,7 @@ struct RollbackOptions {
   int64_t generation = 0;  // 0: the one before the current
   std::string metrics;
   ExitCodes exitCodes;
+  bool force = false;  // --force: apply while paused
   void addTo(CLI::App& cmd);
 };
 
@@ -62,9 +69,21 @@ struct GcOptions {
 
 // One cycle of `declaration` with the store open and locked, printed as `apply`
 // prints it; returns apply's exit code. Shared by apply and rollback.
+// Refuses (exit kExitPaused, nothing applied) while paused, unless `force`.
 int applyAndReport(const decl::Declaration& declaration, const CommonOptions& o,
                    state::Store& store, const std::string& metricsPath,
-                   const ExitCodes& exitCodes = {});
+                   const ExitCodes& exitCodes = {}, bool force = false);
+// With the state lock held: while mesh-host pause is in force and not `force`, says
+// so (stderr; the JSON answer with --json) and returns kExitPaused.
+std::optional<int> refuseWhilePaused(const CommonOptions& o, const char* command, bool force);
+
+// `pause --reason TEXT` and `resume` (cmd_pause.cc).
+struct PauseOptions {
+  std::string reason;
+  void addTo(CLI::App& cmd);
+};
+int runPause(CommonOptions& o, const PauseOptions& p);
+int runResume(CommonOptions& o);
 
 int runApply(const std::string& declPath, CommonOptions& o, const ApplyOptions& a = {});
 int runPlan(const std::string& declPath, CommonOptions& o, const PlanOptions& p = {});
@@ -81,6 +100,7 @@ struct RunOptions {
   std::string splay = "30s";
   std::string logFormat = "text";
   std::string metrics;  // node_exporter textfile written after each cycle; "" none
+  bool noop = false;    // --noop: every cycle only plans
   // fleet mode: the etcd endpoints the declaration comes from (--etcd, repeatable, each
   // one URL or a comma-separated list); empty none
   std::vector<std::string> etcd;

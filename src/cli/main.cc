@@ -169,6 +169,7 @@ int main(int argc, char** argv) {
   HistoryOptions historyOptions;
   RollbackOptions rollbackOptions;
   GcOptions gcOptions;
+  PauseOptions pauseOptions;
   RunOptions runOptions;
   KeyOptions keyOptions;
   SignOptions signOptions;
@@ -209,6 +210,14 @@ int main(int argc, char** argv) {
        [&](CLI::App& sub) { rollbackOptions.addTo(sub); }},
       {"gc", "remove bundles and blobs that no kept generation needs", false, CommonOptions::kStore,
        [&] { return runGc(common, gcOptions); }, [&](CLI::App& sub) { gcOptions.addTo(sub); }},
+      {"pause",
+       "pause --reason TEXT: the agent's cycles only plan (pushes kept, drift noted, nothing "
+       "applied) and apply refuses (exit 5) without --force, until resume; waits for a cycle "
+       "in hand",
+       false, CommonOptions::kStore, [&] { return runPause(common, pauseOptions); },
+       [&](CLI::App& sub) { pauseOptions.addTo(sub); }},
+      {"resume", "ends mesh-host pause: the agent applies again from its next cycle, at once",
+       false, CommonOptions::kStore, [&] { return runResume(common); }},
       {"run",
        "the agent: a cycle every interval (+ random splay), at once on SIGHUP or when the "
        "declaration changes (with --etcd: on every push); SIGTERM stops after the resource in "

@@ -8,7 +8,10 @@
 #include "apply/churn.hh"
 #include "apply/process_info.hh"
 #include "state/drift_note.hh"
+#include "state/pause.hh"
+#include "state/pending_note.hh"
 #include "util/clock.hh"
+#include "util/error.hh"
 #include "util/fs.hh"
 #include "util/text_safe.hh"
 
@@ -80,6 +83,14 @@ std::string renderMetrics(const MetricsSnapshot& s) {
            "Cycles started by a drift event that repaired something.");
     out += fmt::format("mesh_host_drift_repairs_total {}\n", *s.driftRepairs);
   }
+  header(out, "mesh_host_paused", "gauge",
+         "1 while mesh-host pause is in force: the agent's cycles only plan.");
+  out += fmt::format("mesh_host_paused {}\n", s.paused ? 1 : 0);
+  if (s.pendingChanges) {
+    header(out, "mesh_host_pending_changes", "gauge",
+           "Changes the agent's last cycle that only planned (paused, --noop) found waiting.");
+    out += fmt::format("mesh_host_pending_changes {}\n", *s.pendingChanges);
+  }
   header(out, "mesh_host_failures", "gauge", "Resources that failed in the last cycle.");
   out += fmt::format("mesh_host_failures {}\n", s.tally.failed);
   return out;
@@ -101,6 +112,13 @@ MetricsSnapshot metricsSnapshot(const apply::CycleReport& report, state::Store& 
   s.lastCycleTimestampSeconds = static_cast<double>(finishedMs) / 1000.0;
 
   s.declarationValid = !state::declarationError(store.stateDir());
+  try {
+    s.paused = state::readPause(store.stateDir()).has_value();
+  } catch (const Error&) {
+    s.paused = true;  // there, but unreadable: the agent keeps it in force
+  }
+  if (const auto pending = state::pendingNote(store.stateDir()))
+    s.pendingChanges = static_cast<int64_t>(pending->changes.size());
   if (const auto drift = state::driftNote(store.stateDir())) {
     s.watchedDirs = drift->watchedDirs;
     s.unwatched = drift->unwatched;
@@ -113,6 +131,16 @@ MetricsSnapshot metricsSnapshot(const apply::CycleReport& report, state::Store& 
     if (auto info = apply::processInfo(rec)) restarts[info->service] += info->restarts;
   s.restarts.assign(restarts.begin(), restarts.end());
   return s;
+}
+
+apply::CycleReport lastAppliedReport(state::Store& store) {
+  apply::CycleReport r;
+  if (const auto last = store.lastFinishedCycle()) {
+    r.cycle = last->cycle;
+    r.tally = last->tally;
+    r.ms = last->ms;
+  }
+  return r;
 }
 
 void writeMetrics(const std::string& path, const apply::CycleReport& report, state::Store& store,

@@ -29,6 +29,10 @@ struct MetricsSnapshot {
   bool declarationValid = true;
   // The agent's drift watch (state/drift_note.hh), when an agent runs.
   std::optional<int64_t> watchedDirs, unwatched, driftRepairs;
+  // mesh-host pause is in force (state/pause.hh); what the agent's last cycle that
+  // only planned (paused, run --noop) found it would change (state/pending_note.hh).
+  bool paused = false;
+  std::optional<int64_t> pendingChanges;
   // Restarts mesh-host made, per service, from the process records; sorted by name.
   std::vector<std::pair<std::string, int64_t>> restarts;
 };
@@ -46,5 +50,9 @@ MetricsSnapshot metricsSnapshot(const apply::CycleReport& report, state::Store& 
 // rename, mode 0644), so the collector never reads half a file. Throws mesh::Error.
 void writeMetrics(const std::string& path, const apply::CycleReport& report, state::Store& store,
                   const std::string& node);
+
+// The last finished cycle as the store holds it (number, counts, duration), for the
+// metrics written after a cycle that only planned.
+apply::CycleReport lastAppliedReport(state::Store& store);
 
 }  // namespace mesh::cli

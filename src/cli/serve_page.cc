@@ -18,6 +18,7 @@ constexpr std::string_view kPage = R"PAGE(<!doctype html>
   --fg: #1d2329; --muted: #5f6b76; --line: #dde2e7; --bg: #f6f7f9; --card: #fff;
   --converged: #2e7d32; --behind: #1565c0; --churning: #7b1fa2; --failing: #e65100;
   --refused: #c62828; --down: #616161; --unenrolled: #8d6e63; --forged: #b71c1c;
+  --paused: #f9a825;
 }
 * { box-sizing: border-box; }
 body { margin: 0; font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif;
@@ -45,6 +46,7 @@ h3 { font-size: 14px; margin: 14px 0 6px; display: flex; gap: .5em; align-items:
 .s-churning { background: var(--churning); } .s-failing { background: var(--failing); }
 .s-refused { background: var(--refused); } .s-down { background: var(--down); }
 .s-unenrolled { background: var(--unenrolled); } .s-forged { background: var(--forged); }
+.s-paused { background: var(--paused); color: #1d2329; }
 .s-pending { background: #b0bec5; }
 .bar { display: flex; height: 14px; border-radius: 7px; overflow: hidden; background: #eceff1;
        margin: 8px 0 4px; }
@@ -92,8 +94,8 @@ code, .mono { font-family: ui-monospace, "DejaVu Sans Mono", monospace; font-siz
 </main>
 <script>
 "use strict";
-const ORDER = ["forged", "unenrolled", "down", "refused", "failing", "behind", "churning",
-               "converged"];
+const ORDER = ["forged", "unenrolled", "down", "refused", "failing", "paused", "behind",
+               "churning", "converged"];
 const HISTORY_MAX = 20;
 window.meshPageId = Math.random().toString(36).slice(2);
 window.meshUpdates = 0;

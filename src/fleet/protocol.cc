@@ -271,6 +271,12 @@ std::string encodeStatus(const NodeStatus& s) {
                {"at_ms", s.refused->atMs},
                {"value_digest", s.refused->valueDigest},
                {"declaration_digest", s.refused->declarationDigest}};
+  json paused = nullptr;
+  if (s.paused)
+    paused = {{"reason", s.paused->reason},
+              {"user", s.paused->user},
+              {"uid", s.paused->uid},
+              {"since_ms", s.paused->sinceMs}};
   return jsonData(json{{"node", s.node},
                        {"cluster", s.cluster},
                        {"version", s.version},
@@ -289,6 +295,9 @@ std::string encodeStatus(const NodeStatus& s) {
                        {"failing", failing},
                        {"churning", s.churning},
                        {"cycle_error", s.cycleError},
+                       {"paused", paused},
+                       {"noop", s.noop},
+                       {"pending", s.pending},
                        {"refused", refused},
                        {"applied_cycle", appliedCycleJson(s.appliedCycle)},
                        {"etcd_cluster_id", s.etcdClusterId},
@@ -332,6 +341,17 @@ NodeStatus decodeStatus(std::string_view text, const std::string& where) {
                            field<std::string>(f, "reason", "", where));
   s.churning = field<std::vector<std::string>>(j, "churning", {}, where);
   s.cycleError = field<std::string>(j, "cycle_error", "", where);
+  if (j.contains("paused") && !j["paused"].is_null()) {
+    const json paused = objectField(j, "paused", where);
+    NodeStatus::Pause p;
+    p.reason = field<std::string>(paused, "reason", "", where);
+    p.user = field<std::string>(paused, "user", "", where);
+    p.uid = field<int64_t>(paused, "uid", 0, where);
+    p.sinceMs = field<int64_t>(paused, "since_ms", 0, where);
+    s.paused = p;
+  }
+  s.noop = field<bool>(j, "noop", false, where);
+  s.pending = field<int64_t>(j, "pending", 0, where);
   if (j.contains("refused") && !j["refused"].is_null()) {
     const json refused = objectField(j, "refused", where);
     NodeStatus::Refusal r;

@@ -116,6 +116,20 @@ struct NodeStatus {
   std::vector<std::string> churning;                         // ids
   std::string cycleError;  // the last cycle could not run at all, "" none
 
+  // The agent's cycles only plan: paused (`mesh-host pause`: why, who, since when), or
+  // `run --noop`. What is applied above stays what the last applying cycle applied;
+  // `pending` counts what the last planning cycle found it would change.
+  struct Pause {
+    std::string reason;
+    std::string user;
+    int64_t uid = 0;
+    int64_t sinceMs = 0;
+    bool operator==(const Pause&) const = default;
+  };
+  std::optional<Pause> paused;
+  bool noop = false;
+  int64_t pending = 0;
+
   // The newest pushed declaration this node refused (bad signature, older serial,
   // invalid TOML …); cleared when a later revision is accepted.
   struct Refusal {

@@ -24,7 +24,17 @@
 namespace mesh::fleet {
 
 // The first that applies wins, in this order (docs/fleet.md).
-enum class NodeState { Forged, Unenrolled, Down, Refused, Failing, Behind, Churning, Converged };
+enum class NodeState {
+  Forged,
+  Unenrolled,
+  Down,
+  Refused,
+  Failing,
+  Paused,  // mesh-host pause: its cycles only plan
+  Behind,
+  Churning,
+  Converged
+};
 const char* stateName(NodeState s);  // "converged", "behind", …
 
 // One node as the operator sees it.

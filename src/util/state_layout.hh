@@ -31,6 +31,11 @@ inline constexpr std::string_view kDriftWatch = "drift-watch";  // the drift wat
 inline constexpr std::string_view kServices = "services";       // builtin supervisor units
 inline constexpr std::string_view kServiceLogs = "log";         // builtin supervisor logs
 
+// mesh-host pause: why, who, since when.
+inline constexpr std::string_view kPaused = "paused";
+// What the agent's last cycle that only planned (paused, or run --noop) would change.
+inline constexpr std::string_view kPending = "pending";
+
 // `stateDir`/`name`.
 inline std::string under(std::string_view stateDir, std::string_view name) {
   std::string out(stateDir);

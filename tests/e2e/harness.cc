@@ -123,7 +123,8 @@ Result Node::mesh(std::vector<std::string> args, const std::map<std::string, std
     const bool converges =
         command == "apply" || command == "plan" || command == "rollback" || command == "run";
     const bool store = converges || command == "status" || command == "history" ||
-                       command == "generations" || command == "gc";
+                       command == "generations" || command == "gc" || command == "pause" ||
+                       command == "resume";
     if (option == "--root" || option == "--state-dir") return store || command == "key";
     if (option == "--node") return store;
     if (option == "--supervisor" || option == "--unit-dir") return converges || command == "status";

@@ -16,8 +16,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const char* const kCommands[] = {"apply",       "plan",     "status", "history",
-                                 "generations", "rollback", "gc",     "run"};
+const char* const kCommands[] = {"apply",    "plan", "status", "history", "generations",
+                                 "rollback", "gc",   "pause",  "resume",  "run"};
 
 class Package : public ::testing::Test {
  protected:

@@ -1165,5 +1165,59 @@ TEST_F(Nodes, ASlotOutlivesItsHolderDyingMidRestartUntilItsNextAgentIsDone) {
   EXPECT_FALSE(client->get(slot)) << "a slot was left behind: " << client->get(slot)->value;
 }
 
+// `mesh-host pause` on a fleet node: its status says paused (why, who, since), the
+// next push is accepted and kept but not applied, `fleet status` shows the node
+// `paused` with its reason; `resume` applies the kept push at once.
+TEST_F(Nodes, APausedNodeShowsPausedAndAppliesTheKeptPushOnResume) {
+  startNode("n1");
+  auto rev1 = pushTo("n1", fileDecl(1, "one"));
+  ASSERT_TRUE(awaitApplied("n1", rev1.at("n1")));
+  const auto& n = nodes["n1"];
+  const std::vector<std::string> where = {"--root", n.root, "--state-dir", n.stateDir};
+  auto cli = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), MESH_HOST_BIN);
+    args.insert(args.end(), where.begin(), where.end());
+    return runCommand(args);
+  };
+  Result paused = cli({"pause", "--reason", "kernel upgrade"});
+  ASSERT_EQ(paused.code, 0) << paused.out << paused.err;
+  ASSERT_TRUE(awaitStatus("n1", [](const std::optional<NodeStatus>& s) {
+    return s && s->paused && s->paused->reason == "kernel upgrade";
+  }));
+  const auto before = *statusOf("n1");
+  EXPECT_EQ(before.paused->uid, static_cast<int64_t>(::getuid()));
+  EXPECT_FALSE(before.paused->user.empty());
+  EXPECT_GT(before.paused->sinceMs, 0);
+
+  auto rev2 = pushTo("n1", fileDecl(2, "two"));
+  ASSERT_TRUE(awaitStatus(
+      "n1", [](const std::optional<NodeStatus>& s) { return s && s->paused && s->pending == 1; }));
+  const auto kept = *statusOf("n1");
+  EXPECT_EQ(kept.serial, 1) << "a push applied while paused";
+  EXPECT_EQ(kept.cycle, before.cycle);
+  EXPECT_EQ(kept.declarationDigest, before.declarationDigest);
+  EXPECT_EQ(slurp(n.root + "/etc/app.conf"), "one");
+
+  Result st = status({"--json"});
+  const nlohmann::json row = st.json().at("nodes").at(0);
+  EXPECT_EQ(row.at("state"), "paused") << st.out;
+  EXPECT_EQ(row.at("paused").at("reason"), "kernel upgrade") << st.out;
+  EXPECT_EQ(row.at("pending"), 1) << st.out;
+  EXPECT_EQ(st.json().at("summary").at("paused"), 1) << st.out;
+  Result text = status();
+  EXPECT_NE(text.out.find(" paused "), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("n1: paused by "), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("kernel upgrade; 1 change(s) waiting"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("n1: behind: applied serial 1"), std::string::npos) << text.out;
+
+  Result resumed = cli({"resume"});
+  ASSERT_EQ(resumed.code, 0) << resumed.out << resumed.err;
+  ASSERT_TRUE(awaitStatus("n1", [&](const std::optional<NodeStatus>& s) {
+    return s && !s->paused && s->serial == 2 && s->revision >= rev2.at("n1");
+  }));
+  EXPECT_EQ(slurp(n.root + "/etc/app.conf"), "two");
+  EXPECT_EQ(statusOf("n1")->pending, 0);
+}
+
 }  // namespace
 }  // namespace mesh::fleet::test

@@ -10,6 +10,9 @@
 //     racing the agent's next cycle: the apply runs where that cycle has taken its
 //     copy of the declaration and waits for the state lock;
 //   - SIGHUP; the interval passing; a drift (a managed file changed outside);
+//   - mesh-host pause, or resume (the pause file written or removed, as the event
+//     loop's inotify sees it): every step meanwhile still happens, edits, pushes and
+//     drift included, and a by-hand apply is one with --force;
 //   - SIGTERM in the middle of a cycle (the stop flag set at the cycle's Nth crash
 //     point, as the event loop sets it while the cycle's thread runs), after which
 //     the agent exits and a new one starts, as systemd restarts it;
@@ -40,6 +43,10 @@
 //     (--no-undeclared-check turns it off: only to look past it);
 //   - no status, local (the store's finished cycles, generations) or published
 //     (fleet mode), claims a cycle that did not finish;
+//   - while paused, the agent's cycles only plan: nothing under the root changes,
+//     nothing restarts, no cycle is recorded, and a published status says paused and
+//     claims nothing applied it did not claim before; after resume the causes kept
+//     meanwhile are paid once (the checks above);
 //   - a service its supervisor holds (back-off, start limit) is started only for a
 //     cause since mesh-host last started it, and is reported failing, never unchanged;
 //   - while cycles cannot run (a full disk) status's health is failing and cycles by
@@ -78,6 +85,8 @@
 #include "decl/parse.hh"
 #include "disk.hh"
 #include "state/drift_note.hh"
+#include "state/pause.hh"
+#include "state/pending_note.hh"
 #include "state/store.hh"
 #include "supervise/supervisor.hh"
 #include "util/digest.hh"
@@ -424,12 +433,13 @@ class System {
         "{} full trees, {} cycles that could not run, {} ENOSPC failures, "
         "{} restarts owed across a full disk paid, {} slot waits, {} SIGTERMs waiting for a "
         "slot, {} slot timeouts, {} slots taken, {} restarts owed across a slot SIGTERM paid, "
-        "{} restarts each paid once, {} mismatches",
+        "{} restarts each paid once, {} pauses, {} cycles that only planned, {} mismatches",
         seed_, o_.fleet ? "fleet" : "file", backend_ == Backend::Builtin ? "builtin" : "systemd",
         step_ - 1, cycles_, byHand_, racing_, edits_, broken_, pushes_, hups_, drifts_, terms_,
         interrupted_.size(), agentStarts_ - 1, supervisorFaults_, crashes_, limits_, heldStarts_,
         fullDisks_, fullTrees_, cannotRun_, enospc_, paidAfterFull_, slotWaits_, slotTerms_,
-        slotTimeouts_, slotsTaken_, paidAfterSlotTerm_, restarts_, mismatches);
+        slotTimeouts_, slotsTaken_, paidAfterSlotTerm_, restarts_, pauses_, plannedCycles_,
+        mismatches);
   }
 
  private:
@@ -460,8 +470,8 @@ class System {
     opts_.interval = 1h;
     opts_.splay = 0ms;
     opts_.load = [this](const std::string& path) { return decl::loadDeclaration(path, po_); };
-    opts_.outcomeLine = [](const apply::ResourceResult& r) { return r.id; };
-    opts_.summaryLine = [](const apply::CycleReport& r) {
+    opts_.outcomeLine = [](const apply::ResourceResult& r, bool) { return r.id; };
+    opts_.summaryLine = [](const apply::CycleReport& r, bool) {
       return fmt::format("cycle {}", r.cycle);
     };
     if (!o_.fleet) {
@@ -602,6 +612,7 @@ class System {
   void agentExited() {
     if (!o_.fleet) state::clearDeclarationError(stateDir());
     state::clearDriftNote(stateDir());
+    state::clearPendingNote(stateDir());
     core_.reset();
     startAgent();
   }
@@ -684,6 +695,8 @@ class System {
     stopSeen = 0;
     stopAt = termArmed_ ? termArmed_ : 0;
     termArmed_ = 0;
+    const int64_t storedBefore = storedCycles();
+    const size_t publishedBefore = fleet_.published.size();
     agent::LockedRun run = agent::runLocked(
         settings_, job.declaration, core_->stopFlag(), [](const std::string&) {}, job.hooks);
     stopAt = 0;
@@ -691,10 +704,22 @@ class System {
     ++cycles_;
     if (job.releaseStaleSlots && run.report) fleet_.releaseStaleSlots();
     now_ += 10ms;
+    const bool planned = run.report && !run.planned.empty();
+    if (planned) checkPlanned(before, storedBefore, run.planned);
+    if (paused_ && run.report && !planned)
+      mismatch(fmt::format("the agent's cycle ({}) applied while paused", job.trigger));
     events(before, began);  // its own writes, seen while it runs
     const std::string error = run.error;
     std::optional<apply::CycleReport> report = run.report;
     core_->cycleDone(now_, std::move(run));
+    if (planned) {
+      // Nothing applied: no cause was paid and no clean cycle ran.
+      ++plannedCycles_;
+      lastAgentClean_ = false;
+      failStreak_ = 0;
+      if (o_.fleet) checkPublishedPlanned(publishedBefore);
+      return;
+    }
     if (!error.empty()) {
       ++failStreak_;
       lastFailAt_ = now_;
@@ -710,6 +735,68 @@ class System {
     if (o_.fleet) checkPublished();
     checkLocal();
     checkChurn(report->cycle);
+  }
+
+  // How many cycles the store holds (-1: it cannot be read now).
+  int64_t storedCycles() {
+    try {
+      auto store = state::Store::openIfExists(stateDir());
+      return store ? store->cycleCount() : 0;
+    } catch (const Error&) {
+      return -1;
+    }
+  }
+
+  // A cycle that only planned (paused): it changed nothing under the root, restarted
+  // nothing, recorded no cycle, and left what it would do for `status`.
+  void checkPlanned(const std::map<std::string, std::string>& before, int64_t storedBefore,
+                    const std::string& why) {
+    if (why != "paused") mismatch(fmt::format("a cycle only planned ({}) while not paused", why));
+    if (!paused_) mismatch("a cycle only planned while the node was not paused");
+    const auto after = snapshot();
+    for (const auto& [p, st] : after)
+      if (auto it = before.find(p); it == before.end() || it->second != st)
+        mismatch(fmt::format("a cycle that only planned (paused) changed {}", p));
+    for (const auto& [p, st] : before)
+      if (!after.count(p))
+        mismatch(fmt::format("a cycle that only planned (paused) removed {}", p));
+    for (const auto& r : world_.restartLog)
+      mismatch(fmt::format("a cycle that only planned (paused) restarted {}", r));
+    if (const int64_t n = storedCycles(); storedBefore >= 0 && n >= 0 && n != storedBefore)
+      mismatch(fmt::format(
+          "a cycle that only planned (paused) was recorded: the store held {} cycle(s), now {}",
+          storedBefore, n));
+  }
+
+  // Fleet mode: what was published after a cycle that only planned says paused, and
+  // claims nothing applied that the status before it did not.
+  void checkPublishedPlanned(size_t publishedBefore) {
+    if (publishedBefore == 0) return;
+    const auto& prev = fleet_.published[publishedBefore - 1];
+    for (size_t i = publishedBefore; i < fleet_.published.size(); ++i) {
+      const auto& st = fleet_.published[i];
+      if (!st.paused)
+        mismatch("a status published after a cycle that only planned does not say paused");
+      if (st.cycle != prev.cycle || st.serial != prev.serial ||
+          st.declarationDigest != prev.declarationDigest || st.generation != prev.generation)
+        mismatch(fmt::format(
+            "a status published after a cycle that only planned (paused) claims serial {} in "
+            "cycle {} applied; before it, serial {} in cycle {}",
+            st.serial.value_or(0), st.cycle, prev.serial.value_or(0), prev.cycle));
+    }
+    checkPublished();
+  }
+
+  // mesh-host pause / resume, as the agent's event loop sees the state directory change.
+  void togglePause() {
+    if (!paused_) {
+      ++pauses_;
+      state::writePause(stateDir(), state::pauseByMe("sim"));
+    } else {
+      state::removePause(stateDir());
+    }
+    paused_ = !paused_;
+    if (core_) core_->pauseTouched();
   }
 
   // The services at their start limit as a cycle begins.
@@ -1093,6 +1180,8 @@ class System {
       limit();
     } else if (r < 95) {
       if (diskFull_ == Disk::Room) fillDisk();
+    } else if (r < 98) {
+      togglePause();
     }  // else: nothing happens
     now_ += 10ms;
     core_->advance(now_);
@@ -1272,6 +1361,8 @@ class System {
       paidAfterSlotTerm_ = 0;
   int step_ = 0, cycles_ = 0, byHand_ = 0, racing_ = 0, edits_ = 0, broken_ = 0, pushes_ = 0,
       hups_ = 0, drifts_ = 0, terms_ = 0, agentStarts_ = 0, supervisorFaults_ = 0, crashes_ = 0;
+  int pauses_ = 0, plannedCycles_ = 0;
+  bool paused_ = false;  // mesh-host pause is in force
   int64_t restarts_ = 0;
 };
 

@@ -51,6 +51,13 @@ json nodeJson(const NodeView& v) {
           {"churning", s ? json(s->churning) : json::array()},
           {"refused", std::move(refused)},
           {"cycle_error", s ? s->cycleError : ""},
+          {"paused", s && s->paused ? json{{"reason", s->paused->reason},
+                                           {"user", s->paused->user},
+                                           {"uid", s->paused->uid},
+                                           {"since_ms", s->paused->sinceMs}}
+                                    : json(nullptr)},
+          {"noop", s ? s->noop : false},
+          {"pending", s ? s->pending : 0},
           {"last_seen_ms", lastSeen ? json(lastSeen) : json(nullptr)},
           {"version", s ? s->version : ""},
           {"cycle", s ? s->cycle : 0},
@@ -171,6 +178,25 @@ void nodeText(JsonText& o, const NodeView& v) {
   lastSeen ? o.num(lastSeen) : o.null();
   o.key("node");
   o.str(v.node);
+  o.key("noop");
+  o.out += s && s->noop ? "true" : "false";
+  o.key("paused");
+  if (s && s->paused) {
+    o.out += '{';
+    o.key("reason", true);
+    o.str(s->paused->reason);
+    o.key("since_ms");
+    o.num(s->paused->sinceMs);
+    o.key("uid");
+    o.num(s->paused->uid);
+    o.key("user");
+    o.str(s->paused->user);
+    o.out += '}';
+  } else {
+    o.null();
+  }
+  o.key("pending");
+  o.num(s ? s->pending : 0);
   o.key("reasons");
   o.strings(v.reasons);
   o.key("refused");
@@ -235,7 +261,8 @@ json fleetJson(const FleetView& v) {
   for (const auto& n : v.nodes) nodes.push_back(nodeJson(n));
   json summary = {{"nodes", v.nodes.size()}};
   for (auto s : {NodeState::Converged, NodeState::Down, NodeState::Behind, NodeState::Refused,
-                 NodeState::Failing, NodeState::Churning, NodeState::Unenrolled, NodeState::Forged})
+                 NodeState::Failing, NodeState::Paused, NodeState::Churning, NodeState::Unenrolled,
+                 NodeState::Forged})
     summary[stateName(s)] = v.count(s);
   json versions = json::array();
   for (const auto& ver : v.versions)
@@ -256,7 +283,8 @@ std::string fleetJsonText(const FleetView& v) {
   json rest = fleetJson(FleetView{v.cluster, v.revision, v.nowMs, {}, v.versions});
   rest["summary"]["nodes"] = v.nodes.size();
   for (auto s : {NodeState::Converged, NodeState::Down, NodeState::Behind, NodeState::Refused,
-                 NodeState::Failing, NodeState::Churning, NodeState::Unenrolled, NodeState::Forged})
+                 NodeState::Failing, NodeState::Paused, NodeState::Churning, NodeState::Unenrolled,
+                 NodeState::Forged})
     rest["summary"][stateName(s)] = v.count(s);
   JsonText o;
   o.out.reserve(v.nodes.size() * 700 + 4096);

@@ -28,8 +28,8 @@ bool behindWanted(const NodeView& v) {
          v.status->serial != v.wanted->serial;
 }
 
-// The precedence of docs/fleet.md: forged, unenrolled, down, refused, failing, behind,
-// churning, converged.
+// The precedence of docs/fleet.md: forged, unenrolled, down, refused, failing, paused,
+// behind, churning, converged.
 NodeState stateOf(const NodeView& v) {
   if (v.trust == "forged") return NodeState::Forged;
   if (v.trust == "unenrolled") return NodeState::Unenrolled;
@@ -37,6 +37,7 @@ NodeState stateOf(const NodeView& v) {
   if (!v.status) return NodeState::Failing;  // its status key does not decode
   if (refusedWanted(v)) return NodeState::Refused;
   if (isFailing(*v.status)) return NodeState::Failing;
+  if (v.status->paused) return NodeState::Paused;
   if (behindWanted(v)) return NodeState::Behind;
   if (!v.status->churning.empty()) return NodeState::Churning;
   return NodeState::Converged;
@@ -133,6 +134,12 @@ std::vector<std::string> reasonsOf(const NodeView& v, int64_t now) {
   if (s->failing.empty() && s->failed > 0)
     out.push_back(fmt::format("{} resource(s) failed in cycle {}", s->failed, s->cycle));
   if (!s->cycleError.empty()) out.push_back("cycle error: " + s->cycleError);
+  if (s->paused)
+    out.push_back(fmt::format("paused by {} (uid {}) since {}: {}; {} change(s) waiting",
+                              s->paused->user, s->paused->uid, isoTime(s->paused->sinceMs),
+                              s->paused->reason, s->pending));
+  else if (s->noop && s->pending > 0)
+    out.push_back(fmt::format("noop: run --noop; {} change(s) waiting", s->pending));
   if (behindWanted(v) && !refusedWanted(v))  // a refusal says why already
     out.push_back(fmt::format(
         "behind: applied serial {} ({}); serial {} ({}) is pushed (revision {})",
@@ -199,6 +206,8 @@ const char* stateName(NodeState s) {
       return "refused";
     case NodeState::Failing:
       return "failing";
+    case NodeState::Paused:
+      return "paused";
     case NodeState::Behind:
       return "behind";
     case NodeState::Churning:

@@ -83,8 +83,9 @@ std::vector<std::string> fleetTextLines(const FleetView& view) {
   if (!details.empty()) out.emplace_back();
   for (auto& d : details) out.push_back(std::move(d));
   std::string tally;
-  for (auto state : {NodeState::Forged, NodeState::Unenrolled, NodeState::Down, NodeState::Behind,
-                     NodeState::Refused, NodeState::Failing, NodeState::Churning})
+  for (auto state :
+       {NodeState::Forged, NodeState::Unenrolled, NodeState::Down, NodeState::Behind,
+        NodeState::Refused, NodeState::Failing, NodeState::Paused, NodeState::Churning})
     if (view.count(state)) tally += fmt::format(", {} {}", view.count(state), stateName(state));
   out.emplace_back();
   versionLines(view.versions, view.nowMs, out);

@@ -74,10 +74,25 @@ TEST(Metrics, RendersTextfileFormat) {
       "last good one stays in force.\n"
       "# TYPE mesh_host_declaration_valid gauge\n"
       "mesh_host_declaration_valid 1\n"
+      "# HELP mesh_host_paused 1 while mesh-host pause is in force: the agent's cycles only "
+      "plan.\n"
+      "# TYPE mesh_host_paused gauge\n"
+      "mesh_host_paused 0\n"
       "# HELP mesh_host_failures Resources that failed in the last cycle.\n"
       "# TYPE mesh_host_failures gauge\n"
       "mesh_host_failures 1\n";
   EXPECT_EQ(renderMetrics(sample()), expected);
+}
+
+TEST(Metrics, APauseAndWhatWaitsAreShown) {
+  auto s = sample();
+  s.paused = true;
+  s.pendingChanges = 3;
+  const std::string text = renderMetrics(s);
+  EXPECT_NE(text.find("\nmesh_host_paused 1\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("# TYPE mesh_host_pending_changes gauge\nmesh_host_pending_changes 3\n"),
+            std::string::npos)
+      << text;
 }
 
 TEST(Metrics, EveryMetricHasHelpAndType) {
@@ -93,7 +108,7 @@ TEST(Metrics, EveryMetricHasHelpAndType) {
   }
   EXPECT_EQ(helped, typed);
   for (const auto& name : sampled) EXPECT_TRUE(helped.count(name)) << name;
-  EXPECT_EQ(helped.size(), 8u);
+  EXPECT_EQ(helped.size(), 9u);  // mesh_host_paused included
 }
 
 TEST(Metrics, WritesTheFileFromAStoreAndAReport) {

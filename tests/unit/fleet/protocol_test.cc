@@ -95,6 +95,13 @@ TEST(FleetProtocol, NodeStatusRoundTripsWithAndWithoutARefusal) {
   s.serial.reset();
   s.refused->serial.reset();
   EXPECT_EQ(decodeStatus(encodeStatus(s), "k"), s);
+  s.paused = NodeStatus::Pause{"kernel upgrade", "root (sudo by ana)", 0, 1730000000000};
+  s.noop = true;
+  s.pending = 3;
+  EXPECT_EQ(decodeStatus(encodeStatus(s), "k"), s);
+  auto resumed = s;
+  resumed.paused.reset();
+  EXPECT_FALSE(sameMaterially(s, resumed)) << "a pause or a resume must be published";
 }
 
 // decodeStatus reads a status in one pass, building no JSON tree; whatever that pass might
