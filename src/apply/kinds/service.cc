@@ -35,12 +35,16 @@ struct ServiceObserved {
   bool foundActive = false;
   bool foundEnabled = false;
   bool dropin = false;
+  // mesh-host acted on it (or was about to): once no longer declared, it is put
+  // back as found. Never set for a unit only ever found as declared: released.
+  bool acted = false;
   int64_t restarts = 0;
 
   std::string str() const {
     json j{{"unit", unit}, {"restarts", restarts}};
     if (found) j["found"] = {{"active", foundActive}, {"enabled", foundEnabled}};
     if (dropin) j["dropin"] = true;
+    if (acted) j["acted"] = true;
     return jsonData(j);
   }
   static ServiceObserved parse(const std::string& text) {
@@ -55,6 +59,7 @@ struct ServiceObserved {
       o.foundEnabled = f->value("enabled", false);
     }
     o.dropin = j.value("dropin", false);
+    o.acted = j.value("acted", false);
     return o;
   }
 };
@@ -162,7 +167,8 @@ class ServiceApplier : public Applier {
     // Act. What was found, and that a drop-in is about to be written, is recorded
     // (committed) before the first change; a restart the new drop-in owes, before
     // it is written.
-    if (!prev.found || prev.unit != s.unit || (dropin && !prev.dropin)) {
+    if (!prev.acted || prev.unit != s.unit || (dropin && !prev.dropin)) {
+      now.acted = true;
       now.dropin = now.dropin || dropin.has_value();
       step.change([&] { step.claimInstall(now.str()); });
     }
@@ -216,7 +222,8 @@ class ServiceApplier : public Applier {
   }
 
   bool ownsInstalled(const state::Record& rec) const override {
-    return ServiceObserved::parse(rec.observed).dropin;
+    const auto o = ServiceObserved::parse(rec.observed);
+    return o.dropin || o.acted;
   }
 
   // Its drop-in removed; the unit put back running (or stopped) and enabled (or
