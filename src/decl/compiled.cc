@@ -36,6 +36,7 @@ static_assert(sizeof(LinkSpec) == 64, "LinkSpec changed: update compiled.cc");
 static_assert(sizeof(ArchiveSpec) == 96, "ArchiveSpec changed: update compiled.cc");
 static_assert(sizeof(CredentialSpec) == 200, "CredentialSpec changed: update compiled.cc");
 static_assert(sizeof(ProcessSpec) == 120, "ProcessSpec changed: update compiled.cc");
+static_assert(sizeof(ServiceSpec) == 88, "ServiceSpec changed: update compiled.cc");
 static_assert(sizeof(Resource) == 400, "Resource changed: update compiled.cc");
 static_assert(sizeof(Declaration) == 224, "Declaration changed: update compiled.cc");
 
@@ -288,6 +289,20 @@ void writeSpec(Writer& w, const ProcessSpec& s) {
   w.s(s.service);
 }
 
+void writeOptBool(Writer& w, const std::optional<bool>& b) {
+  w.u(b ? (*b ? 2 : 1) : 0);
+}
+void writeSpec(Writer& w, const ServiceSpec& s) {
+  w.s(s.unit);
+  writeOptBool(w, s.running);
+  writeOptBool(w, s.enabled);
+  w.u(s.dropin.size());
+  for (const auto& [key, value] : s.dropin) {
+    w.s(key);
+    w.strings(value);
+  }
+}
+
 void readFile(Reader& r, FileSpec& s) {
   s.path = r.s();
   s.content = r.optS();
@@ -328,6 +343,29 @@ void readProcess(Reader& r, ProcessSpec& s) {
   s.service = r.s();
 }
 
+std::optional<bool> readOptBool(Reader& r) {
+  switch (r.u()) {
+    case 0:
+      return std::nullopt;
+    case 1:
+      return false;
+    case 2:
+      return true;
+    default:
+      throw Malformed{};
+  }
+}
+void readService(Reader& r, ServiceSpec& s) {
+  s.unit = r.s();
+  s.running = readOptBool(r);
+  s.enabled = readOptBool(r);
+  const uint64_t n = r.count();
+  for (uint64_t k = 0; k < n; ++k) {
+    auto key = r.s();
+    s.dropin[std::move(key)] = r.strings();
+  }
+}
+
 // The compiled form of each kind, one row per kind in Kind's order: a new kind
 // fails to compile until it has its row here, its writeSpec and its reader.
 struct SpecCodec {
@@ -354,6 +392,7 @@ constexpr std::array<SpecCodec, kKindCount> kSpecCodecs = {{
     row<Kind::Archive, readArchive>(),
     row<Kind::Credential, readCredential>(),
     row<Kind::Process, readProcess>(),
+    row<Kind::Service, readService>(),
 }};
 
 static_assert(rowsFollowKind(kSpecCodecs));

@@ -357,7 +357,8 @@ std::vector<Ref> Fields::ids(std::string_view key) {
   return refs;
 }
 
-std::optional<std::map<std::string, UnitValue>> Fields::unit(std::string_view key) {
+std::optional<std::map<std::string, UnitValue>> Fields::unit(std::string_view key,
+                                                             bool requireExecStart) {
   const toml::node* n = find(key);
   if (!n) return std::nullopt;
   const auto* table = n->as_table();
@@ -391,23 +392,24 @@ std::optional<std::map<std::string, UnitValue>> Fields::unit(std::string_view ke
         if (const auto* es = element.as_string())
           lines.push_back(es->get());
         else
-          bad(element, fmt::format("unit.{} in {} lists {}; every entry must be a string", name,
+          bad(element, fmt::format("{}.{} in {} lists {}; every entry must be a string", key, name,
                                    subject_, typeName(element.type())));
       }
     } else {
-      bad(value, fmt::format("unit.{} in {} must be a string or an array of strings, not {}", name,
-                             subject_, typeName(value.type())));
+      bad(value, fmt::format("{}.{} in {} must be a string or an array of strings, not {}", key,
+                             name, subject_, typeName(value.type())));
       continue;
     }
     if (!std::all_of(lines.begin(), lines.end(), oneLine))
-      bad(value, fmt::format("unit.{} in {} contains a line break; give several lines as an "
+      bad(value, fmt::format("{}.{} in {} contains a line break; give several lines as an "
                              "array of strings",
-                             name, subject_));
+                             key, name, subject_));
     else if (auto problem = unitKeyProblem(name, lines, subject_))
       bad(value, *problem);
     unit[name] = std::move(lines);
   }
   auto exec = unit.find("ExecStart");
+  if (!requireExecStart) return ok ? std::optional(std::move(unit)) : std::nullopt;
   if (exec == unit.end()) {
     error(at(*n), fmt::format("unit of {} has no ExecStart; add e.g. ExecStart = "
                               "\"{{bundle}}/bin/app\"",

@@ -53,7 +53,10 @@ class Fields {
   std::optional<Digest> digest(std::string_view key);
   std::optional<uint64_t> positive(std::string_view key);
   std::vector<Ref> ids(std::string_view key);
-  std::optional<std::map<std::string, UnitValue>> unit(std::string_view key);
+  // A table of unit keys. `requireExecStart`: a process's unit (a service's
+  // drop-in amends a unit that has one).
+  std::optional<std::map<std::string, UnitValue>> unit(std::string_view key,
+                                                       bool requireExecStart = true);
 
  private:
   void wrongType(std::string_view key, const toml::node& node, std::string_view expected);

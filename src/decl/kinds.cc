@@ -147,6 +147,42 @@ ProcessSpec readProcess(Fields& f, Draft& d, const ParseOptions&) {
   return s;
 }
 
+// `service`: a unit mesh-host did not install. Its name is checked as a
+// process's `service` is; its drop-in's keys as a process's unit keys.
+ServiceSpec readService(Fields& f, Draft& d, const ParseOptions&) {
+  f.rejectUnknown({"unit", "state", "enabled", "dropin", "restart-on", "reload-on", "requires"});
+  ServiceSpec s;
+  d.servicePos = d.resource.pos;
+  if (const toml::node* n = f.find("unit")) {
+    auto unit = f.string("unit", Text::Line);
+    if (unit && !validServiceName(*unit)) {
+      f.error(f.at(*n), fmt::format("unit '{}' in {} is not a valid service name; use letters, "
+                                    "digits and ':_.@-', ending in \".service\", e.g. "
+                                    "\"nginx.service\"",
+                                    shown(*unit), f.subject()));
+    } else if (unit) {
+      s.unit = *unit;
+      d.servicePos = f.at(*n);
+    }
+  } else {
+    f.missing("unit", "unit = \"nginx.service\"");
+  }
+  if (const toml::node* n = f.find("state")) {
+    auto state = f.string("state", Text::Line);
+    if (state && (*state == "running" || *state == "stopped"))
+      s.running = *state == "running";
+    else if (state)
+      f.error(f.at(*n), fmt::format("state '{}' in {} is not a service state; use \"running\" or "
+                                    "\"stopped\" (or leave it out: left as found)",
+                                    shown(*state), f.subject()));
+  }
+  s.enabled = f.boolean("enabled");
+  if (auto dropin = f.unit("dropin", false)) s.dropin = std::move(*dropin);
+  d.restartOn = f.ids("restart-on");
+  d.reloadOn = f.ids("reload-on");
+  return s;
+}
+
 // A reader as the table holds it: any kind's reader, returning the Spec.
 template <auto reader>
 Spec readAs(Fields& f, Draft& d, const ParseOptions& options) {
@@ -177,6 +213,7 @@ constexpr std::array<KindInfo, kKindCount> kKindTable = {{
     {Kind::Archive, "archive", readAs<readArchive>, bundleOf<ArchiveSpec>},
     {Kind::Credential, "credential", readAs<readCredential>, noBlobs},
     {Kind::Process, "process", readAs<readProcess>, bundleOf<ProcessSpec>},
+    {Kind::Service, "service", readAs<readService>, noBlobs},
 }};
 
 static_assert(rowsFollowKind(kKindTable));
@@ -214,7 +251,8 @@ Draft readResource(const ResourceHeader& header, const toml::table& table, Diagn
   Fields f(table, header.pos, d.subject(), diags);
 
   for (const char* key : {"restart-on", "reload-on"})
-    if (auto it = table.find(key); it != table.end() && r.kind != Kind::Process)
+    if (auto it = table.find(key);
+        it != table.end() && r.kind != Kind::Process && r.kind != Kind::Service)
       f.error(positionOf(diags, it->first.source()),
               fmt::format("'{}' is only for processes, not {}; use 'requires' to order it "
                           "after other resources",

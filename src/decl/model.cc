@@ -26,6 +26,12 @@ const std::string& Resource::path() const {
       spec);
 }
 
+const std::string* Resource::service() const {
+  if (const auto* p = std::get_if<ProcessSpec>(&spec)) return &p->service;
+  if (const auto* s = std::get_if<ServiceSpec>(&spec)) return &s->unit;
+  return nullptr;
+}
+
 std::string_view Resource::module() const {
   return std::string_view(id).substr(0, id.find('.'));
 }

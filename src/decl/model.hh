@@ -17,7 +17,7 @@
 
 namespace mesh::decl {
 
-enum class Kind { File, Directory, Link, Archive, Credential, Process };
+enum class Kind { File, Directory, Link, Archive, Credential, Process, Service };
 
 // Name and lookup by name, from the kinds table (decl/kind_info.hh).
 const char* kindName(Kind k);  // "file", "directory", …
@@ -93,8 +93,18 @@ struct ProcessSpec {
   std::string service;                    // "<module>.service" unless named
 };
 
-using Spec =
-    std::variant<FileSpec, DirectorySpec, LinkSpec, ArchiveSpec, CredentialSpec, ProcessSpec>;
+// A unit mesh-host did not install (the distro's nginx.service): its state and
+// enablement, and a drop-in mesh-host owns (<unit-dir>/<unit>.d/50-mesh-host.conf).
+// Unset `running`/`enabled`: left as found. systemd only.
+struct ServiceSpec {
+  std::string unit;                         // "nginx.service"
+  std::optional<bool> running;              // state = "running" | "stopped"
+  std::optional<bool> enabled;              // enabled = true | false
+  std::map<std::string, UnitValue> dropin;  // empty: no drop-in
+};
+
+using Spec = std::variant<FileSpec, DirectorySpec, LinkSpec, ArchiveSpec, CredentialSpec,
+                          ProcessSpec, ServiceSpec>;
 
 struct Resource {
   // "<module>.<name>": neither part holds a '.' (module and resource names are
@@ -107,12 +117,15 @@ struct Resource {
   Digest want;                         // (beside `kind`, in part in what would be padding)
   Position pos;                        // of the resource's table header
   std::vector<std::string> requires_;  // resource ids
-  std::vector<std::string> restartOn;  // resource ids (process only)
-  std::vector<std::string> reloadOn;   // resource ids (process only; none also in restartOn)
+  std::vector<std::string> restartOn;  // resource ids (process and service only)
+  std::vector<std::string> reloadOn;   // resource ids (the same; none also in restartOn)
   Spec spec;
 
   // The managed path on the node; empty for a process.
   const std::string& path() const;
+  // The service a process runs as, or a service resource drives; nullptr for
+  // other kinds. Both restart (reload) on causes, through the same ledger.
+  const std::string* service() const;
   // The parts of `id`, valid while it is: before its first '.' and after it.
   std::string_view module() const;
   std::string_view name() const;

@@ -219,6 +219,14 @@ void checkAcross(std::vector<Draft>& drafts, Diagnostics& diags, std::string_vie
                                            shown(r.path()), d.subject(), it->second->subject(),
                                            it->second->pathPos.str()));
     }
+    if (std::holds_alternative<ServiceSpec>(r.spec) && !r.service()->empty()) {
+      if (auto [it, fresh] = services.emplace(*r.service(), &d); !fresh)
+        diags.error(d.servicePos,
+                    fmt::format("duplicate service '{}': {} and {} (at {}) both drive it; keep "
+                                "one of them",
+                                *r.service(), d.subject(), it->second->subject(),
+                                it->second->servicePos.str()));
+    }
     if (const auto* process = std::get_if<ProcessSpec>(&r.spec)) {
       if (auto [it, fresh] = services.emplace(process->service, &d); !fresh)
         diags.error(d.servicePos,

@@ -51,6 +51,7 @@ bool wantIsOfSpec(Kind kind) {
       return true;
     case Kind::Credential:
     case Kind::Process:
+    case Kind::Service:
       return false;
   }
   return false;

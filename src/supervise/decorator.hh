@@ -31,6 +31,16 @@ class SupervisorDecorator : public Supervisor {
   std::vector<std::string> unsupportedKeys(const Unit& unit) const override {
     return inner_->unsupportedKeys(unit);
   }
+  bool drivesForeignUnits() const override { return inner_->drivesForeignUnits(); }
+  ForeignUnit observeForeign(const std::string& name) override {
+    return inner_->observeForeign(name);
+  }
+  void setDropin(const std::string& name, const std::optional<std::string>& text) override {
+    inner_->setDropin(name, text);
+  }
+  void setEnabled(const std::string& name, const ForeignUnit& unit, bool enabled) override {
+    inner_->setEnabled(name, unit, enabled);
+  }
 
  private:
   std::unique_ptr<Supervisor> inner_;

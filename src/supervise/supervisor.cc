@@ -19,6 +19,27 @@ bool systemdIsPid1() {
 
 }  // namespace
 
+namespace {
+
+[[noreturn]] void cannotDriveForeign(const Supervisor& s, const std::string& name) {
+  throw InputError(
+      "the {} supervisor cannot drive {}, a unit mesh-host did not install: the service kind "
+      "needs --supervisor systemd",
+      s.name(), name);
+}
+
+}  // namespace
+
+ForeignUnit Supervisor::observeForeign(const std::string& name) {
+  cannotDriveForeign(*this, name);
+}
+void Supervisor::setDropin(const std::string& name, const std::optional<std::string>&) {
+  cannotDriveForeign(*this, name);
+}
+void Supervisor::setEnabled(const std::string& name, const ForeignUnit&, bool) {
+  cannotDriveForeign(*this, name);
+}
+
 std::unique_ptr<Supervisor> openSupervisor(const std::string& which, const Options& o) {
   if (which == "builtin") return openBuiltin(o);
   if (which == "systemd") return openSystemd(o);

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -60,6 +61,23 @@ struct ServiceState {
   // was gone; adopted pid 42"); also shown in activeState, in parentheses.
   std::string note;
 };
+
+// A unit mesh-host did not install (the `service` kind): what systemd knows of
+// it and what mesh-host added to it, read with no job and no daemon-reload. Its
+// running state is observe()'s, as for any service.
+struct ForeignUnit {
+  std::string loadState;     // "loaded", "not-found", "masked", "bad-setting", …
+  std::string fragmentPath;  // the vendor's unit file ("" when none)
+  // The enable links its [Install] section asks for; none: a static unit.
+  std::vector<std::string> enableLinks;
+  bool enabled = false;               // every one of them is in the unit directory
+  std::optional<std::string> dropin;  // the text of mesh-host's drop-in, when there is one
+};
+
+// mesh-host's drop-in of a unit it did not install, in the unit directory:
+// <unit-dir>/<unit>.d/<kDropinName>. Named to sort after a vendor's own drop-ins
+// (10-…, 20-…) and before an operator's 90-… ones.
+inline constexpr const char* kDropinName = "50-mesh-host.conf";
 
 class Supervisor {
  public:
@@ -118,6 +136,18 @@ class Supervisor {
   // Unit keys (in [Service]) this backend cannot honour: warnings, never dropped
   // silently.
   virtual std::vector<std::string> unsupportedKeys(const Unit& unit) const = 0;
+
+  // Units mesh-host did not install (the `service` kind): only a backend that
+  // says it drives them (systemd) implements the three calls below; the others
+  // throw, and the cycle refuses such a declaration before acting (exit 2).
+  virtual bool drivesForeignUnits() const { return false; }
+  virtual ForeignUnit observeForeign(const std::string& name);
+  // Writes `text` as mesh-host's drop-in of `name`, or removes it (nullopt; its
+  // directory too once empty). A daemon-reload is owed, made as after install().
+  virtual void setDropin(const std::string& name, const std::optional<std::string>& text);
+  // Makes (or removes) the enable links `unit`'s [Install] section asks for, as
+  // `systemctl enable` (disable) would; never touches the vendor's unit file.
+  virtual void setEnabled(const std::string& name, const ForeignUnit& unit, bool enabled);
 };
 
 // How long a started service must stay up (Supervisor::settle): 100 ms. What

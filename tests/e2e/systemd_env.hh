@@ -17,6 +17,9 @@ class SystemdNamespace {
 
   const std::string& unitDir() const { return unitDir_; }
   const std::string& busAddress() const { return bus_; }
+  // In its unit search path, not mesh-host's --unit-dir: where a test installs a
+  // unit "as the vendor's" (as a package puts one in /lib/systemd/system).
+  std::string vendorDir() const { return dir_ + "/base"; }
   // Where its journald keeps the journal: MESH_HOST_JOURNAL_DIR for mesh-host.
   std::string journalDir() const { return dir_ + "/run/log/journal"; }
   Result ctl(const std::vector<std::string>& args) const;  // systemctl inside

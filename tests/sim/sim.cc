@@ -127,6 +127,13 @@ struct Model {
     unsigned restartOn = 0;  // bits: f0 f1 f2 cred archive
     unsigned reloadOn = 0;   // the same bits, none also in restartOn
   } procs[2] = {{true, 0, 0, 0b11001, 0b00010}, {true, 1, 0, 0b00110, 0b01000}};
+  // A `service`: the vendor's s-v.service, driven with restart-on, reload-on and
+  // a drop-in (0: none).
+  struct Vendor {
+    bool present = true;
+    int dropin = 1;
+    unsigned restartOn = 0b00001, reloadOn = 0b00100;
+  } vendor;
 };
 
 const char* kCauses[] = {"s.f0", "s.f1", "s.f2", "s.cred", "s.site"};
@@ -182,6 +189,9 @@ class Sim {
     for (int v = 0; v < 2; ++v)
       bins_.push_back(bundle({{"bin/svc", fmt::format("#!/bin/sh\n# v{}\n", v)}}));
     outsideBefore_ = snapshot(outside_);
+    auto& vendor = world_.services["s-v.service"];
+    vendor.installed = vendor.vendor = true;
+    vendor.text = "[Service]\nExecStart=/usr/sbin/vendor\n";
   }
 
   std::string bundle(const std::map<std::string, std::string>& files) {
@@ -240,6 +250,20 @@ class Sim {
           "Environment = [\"V={3}\"] }}\n",
           p, bins_[pr.bundle], on, pr.env, reloadOn);
     }
+    if (const auto& v = model_.vendor; v.present) {
+      std::string on, reloadOn;
+      for (int c = 0; c < 5; ++c) {
+        if ((v.restartOn >> c & 1) && causeDeclared(c))
+          on += fmt::format("{}\"{}\"", on.empty() ? "" : ", ", kCauses[c]);
+        if ((v.reloadOn >> c & 1) && causeDeclared(c))
+          reloadOn += fmt::format("{}\"{}\"", reloadOn.empty() ? "" : ", ", kCauses[c]);
+      }
+      t += fmt::format(
+          "[module.s.service.v]\nunit = \"s-v.service\"\nstate = \"running\"\nenabled = true\n"
+          "restart-on = [{}]\nreload-on = [{}]\n",
+          on, reloadOn);
+      if (v.dropin) t += fmt::format("dropin = {{ Environment = \"V={}\" }}\n", v.dropin);
+    }
     return t;
   }
 
@@ -250,7 +274,7 @@ class Sim {
 
   // A declaration edit: one knob turned.
   void edit() {
-    switch (pick(9)) {
+    switch (pick(10)) {
       case 0: {
         auto& f = model_.files[pick(Model::kFiles)];
         f.content = (f.content + 1) % 3;
@@ -299,6 +323,29 @@ class Sim {
           }
           default:
             p.present = !p.present;
+        }
+        break;
+      }
+      case 8: {
+        auto& v = model_.vendor;
+        switch (pick(4)) {
+          case 0:
+            v.dropin = (v.dropin + 1) % 3;
+            break;
+          case 1: {
+            const unsigned bit = 1u << pick(5);
+            v.restartOn ^= bit;
+            v.reloadOn &= ~bit;
+            break;
+          }
+          case 2: {
+            const unsigned bit = 1u << pick(5);
+            v.reloadOn ^= bit;
+            v.restartOn &= ~bit;
+            break;
+          }
+          default:
+            v.present = !v.present;
         }
         break;
       }
@@ -428,7 +475,7 @@ class Sim {
     ++reboots_;
     for (auto& [name, s] : world_.services) {
       s.active = false;
-      if (s.installed) world_.startNow(s);
+      if (s.installed && (!s.vendor || s.enabled)) world_.startNow(s);
     }
   }
 
@@ -626,8 +673,8 @@ class Sim {
     declaredNow_.clear();
     for (const auto& res : d.resources) {
       declaredNow_.insert(res.id);
-      if (res.kind == decl::Kind::Process) {
-        const auto& service = std::get<decl::ProcessSpec>(res.spec).service;
+      if (res.service()) {
+        const auto& service = *res.service();
         restartOn_[service].insert(res.restartOn.begin(), res.restartOn.end());
         reloadOn_[service].insert(res.reloadOn.begin(), res.reloadOn.end());
         everListed_[service].insert(res.restartOn.begin(), res.restartOn.end());
@@ -690,8 +737,8 @@ class Sim {
 
   void checkPaid(const decl::Declaration& d) {
     for (const auto& res : d.resources) {
-      if (res.kind != decl::Kind::Process) continue;
-      const auto& name = std::get<decl::ProcessSpec>(res.spec).service;
+      if (!res.service()) continue;
+      const auto& name = *res.service();
       const auto& s = world_.services[name];
       if (!s.active) {
         mismatch(fmt::format("{} is not running after a clean cycle", name));

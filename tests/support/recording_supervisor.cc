@@ -98,6 +98,33 @@ void RecordingSupervisor::reloadService(const std::string& name) {
   w_.reloads.push_back({name, s.startTick, s.reloadTick});
 }
 
+supervise::ForeignUnit RecordingSupervisor::observeForeign(const std::string& name) {
+  if (w_.hangsNow()) timedOut("status");
+  supervise::ForeignUnit f;
+  const auto& s = w_.services[name];
+  f.loadState = s.vendor ? "loaded" : "not-found";
+  if (!s.vendor) return f;
+  f.fragmentPath = "/lib/systemd/system/" + name;
+  f.enableLinks = {"multi-user.target.wants/" + name};
+  f.enabled = s.enabled;
+  f.dropin = s.dropin;
+  return f;
+}
+
+void RecordingSupervisor::setDropin(const std::string& name,
+                                    const std::optional<std::string>& text) {
+  ++w_.calls;
+  auto& s = w_.services[name];
+  if (s.dropin != text) w_.installTick[name] = ++w_.tick;
+  s.dropin = text;
+}
+
+void RecordingSupervisor::setEnabled(const std::string& name, const supervise::ForeignUnit&,
+                                     bool enabled) {
+  ++w_.calls;
+  w_.services[name].enabled = enabled;
+}
+
 ServiceWorld::Service& RecordingSupervisor::running(const std::string& name) {
   auto& s = w_.services[name];
   if (!s.installed) throw Error("sim: {} is not installed", name);

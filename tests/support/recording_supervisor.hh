@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,10 @@ struct ServiceWorld {
     uint64_t startTick = 0;
     uint64_t reloadTick = 0;  // of the last reload (the pid stays)
     int pid = 0;
+    // A unit mesh-host did not install (the `service` kind): the vendor's, found
+    // installed; started at boot only when enabled. Its drop-in, when it has one.
+    bool vendor = false, enabled = false;
+    std::optional<std::string> dropin;
   };
   std::map<std::string, Service> services;
   std::map<std::string, uint64_t> installTick;  // last change of the unit text
@@ -63,6 +68,11 @@ class RecordingSupervisor : public supervise::Supervisor {
   void stop(const std::string& name) override;
   void reloadService(const std::string& name) override;
   std::vector<std::string> unsupportedKeys(const supervise::Unit&) const override { return {}; }
+  bool drivesForeignUnits() const override { return true; }
+  supervise::ForeignUnit observeForeign(const std::string& name) override;
+  // A drop-in changed is a unit changed: it stamps installTick.
+  void setDropin(const std::string& name, const std::optional<std::string>& text) override;
+  void setEnabled(const std::string& name, const supervise::ForeignUnit&, bool enabled) override;
 
  private:
   ServiceWorld::Service& running(const std::string& name);

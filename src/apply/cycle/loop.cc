@@ -114,7 +114,8 @@ class Cycle {
     bool prunesProcess = false;
     const auto& records = records_.all();
     for (size_t i = 0; i < records.slots(); ++i)
-      prunesProcess |= records_.kindAt(i) == decl::Kind::Process;
+      prunesProcess |=
+          records_.kindAt(i) == decl::Kind::Process || records_.kindAt(i) == decl::Kind::Service;
     usesSupervisor_ = !ledger_.services().empty() || prunesProcess;
     // Owed restarts are checked against the service's start time, which some
     // backends only report in detail.
@@ -122,7 +123,7 @@ class Cycle {
   }
 
   void converge(const decl::Resource& r) {
-    if (r.kind == decl::Kind::Process)
+    if (r.service())
       if (const auto* former = ledger_.formerCausesOf(r.id)) pruner_.pruneFormerCauses(*former);
     const std::string kind = decl::kindName(r.kind);
     if (settlement_.needsStaged(r)) settlement_.commitStaged();
@@ -146,10 +147,9 @@ class Cycle {
       try {
         const Applier& applier = applierFor(r.kind);
         want = applier.want(ctx_, r);
-        Step step(ctx_,
-                  r.kind == decl::Kind::Process ? ledger_.causesFor(r, want) : RestartCauses{});
+        Step step(ctx_, r.service() ? ledger_.causesFor(r, want) : RestartCauses{});
         ledger_.oweBeforeChange(step, r.id, want.str());
-        if (ctx_.applying() && r.kind == decl::Kind::Process) {
+        if (ctx_.applying() && r.service()) {
           step.setOweOwnRestart([this](const std::string& process, const Digest& intent) {
             store_->oweRestartsDurably(
                 {{process, process, report_.cycle, unixNowMs(), intent.str()}});
@@ -261,9 +261,22 @@ class Cycle {
 }  // namespace
 }  // namespace cycle
 
+// A `service` resource needs a backend that drives units mesh-host did not install
+// (systemd): otherwise the declaration is refused, at plan as at apply, before
+// anything is recorded or changed.
+void refuseUndrivenServices(Context& ctx, const decl::Declaration& d) {
+  for (const auto& r : d.resources)
+    if (r.kind == decl::Kind::Service && !ctx.supervisor().drivesForeignUnits())
+      throw InputError(
+          "{}: service {} ({}) needs --supervisor systemd: the {} supervisor runs "
+          "only the processes mesh-host installs",
+          r.pos.str(), r.id, *r.service(), ctx.supervisor().name());
+}
+
 CycleReport runCycle(Context& ctx, const decl::Declaration& d, const std::string& text,
                      state::Store* store, KeepOutcomes keep, OutcomeSink sink) {
   if (ctx.applying() && !store) throw Error("apply needs a state store");
+  refuseUndrivenServices(ctx, d);
   if (!ctx.applying()) return cycle::Cycle(ctx, d, store, keep, std::move(sink)).run(text);
   try {
     return cycle::Cycle(ctx, d, store, keep, std::move(sink)).run(text);

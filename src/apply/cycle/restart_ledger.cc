@@ -16,8 +16,8 @@ void RestartLedger::prepare() {
   for (const auto& r : decl_.resources) {
     for (const auto& cause : r.restartOn) dependents_[cause].push_back({r.id, false});
     for (const auto& cause : r.reloadOn) dependents_[cause].push_back({r.id, true});
-    if (r.kind == decl::Kind::Process) {
-      services_.push_back(std::get<decl::ProcessSpec>(r.spec).service);
+    if (const auto* service = r.service()) {
+      services_.push_back(*service);
       serviceOf_[r.id] = services_.back();
     }
   }
@@ -33,7 +33,7 @@ void RestartLedger::findFormerCauses() {
   storedCauses_ = store_->processCauses();
   std::unordered_map<std::string, const decl::Resource*> processes;
   for (const auto& r : decl_.resources)
-    if (r.kind == decl::Kind::Process) processes.emplace(r.id, &r);
+    if (r.service()) processes.emplace(r.id, &r);
   for (const auto& c : storedCauses_) {
     auto p = processes.find(c.process);
     if (p == processes.end()) continue;
@@ -96,7 +96,7 @@ RestartCauses RestartLedger::causesFor(const decl::Resource& r, const Digest& wa
         (reload ? c.reloadChanged : c.changed).push_back(cause + " (removed)");
   auto it = owed_.find(r.id);
   if (it != owed_.end()) {
-    const auto& svc = ctx_.service(std::get<decl::ProcessSpec>(r.spec).service);
+    const auto& svc = ctx_.service(*r.service());
     bool unpaid = false;
     for (const auto& o : it->second) {
       if (svc.active && svc.sinceUs / 1000 > o.at) continue;  // started since: paid

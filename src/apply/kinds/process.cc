@@ -10,6 +10,7 @@
 
 #include "apply/applier.hh"
 #include "apply/diff.hh"
+#include "apply/kinds/cause_text.hh"
 #include "apply/kinds/tree.hh"
 #include "apply/kinds/unit_text.hh"
 #include "apply/process_info.hh"
@@ -71,34 +72,6 @@ struct ProcessObserved {
 std::optional<Fd> openBundles(Context& ctx) {
   if (ctx.planning() && !lstatPath(ctx.settings().stateDir)) return std::nullopt;
   return ctx.stateDirBeneath().openDir(layout::kBundles);
-}
-
-// "restart-on a.key, a.config", "reload-on a.conf" and/or "owed restart: a.key
-// (cycle 3)", "owed reload: a.conf (cycle 3)", joined by "; ". A restart lists the
-// reload causes it pays too.
-std::string causeText(const std::string& self, const RestartCauses& c) {
-  std::string out;
-  auto add = [&out](std::string part) {
-    if (!part.empty()) out += (out.empty() ? "" : "; ") + part;
-  };
-  auto list = [](const char* prefix, const std::vector<std::string>& ids) {
-    std::string s;
-    for (const auto& x : ids) s += (s.empty() ? prefix : ", ") + x;
-    return s;
-  };
-  auto owed = [&self](const char* prefix,
-                      const std::vector<std::pair<std::string, int64_t>>& rows) {
-    std::string s;
-    for (const auto& [cause, cycle] : rows)
-      s += fmt::format("{}{} (cycle {})", s.empty() ? prefix : ", ",
-                       cause == self ? "own unit" : cause, cycle);
-    return s;
-  };
-  add(list("restart-on ", c.changed));
-  add(list("reload-on ", c.reloadChanged));
-  add(owed("owed restart: ", c.owed));
-  add(owed("owed reload: ", c.owedReload));
-  return out;
 }
 
 class ProcessApplier : public Applier {

@@ -15,6 +15,7 @@
 #include "supervise/systemd/manager.hh"
 #include "supervise/systemd/unit_dir.hh"
 #include "util/error.hh"
+#include "util/fs.hh"
 
 namespace mesh::supervise {
 
@@ -150,6 +151,32 @@ class SystemdSupervisor final : public Supervisor {
   int64_t reloadCount() const override { return reloads_; }
 
   std::vector<std::string> unsupportedKeys(const Unit&) const override { return {}; }
+
+  // Units mesh-host did not install: read from systemd (load state, the vendor's
+  // file) and the unit directory; no job, no reload.
+  bool drivesForeignUnits() const override { return true; }
+  ForeignUnit observeForeign(const std::string& name) override {
+    sdbus::UnitDir::checkName(name);
+    ForeignUnit f;
+    auto rows = bus_->listUnitsByNames({name});
+    f.loadState = rows.empty() ? "not-found" : rows[0].loadState;
+    if (!rows.empty() && f.loadState != "not-found")
+      f.fragmentPath = bus_->getString(rows[0].path, "Unit", "FragmentPath");
+    if (!f.fragmentPath.empty())
+      f.enableLinks = sdbus::UnitDir::enableLinks(name, readFile(f.fragmentPath).value_or(""));
+    f.enabled = !f.enableLinks.empty() && units_.linked(f.enableLinks);
+    f.dropin = units_.readDropin(name);
+    return f;
+  }
+  void setDropin(const std::string& name, const std::optional<std::string>& text) override {
+    if (text ? units_.writeDropin(name, *text) : units_.removeDropin(name)) reloadOwed_ = true;
+  }
+  void setEnabled(const std::string& name, const ForeignUnit& unit, bool enabled) override {
+    sdbus::UnitDir::checkName(name);
+    if (enabled ? units_.link(unit.enableLinks, unit.fragmentPath)
+                : units_.unlink(unit.enableLinks))
+      reloadOwed_ = true;
+  }
 
  private:
   void reload() {

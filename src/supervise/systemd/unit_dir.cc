@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cerrno>
 
+#include "supervise/supervisor.hh"
 #include "util/error.hh"
 #include "util/fs.hh"
 
@@ -130,6 +131,55 @@ bool UnitDir::remove(const std::string& name) {
   } else if (errno != ENOENT) {
     throwSys(fmt::format("cannot remove {}", unitPath(name)));
   }
+  return changed;
+}
+
+std::optional<std::string> UnitDir::readDropin(const std::string& name) const {
+  checkName(name);
+  return readFile(dir_ + "/" + name + ".d/" + kDropinName);
+}
+
+bool UnitDir::writeDropin(const std::string& name, std::string_view text) {
+  if (readDropin(name) == std::optional<std::string>(text)) return false;
+  atomicWrite(dir_ + "/" + name + ".d/" + kDropinName, text, 0644);
+  return true;
+}
+
+bool UnitDir::removeDropin(const std::string& name) {
+  checkName(name);
+  const std::string dir = dir_ + "/" + name + ".d";
+  const std::string file = dir + "/" + kDropinName;
+  if (::unlink(file.c_str()) != 0) {
+    if (errno == ENOENT || errno == ENOTDIR) return false;
+    throwSys(fmt::format("cannot remove {}", file));
+  }
+  syncDir(dir);
+  // Only when empty: an operator's own drop-ins stay, and their directory.
+  if (::rmdir(dir.c_str()) == 0) syncDir(dir_);
+  return true;
+}
+
+bool UnitDir::linked(const std::vector<std::string>& links) const {
+  for (const auto& l : links) {
+    auto st = lstatPath(dir_ + "/" + l);
+    if (!st || !S_ISLNK(st->st_mode)) return false;
+  }
+  return true;
+}
+
+bool UnitDir::link(const std::vector<std::string>& links, const std::string& target) {
+  bool changed = false;
+  for (const auto& l : links) {
+    if (readLink(dir_ + "/" + l) == target) continue;
+    atomicSymlink(dir_ + "/" + l, target);
+    changed = true;
+  }
+  return changed;
+}
+
+bool UnitDir::unlink(const std::vector<std::string>& links) {
+  bool changed = false;
+  for (const auto& l : links) changed = unlinkLink(dir_ + "/" + l) || changed;
   return changed;
 }
 

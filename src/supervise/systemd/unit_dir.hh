@@ -38,6 +38,20 @@ class UnitDir {
   // Removes the enable links and the unit file; true when anything was there.
   bool remove(const std::string& name);
 
+  // Units mesh-host did not install (the `service` kind). Their drop-in,
+  // <dir>/<name>.d/50-mesh-host.conf: its text (nullopt: none); written
+  // atomically (0644), or removed with its directory once that is empty. True
+  // when anything changed.
+  std::optional<std::string> readDropin(const std::string& name) const;
+  bool writeDropin(const std::string& name, std::string_view text);
+  bool removeDropin(const std::string& name);
+  // Every link in `links` (relative to the directory) is a link.
+  bool linked(const std::vector<std::string>& links) const;
+  // Links `links` to `target` (the vendor's unit file, absolute, as systemctl
+  // enable writes them), or removes them (only links). True when anything changed.
+  bool link(const std::vector<std::string>& links, const std::string& target);
+  bool unlink(const std::vector<std::string>& links);
+
  private:
   std::string dir_;
 };

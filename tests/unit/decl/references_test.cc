@@ -66,12 +66,12 @@ TEST(References, FromTextAreEveryDigestItNamesWhateverTheKey) {
 }
 
 TEST(KindTable, NamesEveryKindOnceAndRoundTrips) {
-  EXPECT_EQ(kindList(), "file, directory, link, archive, credential, process");
+  EXPECT_EQ(kindList(), "file, directory, link, archive, credential, process, service");
   for (const auto& info : kKindTable) {
     EXPECT_EQ(kindFromName(info.name), info.kind);
     EXPECT_EQ(std::string_view(kindName(info.kind)), info.name);
   }
-  EXPECT_EQ(kindFromName("service"), std::nullopt);
+  EXPECT_EQ(kindFromName("services"), std::nullopt);
 }
 
 }  // namespace
