@@ -13,6 +13,7 @@ const Applier& linkApplier();
 const Applier& archiveApplier();
 const Applier& credentialApplier();
 const Applier& processApplier();
+const Applier& absentApplier();
 
 namespace {
 
@@ -29,6 +30,7 @@ constexpr std::array<ApplierRow, decl::kKindCount> kAppliers = {{
     {decl::Kind::Archive, archiveApplier},
     {decl::Kind::Credential, credentialApplier},
     {decl::Kind::Process, processApplier},
+    {decl::Kind::Absent, absentApplier},
 }};
 
 static_assert([] {

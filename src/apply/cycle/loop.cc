@@ -9,6 +9,7 @@
 #include <unordered_set>
 
 #include "apply/applier.hh"
+#include "apply/originals.hh"
 #include "apply/cycle.hh"
 #include "apply/cycle/activator.hh"
 #include "apply/cycle/pending.hh"
@@ -170,6 +171,8 @@ class Cycle {
           outcome = outcome->replacing(roomMade, outcome->detail());
         if (movedFrom && !outcome->notConverged())
           outcome = pruner_.leaveOldPath(r, *movedFrom, *outcome, step);
+        // Its on-remove, for when it leaves the declaration (apply/originals.hh).
+        if (ctx_.applying() && !outcome->notConverged()) ctx_.originals().noteOnRemove(r);
       } catch (const Error& e) {
         outcome = Outcome::failed(rec, e.what());
       }

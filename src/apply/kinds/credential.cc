@@ -69,7 +69,7 @@ class CredentialApplier : public Applier {
       use(secret.exposeForWrite());
     };
     c.secret = true;
-    return reconcileContentFile(step, s.path, attributesOf(s), want, rec, c);
+    return reconcileContentFile(step, r, attributesOf(s), want, rec, c);
   }
 
   Removal remove(Step& step, const state::Record& rec) const override {

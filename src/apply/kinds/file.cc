@@ -38,7 +38,7 @@ class FileApplier : public Applier {
         throw Error("blob {} changed while being read from {}", s.blob->str(), path);
       use(*bytes);
     };
-    return reconcileContentFile(step, s.path, attributesOf(s), want, rec, c);
+    return reconcileContentFile(step, r, attributesOf(s), want, rec, c);
   }
 
   Removal remove(Step& step, const state::Record& rec) const override {
