@@ -167,18 +167,21 @@ const std::set<std::string>& Originals::ids() {
 
 std::optional<Original> Originals::find(const std::string& id) {
   if (!ids().count(id)) return std::nullopt;
+  if (auto it = read_.find(id); it != read_.end()) return it->second;
   auto fd = openFileAt(dir(false), id, id);
   if (!fd) return std::nullopt;
   auto o = parse(readAll(fd->get(), id));
   if (!o)
-    throw Error("the kept original of {} ({}/{}/{}/{}) is damaged; move it aside to go on",
-                id, ctx_.settings().stateDir, kDir, kIds, id);
+    throw Error("the kept original of {} ({}/{}/{}/{}) is damaged; move it aside to go on", id,
+                ctx_.settings().stateDir, kDir, kIds, id);
+  read_.emplace(id, *o);
   return o;
 }
 
 void Originals::write(const std::string& id, const Original& o) {
   atomicWriteAt(dir(true), id, render(o), 0600, {}, id);
   if (ids_) ids_->insert(id);
+  read_[id] = o;
 }
 
 void Originals::forget(const std::string& id) {
@@ -188,6 +191,7 @@ void Originals::forget(const std::string& id) {
     throwSys(fmt::format("cannot forget the kept original of {}", id));
   syncFd(d, id);
   if (ids_) ids_->erase(id);
+  read_.erase(id);
 }
 
 std::string Originals::keepBytes(std::string_view bytes) {
@@ -238,11 +242,9 @@ Original Originals::keep(const decl::Resource& r, const Context::Place& place,
   } else if (S_ISDIR(st.st_mode) && depth == Depth::Attributes) {
     o.type = Original::Type::Directory;
   } else if (S_ISDIR(st.st_mode)) {
-    Fd d(::openat(place.dir, place.name.c_str(),
-                  O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    Fd d(::openat(place.dir, place.name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     if (!d) throwSys(fmt::format("cannot open {}", place.shown));
-    auto tree =
-        keepTree(d.get(), place.shown, [&](std::string_view b) { return keepBytes(b); });
+    auto tree = keepTree(d.get(), place.shown, [&](std::string_view b) { return keepBytes(b); });
     if (!tree) {
       o.type = Original::Type::TooLarge;
       o.size = kTreeKeepBytes;
@@ -284,8 +286,9 @@ Removal Originals::giveBack(Step& step, const std::string& path, const Original&
   if (!o.bytes.empty()) {
     bytes = readBytes(o.bytes);
     if (!bytes)
-      throw Error("the kept original of {} ({}) is missing or damaged under {}/{}; nothing put back",
-                  path, o.bytes, ctx.settings().stateDir, kDir);
+      throw Error(
+          "the kept original of {} ({}) is missing or damaged under {}/{}; nothing put back", path,
+          o.bytes, ctx.settings().stateDir, kDir);
   }
   step.change([&] {
     std::vector<std::string> created;
@@ -308,7 +311,7 @@ Removal Originals::giveBack(Step& step, const std::string& path, const Original&
           if (::unlinkat(place.dir, place.name.c_str(), 0) != 0)
             throwSys(fmt::format("cannot remove {}", path));
         }
-        if (o.type == Original::Type::Tree && (!st || !S_ISDIR(st->st_mode))) {
+        if (o.type == Original::Type::Tree) {
           restoreTree(place.dir, place.name, path, *bytes,
                       [&](const std::string& d) { return readBytes(d); });
         } else if (!st || !S_ISDIR(st->st_mode)) {
@@ -338,8 +341,8 @@ std::optional<Original> readOriginal(const std::string& stateDir, const std::str
   return text ? parse(*text) : std::nullopt;
 }
 
-std::vector<std::string> originalsUnneeded(
-    const std::string& stateDir, const std::function<bool(const std::string&)>& needed) {
+std::vector<std::string> originalsUnneeded(const std::string& stateDir,
+                                           const std::function<bool(const std::string&)>& needed) {
   const std::string top = stateDir + "/" + std::string(kDir);
   const std::string idsDir = top + "/" + std::string(kIds);
   std::vector<std::string> out;
@@ -373,8 +376,8 @@ std::vector<std::string> originalsUnneeded(
       char type = 0;
       unsigned mode = 0, uid = 0, gid = 0;
       char digest[80] = {0};
-      if (std::sscanf(manifest->substr(at, nl - at).c_str(), "%c %o %u %u %79s", &type, &mode,
-                      &uid, &gid, digest) == 5)
+      if (std::sscanf(manifest->substr(at, nl - at).c_str(), "%c %o %u %u %79s", &type, &mode, &uid,
+                      &gid, digest) == 5)
         use(digest);
       at = nl + 1;
     }

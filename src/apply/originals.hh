@@ -21,6 +21,7 @@
 #include <sys/stat.h>
 
 #include <functional>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -98,6 +99,7 @@ class Originals {
   Context& ctx_;
   std::optional<Fd> dir_;
   std::optional<std::set<std::string>> ids_;
+  std::map<std::string, Original> read_;  // entries read or written, by id
 };
 
 // For `history`: the entry kept for `id` under stateDir, read by path (nullopt

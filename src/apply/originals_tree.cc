@@ -85,8 +85,8 @@ struct Walk {
   bool over() const { return bytes > kTreeKeepBytes || entries > kTreeKeepEntries; }
 
   void line(char type, const struct stat& st, const std::string& digest, const std::string& rel) {
-    manifest += fmt::format("{} {:o} {} {} {} {}\n", type, st.st_mode & 07777, st.st_uid,
-                            st.st_gid, digest.empty() ? "-" : digest, hexOf(rel));
+    manifest += fmt::format("{} {:o} {} {} {} {}\n", type, st.st_mode & 07777, st.st_uid, st.st_gid,
+                            digest.empty() ? "-" : digest, hexOf(rel));
   }
 
   void dir(int fd, const std::string& rel, const std::string& shown) {
@@ -152,18 +152,17 @@ void restoreTree(int parent, const std::string& name, const std::string& shown,
     char type = 0;
     unsigned mode = 0, uid = 0, gid = 0;
     char digest[80] = {0}, hexPath[8200] = {0};
-    if (line.size() >= sizeof hexPath ||
-        std::sscanf(line.c_str(), "%c %o %u %u %79s %8199s", &type, &mode, &uid, &gid, digest,
-                    hexPath) != 6)
+    if (line.size() >= sizeof hexPath || std::sscanf(line.c_str(), "%c %o %u %u %79s %8199s", &type,
+                                                     &mode, &uid, &gid, digest, hexPath) != 6)
       throw Error("the kept tree of {} has a damaged line", shown);
     const auto rel = unhex(hexPath);
     if (!rel || rel->empty() || rel->front() == '/' || rel->find("..") != std::string::npos)
       throw Error("the kept tree of {} has a damaged path", shown);
     const size_t slash = rel->rfind('/');
     const std::string leaf = slash == std::string::npos ? *rel : rel->substr(slash + 1);
-    const Fd where = openRel(
-        top.get(), slash == std::string::npos ? std::string_view() : rel->substr(0, slash),
-        shown + "/" + *rel);
+    const Fd where =
+        openRel(top.get(), slash == std::string::npos ? std::string_view() : rel->substr(0, slash),
+                shown + "/" + *rel);
     const std::string s = shown + "/" + *rel;
     if (type == 'd') {
       if (::mkdirat(where.get(), leaf.c_str(), 0700) != 0 && errno != EEXIST)

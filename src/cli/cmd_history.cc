@@ -125,9 +125,10 @@ int runHistory(CommonOptions& o, const HistoryOptions& h) {
       std::puts("  (outcomes no longer kept)");
   }
   if (const auto kept = keptOf(o, h.id))
-    printLine(fmt::format("kept: {}, what was there before mesh-host first wrote (on-remove = "
-                          "\"{}\")",
-                          kept->describe(), decl::onRemoveName(kept->onRemove)));
+    printLine(
+        fmt::format("kept: {}, what was there before mesh-host first wrote (on-remove = "
+                    "\"{}\")",
+                    kept->describe(), decl::onRemoveName(kept->onRemove)));
   return kExitOk;
 }
 

@@ -94,10 +94,9 @@ LinkSpec readLink(Fields& f, Draft& d, const ParseOptions&) {
 }
 
 ArchiveSpec readArchive(Fields& f, Draft& d, const ParseOptions&) {
-  f.rejectUnknown(
-      {"path", "bundle", "max-entries", "max-bytes", "replace", "keep-modes", "requires",
-       "on-remove"},
-      {"restart-on", "reload-on"});
+  f.rejectUnknown({"path", "bundle", "max-entries", "max-bytes", "replace", "keep-modes",
+                   "requires", "on-remove"},
+                  {"restart-on", "reload-on"});
   ArchiveSpec s;
   readPath(f, d, s.path);
   if (!f.find("bundle")) f.missing("bundle", "bundle = \"sha256:…\"");

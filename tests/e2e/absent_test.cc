@@ -32,7 +32,9 @@ TEST_F(Absent, AFileIsRemovedThenUnchanged) {
   EXPECT_EQ(p.code, 3) << p.out << p.err;
   auto po = outcomeOf(p.json(), "web.gone");
   EXPECT_EQ(po["outcome"], "removed") << po.dump();
-  EXPECT_EQ(po["detail"], "would remove a file");
+  EXPECT_EQ(po["detail"], "a file");
+  EXPECT_NE(plan(d).out.find("would remove web.gone (web): a file: declared absent"),
+            std::string::npos);
   EXPECT_TRUE(fs::exists(at("/etc/cron.d/stale")));
 
   Result r = apply(d);
@@ -40,7 +42,7 @@ TEST_F(Absent, AFileIsRemovedThenUnchanged) {
   auto o = outcomeOf(r.json(), "web.gone");
   EXPECT_EQ(o["outcome"], "removed") << o.dump();
   EXPECT_EQ(o["reason"], "declared absent");
-  EXPECT_EQ(o["detail"], "removed a file (kept)");
+  EXPECT_EQ(o["detail"], "a file; kept");
   EXPECT_FALSE(fs::exists(at("/etc/cron.d/stale")));
 
   Result again = apply(d);
@@ -55,7 +57,7 @@ TEST_F(Absent, ALinkIsRemovedAndItsTargetUntouched) {
   fs::create_symlink("../sites-available/default", at("/etc/nginx/sites-enabled/default"));
   Result r = apply(declare(absent("/etc/nginx/sites-enabled/default") + other()));
   ASSERT_EQ(r.code, 0) << r.out << r.err;
-  EXPECT_EQ(outcomeOf(r.json(), "web.gone")["detail"], "removed a symbolic link (kept)");
+  EXPECT_EQ(outcomeOf(r.json(), "web.gone")["detail"], "a symbolic link; kept");
   EXPECT_FALSE(fs::exists(fs::symlink_status(at("/etc/nginx/sites-enabled/default"))));
   EXPECT_EQ(read("/etc/nginx/sites-available/default"), "server {}\n");
 }
@@ -74,7 +76,7 @@ TEST_F(Absent, AnEmptyDirectoryIsRemoved) {
   fs::create_directories(at("/var/www/html"));
   Result r = apply(declare(absent("/var/www/html") + other()));
   ASSERT_EQ(r.code, 0) << r.out << r.err;
-  EXPECT_EQ(outcomeOf(r.json(), "web.gone")["detail"], "removed a directory (kept)");
+  EXPECT_EQ(outcomeOf(r.json(), "web.gone")["detail"], "a directory; kept");
   EXPECT_FALSE(fs::exists(at("/var/www/html")));
 }
 
@@ -91,8 +93,7 @@ TEST_F(Absent, ATreeNeedsRecursive) {
 
   r = apply(declare(absent("/var/www/html", "recursive = true\n") + other(), "rec.toml"));
   ASSERT_EQ(r.code, 0) << r.out << r.err;
-  EXPECT_EQ(outcomeOf(r.json(), "web.gone")["detail"],
-            "removed a directory and all it held (kept)");
+  EXPECT_EQ(outcomeOf(r.json(), "web.gone")["detail"], "a directory and all it held; kept");
   EXPECT_FALSE(fs::exists(at("/var/www/html")));
 }
 
@@ -140,11 +141,11 @@ TEST_F(Absent, ARollbackPutsBackWhatItRemoved) {
 }
 
 TEST_F(Absent, BadInputNamesItsPlace) {
-  Result r = apply(declare(
-      "[module.web.absent.a]\npath = \"etc/x\"\n"
-      "[module.web.absent.b]\npath = \"/etc/y\"\nrecursiv = true\n"
-      "[module.web.absent.c]\npath = \"/etc/z\"\n"
-      "[module.web.file.in]\npath = \"/etc/z/in\"\ncontent = \"\"\n"));
+  Result r =
+      apply(declare("[module.web.absent.a]\npath = \"etc/x\"\n"
+                    "[module.web.absent.b]\npath = \"/etc/y\"\nrecursiv = true\n"
+                    "[module.web.absent.c]\npath = \"/etc/z\"\n"
+                    "[module.web.file.in]\npath = \"/etc/z/in\"\ncontent = \"\"\n"));
   EXPECT_EQ(r.code, 2) << r.out << r.err;
   EXPECT_NE(r.err.find("decl.toml:2:8: error:"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("decl.toml:5:1: error: unknown key 'recursiv' in absent web.b; allowed "

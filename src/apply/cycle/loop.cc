@@ -9,7 +9,6 @@
 #include <unordered_set>
 
 #include "apply/applier.hh"
-#include "apply/originals.hh"
 #include "apply/cycle.hh"
 #include "apply/cycle/activator.hh"
 #include "apply/cycle/pending.hh"
@@ -17,6 +16,7 @@
 #include "apply/cycle/records_in_hand.hh"
 #include "apply/cycle/restart_ledger.hh"
 #include "apply/cycle/settlement.hh"
+#include "apply/originals.hh"
 #include "apply/step.hh"
 #include "util/clock.hh"
 #include "util/error.hh"

@@ -130,19 +130,27 @@ void Pruner::pruneOne(const state::Record& rec) {
   const bool installed = ownsInstalled(rec);
   // What was there before mesh-host first wrote (or an absent removed), and
   // the resource's on-remove (apply/originals.hh).
-  const auto kept = rec.path.empty() ? std::nullopt : ctx_.originals().find(rec.id);
+  std::optional<Original> kept;
+  std::string keptError;
+  try {
+    if (!rec.path.empty()) kept = ctx_.originals().find(rec.id);
+  } catch (const Error& e) {
+    keptError = e.what();
+  }
   const bool absent = RecordsInHand::kindOf(rec) == decl::Kind::Absent;
   const bool keep = kept && kept->onRemove == decl::OnRemove::Keep;
-  const bool restore = kept && kept->restorable() && (absent ? ctx_.settings().rollback
-                                                             : kept->onRemove ==
-                                                                   decl::OnRemove::Restore);
+  const bool restore =
+      kept && kept->restorable() &&
+      (absent ? ctx_.settings().rollback : kept->onRemove == decl::OnRemove::Restore);
   if (rec.wrote.empty() && !installed && !restore) {  // never wrote anything: nothing to remove
     if (ctx_.applying()) store_->deleteRecord(rec.id);
     return;
   }
   std::optional<Outcome> outcome;
   const std::string* owner = rec.path.empty() ? nullptr : declared_.ownerOf(rec.path);
-  if (owner) {
+  if (!keptError.empty()) {
+    outcome = Outcome::failed(&rec, keptError);
+  } else if (owner) {
     outcome = Outcome::of(
         Removal::released(fmt::format("left in place: {} now manages {}", *owner, rec.path)));
   } else if (keep) {

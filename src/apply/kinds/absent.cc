@@ -76,8 +76,7 @@ class AbsentApplier : public Applier {
     });
     const std::string what =
         dir && !empty ? "a directory and all it held" : std::string(whatIs(*st));
-    return Decision::removed(ctx.planning() ? fmt::format("would remove {}", what)
-                                            : fmt::format("removed {} ({})", what, kept));
+    return Decision::removed(ctx.planning() ? what : fmt::format("{}; {}", what, kept));
   }
 
   // Leaving the declaration does nothing to the path (a rollback puts back what
