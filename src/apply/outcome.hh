@@ -190,7 +190,6 @@ class Outcome : public Notes {
   std::string detail_;
 };
 
-
 // The reason for acting on a resource whose machine state differs from `want`:
 // "new", "adopted", "declared" or "drift: <what>".
 std::string reasonToAct(const state::Record* rec, const Digest& want, bool somethingThere,

@@ -252,7 +252,7 @@ Draft readResource(const ResourceHeader& header, const toml::table& table, Diagn
   r.pos = header.pos;
   Fields f(table, header.pos, d.subject(), diags);
 
-  for (const char* key : {"restart-on", "reload-on", "on-remove"})
+  for (const char* key : {"restart-on", "reload-on"})
     if (auto it = table.find(key); it != table.end() && r.kind != Kind::Process)
       f.error(positionOf(diags, it->first.source()),
               fmt::format("'{}' is only for processes, not {}; use 'requires' to order it "

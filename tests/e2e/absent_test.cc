@@ -17,6 +17,10 @@ namespace fs = std::filesystem;
 
 class Absent : public Node {
  protected:
+  void put(const std::string& declared, const std::string& content) {
+    fs::create_directories(fs::path(at(declared)).parent_path());
+    write(declared, content);
+  }
   static std::string absent(const std::string& path, const std::string& extra = "") {
     return fmt::format("[module.web.absent.gone]\npath = \"{}\"\n{}", path, extra);
   }
@@ -26,7 +30,7 @@ class Absent : public Node {
 };
 
 TEST_F(Absent, AFileIsRemovedThenUnchanged) {
-  write("/etc/cron.d/stale", "* * * * * root true\n");
+  put("/etc/cron.d/stale", "* * * * * root true\n");
   const std::string d = declare(absent("/etc/cron.d/stale") + other());
   Result p = plan(d, true);
   EXPECT_EQ(p.code, 3) << p.out << p.err;
@@ -52,7 +56,7 @@ TEST_F(Absent, AFileIsRemovedThenUnchanged) {
 }
 
 TEST_F(Absent, ALinkIsRemovedAndItsTargetUntouched) {
-  write("/etc/nginx/sites-available/default", "server {}\n");
+  put("/etc/nginx/sites-available/default", "server {}\n");
   fs::create_directories(at("/etc/nginx/sites-enabled"));
   fs::create_symlink("../sites-available/default", at("/etc/nginx/sites-enabled/default"));
   Result r = apply(declare(absent("/etc/nginx/sites-enabled/default") + other()));
@@ -63,7 +67,7 @@ TEST_F(Absent, ALinkIsRemovedAndItsTargetUntouched) {
 }
 
 TEST_F(Absent, ALinkOnTheWayIsNeverFollowed) {
-  write("/elsewhere/victim", "keep me");
+  put("/elsewhere/victim", "keep me");
   fs::create_directories(at("/etc"));
   fs::create_symlink("/elsewhere", at("/etc/conf.d"));
   Result r = apply(declare(absent("/etc/conf.d/victim") + other()));
@@ -81,8 +85,8 @@ TEST_F(Absent, AnEmptyDirectoryIsRemoved) {
 }
 
 TEST_F(Absent, ATreeNeedsRecursive) {
-  write("/var/www/html/index.html", "hello");
-  write("/var/www/html/img/logo.svg", "<svg/>");
+  put("/var/www/html/index.html", "hello");
+  put("/var/www/html/img/logo.svg", "<svg/>");
   Result r = apply(declare(absent("/var/www/html") + other()));
   EXPECT_EQ(r.code, 1) << r.out << r.err;
   auto o = outcomeOf(r.json(), "web.gone");
@@ -98,9 +102,9 @@ TEST_F(Absent, ATreeNeedsRecursive) {
 }
 
 TEST_F(Absent, LeavingTheDeclarationDoesNothingToThePath) {
-  write("/etc/cron.d/stale", "old");
+  put("/etc/cron.d/stale", "old");
   ASSERT_EQ(apply(declare(absent("/etc/cron.d/stale") + other())).code, 0);
-  write("/etc/cron.d/stale", "new");  // someone puts one back
+  put("/etc/cron.d/stale", "new");  // someone puts one back
   Result r = apply(declare(other(), "without.toml"));
   ASSERT_EQ(r.code, 0) << r.out << r.err;
   auto o = outcomeOf(r.json(), "web.gone");
@@ -109,12 +113,12 @@ TEST_F(Absent, LeavingTheDeclarationDoesNothingToThePath) {
 }
 
 TEST_F(Absent, ARollbackPutsBackWhatItRemoved) {
-  write("/var/www/html/index.html", "hello");
-  write("/var/www/html/img/logo.svg", "<svg/>");
+  put("/var/www/html/index.html", "hello");
+  put("/var/www/html/img/logo.svg", "<svg/>");
   ASSERT_EQ(::chmod(at("/var/www/html/img").c_str(), 0750), 0);
   ASSERT_EQ(::chown(at("/var/www/html/index.html").c_str(), 33, 33), 0);
   fs::create_symlink("index.html", at("/var/www/html/home.html"));
-  write("/etc/cron.d/stale", "* * * * * root true\n");
+  put("/etc/cron.d/stale", "* * * * * root true\n");
   ASSERT_EQ(apply(declare(other(), "g1.toml")).code, 0);
   ASSERT_EQ(apply(declare(absent("/var/www/html", "recursive = true\n") +
                               "[module.web.absent.cron]\npath = \"/etc/cron.d/stale\"\n" + other(),

