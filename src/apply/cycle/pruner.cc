@@ -166,8 +166,13 @@ void Pruner::pruneOne(const state::Record& rec) {
     Step step(ctx_);
     if (owes) ledger_.oweBeforeChange(step, rec.id, RestartLedger::kRemovedIntent);
     try {
-      outcome = Outcome::of(restore ? ctx_.originals().giveBack(step, rec.path, *kept)
-                                    : removeRecorded(rec, step));
+      // Edited since mesh-host wrote it: left in place, as removal leaves it.
+      if (restore && !absent && !applierFor(rec.kind).holdsWhatItWrote(ctx_, rec))
+        outcome =
+            Outcome::of(Removal::released("left in place: modified since mesh-host wrote it"));
+      else
+        outcome = Outcome::of(restore ? ctx_.originals().giveBack(step, rec.path, *kept)
+                                      : removeRecorded(rec, step));
     } catch (const Error& e) {
       outcome = Outcome::failed(&rec, e.what());
     }

@@ -108,6 +108,17 @@ Decision reconcileContentFile(Step& step, const decl::Resource& r, const Attribu
   return o;
 }
 
+bool contentFileAsWritten(Context& ctx, const state::Record& rec,
+                          const std::function<std::string(int, const std::string&)>& digestOfFile) {
+  const auto place = ctx.place(rec.path);
+  const auto st = ctx.look(place);
+  if (!st || !S_ISREG(st->st_mode)) return !st;
+  const auto prev = ContentObserved::parse(rec.observed);
+  if (prev.fingerprint && *prev.fingerprint == Fingerprint::of(*st)) return true;
+  auto fd = openFileAt(place.dir, place.name, rec.path);
+  return !prev.content.empty() && fd && digestOfFile(fd->get(), rec.path) == prev.content;
+}
+
 Removal removeContentFile(Step& step, const state::Record& rec,
                           const std::function<std::string(int, const std::string&)>& digestOfFile) {
   Context& ctx = step.ctx();

@@ -31,6 +31,10 @@ Decision reconcileContentFile(Step& step, const decl::Resource& r, const Attribu
                               const Digest& want, const state::Record* rec,
                               const WantedContent& content);
 
+// Whether the file `rec` describes still holds what was written.
+bool contentFileAsWritten(Context& ctx, const state::Record& rec,
+                          const std::function<std::string(int, const std::string&)>& digestOfFile);
+
 // Removes the file `rec` describes when it still holds what was written.
 Removal removeContentFile(Step& step, const state::Record& rec,
                           const std::function<std::string(int, const std::string&)>& digestOfFile);

@@ -72,6 +72,13 @@ class CredentialApplier : public Applier {
     return reconcileContentFile(step, r, attributesOf(s), want, rec, c);
   }
 
+  bool holdsWhatItWrote(Context& ctx, const state::Record& rec) const override {
+    const auto& key = ctx.nodeKey();
+    return contentFileAsWritten(ctx, rec, [&](int fd, const std::string& shown) {
+      return keyedDigestOfFile(key, fd, shown);
+    });
+  }
+
   Removal remove(Step& step, const state::Record& rec) const override {
     Context& ctx = step.ctx();
     const auto& key = ctx.nodeKey();

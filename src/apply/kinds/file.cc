@@ -44,6 +44,10 @@ class FileApplier : public Applier {
   Removal remove(Step& step, const state::Record& rec) const override {
     return removeContentFile(step, rec, sha256OfFile);
   }
+
+  bool holdsWhatItWrote(Context& ctx, const state::Record& rec) const override {
+    return contentFileAsWritten(ctx, rec, sha256OfFile);
+  }
 };
 
 }  // namespace

@@ -58,6 +58,13 @@ class LinkApplier : public Applier {
     return o;
   }
 
+  bool holdsWhatItWrote(Context& ctx, const state::Record& rec) const override {
+    const auto place = ctx.place(rec.path);
+    const auto st = ctx.look(place);
+    return !st || (S_ISLNK(st->st_mode) &&
+                   readLinkAt(place.dir, place.name, rec.path).value_or("") == rec.observed);
+  }
+
   Removal remove(Step& step, const state::Record& rec) const override {
     Context& ctx = step.ctx();
     const auto place = ctx.place(rec.path);
