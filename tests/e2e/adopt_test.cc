@@ -237,14 +237,18 @@ TEST_F(Adopt, AKillAtEverySyscallOfAdoptingOrGivingBackStillGivesTheOriginalBack
         fs::remove_all(root);
         fs::create_directories(root);
         distroFile("/etc/ssh/sshd_config", "PermitRootLogin no\n");
-        if (killGivingBack) ASSERT_EQ(apply(with).code, 0) << at;
+        if (killGivingBack) {
+          ASSERT_EQ(apply(with).code, 0) << at;
+        }
         Result k = runCommand({"strace", "-f", "-qq", "-o", "/dev/null", "-e",
                                fmt::format("inject={}:signal=KILL:when={}", syscall, n),
                                MESH_HOST_BIN, "apply", killGivingBack ? without : with, "--root",
                                root, "--blobs", blobs, "--node", "test"});
         ranThrough = k.code == 0;
         killed += !ranThrough;
-        if (!killGivingBack) ASSERT_EQ(apply(with).code, 0) << at;
+        if (!killGivingBack) {
+          ASSERT_EQ(apply(with).code, 0) << at;
+        }
         Result back = apply(without);
         ASSERT_EQ(back.code, 0) << at << ": " << back.out << back.err;
         EXPECT_EQ(read("/etc/ssh/sshd_config"), "PermitRootLogin no\n") << at;
