@@ -14,7 +14,6 @@ const Applier& archiveApplier();
 const Applier& credentialApplier();
 const Applier& processApplier();
 const Applier& serviceApplier();
-const Applier& absentApplier();
 
 namespace {
 
@@ -32,7 +31,6 @@ constexpr std::array<ApplierRow, decl::kKindCount> kAppliers = {{
     {decl::Kind::Credential, credentialApplier},
     {decl::Kind::Process, processApplier},
     {decl::Kind::Service, serviceApplier},
-    {decl::Kind::Absent, absentApplier},
 }};
 
 static_assert([] {

@@ -31,8 +31,6 @@
 
 namespace mesh::apply {
 
-class Originals;  // apply/originals.hh
-
 struct Settings {
   std::string root = "/";  // every declared absolute path lives under it
   std::string stateDir;
@@ -45,8 +43,6 @@ struct Settings {
       openBlobs = {};
   std::string node;
   bool plan = false;
-  // A rollback: an `absent` no longer declared puts back what it removed.
-  bool rollback = false;
   std::string supervisor = "auto";  // auto | builtin | systemd
   std::string unitDir = "/etc/systemd/system";
   // TEST-ONLY SEAM (tests/sim): makes the supervisor backend instead of
@@ -199,9 +195,6 @@ class Context {
   // reached beneath it without following a link (shown as <state-dir>/<rel>).
   Beneath& stateDirBeneath();
 
-  // What mesh-host first overwrote, kept (apply/originals.hh); made at first use.
-  Originals& originals();
-
  private:
   Settings settings_;
   std::unique_ptr<supervise::CountingSupervisor> supervisor_;
@@ -213,7 +206,6 @@ class Context {
   std::function<void()> beforeAnyChange_;
   std::unique_ptr<Beneath> root_;
   std::unique_ptr<Beneath> stateDir_;
-  std::unique_ptr<Originals> originals_;
   std::unordered_map<std::string, Fd> dirs_;  // parent (relative to the root) → open dir
   bool sweep_ = false;
   std::unordered_set<std::string> secretPaths_;
