@@ -85,7 +85,7 @@ TEST_F(FleetStatus, ShowsEveryStateWithItsReasonAndExitsOne) {
   EXPECT_EQ(nodes["behind"].at("applied_revision"), earlier);
   EXPECT_EQ(nodes["behind"].at("wanted_revision"), later);
   EXPECT_EQ(out.at("summary"), nlohmann::json::parse(R"({"nodes":7,"converged":1,"down":2,
-      "behind":1,"refused":1,"failing":1,"churning":1,"unenrolled":0,"forged":0})"));
+      "behind":1,"refused":1,"failing":1,"churning":1,"unenrolled":0,"forged":0,"paused":0})"));
 }
 
 // Issue 12.2: convergence is by content. The same statement put again (a new revision,
