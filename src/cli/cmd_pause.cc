@@ -23,15 +23,6 @@ namespace mesh::cli {
 
 namespace {
 
-nlohmann::json pauseJson(const std::optional<state::Pause>& p) {
-  if (!p) return nullptr;
-  return {{"reason", p->reason},
-          {"user", p->user},
-          {"uid", p->uid},
-          {"since", isoTime(p->sinceMs)},
-          {"since_ms", p->sinceMs}};
-}
-
 // "; the agent (pid 42) only plans from now on" — or that none runs.
 std::string agentText(const std::string& stateDir, bool paused) {
   const auto seen = state::agentRunning(stateDir);

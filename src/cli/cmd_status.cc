@@ -255,16 +255,6 @@ nlohmann::json summaryJson(const std::map<std::string, const state::Record*>& re
   return j;
 }
 
-// mesh-host pause (state/pause.hh): null when not paused.
-nlohmann::json pausedJson(const std::optional<state::Pause>& p) {
-  if (!p) return nullptr;
-  return {{"reason", p->reason},
-          {"user", p->user},
-          {"uid", p->uid},
-          {"since", isoTime(p->sinceMs)},
-          {"since_ms", p->sinceMs}};
-}
-
 // What the running agent's last cycle that only planned would change; nullopt when
 // none, or when the agent that noted it is gone.
 std::optional<state::PendingNote> livePendingNote(const std::string& stateDir) {
@@ -410,7 +400,7 @@ int showStatus(CommonOptions& o, const StatusOptions& so,
         {"supervisor_error",
          supervisorError.empty() ? nlohmann::json() : nlohmann::json(supervisorError)},
         {"drift_watch", driftWatchJson(drift)},
-        {"paused", pausedJson(paused)},
+        {"paused", pauseJson(paused)},
         {"pending", pendingJson(pending)},
         {"summary", summaryJson(sorted, health)},
         {"resources", std::move(resources)}};
@@ -478,7 +468,7 @@ int runStatus(CommonOptions& o, const StatusOptions& so) {
                             {"node", o.node},
                             {"last_error", cycleErrorJson(cycleError)},
                             {"declaration_error", declarationErrorJson(declarationError)},
-                            {"paused", pausedJson(paused)},
+                            {"paused", pauseJson(paused)},
                             {"store_error", e.what()}};
       std::puts(jsonOut(out).c_str());
     } else {

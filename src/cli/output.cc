@@ -4,6 +4,7 @@
 
 #include "util/error.hh"
 #include "util/text_safe.hh"
+#include "util/time_text.hh"
 
 namespace mesh::cli {
 
@@ -175,6 +176,15 @@ nlohmann::json errorJson(const std::exception& e, bool badInput, const std::stri
                         {"errors", errors},
                         {"nothing_done", known(nothingDone, !nothingDone.empty())}};
   return out;
+}
+
+nlohmann::json pauseJson(const std::optional<state::Pause>& p) {
+  if (!p) return nullptr;
+  return {{"reason", p->reason},
+          {"user", p->user},
+          {"uid", p->uid},
+          {"since", isoTime(p->sinceMs)},
+          {"since_ms", p->sinceMs}};
 }
 
 }  // namespace mesh::cli

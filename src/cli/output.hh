@@ -3,10 +3,12 @@
 
 #include <cstdio>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 
 #include "apply/cycle.hh"
+#include "state/pause.hh"
 #include "util/json_schema.hh"
 
 namespace mesh::cli {
@@ -32,6 +34,8 @@ std::string summaryLine(const apply::CycleReport& r, bool plan);
 // when there are any) and {"created": 3, … every outcome}.
 std::string tallyText(const Tally& t);
 nlohmann::json tallyJson(const Tally& t);
+// A pause (mesh-host pause, state/pause.hh) as status and pause print it; null when not paused.
+nlohmann::json pauseJson(const std::optional<state::Pause>& p);
 nlohmann::json reportJson(const apply::CycleReport& r, const std::string& node, bool plan);
 // One element of its "outcomes".
 nlohmann::json outcomeJson(const apply::ResourceResult& r, bool plan);
