@@ -122,6 +122,9 @@ class FleetLink {
                                  const std::atomic<bool>* stop);
 
  private:
+  // What each of the link's etcd clients gives a call (fleet_link_watch.cc, _heartbeat.cc).
+  static constexpr std::chrono::seconds kRequestTimeout{5};
+
   void watchLoop(int64_t resumeAfter);
   void heartbeatLoop();
   // Runs a thread's loop; anything it throws is logged, never std::terminate.
