@@ -75,6 +75,9 @@ struct AcceptedDeclaration {
   fleet::Statement statement;       // what the operator signed (fleet/statement.hh)
 };
 
+// Its parts: fleet_link.cc (life, what the threads share), fleet_link_judge.cc (a
+// pushed value accepted or refused), fleet_link_watch.cc, fleet_link_heartbeat.cc (the
+// two threads), fleet_link_slots.cc (restart slots).
 class FleetLink {
  public:
   // `wake` is called (from the watcher thread) when takeAccepted() has news.
