@@ -59,6 +59,8 @@ struct CycleJob {
   bool releaseStaleSlots = false;
 };
 
+// Its parts: core.cc (triggers, the cycle to run, what follows it), core_drift.cc (drift
+// events into repairs, and the back-off), core_report.cc (the cycle's log).
 class AgentCore {
  public:
   // The debounces and limits (docs/agent.md).
