@@ -3,6 +3,7 @@
 #include <chrono>
 #include <thread>
 
+#include "state/lock.hh"
 #include "state/pending_note.hh"
 #include "util/clock.hh"
 #include "util/error.hh"

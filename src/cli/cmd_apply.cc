@@ -16,6 +16,7 @@
 #include "cli/output.hh"
 #include "cli/progress.hh"
 #include "state/compiled_cache.hh"
+#include "state/lock.hh"
 #include "state/store.hh"
 #include "util/digest.hh"
 #include "util/error.hh"

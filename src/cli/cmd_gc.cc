@@ -14,6 +14,7 @@
 #include "cli/generations.hh"
 #include "cli/output.hh"
 #include "decl/references.hh"
+#include "state/lock.hh"
 #include "util/error.hh"
 #include "util/fs.hh"
 #include "util/text_safe.hh"

@@ -12,6 +12,7 @@
 #include "cli/output.hh"
 #include "cli/time_text.hh"
 #include "decl/parse.hh"
+#include "state/lock.hh"
 #include "util/error.hh"
 #include "util/fs.hh"
 #include "util/text_safe.hh"

@@ -12,6 +12,7 @@
 #include "cli/commands.hh"
 #include "cli/output.hh"
 #include "state/drift_note.hh"
+#include "state/lock.hh"
 #include "state/pause.hh"
 #include "state/store.hh"
 #include "util/error.hh"

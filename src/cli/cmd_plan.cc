@@ -11,6 +11,7 @@
 #include "cli/output.hh"
 #include "cli/progress.hh"
 #include "state/compiled_cache.hh"
+#include "state/lock.hh"
 #include "state/store.hh"
 #include "util/clock.hh"
 #include "util/digest.hh"

@@ -14,6 +14,7 @@
 #include "cli/output.hh"
 #include "cli/time_text.hh"
 #include "state/drift_note.hh"
+#include "state/lock.hh"
 #include "state/pause.hh"
 #include "state/pending_note.hh"
 #include "state/stop_note.hh"

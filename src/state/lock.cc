@@ -22,7 +22,8 @@
 #include <charconv>
 #include <cstdio>
 
-#include "state/store.hh"
+#include "state/lock.hh"
+#include "state/state_dir.hh"
 #include "util/error.hh"
 #include "util/fd.hh"
 #include "util/fs.hh"

@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "process_fixture.hh"
+#include "state/lock.hh"
 #include "state/store.hh"
 
 namespace mesh::e2e {

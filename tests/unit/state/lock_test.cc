@@ -12,7 +12,7 @@
 #include <sstream>
 
 #include "../../support/files.hh"
-#include "state/store.hh"
+#include "state/lock.hh"
 #include "state_test.hh"
 
 namespace mesh::state {
