@@ -9,7 +9,7 @@
 #include "apply/outcome.hh"
 #include "apply/step.hh"
 #include "decl/model.hh"
-#include "state/store.hh"
+#include "state/store/records.hh"
 
 namespace mesh::apply {
 

@@ -2,7 +2,7 @@
 
 #include <iterator>
 
-#include "state/store.hh"
+#include "state/store/records.hh"
 #include "util/error.hh"
 
 namespace mesh::apply {

@@ -5,7 +5,7 @@
 #include <optional>
 #include <string>
 
-#include "state/store.hh"
+#include "state/store/records.hh"
 
 namespace mesh::apply {
 

@@ -13,7 +13,7 @@
 #include <string_view>
 #include <vector>
 
-#include "state/store.hh"
+#include "state/store/records.hh"
 
 namespace mesh::state {
 

@@ -2,8 +2,9 @@
 // It remembers, per resource, what mesh-host last wrote (a hint and a fast path,
 // never the only evidence), the numbered cycles, a bounded history of outcomes
 // that were not `unchanged`, and every distinct declaration applied
-// (generations). docs/state-store.md describes every table. The state lock is
-// state/lock.hh.
+// (generations). docs/state-store.md describes every table. The rows' types are
+// beside the files of their tables (state/store/records.hh, cycles.hh, restarts.hh,
+// generations.hh); the state lock is state/lock.hh.
 #pragma once
 
 #include <cstdint>
@@ -18,96 +19,14 @@
 #include "state/cycle_error.hh"
 #include "state/declaration_error.hh"
 #include "state/state_dir.hh"
-#include "util/fd.hh"
-#include "util/tally.hh"
+#include "state/store/cycles.hh"
+#include "state/store/generations.hh"
+#include "state/store/records.hh"
+#include "state/store/restarts.hh"
 
 namespace mesh::state {
 
 class Records;  // state/records.hh
-
-struct Record {
-  std::string id;  // "<module>.<name>"
-  std::string module;
-  std::string kind;     // "file", "directory", …
-  std::string path;     // managed path on the node ("" for a process)
-  std::string want;     // digest the declaration asked for, as "sha256:…"
-  std::string wrote;    // digest the machine held after the last cycle ("" unknown)
-  std::string outcome;  // last outcome: created/updated/unchanged/removed/failed
-  std::string reason;
-  std::string detail;
-  int64_t changedAt = 0;     // unix ms of the last created/updated
-  int64_t changedCycle = 0;  // cycle of the last created/updated
-  int64_t changes = 0;       // how many times created/updated, ever
-  std::string observed;      // kind-specific fast-path data (stat fingerprint, manifest)
-  bool operator==(const Record&) const = default;
-};
-
-struct Cycle {
-  int64_t cycle = 0;
-  int64_t startedAt = 0;   // unix ms
-  int64_t finishedAt = 0;  // unix ms, 0 while running (or crashed)
-  int64_t generation = 0;
-  Tally tally;
-  int64_t ms = 0;
-};
-
-struct HistoryEntry {
-  int64_t cycle = 0;
-  std::string id;
-  std::string outcome;
-  std::string reason;
-  std::string want;
-  std::string wrote;
-  int64_t at = 0;  // unix ms
-};
-
-struct OwedRestart {
-  std::string process;
-  std::string cause;
-  int64_t cycle = 0;
-  int64_t at = 0;  // unix ms
-  // Empty: the change that owes it is recorded (confirmed). Otherwise an intent:
-  // the digest the cause was about to hold when the row was written, before the
-  // change was made; the next cycle pays it only if the cause holds it by then.
-  std::string intent;
-  // A reload (the cause is in the process's reload-on), not a restart. A restart
-  // pays it too; a reload never pays a restart.
-  bool reload = false;
-};
-
-// A resource a process restarts (or reloads) on, as the newest cycle declared it:
-// what lets a later cycle that removes the resource, once the process no longer
-// lists it, restart the process that read it (docs/kinds.md).
-struct ProcessCause {
-  std::string process;  // the process resource's id
-  std::string cause;    // an id in its restart-on (or reload-on)
-  bool reload = false;  // in reload-on
-  bool operator==(const ProcessCause&) const = default;
-};
-
-struct Generation {
-  int64_t generation = 0;
-  std::string digest;  // of the declaration text
-  int64_t firstAppliedAt = 0;
-  int64_t lastAppliedAt = 0;
-  std::string source;   // the declaration's file, as given when last applied
-  std::string baseDir;  // what a relative credential `from` was resolved against
-  // How the newest finished cycle that applied it ended: lastCycle 0 when none
-  // finished (every one was cut short), else its number and failed resources.
-  int64_t lastCycle = 0;
-  int64_t lastFailed = 0;
-  // Good: its newest finished cycle converged every resource. A failed (or
-  // never finished) generation is marked by `generations`, skipped by a
-  // `rollback` without a number, and not counted by `gc --keep`.
-  bool good() const { return lastCycle != 0 && lastFailed == 0; }
-};
-
-// What it takes to apply a generation again.
-struct GenerationDeclaration {
-  std::string text;
-  std::string source;
-  std::string baseDir;
-};
 
 class Store {
  public:
