@@ -26,6 +26,8 @@
 #include "../support/child.hh"
 #include "../support/fifo_feeder.hh"
 #include "../support/raw_bytes.hh"
+#include "await_file.hh"
+#include "await_status.hh"
 #include "fleet/node_signed.hh"
 #include "fleet_fixture.hh"
 #include "node_decls.hh"
@@ -124,31 +126,7 @@ class Nodes : public FleetTest {
   bool awaitStatus(const std::string& node,
                    const std::function<bool(const std::optional<NodeStatus>&)>& ok,
                    std::chrono::milliseconds timeout = 20s) {
-    const std::string key = keys.status(node);
-    const auto deadline = Clock::now() + timeout;
-    auto range = client->getPrefix(key);
-    std::optional<NodeStatus> now;
-    for (const auto& kv : range.kvs)
-      if (kv.key == key) now = decodeStatus(kv.value, key);
-    if (ok(now)) return true;
-    int64_t from = range.revision + 1;
-    bool done = false;
-    while (!done && Clock::now() < deadline) {
-      const auto left =
-          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-      client->watch(
-          key, from,
-          [&](const std::vector<EtcdEvent>& events) {
-            for (const auto& e : events) {
-              from = e.kv.modRevision + 1;
-              std::optional<NodeStatus> s;
-              if (e.type == EtcdEvent::Type::Put) s = decodeStatus(e.kv.value, key);
-              if (ok(s)) done = true;
-            }
-            return !done;
-          },
-          std::max(left, 1ms));
-    }
+    const bool done = awaitStatusKey(*client, keys.status(node), ok, timeout);
     EXPECT_TRUE(done) << node << ": status not as expected within " << timeout.count()
                       << " ms; log:\n"
                       << slurp(nodes[node].log);
@@ -162,15 +140,14 @@ class Nodes : public FleetTest {
     });
   }
 
-  // Until the node's log holds `n` lines containing `what` (polls the file: the
-  // agent writes it, there is no event to wait on from here).
+  // Until the node's log holds `n` lines containing `what` (an inotify watch of the log,
+  // which the agent appends to).
   bool awaitLog(const std::string& node, const std::string& what, int64_t n,
                 std::chrono::milliseconds timeout = 20s) {
-    const auto deadline = Clock::now() + timeout;
-    while (Clock::now() < deadline) {
-      if (countOf(slurp(nodes[node].log), what) >= n) return true;
-      std::this_thread::sleep_for(20ms);
-    }
+    if (awaitFile(
+            nodes[node].log, [&](const std::string& log) { return countOf(log, what) >= n; },
+            timeout))
+      return true;
     ADD_FAILURE() << node << ": fewer than " << n << " lines with \"" << what << "\" in "
                   << timeout.count() << " ms; log:\n"
                   << slurp(nodes[node].log);
