@@ -178,8 +178,11 @@ class ClusterNodes : public FleetTest {
   // Every node's service started exactly `n` times: awaited (a start is logged by the
   // service itself, shortly after the cycle saw it up), then none more by now.
   void expectStartsEach(const std::vector<std::string>& names, int n) {
-    for (const auto& node : names)
-      if (awaitStarts(node, n)) EXPECT_EQ(startsOf(node), n) << node << "\n" << slurp(shared);
+    for (const auto& node : names) {
+      if (awaitStarts(node, n)) {
+        EXPECT_EQ(startsOf(node), n) << node << "\n" << slurp(shared);
+      }
+    }
   }
 
   // `fleet push` of `text` to every node; the push must succeed.
