@@ -44,11 +44,12 @@ struct Failures {
   }
 };
 
-// A removal that deleted what mesh-host wrote (a plan: would delete it), not
-// one that found it gone already.
+// A removal that deleted what mesh-host wrote (a plan: would delete it), or
+// put back what was there before it, not one that found it gone already.
 inline bool deletedNow(const Outcome& o) {
   return o.verdict() == Verdict::Removed &&
-         (o.detail() == "deleted" || o.detail() == "would delete");
+         (o.detail() == "deleted" || o.detail() == "would delete" ||
+          o.reason() == reasons::kRestored || o.reason() == reasons::kWouldRestore);
 }
 
 }  // namespace mesh::apply::cycle
