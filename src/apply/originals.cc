@@ -49,9 +49,10 @@ std::optional<Original::Type> typeFromName(std::string_view s) {
 
 std::string render(const Original& o) {
   return fmt::format(
-      "{}\ntype {}\nmode {:o}\nuid {}\ngid {}\nsize {}\nbytes {}\non-remove {}\nkind {}\n", kHeader,
-      typeName(o.type), o.mode & 07777, o.uid, o.gid, o.size, o.bytes.empty() ? "-" : o.bytes,
-      decl::onRemoveName(o.onRemove), o.kind);
+      "{}\ntype {}\nmode {:o}\nuid {}\ngid {}\nsize {}\nbytes {}\non-remove {}\nkind {}\n{}",
+      kHeader, typeName(o.type), o.mode & 07777, o.uid, o.gid, o.size,
+      o.bytes.empty() ? "-" : o.bytes, decl::onRemoveName(o.onRemove), o.kind,
+      o.path.empty() ? "" : "path " + o.path + "\n");
 }
 
 template <typename T>
@@ -98,6 +99,9 @@ std::optional<Original> parse(std::string_view text) {
         if (value == decl::onRemoveName(r)) o.onRemove = r, ok = true;
     } else if (key == "kind") {
       o.kind = std::string(value);
+    } else if (key == "path") {
+      o.path = std::string(value);
+      continue;  // optional: not counted
     } else {
       continue;  // a later mesh-host's: ignored
     }
@@ -219,10 +223,12 @@ std::optional<std::string> Originals::readBytes(const std::string& digest) {
 
 Original Originals::keep(const decl::Resource& r, const Context::Place& place,
                          const struct stat& st, Depth depth) {
-  if (auto had = find(r.id); had && had->type != Original::Type::Nothing) return *had;
+  if (auto had = find(r.id); had && had->type != Original::Type::Nothing && had->keptFrom(r.path()))
+    return *had;
   Original o;
   o.onRemove = r.onRemove;
   o.kind = decl::kindName(r.kind);
+  o.path = r.path();
   o.mode = st.st_mode & 07777;
   o.uid = st.st_uid;
   o.gid = st.st_gid;
@@ -279,6 +285,37 @@ void Originals::noteOnRemove(const decl::Resource& r) {
   write(r.id, *o);
 }
 
+// A tree is made whole beside the path (".mesh-restore.<name>", made again
+// from the start after a crash) and renamed into place, so the path never holds
+// half of it. What stands at the path goes first when it is an archive's tree
+// (the pruner checked it is the one mesh-host wrote); anything made there since
+// an `absent` removed the tree is left, and the tree not put back.
+void Originals::giveBackTree(const Context::Place& place, const std::optional<struct stat>& st,
+                             const std::string& path, const Original& o,
+                             const std::string& manifest) {
+  if (st && o.kind != "archive")
+    throw Error(
+        "{} holds something made since mesh-host removed what was there; move it "
+        "away to have mesh-host put back what it removed",
+        path);
+  const std::string temp = ".mesh-restore." + place.name;
+  if (statAt(place.dir, temp, path)) removeTreeAt(place.dir, temp, path);
+  restoreTree(place.dir, temp, path, manifest, [&](const std::string& d) { return readBytes(d); });
+  Fd d(::openat(place.dir, temp.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!d) throwSys(fmt::format("cannot open {}", path));
+  if (::fchown(d.get(), o.uid, o.gid) != 0 || ::fchmod(d.get(), o.mode) != 0)
+    throwSys(fmt::format("cannot give {} back its mode and owner", path));
+  syncFd(d.get(), path);
+  if (st && S_ISDIR(st->st_mode))
+    removeTreeAt(place.dir, place.name, path);
+  else if (st && ::unlinkat(place.dir, place.name.c_str(), 0) != 0 && errno != ENOENT)
+    throwSys(fmt::format("cannot remove {}", path));
+  if (::renameat(place.dir, temp.c_str(), place.dir, place.name.c_str()) != 0)
+    throwSys(fmt::format("cannot put {} back", path));
+  syncFd(place.dir, path);
+  ctx_.forgetDirs();  // `place.dir`'s entries changed under the context
+}
+
 Removal Originals::giveBack(Step& step, const std::string& path, const Original& o) {
   Context& ctx = step.ctx();
   const std::string what = o.describe();
@@ -305,16 +342,15 @@ Removal Originals::giveBack(Step& step, const std::string& path, const Original&
           throwSys(fmt::format("cannot give {} back its owner", path));
         syncFd(place.dir, path);
         break;
-      case Original::Type::Directory:
-      case Original::Type::Tree: {
+      case Original::Type::Tree:
+        giveBackTree(place, st, path, o, *bytes);
+        break;
+      case Original::Type::Directory: {
         if (st && !S_ISDIR(st->st_mode)) {
           if (::unlinkat(place.dir, place.name.c_str(), 0) != 0)
             throwSys(fmt::format("cannot remove {}", path));
         }
-        if (o.type == Original::Type::Tree) {
-          restoreTree(place.dir, place.name, path, *bytes,
-                      [&](const std::string& d) { return readBytes(d); });
-        } else if (!st || !S_ISDIR(st->st_mode)) {
+        if (!st || !S_ISDIR(st->st_mode)) {
           if (::mkdirat(place.dir, place.name.c_str(), 0700) != 0 && errno != EEXIST)
             throwSys(fmt::format("cannot make {}", path));
         }
@@ -333,6 +369,43 @@ Removal Originals::giveBack(Step& step, const std::string& path, const Original&
     }
   });
   return Removal::restored(ctx.planning(), what);
+}
+
+bool Originals::holds(const std::string& path, const Original& o) {
+  if (!o.restorable()) return false;
+  const auto place = ctx_.place(path);
+  const auto st = ctx_.look(place);
+  if (!st || st->st_uid != o.uid || st->st_gid != o.gid) return false;
+  const bool sameMode = (st->st_mode & 07777) == o.mode;
+  switch (o.type) {
+    case Original::Type::File: {
+      if (!S_ISREG(st->st_mode) || !sameMode || static_cast<uint64_t>(st->st_size) != o.size)
+        return false;
+      auto fd = openFileAt(place.dir, place.name, path);
+      return fd && Digest::ofBytes(readAll(fd->get(), path)).str() == o.bytes;
+    }
+    case Original::Type::Link: {
+      if (!S_ISLNK(st->st_mode)) return false;
+      auto target = readLinkAt(place.dir, place.name, path);
+      return target && Digest::ofBytes(*target).str() == o.bytes;
+    }
+    case Original::Type::Directory:
+      return S_ISDIR(st->st_mode) && sameMode;
+    case Original::Type::Tree: {
+      if (!S_ISDIR(st->st_mode) || !sameMode) return false;
+      Fd d(
+          ::openat(place.dir, place.name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      if (!d) return false;
+      // The manifest of what is there, its bytes digested, not kept.
+      auto now =
+          keepTree(d.get(), path, [](std::string_view b) { return Digest::ofBytes(b).str(); });
+      return now && Digest::ofBytes(now->manifest).str() == o.bytes;
+    }
+    case Original::Type::Nothing:
+    case Original::Type::TooLarge:
+      break;
+  }
+  return false;
 }
 
 std::optional<Original> readOriginal(const std::string& stateDir, const std::string& id) {

@@ -52,6 +52,11 @@ struct Original {
   std::string bytes;  // digest ("sha256:…") of what is kept: content, target, manifest
   decl::OnRemove onRemove = decl::OnRemove::Restore;
   std::string kind;  // the resource kind that kept it
+  std::string path;  // the declared path it was kept from (empty: an entry of no path)
+
+  // Whether it was kept from `at`: what was at one path is never put at another
+  // (a resource that moved gives it back where it was, cycle/pruner.cc).
+  bool keptFrom(const std::string& at) const { return path.empty() || path == at; }
 
   // "a file of 12 bytes, mode 0640, owner 0:0" (for outcomes, history, plans).
   std::string describe() const;
@@ -72,8 +77,8 @@ class Originals {
   // The ids that have an entry (one readdir, at first use in a cycle).
   const std::set<std::string>& ids();
 
-  // Keeps what is at `place` (lstat `st`) for resource `r`, unless an entry is
-  // there already (only the first write over it keeps). Call inside the step's
+  // Keeps what is at `place` (lstat `st`) for resource `r`, unless an entry of
+  // that path is there already (only the first write over it keeps). Call inside the step's
   // gate, before the write. A directory is kept whole with Depth::Tree (an
   // absent removes it all), else its mode and owner only. Returns the entry.
   enum class Depth { Attributes, Tree };
@@ -86,6 +91,11 @@ class Originals {
 
   // Puts `o` back at `path` (a plan: says it would). Idempotent.
   Removal giveBack(Step& step, const std::string& path, const Original& o);
+  // Whether `path` holds `o` already — its type, bytes, mode and owner (a tree:
+  // every entry): put back by a cycle that a crash cut short, or never changed
+  // since (mesh-host wrote what was there). Putting it back again changes
+  // nothing, so it restarts nothing (Removal::alreadyRestored).
+  bool holds(const std::string& path, const Original& o);
 
   // Drops the entry of `id` (its bytes stay until `gc`).
   void forget(const std::string& id);
@@ -95,6 +105,8 @@ class Originals {
   void write(const std::string& id, const Original& o);
   std::string keepBytes(std::string_view bytes);  // → "sha256:…"
   std::optional<std::string> readBytes(const std::string& digest);
+  void giveBackTree(const Context::Place& place, const std::optional<struct stat>& st,
+                    const std::string& path, const Original& o, const std::string& manifest);
 
   Context& ctx_;
   std::optional<Fd> dir_;
@@ -120,6 +132,9 @@ struct TreeKeep {
 };
 std::optional<TreeKeep> keepTree(int dirFd, const std::string& shown,
                                  const std::function<std::string(std::string_view)>& keepBytes);
+// Whether the tree beneath an open directory is within the bound above (what
+// keepTree would keep), measured without reading a file.
+bool treeWithinKeepBound(int dirFd, const std::string& shown);
 // Makes, at `name` in `parent` (nothing there), the tree a manifest describes.
 void restoreTree(int parent, const std::string& name, const std::string& shown,
                  const std::string& manifest,

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 #include "util/digest.hh"
 #include "util/tally.hh"
@@ -113,6 +114,12 @@ class Removal {
     r.reason_ = planning ? reasons::kWouldRestore : reasons::kRestored;
     return r;
   }
+  // The path holds what was there before mesh-host already: nothing is
+  // written, and nothing restarts on it (cycle/pending.hh deletedNow).
+  static Removal alreadyRestored(bool planning, const std::string& what) {
+    return restored(planning, std::string(kAlreadyRestored) + what);
+  }
+  static constexpr std::string_view kAlreadyRestored = "already as it was before mesh-host: ";
   Verdict verdict() const { return verdict_; }
   const std::string& detail() const { return detail_; }
   // Empty: "no longer declared".

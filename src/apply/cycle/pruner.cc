@@ -140,7 +140,7 @@ void Pruner::pruneOne(const state::Record& rec) {
   const bool absent = RecordsInHand::kindOf(rec) == decl::Kind::Absent;
   const bool keep = kept && kept->onRemove == decl::OnRemove::Keep;
   const bool restore =
-      kept && kept->restorable() &&
+      kept && kept->restorable() && kept->keptFrom(rec.path) &&
       (absent ? ctx_.settings().rollback : kept->onRemove == decl::OnRemove::Restore);
   if (rec.wrote.empty() && !installed && !restore) {  // never wrote anything: nothing to remove
     if (ctx_.applying()) store_->deleteRecord(rec.id);
@@ -166,8 +166,13 @@ void Pruner::pruneOne(const state::Record& rec) {
     Step step(ctx_);
     if (owes) ledger_.oweBeforeChange(step, rec.id, RestartLedger::kRemovedIntent);
     try {
+      // Put back already (a crash cut the cycle that did it short), or never
+      // changed from it: nothing to write, nothing restarts on it; an intent
+      // says whether a cycle before this one put it back (RestartLedger).
+      if (restore && ctx_.originals().holds(rec.path, *kept))
+        outcome = Outcome::of(Removal::alreadyRestored(ctx_.planning(), kept->describe()));
       // Edited since mesh-host wrote it: left in place, as removal leaves it.
-      if (restore && !absent && !applierFor(rec.kind).holdsWhatItWrote(ctx_, rec))
+      else if (restore && !absent && !applierFor(rec.kind).holdsWhatItWrote(ctx_, rec))
         outcome =
             Outcome::of(Removal::released("left in place: modified since mesh-host wrote it"));
       else
@@ -227,10 +232,26 @@ Outcome Pruner::leaveOldPath(const decl::Resource& r, const state::Record& old, 
     left = "old path left in place: mesh-host never wrote it";
   } else {
     try {
-      const Removal removal = removeRecorded(old, step);
-      deleted = deletedIt(removal);
-      left = deleted ? (ctx_.planning() ? "old path would be deleted" : "old path deleted")
-                     : "old path " + removal.detail();
+      // What was at the old path before mesh-host goes back there (unless
+      // edited since, or there already); else what it wrote there goes.
+      std::optional<Original> kept = ctx_.originals().find(old.id);
+      const bool restore = kept && kept->restorable() && !kept->path.empty() &&
+                           kept->path == old.path && kept->onRemove == decl::OnRemove::Restore &&
+                           applierFor(old.kind).holdsWhatItWrote(ctx_, old);
+      const bool there = restore && ctx_.originals().holds(old.path, *kept);
+      const Removal removal = there ? Removal::alreadyRestored(ctx_.planning(), kept->describe())
+                              : restore ? ctx_.originals().giveBack(step, old.path, *kept)
+                                        : removeRecorded(old, step);
+      deleted = restore ? !there : deletedIt(removal);
+      if (restore)
+        left = fmt::format("old path {}: {}",
+                           there             ? "as it was before mesh-host"
+                           : ctx_.planning() ? "would be given back what was there before mesh-host"
+                                             : "given back what was there before mesh-host",
+                           kept->describe());
+      else
+        left = deleted ? (ctx_.planning() ? "old path would be deleted" : "old path deleted")
+                       : "old path " + removal.detail();
     } catch (const Error& e) {
       left = fmt::format("old path left in place: {}", e.what());
     }
