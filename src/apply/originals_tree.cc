@@ -130,6 +130,12 @@ std::optional<TreeKeep> keepTree(int dirFd, const std::string& shown,
   return TreeKeep{std::move(keeping.manifest), keeping.bytes};
 }
 
+bool treeWithinKeepBound(int dirFd, const std::string& shown) {
+  Walk measure;
+  measure.dir(dirFd, "", shown);
+  return !measure.over();
+}
+
 void restoreTree(int parent, const std::string& name, const std::string& shown,
                  const std::string& manifest,
                  const std::function<std::optional<std::string>(const std::string&)>& readBytes) {

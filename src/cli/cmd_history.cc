@@ -107,6 +107,8 @@ int runHistory(CommonOptions& o, const HistoryOptions& h) {
     if (!h.id.empty()) out["id"] = h.id;
     if (const auto kept = keptOf(o, h.id))
       out["kept"] = {{"what", kept->describe()},
+                     {"path", kept->path},
+                     {"kind", kept->kind},
                      {"on_remove", decl::onRemoveName(kept->onRemove)},
                      {"bytes", kept->bytes}};
     std::puts(jsonOut(out).c_str());
@@ -124,11 +126,25 @@ int runHistory(CommonOptions& o, const HistoryOptions& h) {
     else if (c.cycle < oldestKept)
       std::puts("  (outcomes no longer kept)");
   }
-  if (const auto kept = keptOf(o, h.id))
-    printLine(
-        fmt::format("kept: {}, what was there before mesh-host first wrote (on-remove = "
-                    "\"{}\")",
-                    kept->describe(), decl::onRemoveName(kept->onRemove)));
+  if (const auto kept = keptOf(o, h.id)) {
+    const std::string where = kept->path.empty() ? "" : " at " + shownText(kept->path);
+    if (kept->kind == decl::kindName(decl::Kind::Absent))
+      printLine(
+          fmt::format("kept: {}{}, what the absent removed (a rollback to a generation "
+                      "before it puts it back)",
+                      kept->describe(), where));
+    else if (!kept->restorable())
+      printLine(
+          fmt::format("kept: nothing{}: {}; nothing will be given back", where, kept->describe()));
+    else
+      printLine(
+          fmt::format("kept: {}{}, what was there before mesh-host first wrote (on-remove "
+                      "= \"{}\": {})",
+                      kept->describe(), where, decl::onRemoveName(kept->onRemove),
+                      kept->onRemove == decl::OnRemove::Restore ? "put back when undeclared"
+                      : kept->onRemove == decl::OnRemove::Keep  ? "left as it is when undeclared"
+                                                                : "deleted when undeclared"));
+  }
   return kExitOk;
 }
 

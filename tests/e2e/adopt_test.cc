@@ -62,6 +62,18 @@ TEST_F(Adopt, AnUndeclaredFileGetsItsOriginalContentModeAndOwnerBack) {
   }
   EXPECT_EQ(files, 2u);  // the content and the entry
 
+  // `history ID` says what was kept, and what becomes of it.
+  Result h = mesh({"history", "ssh.config"});
+  EXPECT_EQ(h.code, 0) << h.err;
+  EXPECT_NE(h.out.find("kept: a file of 19 bytes, mode 0640, owner 1234:2345 at "
+                       "/etc/ssh/sshd_config, what was there before mesh-host first wrote "
+                       "(on-remove = \"restore\": put back when undeclared)"),
+            std::string::npos)
+      << h.out;
+  Result hj = mesh({"history", "ssh.config", "--json"});
+  EXPECT_EQ(hj.json()["kept"]["path"], "/etc/ssh/sshd_config") << hj.out;
+  EXPECT_EQ(hj.json()["kept"]["on_remove"], "restore") << hj.out;
+
   // Planned first: it says it would restore, and changes nothing.
   const std::string without = declare(other(), "without.toml");
   Result p = plan(without, true);
