@@ -110,6 +110,31 @@ TEST_F(Adopt, AnUndeclaredFileGetsItsOriginalContentModeAndOwnerBack) {
   EXPECT_TRUE(fs::is_empty(kept + "/ids"));
 }
 
+// What was at a path goes back there, never to another: a resource that moves
+// gives the original back at its old path; at its new path it created from
+// nothing, so undeclared, that goes and the old path stays as given back.
+TEST_F(Adopt, AMovedFileGivesTheOriginalBackAtItsOldPath) {
+  distroFile("/etc/ssh/sshd_config", "PermitRootLogin no\n");
+  ASSERT_EQ(apply(declare(fileDecl() + other())).code, 0);
+  std::string moved = fileDecl() + other();
+  moved.replace(moved.find("/etc/ssh/sshd_config"), 20, "/etc/ssh/sshd_config.d/mesh.conf");
+  Result m = apply(declare(moved, "moved.toml"));
+  ASSERT_EQ(m.code, 0) << m.out << m.err;
+  EXPECT_NE(outcomeOf(m.json(), "ssh.config")["detail"].get<std::string>().find(
+                "old path given back what was there before mesh-host: a file of 19 bytes"),
+            std::string::npos)
+      << m.out;
+  EXPECT_EQ(read("/etc/ssh/sshd_config"), "PermitRootLogin no\n");
+  EXPECT_EQ(statOf("/etc/ssh/sshd_config").st_mode & 07777, 0640u);
+  EXPECT_EQ(read("/etc/ssh/sshd_config.d/mesh.conf"), "mesh\n");
+
+  Result r = apply(declare(other(), "without.toml"));
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_EQ(outcomeOf(r.json(), "ssh.config")["reason"], "no longer declared") << r.out;
+  EXPECT_FALSE(fs::exists(at("/etc/ssh/sshd_config.d/mesh.conf")));
+  EXPECT_EQ(read("/etc/ssh/sshd_config"), "PermitRootLogin no\n");
+}
+
 TEST_F(Adopt, AFileCreatedFromNothingIsDeletedAsBefore) {
   ASSERT_EQ(apply(declare(fileDecl() + other())).code, 0);
   Result r = apply(declare(other(), "without.toml"));

@@ -177,8 +177,7 @@ TEST_F(Archive, ReplaceTrueKeepsTheTreeAndGivesItBackWhenUndeclared) {
   const auto before = contents();
   Result r = apply(declaration(site, "replace = true"));
   ASSERT_EQ(r.code, 0) << r.out << r.err;
-  EXPECT_NE(appOf(r)["detail"].get<std::string>().find("; kept what was there"),
-            std::string::npos)
+  EXPECT_NE(appOf(r)["detail"].get<std::string>().find("; kept what was there"), std::string::npos)
       << r.out;
   ASSERT_EQ(read("/srv/app/index.html"), "<p>site</p>\n");
 

@@ -235,15 +235,15 @@ Outcome Pruner::leaveOldPath(const decl::Resource& r, const state::Record& old, 
       // What was at the old path before mesh-host goes back there (unless
       // edited since, or there already); else what it wrote there goes.
       std::optional<Original> kept = ctx_.originals().find(old.id);
-      const bool restore = kept && kept->restorable() && !kept->path.empty() &&
-                           kept->path == old.path && kept->onRemove == decl::OnRemove::Restore &&
-                           applierFor(old.kind).holdsWhatItWrote(ctx_, old);
-      const bool there = restore && ctx_.originals().holds(old.path, *kept);
+      const bool mayRestore = kept && kept->restorable() && !kept->path.empty() &&
+                              kept->path == old.path && kept->onRemove == decl::OnRemove::Restore;
+      const bool there = mayRestore && ctx_.originals().holds(old.path, *kept);
+      const bool restore = mayRestore && !there && applierFor(old.kind).holdsWhatItWrote(ctx_, old);
       const Removal removal = there ? Removal::alreadyRestored(ctx_.planning(), kept->describe())
                               : restore ? ctx_.originals().giveBack(step, old.path, *kept)
                                         : removeRecorded(old, step);
-      deleted = restore ? !there : deletedIt(removal);
-      if (restore)
+      deleted = restore || (!there && deletedIt(removal));
+      if (there || restore)
         left = fmt::format("old path {}: {}",
                            there             ? "as it was before mesh-host"
                            : ctx_.planning() ? "would be given back what was there before mesh-host"
