@@ -14,6 +14,7 @@ const Applier& archiveApplier();
 const Applier& credentialApplier();
 const Applier& processApplier();
 const Applier& serviceApplier();
+const Applier& absentApplier();
 
 namespace {
 
@@ -31,6 +32,7 @@ constexpr std::array<ApplierRow, decl::kKindCount> kAppliers = {{
     {decl::Kind::Credential, credentialApplier},
     {decl::Kind::Process, processApplier},
     {decl::Kind::Service, serviceApplier},
+    {decl::Kind::Absent, absentApplier},
 }};
 
 static_assert([] {

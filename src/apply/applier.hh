@@ -32,6 +32,15 @@ class Applier {
   // Leaves in place anything changed since it was written.
   virtual Removal remove(Step& step, const state::Record& rec) const = 0;
 
+  // Whether the path still holds what `rec` says mesh-host wrote (nobody edited
+  // it since): what was there before is put back only then (apply/originals.hh);
+  // an edit since is left in place, as removal leaves it.
+  virtual bool holdsWhatItWrote(Context& ctx, const state::Record& rec) const {
+    (void)ctx;
+    (void)rec;
+    return true;
+  }
+
   // The record says mesh-host installed something even though no cycle recorded
   // it as created (a process whose first start failed, or whose cycle was cut
   // short after Step::claimInstall): pruning removes it all the same.

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include "apply/originals.hh"
 #include "state/state_dir.hh"
 #include "supervise/fault.hh"
 #include "util/error.hh"
@@ -161,6 +162,11 @@ std::string Context::bundleDir(const Digest& bundle) const {
 Beneath& Context::stateDirBeneath() {
   if (!stateDir_) stateDir_ = std::make_unique<Beneath>(settings_.stateDir, settings_.stateDir);
   return *stateDir_;
+}
+
+Originals& Context::originals() {
+  if (!originals_) originals_ = std::make_unique<Originals>(*this);
+  return *originals_;
 }
 
 }  // namespace mesh::apply

@@ -31,6 +31,8 @@
 
 namespace mesh::apply {
 
+class Originals;  // apply/originals.hh
+
 struct Settings {
   std::string root = "/";  // every declared absolute path lives under it
   std::string stateDir;
@@ -43,6 +45,8 @@ struct Settings {
       openBlobs = {};
   std::string node;
   bool plan = false;
+  // A rollback: an `absent` no longer declared puts back what it removed.
+  bool rollback = false;
   std::string supervisor = "auto";  // auto | builtin | systemd
   std::string unitDir = "/etc/systemd/system";
   // TEST-ONLY SEAM (tests/sim): makes the supervisor backend instead of
@@ -195,6 +199,9 @@ class Context {
   // reached beneath it without following a link (shown as <state-dir>/<rel>).
   Beneath& stateDirBeneath();
 
+  // What mesh-host first overwrote, kept (apply/originals.hh); made at first use.
+  Originals& originals();
+
  private:
   Settings settings_;
   std::unique_ptr<supervise::CountingSupervisor> supervisor_;
@@ -206,6 +213,7 @@ class Context {
   std::function<void()> beforeAnyChange_;
   std::unique_ptr<Beneath> root_;
   std::unique_ptr<Beneath> stateDir_;
+  std::unique_ptr<Originals> originals_;
   std::unordered_map<std::string, Fd> dirs_;  // parent (relative to the root) → open dir
   bool sweep_ = false;
   std::unordered_set<std::string> secretPaths_;

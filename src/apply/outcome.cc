@@ -68,7 +68,9 @@ Outcome Outcome::of(Decision d, const Digest& want, const state::Record* rec) {
 }
 
 Outcome Outcome::of(Removal r) {
-  return Outcome(r.verdict(), Digest::none(), reasons::kNoLongerDeclared, r.detail());
+  return Outcome(r.verdict(), Digest::none(),
+                 r.reason().empty() ? std::string(reasons::kNoLongerDeclared) : r.reason(),
+                 r.detail());
 }
 
 Outcome Outcome::skipped(const state::Record* rec, std::string reason) {

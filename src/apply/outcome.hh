@@ -7,6 +7,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 #include "util/digest.hh"
 #include "util/tally.hh"
@@ -16,6 +17,17 @@ struct Record;
 }
 
 namespace mesh::apply {
+
+// Shared reasons, so every kind words them alike.
+namespace reasons {
+inline constexpr const char* kNew = "new";
+inline constexpr const char* kDeclared = "declared";
+inline constexpr const char* kAdopted = "adopted";
+inline constexpr const char* kNoLongerDeclared = "no longer declared";
+inline constexpr const char* kRestored = "restored what was there before mesh-host";
+inline constexpr const char* kWouldRestore = "would restore what was there before mesh-host";
+inline constexpr const char* kAbsentRemoved = "declared absent";
+}  // namespace reasons
 
 // The outcomes (util/tally.hh says what each means).
 enum class Verdict { Unchanged, Created, Updated, Removed, Released, Skipped, Failed };
@@ -62,6 +74,12 @@ class Decision : public Notes {
   static Decision updated(std::string reason, std::string detail) {
     return Decision(Verdict::Updated, false, std::move(reason), std::move(detail));
   }
+  // `absent`: what was at its path removed (kept first, see apply/originals.hh).
+  // The resource stays declared and its record stays: the next cycle finds
+  // nothing there and is `unchanged`.
+  static Decision removed(std::string detail) {
+    return Decision(Verdict::Removed, false, reasons::kAbsentRemoved, std::move(detail));
+  }
   // Said after the reason, "; "-separated ("restart-on a.key").
   void addReason(std::string more) { more_ = std::move(more); }
 
@@ -89,13 +107,29 @@ class Removal {
   static Removal released(std::string detail) {
     return Removal(Verdict::Released, std::move(detail));
   }
+  // What mesh-host first overwrote, put back (apply/originals.hh); a plan's
+  // says it would.
+  static Removal restored(bool planning, std::string detail) {
+    Removal r(Verdict::Removed, std::move(detail));
+    r.reason_ = planning ? reasons::kWouldRestore : reasons::kRestored;
+    return r;
+  }
+  // The path holds what was there before mesh-host already: nothing is
+  // written, and nothing restarts on it (cycle/pending.hh deletedNow).
+  static Removal alreadyRestored(bool planning, const std::string& what) {
+    return restored(planning, std::string(kAlreadyRestored) + what);
+  }
+  static constexpr std::string_view kAlreadyRestored = "already as it was before mesh-host: ";
   Verdict verdict() const { return verdict_; }
   const std::string& detail() const { return detail_; }
+  // Empty: "no longer declared".
+  const std::string& reason() const { return reason_; }
 
  private:
   Removal(Verdict v, std::string detail) : verdict_(v), detail_(std::move(detail)) {}
   Verdict verdict_;
   std::string detail_;
+  std::string reason_;
 };
 
 class Outcome : public Notes {
@@ -138,8 +172,11 @@ class Outcome : public Notes {
   bool changed() const { return verdict_ == Verdict::Created || verdict_ == Verdict::Updated; }
   // Failed or skipped: the resource is not as declared, what was there stays.
   bool notConverged() const { return verdict_ == Verdict::Failed || verdict_ == Verdict::Skipped; }
-  // Removed or released: the record goes.
-  bool gone() const { return verdict_ == Verdict::Removed || verdict_ == Verdict::Released; }
+  // Removed or released, holding nothing: the record goes. (An `absent` that
+  // removed what was at its path holds its want: it stays declared.)
+  bool gone() const {
+    return (verdict_ == Verdict::Removed || verdict_ == Verdict::Released) && held_.empty();
+  }
 
   // A resource whose path changed: where it was ("would move /a -> /b").
   std::string movedFrom, movedTo;
@@ -159,14 +196,6 @@ class Outcome : public Notes {
   std::string reason_;
   std::string detail_;
 };
-
-// Shared reasons, so every kind words them alike.
-namespace reasons {
-inline constexpr const char* kNew = "new";
-inline constexpr const char* kDeclared = "declared";
-inline constexpr const char* kAdopted = "adopted";
-inline constexpr const char* kNoLongerDeclared = "no longer declared";
-}  // namespace reasons
 
 // The reason for acting on a resource whose machine state differs from `want`:
 // "new", "adopted", "declared" or "drift: <what>".

@@ -1,6 +1,7 @@
 // `mesh-host gc --keep K`: removes unpacked bundles (<state-dir>/bundles/<hex>)
 // and blobs (<state-dir>/blobs/sha256/<hex>) that none of the K most recently
-// applied generations names — and never one the current declaration uses. Runs
+// applied generations names — and never one the current declaration uses —, and
+// kept originals (<state-dir>/originals) no record or declared resource needs. Runs
 // under the exclusive lock, so no cycle is fetching or unpacking meanwhile.
 #include <fmt/format.h>
 
@@ -10,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "apply/originals.hh"
 #include "cli/commands.hh"
 #include "cli/generations.hh"
 #include "cli/output.hh"
@@ -125,6 +127,19 @@ int runGc(CommonOptions& o, const GcOptions& g) {
   auto candidates = candidatesIn(dir.bundles(), "bundle", keep);
   for (auto& c : candidatesIn(dir.blobs() + "/sha256", "blob", keep))
     candidates.push_back(std::move(c));
+  // Kept originals (apply/originals.hh): an entry while a record or the current
+  // declaration names its resource, and the bytes an entry needs.
+  std::set<std::string> current;
+  if (auto n = currentGeneration(store)) try {
+      for (const auto& r : parseGeneration(store, *n, o, /*checkPrincipals=*/false).resources)
+        current.insert(r.id);
+    } catch (const Error&) {
+      current.insert("");  // unknown: every entry is kept
+    }
+  for (const auto& path : apply::originalsUnneeded(o.stateDir, [&](const std::string& id) {
+         return current.count("") || current.count(id) || store.record(id).has_value();
+       }))
+    candidates.push_back({"original", path, sizeOf(path)});
   uint64_t freed = 0;
   nlohmann::json removed = nlohmann::json::array();
   for (const auto& c : candidates) {

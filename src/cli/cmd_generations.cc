@@ -141,6 +141,7 @@ int runRollback(CommonOptions& o, const RollbackOptions& r) {
   if (!o.json)
     printLine(fmt::format("rollback: applying generation {} (current: {})", target,
                           current ? std::to_string(*current) : "none"));
+  o.rollback = true;
   return applyAndReport(declaration, o, store, r.metrics, r.exitCodes, r.force);
 }
 

@@ -1,11 +1,13 @@
-// `mesh-host history [ID]`: what each cycle did, newest first. Read-only, like
-// status: the store holds digests (keyed ones for credentials), never a secret.
+// `mesh-host history [ID]`: what each cycle did, newest first, and for one
+// resource what mesh-host keeps to give back. Read-only, like status: the store
+// holds digests (keyed ones for credentials), never a secret.
 #include <fmt/format.h>
 
 #include <cstdio>
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "apply/originals.hh"
 #include "cli/commands.hh"
 #include "cli/output.hh"
 #include "cli/time_text.hh"
@@ -52,6 +54,15 @@ std::string cycleLine(const state::Cycle& c) {
   return line + "): " + tallyText(c.tally);
 }
 
+// What mesh-host keeps to give back for one resource (apply/originals.hh): shown
+// with `history ID`, to whoever may read it (it is root-only).
+std::optional<apply::Original> keptOf(const CommonOptions& o, const std::string& id) {
+  if (id.empty()) return std::nullopt;
+  auto kept = apply::readOriginal(o.stateDir, id);
+  if (!kept || kept->type == apply::Original::Type::Nothing) return std::nullopt;
+  return kept;
+}
+
 }  // namespace
 
 int runHistory(CommonOptions& o, const HistoryOptions& h) {
@@ -94,6 +105,12 @@ int runHistory(CommonOptions& o, const HistoryOptions& h) {
     }
     nlohmann::json out = {{"schema", kJsonSchema}, {"node", o.node}, {"cycles", std::move(list)}};
     if (!h.id.empty()) out["id"] = h.id;
+    if (const auto kept = keptOf(o, h.id))
+      out["kept"] = {{"what", kept->describe()},
+                     {"path", kept->path},
+                     {"kind", kept->kind},
+                     {"on_remove", decl::onRemoveName(kept->onRemove)},
+                     {"bytes", kept->bytes}};
     std::puts(jsonOut(out).c_str());
     return kExitOk;
   }
@@ -108,6 +125,25 @@ int runHistory(CommonOptions& o, const HistoryOptions& h) {
       for (const auto& e : it->second) printLine(entryLine(e));
     else if (c.cycle < oldestKept)
       std::puts("  (outcomes no longer kept)");
+  }
+  if (const auto kept = keptOf(o, h.id)) {
+    const std::string where = kept->path.empty() ? "" : " at " + shownText(kept->path);
+    if (kept->kind == decl::kindName(decl::Kind::Absent))
+      printLine(
+          fmt::format("kept: {}{}, what the absent removed (a rollback to a generation "
+                      "before it puts it back)",
+                      kept->describe(), where));
+    else if (!kept->restorable())
+      printLine(
+          fmt::format("kept: nothing{}: {}; nothing will be given back", where, kept->describe()));
+    else
+      printLine(
+          fmt::format("kept: {}{}, what was there before mesh-host first wrote (on-remove "
+                      "= \"{}\": {})",
+                      kept->describe(), where, decl::onRemoveName(kept->onRemove),
+                      kept->onRemove == decl::OnRemove::Restore ? "put back when undeclared"
+                      : kept->onRemove == decl::OnRemove::Keep  ? "left as it is when undeclared"
+                                                                : "deleted when undeclared"));
   }
   return kExitOk;
 }

@@ -85,6 +85,7 @@ apply::Settings CommonOptions::settings(bool plan) const {
   s.openBlobs = blob::openBlobSource;
   s.node = node;
   s.plan = plan;
+  s.rollback = rollback;
   s.supervisor = supervisor;
   s.unitDir = unitDir;
   return s;

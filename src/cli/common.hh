@@ -57,6 +57,8 @@ struct CommonOptions {
   // Fills the defaults that depend on other options; validates --root.
   void resolve();
   apply::Settings settings(bool plan) const;
+  // Set by `rollback`: an absent no longer declared puts back what it removed.
+  bool rollback = false;
   // What every parse on this node starts from: --node, and the state dir as a
   // declared path when it lies under --root (nothing may be declared in it).
   decl::ParseOptions parseOptions(std::string baseDir) const;

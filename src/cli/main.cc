@@ -199,17 +199,23 @@ int main(int argc, char** argv) {
            CommonOptions::kVerbose,
        [&] { return runStatus(common, statusOptions); },
        [&](CLI::App& sub) { statusOptions.addTo(sub); }},
-      {"history", "outcomes with their reasons, cycle by cycle, newest first", false,
-       CommonOptions::kStore, [&] { return runHistory(common, historyOptions); },
+      {"history",
+       "outcomes with their reasons, cycle by cycle, newest first; with ID, also what mesh-host "
+       "keeps to give back for it",
+       false, CommonOptions::kStore, [&] { return runHistory(common, historyOptions); },
        [&](CLI::App& sub) { historyOptions.addTo(sub); }},
       {"generations", "every declaration applied, numbered; marks the current one", false,
        CommonOptions::kStore, [&] { return runGenerations(common); }},
       {"rollback",
-       "re-apply generation N (default: the one before the current); exit codes as apply", false,
-       CommonOptions::kConverge, [&] { return runRollback(common, rollbackOptions); },
+       "re-apply generation N (default: the one before the current), putting back what an absent "
+       "declared since removed; exit codes as apply",
+       false, CommonOptions::kConverge, [&] { return runRollback(common, rollbackOptions); },
        [&](CLI::App& sub) { rollbackOptions.addTo(sub); }},
-      {"gc", "remove bundles and blobs that no kept generation needs", false, CommonOptions::kStore,
-       [&] { return runGc(common, gcOptions); }, [&](CLI::App& sub) { gcOptions.addTo(sub); }},
+      {"gc",
+       "remove bundles and blobs that no kept generation needs, and kept originals no record "
+       "or declared resource needs",
+       false, CommonOptions::kStore, [&] { return runGc(common, gcOptions); },
+       [&](CLI::App& sub) { gcOptions.addTo(sub); }},
       {"pause",
        "pause --reason TEXT: the agent's cycles only plan (pushes kept, drift noted, nothing "
        "applied) and apply refuses (exit 5) without --force, until resume; waits for a cycle "

@@ -59,6 +59,12 @@ std::string outcomeLine(const apply::ResourceResult& r, bool plan) {
     if (!o.detail().empty()) line += ": " + shownText(o.detail());
     return line;
   }
+  // A plan's give-back says so in its verb: "would restore x (m): a file of …".
+  if (plan && o.reason() == apply::reasons::kWouldRestore) {
+    std::string line = fmt::format("would restore {} ({})", shownText(r.id), shownText(r.module));
+    if (!o.detail().empty()) line += ": " + shownText(o.detail());
+    return line;
+  }
   std::string line =
       fmt::format("{} {} ({})", plan ? planVerb(o.verdict()) : verdictName(o.verdict()),
                   shownText(r.id), shownText(r.module));

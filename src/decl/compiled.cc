@@ -26,7 +26,7 @@ namespace {
 constexpr std::string_view kMagic = "mesh-host compiled declaration\n";
 // Bump with any change of the layout below (the build-id changes too, but a
 // build without one relies on this).
-constexpr uint64_t kFormat = 5;
+constexpr uint64_t kFormat = 6;
 
 // A field added to the model must be written and read here too: these fail to
 // compile until this file has been looked at (and the sizes updated).
@@ -37,6 +37,7 @@ static_assert(sizeof(ArchiveSpec) == 96, "ArchiveSpec changed: update compiled.c
 static_assert(sizeof(CredentialSpec) == 200, "CredentialSpec changed: update compiled.cc");
 static_assert(sizeof(ProcessSpec) == 120, "ProcessSpec changed: update compiled.cc");
 static_assert(sizeof(ServiceSpec) == 88, "ServiceSpec changed: update compiled.cc");
+static_assert(sizeof(AbsentSpec) == 40, "AbsentSpec changed: update compiled.cc");
 static_assert(sizeof(Resource) == 400, "Resource changed: update compiled.cc");
 static_assert(sizeof(Declaration) == 224, "Declaration changed: update compiled.cc");
 
@@ -303,6 +304,11 @@ void writeSpec(Writer& w, const ServiceSpec& s) {
   }
 }
 
+void writeSpec(Writer& w, const AbsentSpec& s) {
+  w.s(s.path);
+  w.b(s.recursive);
+}
+
 void readFile(Reader& r, FileSpec& s) {
   s.path = r.s();
   s.content = r.optS();
@@ -366,6 +372,11 @@ void readService(Reader& r, ServiceSpec& s) {
   }
 }
 
+void readAbsent(Reader& r, AbsentSpec& s) {
+  s.path = r.s();
+  s.recursive = r.b();
+}
+
 // The compiled form of each kind, one row per kind in Kind's order: a new kind
 // fails to compile until it has its row here, its writeSpec and its reader.
 struct SpecCodec {
@@ -393,6 +404,7 @@ constexpr std::array<SpecCodec, kKindCount> kSpecCodecs = {{
     row<Kind::Credential, readCredential>(),
     row<Kind::Process, readProcess>(),
     row<Kind::Service, readService>(),
+    row<Kind::Absent, readAbsent>(),
 }};
 
 static_assert(rowsFollowKind(kSpecCodecs));
@@ -414,6 +426,7 @@ void writeDeclaration(Writer& w, const Declaration& d) {
     w.s(r.module());
     w.s(r.name());
     w.u(static_cast<uint64_t>(r.kind));
+    w.u(static_cast<uint64_t>(r.onRemove));
     // Nearly always the declaration's own file: one byte then.
     w.b(r.pos.file() == d.source);
     if (r.pos.file() != d.source) w.s(r.pos.file());
@@ -455,6 +468,9 @@ Declaration readDeclaration(Reader& r) {
     const uint64_t kind = r.u();
     if (kind >= kKindCount) throw Malformed{};
     res.kind = static_cast<Kind>(kind);
+    const uint64_t onRemove = r.u();
+    if (onRemove > static_cast<uint64_t>(OnRemove::Delete)) throw Malformed{};
+    res.onRemove = static_cast<OnRemove>(onRemove);
     res.pos.fileName = r.b() ? source : std::make_shared<const std::string>(r.s());
     res.pos.line = r.i();
     res.pos.column = r.i();

@@ -59,7 +59,7 @@ void exactlyOne(Fields& f, std::string_view a, std::string_view b, std::string_v
 }
 
 FileSpec readFile(Fields& f, Draft& d, const ParseOptions& options) {
-  f.rejectUnknown({"path", "content", "blob", "mode", "owner", "group", "requires"},
+  f.rejectUnknown({"path", "content", "blob", "mode", "owner", "group", "requires", "on-remove"},
                   {"restart-on", "reload-on"});
   FileSpec s;
   readPath(f, d, s.path);
@@ -74,7 +74,8 @@ FileSpec readFile(Fields& f, Draft& d, const ParseOptions& options) {
 }
 
 DirectorySpec readDirectory(Fields& f, Draft& d, const ParseOptions& options) {
-  f.rejectUnknown({"path", "mode", "owner", "group", "requires"}, {"restart-on", "reload-on"});
+  f.rejectUnknown({"path", "mode", "owner", "group", "requires", "on-remove"},
+                  {"restart-on", "reload-on"});
   DirectorySpec s;
   readPath(f, d, s.path);
   if (auto mode = f.mode("mode")) s.mode = *mode;
@@ -84,7 +85,7 @@ DirectorySpec readDirectory(Fields& f, Draft& d, const ParseOptions& options) {
 }
 
 LinkSpec readLink(Fields& f, Draft& d, const ParseOptions&) {
-  f.rejectUnknown({"path", "target", "requires"}, {"restart-on", "reload-on"});
+  f.rejectUnknown({"path", "target", "requires", "on-remove"}, {"restart-on", "reload-on"});
   LinkSpec s;
   readPath(f, d, s.path);
   if (!f.find("target")) f.missing("target", "target = \"/opt/app/current\"");
@@ -93,9 +94,9 @@ LinkSpec readLink(Fields& f, Draft& d, const ParseOptions&) {
 }
 
 ArchiveSpec readArchive(Fields& f, Draft& d, const ParseOptions&) {
-  f.rejectUnknown(
-      {"path", "bundle", "max-entries", "max-bytes", "replace", "keep-modes", "requires"},
-      {"restart-on", "reload-on"});
+  f.rejectUnknown({"path", "bundle", "max-entries", "max-bytes", "replace", "keep-modes",
+                   "requires", "on-remove"},
+                  {"restart-on", "reload-on"});
   ArchiveSpec s;
   readPath(f, d, s.path);
   if (!f.find("bundle")) f.missing("bundle", "bundle = \"sha256:…\"");
@@ -108,7 +109,7 @@ ArchiveSpec readArchive(Fields& f, Draft& d, const ParseOptions&) {
 }
 
 CredentialSpec readCredential(Fields& f, Draft& d, const ParseOptions& options) {
-  f.rejectUnknown({"path", "from", "sealed", "mode", "owner", "group", "requires"},
+  f.rejectUnknown({"path", "from", "sealed", "mode", "owner", "group", "requires", "on-remove"},
                   {"restart-on", "reload-on"});
   CredentialSpec s;
   readPath(f, d, s.path);
@@ -122,7 +123,8 @@ CredentialSpec readCredential(Fields& f, Draft& d, const ParseOptions& options) 
 }
 
 ProcessSpec readProcess(Fields& f, Draft& d, const ParseOptions&) {
-  f.rejectUnknown({"bundle", "unit", "service", "restart-on", "reload-on", "requires"});
+  f.rejectUnknown({"bundle", "unit", "service", "restart-on", "reload-on", "requires"},
+                  {"on-remove"});
   ProcessSpec s;
   if (!f.find("bundle")) f.missing("bundle", "bundle = \"sha256:…\"");
   if (auto bundle = f.digest("bundle")) s.bundle = *bundle;
@@ -183,6 +185,42 @@ ServiceSpec readService(Fields& f, Draft& d, const ParseOptions&) {
   return s;
 }
 
+AbsentSpec readAbsent(Fields& f, Draft& d, const ParseOptions&) {
+  f.rejectUnknown({"path", "recursive", "requires"}, {"restart-on", "reload-on", "on-remove"});
+  AbsentSpec s;
+  readPath(f, d, s.path);
+  if (auto b = f.boolean("recursive")) s.recursive = *b;
+  return s;
+}
+
+// Whether a kind takes `on-remove`: those that write a path over what may have
+// been there before.
+bool takesOnRemove(Kind k) {
+  return k == Kind::File || k == Kind::Directory || k == Kind::Link || k == Kind::Archive ||
+         k == Kind::Credential;
+}
+
+void readOnRemove(Fields& f, Draft& d) {
+  const toml::node* n = f.find("on-remove");
+  if (!n) return;
+  if (!takesOnRemove(d.resource.kind)) {
+    f.error(f.at(*n), fmt::format("'on-remove' is not for {}; it is for file, directory, link, "
+                                  "archive and credential",
+                                  d.subject()));
+    return;
+  }
+  auto v = f.string("on-remove");
+  if (!v) return;
+  for (OnRemove o : {OnRemove::Restore, OnRemove::Keep, OnRemove::Delete})
+    if (*v == onRemoveName(o)) {
+      d.resource.onRemove = o;
+      return;
+    }
+  f.error(f.at(*n), fmt::format("on-remove '{}' in {} is not one of \"restore\", \"keep\", "
+                                "\"delete\"; e.g. on-remove = \"keep\"",
+                                shown(*v), d.subject()));
+}
+
 // A reader as the table holds it: any kind's reader, returning the Spec.
 template <auto reader>
 Spec readAs(Fields& f, Draft& d, const ParseOptions& options) {
@@ -214,6 +252,7 @@ constexpr std::array<KindInfo, kKindCount> kKindTable = {{
     {Kind::Credential, "credential", readAs<readCredential>, noBlobs},
     {Kind::Process, "process", readAs<readProcess>, bundleOf<ProcessSpec>},
     {Kind::Service, "service", readAs<readService>, noBlobs},
+    {Kind::Absent, "absent", readAs<readAbsent>, noBlobs},
 }};
 
 static_assert(rowsFollowKind(kKindTable));
@@ -260,6 +299,7 @@ Draft readResource(const ResourceHeader& header, const toml::table& table, Diagn
   d.requires_ = f.ids("requires");
 
   r.spec = kindInfo(r.kind).read(f, d, options);
+  readOnRemove(f, d);
   return d;
 }
 

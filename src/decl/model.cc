@@ -32,6 +32,18 @@ const std::string* Resource::service() const {
   return nullptr;
 }
 
+const char* onRemoveName(OnRemove o) {
+  switch (o) {
+    case OnRemove::Restore:
+      return "restore";
+    case OnRemove::Keep:
+      return "keep";
+    case OnRemove::Delete:
+      return "delete";
+  }
+  return "restore";
+}
+
 std::string_view Resource::module() const {
   return std::string_view(id).substr(0, id.find('.'));
 }

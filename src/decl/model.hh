@@ -17,7 +17,7 @@
 
 namespace mesh::decl {
 
-enum class Kind { File, Directory, Link, Archive, Credential, Process, Service };
+enum class Kind { File, Directory, Link, Archive, Credential, Process, Service, Absent };
 
 // Name and lookup by name, from the kinds table (decl/kind_info.hh).
 const char* kindName(Kind k);  // "file", "directory", …
@@ -103,14 +103,29 @@ struct ServiceSpec {
   std::map<std::string, UnitValue> dropin;  // empty: no drop-in
 };
 
+// `absent`: nothing at `path` — a file, a link or an empty directory removed; a
+// non-empty tree only with `recursive`.
+struct AbsentSpec {
+  std::string path;
+  bool recursive = false;
+};
+
 using Spec = std::variant<FileSpec, DirectorySpec, LinkSpec, ArchiveSpec, CredentialSpec,
-                          ProcessSpec, ServiceSpec>;
+                          ProcessSpec, ServiceSpec, AbsentSpec>;
+
+// `on-remove`: what becomes of a resource's path when it leaves the declaration.
+// Restore (the default): what mesh-host first overwrote is put back, and what it
+// created from nothing is deleted; Keep: left as it is; Delete: deleted, even
+// what was there before mesh-host.
+enum class OnRemove : uint8_t { Restore, Keep, Delete };
+const char* onRemoveName(OnRemove o);  // "restore", "keep", "delete"
 
 struct Resource {
   // "<module>.<name>": neither part holds a '.' (module and resource names are
   // [A-Za-z0-9_-]+), so the two are read from it rather than held apart.
   std::string id;
   Kind kind = Kind::File;
+  OnRemove onRemove = OnRemove::Restore;  // (in what would be padding)
   // What it asks for, for a kind whose want is of its spec alone (decl/want.hh):
   // made once when parsed, and kept by the compiled form. None for the other
   // kinds, whose appliers make it on every cycle.

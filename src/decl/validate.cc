@@ -79,7 +79,7 @@ bool pathLess(std::string_view a, std::string_view b) {
   return a.size() < b.size();
 }
 
-// Paths of the declared archives and links, which nothing may lie beneath.
+// Paths of the declared archives, links and absents, which nothing may lie beneath.
 using Containers = std::set<std::string, std::less<>>;
 
 // Where `inner` would be if declared through what `link` points to, when that
@@ -105,10 +105,15 @@ void reportInside(const Draft& inner, const Draft& outer, const Containers& cont
   const std::string& dir = outer.resource.path();
   std::string what =
       fmt::format("{} at '{}' is {} {} at '{}' (at {})", inner.subject(), shown(r.path()),
-                  outer.resource.kind == Kind::Link ? "beneath" : "inside", outer.subject(),
+                  outer.resource.kind != Kind::Archive ? "beneath" : "inside", outer.subject(),
                   shown(dir), outer.pathPos.str());
   std::string why;
-  if (outer.resource.kind == Kind::Link) {
+  if (outer.resource.kind == Kind::Absent) {
+    why = fmt::format(
+        "an absent path holds nothing, so nothing can be declared beneath it; declare it "
+        "elsewhere or drop {}",
+        outer.subject());
+  } else if (outer.resource.kind == Kind::Link) {
     std::string instead = throughLink(r, outer.resource, containers);
     why = fmt::format(
         "mesh-host never follows links inside declared paths, so it could never reach it; "
@@ -144,7 +149,8 @@ void checkNesting(const std::vector<Draft>& drafts, Diagnostics& diags) {
   for (const Draft& d : drafts) {
     if (d.resource.path().empty()) continue;
     sorted.push_back(&d);
-    if (d.resource.kind == Kind::Archive || d.resource.kind == Kind::Link)
+    if (d.resource.kind == Kind::Archive || d.resource.kind == Kind::Link ||
+        d.resource.kind == Kind::Absent)
       containers.insert(d.resource.path());
   }
   std::stable_sort(sorted.begin(), sorted.end(), [](const Draft* a, const Draft* b) {
@@ -172,7 +178,8 @@ void checkNesting(const std::vector<Draft>& drafts, Diagnostics& diags) {
     if (outer) reportInside(*d, *outer, containers, diags);
     Kind kind = d->resource.kind;
     const Draft* container = outer;
-    if (!container && (kind == Kind::Archive || kind == Kind::Link)) container = d;
+    if (!container && (kind == Kind::Archive || kind == Kind::Link || kind == Kind::Absent))
+      container = d;
     if (!container && duplicate) container = chain.back().container;
     chain.push_back({d, outer, container});
   }

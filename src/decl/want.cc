@@ -40,6 +40,13 @@ Digest wantOfSpec(const ArchiveSpec& s) {
   return w.finish();
 }
 
+Digest wantOfSpec(const AbsentSpec& s) {
+  WantBuilder w("absent/1");
+  w.add("path", s.path);
+  if (s.recursive) w.add("recursive", "true");
+  return w.finish();
+}
+
 }  // namespace
 
 bool wantIsOfSpec(Kind kind) {
@@ -48,6 +55,7 @@ bool wantIsOfSpec(Kind kind) {
     case Kind::Directory:
     case Kind::Link:
     case Kind::Archive:
+    case Kind::Absent:
       return true;
     case Kind::Credential:
     case Kind::Process:

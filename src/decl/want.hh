@@ -1,5 +1,5 @@
 // What a resource asks for, as its want digest, for the kinds whose want is a
-// function of the declaration alone: file, directory, link and archive. It is
+// function of the declaration alone: file, directory, link, archive and absent. It is
 // made once as the declaration is parsed and kept by the compiled form
 // (Resource::want), so a cycle over a declaration read compiled builds and
 // hashes none of them.

@@ -30,6 +30,8 @@ inline constexpr std::string_view kOldAgentLock =
 inline constexpr std::string_view kDriftWatch = "drift-watch";  // the drift watcher's note
 inline constexpr std::string_view kServices = "services";       // builtin supervisor units
 inline constexpr std::string_view kServiceLogs = "log";         // builtin supervisor logs
+// 0700: what mesh-host first overwrote, kept to be put back (apply/originals.hh)
+inline constexpr std::string_view kOriginals = "originals";
 
 // mesh-host pause: why, who, since when.
 inline constexpr std::string_view kPaused = "paused";

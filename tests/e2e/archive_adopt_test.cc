@@ -162,6 +162,41 @@ TEST_F(Archive, ReplaceTrueDeletesThemAndPlanListsThem) {
   EXPECT_EQ(appOf(r)["outcome"], "unchanged") << r.out;
 }
 
+// Adopt and give back: the tree `replace = true` replaced is kept first and put
+// back, whole, with its modes, when the archive leaves the declaration.
+TEST_F(Archive, ReplaceTrueKeepsTheTreeAndGivesItBackWhenUndeclared) {
+  plantForeignTree();
+  ::chmod(at("/srv/app/b").c_str(), 0750);
+  ::chmod(at("/srv/app/a.conf").c_str(), 0600);
+  auto contents = [this] {
+    std::map<std::string, std::string> out;
+    for (const auto& [path, snap] : snapshotTree(at("/srv/app")))
+      out[path] = fmt::format("{:o} {}", snap.mode & 07777, snap.content);
+    return out;
+  };
+  const auto before = contents();
+  Result r = apply(declaration(site, "replace = true"));
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(appOf(r)["detail"].get<std::string>().find("; kept what was there"), std::string::npos)
+      << r.out;
+  ASSERT_EQ(read("/srv/app/index.html"), "<p>site</p>\n");
+
+  const std::string without = declare(R"(
+[module.m.file.other]
+path = "/etc/m/other"
+content = "x"
+)",
+                                      "without.toml");
+  Result p = plan(without);
+  EXPECT_NE(p.out.find("would restore m.app (m): a tree of "), std::string::npos) << p.out;
+  r = apply(without);
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_EQ(appOf(r)["outcome"], "removed") << r.out;
+  EXPECT_EQ(appOf(r)["reason"], "restored what was there before mesh-host") << r.out;
+  EXPECT_EQ(contents(), before) << "not the tree that was there before";
+  EXPECT_EQ(leftoversIn(at("/srv")), std::vector<std::string>{});
+}
+
 TEST_F(Archive, AdoptingATreeThatIsTheBundleChangesNothing) {
   fs::create_directories(at("/srv/app"));
   Result x = runCommand({"tar", "-xf", blobs + "/sha256/" + site.substr(7), "-C", at("/srv/app")});

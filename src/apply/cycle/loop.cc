@@ -16,6 +16,7 @@
 #include "apply/cycle/records_in_hand.hh"
 #include "apply/cycle/restart_ledger.hh"
 #include "apply/cycle/settlement.hh"
+#include "apply/originals.hh"
 #include "apply/step.hh"
 #include "util/clock.hh"
 #include "util/error.hh"
@@ -170,6 +171,8 @@ class Cycle {
           outcome = outcome->replacing(roomMade, outcome->detail());
         if (movedFrom && !outcome->notConverged())
           outcome = pruner_.leaveOldPath(r, *movedFrom, *outcome, step);
+        // Its on-remove, for when it leaves the declaration (apply/originals.hh).
+        if (ctx_.applying() && !outcome->notConverged()) ctx_.originals().noteOnRemove(r);
       } catch (const Error& e) {
         outcome = Outcome::failed(rec, e.what());
       }

@@ -44,11 +44,15 @@ struct Failures {
   }
 };
 
-// A removal that deleted what mesh-host wrote (a plan: would delete it), not
-// one that found it gone already.
+// A removal that deleted what mesh-host wrote (a plan: would delete it), or
+// put back what was there before it, not one that found it gone (or put back)
+// already.
 inline bool deletedNow(const Outcome& o) {
+  const bool restored =
+      (o.reason() == reasons::kRestored || o.reason() == reasons::kWouldRestore) &&
+      !o.detail().starts_with(Removal::kAlreadyRestored);
   return o.verdict() == Verdict::Removed &&
-         (o.detail() == "deleted" || o.detail() == "would delete");
+         (o.detail() == "deleted" || o.detail() == "would delete" || restored);
 }
 
 }  // namespace mesh::apply::cycle

@@ -5,6 +5,7 @@
 #include <unordered_map>
 
 #include "apply/applier.hh"
+#include "apply/originals.hh"
 #include "apply/process_info.hh"
 #include "util/beneath.hh"
 #include "util/error.hh"
@@ -70,6 +71,7 @@ bool Pruner::removeServicesTakenOver() {
 
 void Pruner::prune() {
   auto& records = records_.all();
+  forgetOriginalsNoLongerNeeded();
   // Every record belongs to a declared resource (the usual cycle): nothing to prune.
   if (records_.declaredRecords == records.size()) return;
   std::vector<const state::Record*> gone;
@@ -78,6 +80,17 @@ void Pruner::prune() {
       gone.push_back(records_.keep(records[i]));
   pruningOrder(gone);
   for (const auto* rec : gone) pruneOne(*rec);
+}
+
+// An entry of apply/originals.hh is forgotten once neither the declaration nor a
+// record names its resource: a cycle after the one that put it back, so that a
+// crash between putting it back and dropping the record puts it back again.
+void Pruner::forgetOriginalsNoLongerNeeded() {
+  if (!ctx_.applying()) return;
+  std::vector<std::string> unneeded;
+  for (const auto& id : ctx_.originals().ids())
+    if (!declared_.declares(id) && !records_.all().find(id)) unneeded.push_back(id);
+  for (const auto& id : unneeded) ctx_.originals().forget(id);
 }
 
 // With whatever else no longer declared lies beneath them, in pruning's order —
@@ -115,23 +128,56 @@ void Pruner::pruneOne(const state::Record& rec) {
   // Installed by mesh-host though never recorded as created (a process whose
   // first start failed): removed like what it wrote.
   const bool installed = ownsInstalled(rec);
-  if (rec.wrote.empty() && !installed) {  // never wrote anything: nothing to remove
+  // What was there before mesh-host first wrote (or an absent removed), and
+  // the resource's on-remove (apply/originals.hh).
+  std::optional<Original> kept;
+  std::string keptError;
+  try {
+    if (!rec.path.empty()) kept = ctx_.originals().find(rec.id);
+  } catch (const Error& e) {
+    keptError = e.what();
+  }
+  const bool absent = RecordsInHand::kindOf(rec) == decl::Kind::Absent;
+  const bool keep = kept && kept->onRemove == decl::OnRemove::Keep;
+  const bool restore =
+      kept && kept->restorable() && kept->keptFrom(rec.path) &&
+      (absent ? ctx_.settings().rollback : kept->onRemove == decl::OnRemove::Restore);
+  if (rec.wrote.empty() && !installed && !restore) {  // never wrote anything: nothing to remove
     if (ctx_.applying()) store_->deleteRecord(rec.id);
     return;
   }
   std::optional<Outcome> outcome;
-  if (rec.changes == 0 && !installed) {
-    // Only ever adopted as found: mesh-host never wrote it, so never deletes it.
-    outcome = Outcome::of(Removal::released("left in place: mesh-host never wrote it"));
-  } else if (const std::string* owner = rec.path.empty() ? nullptr : declared_.ownerOf(rec.path)) {
+  const std::string* owner = rec.path.empty() ? nullptr : declared_.ownerOf(rec.path);
+  if (!keptError.empty()) {
+    outcome = Outcome::failed(&rec, keptError);
+  } else if (owner) {
     outcome = Outcome::of(
         Removal::released(fmt::format("left in place: {} now manages {}", *owner, rec.path)));
+  } else if (keep) {
+    outcome = Outcome::of(Removal::released("left in place: on-remove = \"keep\""));
+  } else if (absent && !restore) {
+    Step step(ctx_);
+    outcome = Outcome::of(applierFor(rec.kind).remove(step, rec));
+  } else if (rec.changes == 0 && !installed && !restore) {
+    // Only ever adopted as found: mesh-host never wrote it, so never deletes it.
+    outcome = Outcome::of(Removal::released("left in place: mesh-host never wrote it"));
   } else {
     const bool owes = ledger_.dependentsOf(rec.id) != nullptr;
     Step step(ctx_);
     if (owes) ledger_.oweBeforeChange(step, rec.id, RestartLedger::kRemovedIntent);
     try {
-      outcome = Outcome::of(removeRecorded(rec, step));
+      // Put back already (a crash cut the cycle that did it short), or never
+      // changed from it: nothing to write, nothing restarts on it; an intent
+      // says whether a cycle before this one put it back (RestartLedger).
+      if (restore && ctx_.originals().holds(rec.path, *kept))
+        outcome = Outcome::of(Removal::alreadyRestored(ctx_.planning(), kept->describe()));
+      // Edited since mesh-host wrote it: left in place, as removal leaves it.
+      else if (restore && !absent && !applierFor(rec.kind).holdsWhatItWrote(ctx_, rec))
+        outcome =
+            Outcome::of(Removal::released("left in place: modified since mesh-host wrote it"));
+      else
+        outcome = Outcome::of(restore ? ctx_.originals().giveBack(step, rec.path, *kept)
+                                      : removeRecorded(rec, step));
     } catch (const Error& e) {
       outcome = Outcome::failed(&rec, e.what());
     }
@@ -186,10 +232,26 @@ Outcome Pruner::leaveOldPath(const decl::Resource& r, const state::Record& old, 
     left = "old path left in place: mesh-host never wrote it";
   } else {
     try {
-      const Removal removal = removeRecorded(old, step);
-      deleted = deletedIt(removal);
-      left = deleted ? (ctx_.planning() ? "old path would be deleted" : "old path deleted")
-                     : "old path " + removal.detail();
+      // What was at the old path before mesh-host goes back there (unless
+      // edited since, or there already); else what it wrote there goes.
+      std::optional<Original> kept = ctx_.originals().find(old.id);
+      const bool mayRestore = kept && kept->restorable() && !kept->path.empty() &&
+                              kept->path == old.path && kept->onRemove == decl::OnRemove::Restore;
+      const bool there = mayRestore && ctx_.originals().holds(old.path, *kept);
+      const bool restore = mayRestore && !there && applierFor(old.kind).holdsWhatItWrote(ctx_, old);
+      const Removal removal = there ? Removal::alreadyRestored(ctx_.planning(), kept->describe())
+                              : restore ? ctx_.originals().giveBack(step, old.path, *kept)
+                                        : removeRecorded(old, step);
+      deleted = restore || (!there && deletedIt(removal));
+      if (there || restore)
+        left = fmt::format("old path {}: {}",
+                           there             ? "as it was before mesh-host"
+                           : ctx_.planning() ? "would be given back what was there before mesh-host"
+                                             : "given back what was there before mesh-host",
+                           kept->describe());
+      else
+        left = deleted ? (ctx_.planning() ? "old path would be deleted" : "old path deleted")
+                       : "old path " + removal.detail();
     } catch (const Error& e) {
       left = fmt::format("old path left in place: {}", e.what());
     }

@@ -37,6 +37,7 @@ class Pruner {
 
   // Every record no declared resource matched, in pruning's order.
   void prune();
+  void forgetOriginalsNoLongerNeeded();
   // Before a process converges, the resources it restarted (reloaded) on that are
   // no longer declared go.
   void pruneFormerCauses(const std::vector<FormerCause>& causes);

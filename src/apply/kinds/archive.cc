@@ -7,12 +7,17 @@
 //
 // Adopting: a tree at `path` that this resource has no record of writing may hold
 // files that are not the bundle's. Replacing the tree would delete them, so the
-// resource fails naming them unless the declaration says `replace = true`.
+// resource fails naming them unless the declaration says `replace = true`. The
+// tree replaced is kept first (apply/originals.hh), to be put back when the
+// archive leaves the declaration; one above the bound (kTreeKeepBytes) is not
+// kept, and replacing it needs `replace = true` even when it holds only the
+// bundle's files: nothing will be given back.
 #include <fcntl.h>
 #include <unistd.h>
 
 #include "apply/applier.hh"
 #include "apply/kinds/tree.hh"
+#include "apply/originals.hh"
 #include "decl/want.hh"
 #include "util/error.hh"
 #include "util/fs.hh"
@@ -68,6 +73,7 @@ class ArchiveApplier : public Applier {
 
     std::string drift = "deleted";
     bundle::Unlisted foreign;  // what replacing a tree mesh-host did not write deletes
+    bool keepFirst = false;    // a tree mesh-host did not write: kept before it is replaced
     if (st && S_ISDIR(st->st_mode)) {
       TreeObserved prev;
       if (rec && rec->wrote == want.str()) prev = TreeObserved::parse(rec->observed);
@@ -87,6 +93,14 @@ class ArchiveApplier : public Applier {
               "{} holds {} file(s) mesh-host did not write: {}; declare replace = true to let "
               "mesh-host delete them, or move them away",
               s.path, foreign.count, firstNames(foreign));
+        keepFirst = true;
+        const auto tree = openTree(place);
+        if (tree && !treeWithinKeepBound(tree->get(), s.path) && !s.replace)
+          throw Error(
+              "{} holds a tree mesh-host did not write, larger than it keeps to give back ({} "
+              "MiB or {} entries); declare replace = true to replace it all the same (nothing "
+              "will be given back when the archive leaves the declaration), or move it away",
+              s.path, kTreeKeepBytes >> 20, kTreeKeepEntries);
       }
     } else if (st) {
       throw InTheWay("a {} is in the way at {}; remove it or declare another path",
@@ -95,7 +109,13 @@ class ArchiveApplier : public Applier {
 
     const std::string blob = ctx.blobs().fetch(s.bundle);
     TreeObserved now;
+    std::string kept;
     step.change([&] {
+      if (keepFirst) {
+        const Original o = ctx.originals().keep(r, place, *st, Originals::Depth::Tree);
+        kept = o.restorable() ? "; kept what was there"
+                              : "; what was there not kept: too large, nothing will be given back";
+      }
       // Parents made here go again when the unpack fails: a refused bundle leaves
       // no trace outside its path.
       std::vector<std::string> created;
@@ -114,10 +134,21 @@ class ArchiveApplier : public Applier {
       detail += fmt::format("; {} {} file(s) mesh-host did not write (replace = true): {}",
                             ctx.planning() ? "would delete" : "deleted", foreign.count,
                             firstNames(foreign));
+    detail += kept;
     Decision o = Decision::act(st.has_value(), drift, detail);
     o.observed = now.str();
     if (ctx.planning() && foreign.count > 0) o.diff = deletionDiff(foreign, s.path);
     return o;
+  }
+
+  bool holdsWhatItWrote(Context& ctx, const state::Record& rec) const override {
+    const auto place = ctx.place(rec.path);
+    const auto st = ctx.look(place);
+    if (!st) return true;
+    auto prev = TreeObserved::parse(rec.observed);
+    const auto tree = S_ISDIR(st->st_mode) ? openTree(place) : std::nullopt;
+    return tree && prev.manifest &&
+           !bundle::verify(tree->get(), *prev.manifest, &prev.cache, rec.path).difference;
   }
 
   Removal remove(Step& step, const state::Record& rec) const override {

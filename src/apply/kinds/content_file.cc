@@ -5,6 +5,7 @@
 
 #include "apply/applier.hh"
 #include "apply/diff.hh"
+#include "apply/originals.hh"
 #include "util/error.hh"
 
 namespace mesh::apply {
@@ -30,10 +31,11 @@ std::string hiddenDiff(const std::optional<struct stat>& st, const Attributes& a
 
 }  // namespace
 
-Decision reconcileContentFile(Step& step, const std::string& declaredPath, const Attributes& attrs,
+Decision reconcileContentFile(Step& step, const decl::Resource& r, const Attributes& attrs,
                               const Digest& want, const state::Record* rec,
                               const WantedContent& content) {
   Context& ctx = step.ctx();
+  const std::string& declaredPath = r.path();
   const Ownership ids = resolveOwnership(attrs);
   const auto place = ctx.place(declaredPath);
   const auto st = ctx.look(place);
@@ -83,6 +85,9 @@ Decision reconcileContentFile(Step& step, const std::string& declaredPath, const
         diff = unifiedDiff(std::nullopt, bytes, declaredPath);
     }
     step.change([&] {
+      // What mesh-host did not write (a file, or a link where a file is
+      // declared): kept, synced, before the staged write replaces it.
+      if (st && firstWrite(rec)) ctx.originals().keep(r, place, *st);
       std::vector<std::string> created;
       const auto to = ctx.makePlace(declaredPath, &created, Beneath::Synced::Later);
       try {
@@ -101,6 +106,17 @@ Decision reconcileContentFile(Step& step, const std::string& declaredPath, const
   Decision o = Decision::act(st.has_value(), drift, detail);
   o.diff = std::move(diff);
   return o;
+}
+
+bool contentFileAsWritten(Context& ctx, const state::Record& rec,
+                          const std::function<std::string(int, const std::string&)>& digestOfFile) {
+  const auto place = ctx.place(rec.path);
+  const auto st = ctx.look(place);
+  if (!st || !S_ISREG(st->st_mode)) return !st;
+  const auto prev = ContentObserved::parse(rec.observed);
+  if (prev.fingerprint && *prev.fingerprint == Fingerprint::of(*st)) return true;
+  auto fd = openFileAt(place.dir, place.name, rec.path);
+  return !prev.content.empty() && fd && digestOfFile(fd->get(), rec.path) == prev.content;
 }
 
 Removal removeContentFile(Step& step, const state::Record& rec,

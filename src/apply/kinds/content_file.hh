@@ -11,6 +11,7 @@
 #include "apply/kinds/attributes.hh"
 #include "apply/outcome.hh"
 #include "apply/step.hh"
+#include "decl/model.hh"
 #include "state/store.hh"
 
 namespace mesh::apply {
@@ -24,9 +25,15 @@ struct WantedContent {
   bool secret = false;  // never shown: diff is "(secret changed)"
 };
 
-Decision reconcileContentFile(Step& step, const std::string& declaredPath, const Attributes& attrs,
+// What was at the path before mesh-host first writes over it is kept for `r`
+// (apply/originals.hh).
+Decision reconcileContentFile(Step& step, const decl::Resource& r, const Attributes& attrs,
                               const Digest& want, const state::Record* rec,
                               const WantedContent& content);
+
+// Whether the file `rec` describes still holds what was written.
+bool contentFileAsWritten(Context& ctx, const state::Record& rec,
+                          const std::function<std::string(int, const std::string&)>& digestOfFile);
 
 // Removes the file `rec` describes when it still holds what was written.
 Removal removeContentFile(Step& step, const state::Record& rec,

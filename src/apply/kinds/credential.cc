@@ -69,7 +69,14 @@ class CredentialApplier : public Applier {
       use(secret.exposeForWrite());
     };
     c.secret = true;
-    return reconcileContentFile(step, s.path, attributesOf(s), want, rec, c);
+    return reconcileContentFile(step, r, attributesOf(s), want, rec, c);
+  }
+
+  bool holdsWhatItWrote(Context& ctx, const state::Record& rec) const override {
+    const auto& key = ctx.nodeKey();
+    return contentFileAsWritten(ctx, rec, [&](int fd, const std::string& shown) {
+      return keyedDigestOfFile(key, fd, shown);
+    });
   }
 
   Removal remove(Step& step, const state::Record& rec) const override {

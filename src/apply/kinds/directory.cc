@@ -5,6 +5,7 @@
 
 #include "apply/applier.hh"
 #include "apply/kinds/attributes.hh"
+#include "apply/originals.hh"
 #include "decl/want.hh"
 #include "util/error.hh"
 #include "util/fs.hh"
@@ -23,9 +24,10 @@ class DirectoryApplier : public Applier {
   Digest want(Context&, const decl::Resource& r) const override { return decl::wantOf(r); }
 
   // The machine against the declaration alone: neither the want nor the record
-  // changes what is decided (the cycle words the reason from them).
+  // changes what is decided (the cycle words the reason from them); the record
+  // says only whether a write is the first over what was there.
   Decision reconcile(Step& step, const decl::Resource& r, const Digest& /*want*/,
-                     const state::Record* /*rec*/) const override {
+                     const state::Record* rec) const override {
     Context& ctx = step.ctx();
     const auto& s = std::get<decl::DirectorySpec>(r.spec);
     const auto attrs = attributesOf(s);
@@ -44,6 +46,8 @@ class DirectoryApplier : public Applier {
     }
 
     step.change([&] {
+      // A directory mesh-host did not make: its mode and owner kept first.
+      if (st && firstWrite(rec)) ctx.originals().keep(r, place, *st);
       std::vector<std::string> created;
       const auto at = ctx.makePlace(s.path, &created);
       try {

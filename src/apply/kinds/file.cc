@@ -38,11 +38,15 @@ class FileApplier : public Applier {
         throw Error("blob {} changed while being read from {}", s.blob->str(), path);
       use(*bytes);
     };
-    return reconcileContentFile(step, s.path, attributesOf(s), want, rec, c);
+    return reconcileContentFile(step, r, attributesOf(s), want, rec, c);
   }
 
   Removal remove(Step& step, const state::Record& rec) const override {
     return removeContentFile(step, rec, sha256OfFile);
+  }
+
+  bool holdsWhatItWrote(Context& ctx, const state::Record& rec) const override {
+    return contentFileAsWritten(ctx, rec, sha256OfFile);
   }
 };
 

@@ -2,6 +2,7 @@
 #include <unistd.h>
 
 #include "apply/applier.hh"
+#include "apply/originals.hh"
 #include "decl/want.hh"
 #include "util/error.hh"
 #include "util/fs.hh"
@@ -16,9 +17,10 @@ class LinkApplier : public Applier {
   Digest want(Context&, const decl::Resource& r) const override { return decl::wantOf(r); }
 
   // The machine against the declaration alone: neither the want nor the record
-  // changes what is decided (the cycle words the reason from them).
+  // changes what is decided (the cycle words the reason from them); the record
+  // says only whether a write is the first over what was there.
   Decision reconcile(Step& step, const decl::Resource& r, const Digest& /*want*/,
-                     const state::Record* /*rec*/) const override {
+                     const state::Record* rec) const override {
     Context& ctx = step.ctx();
     const auto& s = std::get<decl::LinkSpec>(r.spec);
     const auto place = ctx.place(s.path);
@@ -39,6 +41,8 @@ class LinkApplier : public Applier {
     }
 
     step.change([&] {
+      // A link mesh-host did not make: kept first.
+      if (st && firstWrite(rec)) ctx.originals().keep(r, place, *st);
       std::vector<std::string> created;
       const auto at = ctx.makePlace(s.path, &created);
       try {
@@ -52,6 +56,13 @@ class LinkApplier : public Applier {
     Decision o = Decision::act(st.has_value(), drift, detail);
     o.observed = s.target;
     return o;
+  }
+
+  bool holdsWhatItWrote(Context& ctx, const state::Record& rec) const override {
+    const auto place = ctx.place(rec.path);
+    const auto st = ctx.look(place);
+    return !st || (S_ISLNK(st->st_mode) &&
+                   readLinkAt(place.dir, place.name, rec.path).value_or("") == rec.observed);
   }
 
   Removal remove(Step& step, const state::Record& rec) const override {

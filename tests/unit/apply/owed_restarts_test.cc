@@ -14,6 +14,7 @@
 #include <fstream>
 #include <map>
 #include <optional>
+#include <sstream>
 #include <stdexcept>
 #include <string_view>
 
@@ -260,6 +261,59 @@ TEST_F(OwedRestarts, AMoveACrashCutShortIsNotMadeAgainAfterAReboot) {
   EXPECT_EQ(o.reason(), "moved from /srv/a/config");
   EXPECT_EQ(services.restarts, 0) << "the reboot had paid for the move";
   EXPECT_EQ(cycle(moved).tally.updated, 0);
+}
+
+// Regression (found by the fault simulation, issue 30): a file mesh-host
+// adopted and later wrote back to what it found was "restored" when undeclared
+// — the same bytes, mode and owner written again — and its removal restarted
+// the process that had listed it, though nothing had changed on disk.
+TEST_F(OwedRestarts, AGiveBackThatFindsTheOriginalInPlaceRestartsNothing) {
+  fs::create_directories(work + "/root/srv/a");
+  std::ofstream(work + "/root/srv/a/config") << "x = 1\n";  // there before mesh-host
+  ::chmod((work + "/root/srv/a/config").c_str(), 0644);
+  ASSERT_EQ(outcomeOf(cycle(declaration("/srv/a/config", 1, 2)), "m.config").reason(), "adopted");
+  ASSERT_EQ(outcomeOf(cycle(declaration("/srv/a/config", 1, 1)), "m.config").verdict(),
+            Verdict::Updated);  // written back to what was there
+  const int restarts = services.restarts;
+  ASSERT_EQ(restarts, 1);
+
+  std::string without = declaration("/srv/a/config");
+  without.erase(0, without.find("[module.m.file.key]"));
+  const std::string from = "restart-on = [\"m.config\", \"m.key\"]";
+  without.replace(without.find(from), from.size(), "restart-on = [\"m.key\"]");
+  const auto after = cycle(without);
+  const auto& o = outcomeOf(after, "m.config");
+  EXPECT_EQ(o.verdict(), Verdict::Removed);
+  EXPECT_EQ(o.reason(), "restored what was there before mesh-host");
+  EXPECT_EQ(o.detail().rfind("already as it was before mesh-host: ", 0), 0u) << o.detail();
+  EXPECT_EQ(services.restarts, restarts) << "restarted for a give-back that changed nothing";
+  EXPECT_EQ(outcomeOf(after, "m.svc").verdict(), Verdict::Unchanged);
+}
+
+// A give-back that changes the file restarts what listed it, once; a crash
+// between the give-back and its record does not make it restart twice.
+TEST_F(OwedRestarts, AGiveBackACrashCutShortRestartsOnce) {
+  fs::create_directories(work + "/root/srv/a");
+  std::ofstream(work + "/root/srv/a/config") << "x = 0\n";  // there before mesh-host
+  cycle(declaration("/srv/a/config"));
+  ASSERT_EQ(services.restarts, 0);
+  std::string without = declaration("/srv/a/config");
+  without.erase(0, without.find("[module.m.file.key]"));
+  const std::string from = "restart-on = [\"m.config\", \"m.key\"]";
+  without.replace(without.find(from), from.size(), "restart-on = [\"m.key\"]");
+  setCrashHook([](const char* point) {
+    if (std::string_view(point) == crash::kBeforeRecord) throw std::logic_error("killed");
+  });
+  EXPECT_THROW(cycle(without), std::logic_error);  // put back, then killed
+  setCrashHook(nullptr);
+  std::stringstream put;
+  put << std::ifstream(work + "/root/srv/a/config").rdbuf();
+  EXPECT_EQ(put.str(), "x = 0\n");
+
+  cycle(without);
+  EXPECT_EQ(services.restarts, 1) << "the give-back's restart was made once";
+  EXPECT_EQ(cycle(without).tally.removed, 0);
+  EXPECT_EQ(services.restarts, 1);
 }
 
 TEST_F(OwedRestarts, AReloadOnChangeReloadsTheServiceAndRestartsNothing) {

@@ -75,7 +75,7 @@ std::vector<Refusal> refusals() {
        .text = "[module.node-tools.file.config]\npath = \"/x\"\ncontnet = \"x\"\n",
        .errors = {{"decl.toml:3:1",
                    {"unknown key 'contnet' in file node-tools.config; allowed keys: path, content, "
-                    "blob, mode, owner, group, requires"}}}},
+                    "blob, mode, owner, group, requires, on-remove"}}}},
       // "contnet" is unknown; that content is then missing follows from it.
       {.name = "MisspeltRequiredKeyIsReportedOnce",
        .text = "[module.m.file.x]\npath = \"/x\"\ncontnet = \"x\"\n",
@@ -341,7 +341,7 @@ content = ""
        .errors =
            {{"decl.toml:4:1",
              {"unknown key 'keep-mode' in archive m.a; allowed keys: path, bundle, max-entries, "
-              "max-bytes, replace, keep-modes, requires"}}}},
+              "max-bytes, replace, keep-modes, requires, on-remove"}}}},
       {.name = "DuplicateServiceName",
        .text = "[module.m.process.a]\nbundle = \"" + kDigestA +
                "\"\nunit = { ExecStart = \"x\" }\n"
