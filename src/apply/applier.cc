@@ -14,6 +14,8 @@ const Applier& archiveApplier();
 const Applier& credentialApplier();
 const Applier& processApplier();
 const Applier& serviceApplier();
+const Applier& userApplier();
+const Applier& groupApplier();
 
 namespace {
 
@@ -31,6 +33,8 @@ constexpr std::array<ApplierRow, decl::kKindCount> kAppliers = {{
     {decl::Kind::Credential, credentialApplier},
     {decl::Kind::Process, processApplier},
     {decl::Kind::Service, serviceApplier},
+    {decl::Kind::User, userApplier},
+    {decl::Kind::Group, groupApplier},
 }};
 
 static_assert([] {

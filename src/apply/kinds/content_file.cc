@@ -34,7 +34,7 @@ Decision reconcileContentFile(Step& step, const std::string& declaredPath, const
                               const Digest& want, const state::Record* rec,
                               const WantedContent& content) {
   Context& ctx = step.ctx();
-  const Ownership ids = resolveOwnership(attrs);
+  const Ownership ids = resolveOwnership(ctx, attrs);
   const auto place = ctx.place(declaredPath);
   const auto st = ctx.look(place);
 
