@@ -37,7 +37,7 @@ groups = ["adm", "data"]
 home = "/var/lib/app"
 shell = "/bin/sh"
 
-[module.app.group.app]
+[module.app.group.app-group]
 name = "app"
 gid = 990
 
@@ -85,11 +85,12 @@ TEST(AccountKinds, ADeclaredAccountMayOwnFilesAndComesFirst) {
   auto pos = [&](const std::string& id) {
     return std::find(order.begin(), order.end(), id) - order.begin();
   };
-  EXPECT_LT(pos("app.app"), pos("app.config"));  // the user, and so its group too
+  EXPECT_LT(pos("app.app"), pos("app.config"));
+  EXPECT_LT(pos("app.app-group"), pos("app.app"));
   EXPECT_LT(pos("app.data"), pos("app.app"));
   for (const auto& r : d.resources)
     if (r.id == "app.config")
-      EXPECT_EQ(r.requires_, (std::vector<std::string>{"app.app"}));
+      EXPECT_EQ(r.requires_, (std::vector<std::string>{"app.app", "app.app-group"}));
 }
 
 TEST(AccountKinds, AUsersOwnGroupIsDeclaredWithIt) {
@@ -117,7 +118,7 @@ TEST(AccountKinds, AnOwnerNeitherOnTheNodeNorDeclaredIsStillRefused) {
       << e;
   const std::string g = errorOf(
       "[module.m.user.svc]\nname = \"svc\"\ngroups = [\"adm\", \"nope\"]\n", onNode());
-  EXPECT_NE(g.find("decl.toml:3:20: error: no group 'nope' on this node (groups of user m.svc)"),
+  EXPECT_NE(g.find("decl.toml:3:18: error: no group 'nope' on this node (groups of user m.svc)"),
             std::string::npos)
       << g;
 }
