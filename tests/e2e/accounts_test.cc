@@ -218,5 +218,41 @@ TEST_F(Accounts, BadKeysAreBadInput) {
   EXPECT_EQ(line("passwd", "a"), "");
 }
 
+// The real "/" path, and a process run as a user of the same declaration by the
+// built-in supervisor: in a private mount namespace whose /etc is a copy of the
+// host's (useradd renames over /etc/passwd, so the whole directory is bound, not
+// the files) and whose /run is a tmpfs; the state dir is the test's own.
+TEST_F(Accounts, AProcessRunsAsAUserOfTheSameDeclaration) {
+  ASSERT_EQ(::chmod(work.c_str(), 0755), 0);  // the service user reaches its bundle
+  fs::create_directories(work + "/out");
+  ASSERT_EQ(::chmod((work + "/out").c_str(), 01777), 0);
+  const std::string bundle = publish(makeArchive(
+      {{"bin/app", "#!/bin/sh\nid -un > " + work + "/out/whoami\nexec sleep 1000\n"}},
+      "chmod 755 bin/app && tar cf out bin"));
+  const std::string decl = declare("[module.svc.user.runner]\nname = \"mesh-e2e-svc\"\n"
+                                   "[module.svc.process.app]\nbundle = \"" +
+                                   bundle +
+                                   "\"\nunit = { ExecStart = \"{bundle}/bin/app\", User = "
+                                   "\"mesh-e2e-svc\" }\n");
+  const std::string none = declare("empty = true\n", "none.toml");
+  const std::string mesh = std::string(MESH_HOST_BIN) + " apply --root / --state-dir " + work +
+                           "/state --blobs " + blobs + " --supervisor builtin --node test ";
+  const std::string script =
+      "set -e; mount --make-rprivate /; cp -a /etc " + work + "/etc; mount --bind " + work +
+      "/etc /etc; mount -t tmpfs tmpfs /run; " + mesh + decl +
+      "; for i in $(seq 100); do [ -s " + work + "/out/whoami ] && break; sleep 0.05; done; " +
+      "echo who=$(cat " + work + "/out/whoami); grep -c '^mesh-e2e-svc:' /etc/passwd; " + mesh +
+      none + "; echo left=$(grep -c '^mesh-e2e-svc:' /etc/passwd || true)";
+  Result r = runCommand({"unshare", "-m", "sh", "-c", script});
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("created svc.runner (svc): created user mesh-e2e-svc"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("created svc.app (svc)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("who=mesh-e2e-svc"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("removed svc.runner (svc): deleted user mesh-e2e-svc"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("left=0"), std::string::npos) << r.out;
+}
+
 }  // namespace
 }  // namespace mesh::e2e
