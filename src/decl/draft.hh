@@ -90,8 +90,8 @@ struct Draft {
   std::vector<Ref> restartOn;
   std::vector<Ref> reloadOn;
   std::vector<AccountRef> accounts;  // names it gives as users or groups
-  Position pathPos;     // of the path value; line 0 when there is no valid path
-  Position servicePos;  // of the service value, or the resource's own position
+  Position pathPos;                  // of the path value; line 0 when there is no valid path
+  Position servicePos;               // of the service value, or the resource's own position
 
   std::string subject() const {  // "file node-tools.config"
     return fmt::format("{} {}", kindName(resource.kind), resource.id);

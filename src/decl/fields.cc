@@ -23,7 +23,6 @@ bool isAlpha(char c) {
   return isLower(c) || (c >= 'A' && c <= 'Z');
 }
 
-
 // Bytes that must never reach a terminal raw: C0 controls and DEL.
 bool isControl(char c) {
   auto u = static_cast<unsigned char>(c);

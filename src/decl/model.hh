@@ -107,12 +107,12 @@ struct ServiceSpec {
 // no password; removed, once undeclared, only when mesh-host created it.
 struct UserSpec {
   std::string name;
-  std::optional<uint32_t> uid;       // unset: the tools choose
-  std::optional<Principal> group;    // primary; unset: a group of the user's name
-  std::vector<std::string> groups;   // supplementary: exactly these (sorted, unique)
-  std::optional<std::string> home;   // unset: none (/nonexistent), never created
+  std::optional<uint32_t> uid;      // unset: the tools choose
+  std::optional<Principal> group;   // primary; unset: a group of the user's name
+  std::vector<std::string> groups;  // supplementary: exactly these (sorted, unique)
+  std::optional<std::string> home;  // unset: none (/nonexistent), never created
   std::string shell = "/usr/sbin/nologin";
-  bool system = true;                // a system account's id range
+  bool system = true;  // a system account's id range
 };
 
 struct GroupSpec {

@@ -19,7 +19,8 @@ std::vector<std::string_view> split(std::string_view s, char sep) {
   std::vector<std::string_view> out;
   for (size_t at = 0;;) {
     const size_t next = s.find(sep, at);
-    out.push_back(s.substr(at, next == std::string_view::npos ? std::string_view::npos : next - at));
+    out.push_back(
+        s.substr(at, next == std::string_view::npos ? std::string_view::npos : next - at));
     if (next == std::string_view::npos) return out;
     at = next + 1;
   }

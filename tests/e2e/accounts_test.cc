@@ -57,16 +57,15 @@ class Accounts : public Node {
   // apply under strace: how many account tools it ran.
   int toolsRun(const std::string& decl) {
     const std::string trace = work + "/strace.out";
-    Result r = runCommand({"strace", "-f", "-qq", "-e", "trace=execve", "-o", trace,
-                           MESH_HOST_BIN, "apply", decl, "--json", "--root", root, "--blobs",
-                           blobs, "--node", "test"});
+    Result r =
+        runCommand({"strace", "-f", "-qq", "-e", "trace=execve", "-o", trace, MESH_HOST_BIN,
+                    "apply", decl, "--json", "--root", root, "--blobs", blobs, "--node", "test"});
     EXPECT_EQ(r.code, 0) << r.err;
     const std::string text = slurp(trace);
     int n = 0;
     for (const char* tool : {"useradd", "usermod", "userdel", "groupadd", "groupmod", "groupdel"})
-      for (size_t at = 0;
-           (at = text.find("execve(\"/usr/sbin/" + std::string(tool) + "\"", at)) !=
-           std::string::npos;
+      for (size_t at = 0; (at = text.find("execve(\"/usr/sbin/" + std::string(tool) + "\"", at)) !=
+                          std::string::npos;
            ++at)
         ++n;
     return n;
@@ -110,7 +109,8 @@ TEST_F(Accounts, CreatesUserAndGroupThenAFileTheyOwn) {
   EXPECT_TRUE(pw.ends_with(":/nonexistent:/usr/sbin/nologin")) << pw;
   EXPECT_FALSE(fs::exists(at("/nonexistent")));
   EXPECT_NE(line("group", "appdata").find(":app"), std::string::npos) << line("group", "appdata");
-  EXPECT_TRUE(line("shadow", "app").starts_with("app:!")) << "no password: " << line("shadow", "app");
+  EXPECT_TRUE(line("shadow", "app").starts_with("app:!"))
+      << "no password: " << line("shadow", "app");
 
   const uid_t uid = static_cast<uid_t>(std::stoul(pw.substr(pw.find(':', 4) + 1)));
   const std::string gr = line("group", "app");
@@ -137,14 +137,12 @@ TEST_F(Accounts, AsDeclaredRunsNoTool) {
 TEST_F(Accounts, DriftIsRepaired) {
   const std::string decl = declare(kApp);
   ASSERT_EQ(apply(decl).code, 0);
-  ASSERT_EQ(runCommand({"usermod", "--root", root, "-s", "/bin/bash", "-G", "adm", "app"}).code,
-            0);
+  ASSERT_EQ(runCommand({"usermod", "--root", root, "-s", "/bin/bash", "-G", "adm", "app"}).code, 0);
   Result r = apply(decl);
   ASSERT_EQ(r.code, 0) << r.err;
   auto o = outcomeOf(r.json(), "app.app");
   EXPECT_EQ(o["outcome"], "updated") << o.dump();
-  EXPECT_EQ(o["reason"],
-            "drift: groups adm, want appdata, shell /bin/bash, want /usr/sbin/nologin")
+  EXPECT_EQ(o["reason"], "drift: groups adm, want appdata, shell /bin/bash, want /usr/sbin/nologin")
       << o.dump();
   EXPECT_TRUE(line("passwd", "app").ends_with(":/usr/sbin/nologin"));
   EXPECT_EQ(line("group", "adm"), "adm:x:4:");
@@ -194,8 +192,8 @@ TEST_F(Accounts, APreExistingAccountIsAdoptedAndRepairedButKept) {
 }
 
 TEST_F(Accounts, AnOwnerNeitherHereNorDeclaredIsBadInput) {
-  const std::string decl = declare(
-      "[module.m.file.f]\npath = \"/f\"\ncontent = \"\"\nowner = \"ghost-user\"\n");
+  const std::string decl =
+      declare("[module.m.file.f]\npath = \"/f\"\ncontent = \"\"\nowner = \"ghost-user\"\n");
   Result r = mesh({"apply", decl});
   EXPECT_EQ(r.code, 2) << r.err;
   EXPECT_NE(r.err.find("decl.toml:4:9: error: no user 'ghost-user' on this node"),
@@ -226,23 +224,24 @@ TEST_F(Accounts, AProcessRunsAsAUserOfTheSameDeclaration) {
   ASSERT_EQ(::chmod(work.c_str(), 0755), 0);  // the service user reaches its bundle
   fs::create_directories(work + "/out");
   ASSERT_EQ(::chmod((work + "/out").c_str(), 01777), 0);
-  const std::string bundle = publish(makeArchive(
-      {{"bin/app", "#!/bin/sh\nid -un > " + work + "/out/whoami\nexec sleep 1000\n"}},
-      "chmod 755 bin/app && tar cf out bin"));
-  const std::string decl = declare("[module.svc.user.runner]\nname = \"mesh-e2e-svc\"\n"
-                                   "[module.svc.process.app]\nbundle = \"" +
-                                   bundle +
-                                   "\"\nunit = { ExecStart = \"{bundle}/bin/app\", User = "
-                                   "\"mesh-e2e-svc\" }\n");
+  const std::string bundle = publish(
+      makeArchive({{"bin/app", "#!/bin/sh\nid -un > " + work + "/out/whoami\nexec sleep 1000\n"}},
+                  "chmod 755 bin/app && tar cf out bin"));
+  const std::string decl = declare(
+      "[module.svc.user.runner]\nname = \"mesh-e2e-svc\"\n"
+      "[module.svc.process.app]\nbundle = \"" +
+      bundle +
+      "\"\nunit = { ExecStart = \"{bundle}/bin/app\", User = "
+      "\"mesh-e2e-svc\" }\n");
   const std::string none = declare("empty = true\n", "none.toml");
   const std::string mesh = std::string(MESH_HOST_BIN) + " apply --root / --state-dir " + work +
                            "/state --blobs " + blobs + " --supervisor builtin --node test ";
   const std::string script =
       "set -e; mount --make-rprivate /; cp -a /etc " + work + "/etc; mount --bind " + work +
-      "/etc /etc; mount -t tmpfs tmpfs /run; " + mesh + decl +
-      "; for i in $(seq 100); do [ -s " + work + "/out/whoami ] && break; sleep 0.05; done; " +
-      "echo who=$(cat " + work + "/out/whoami); grep -c '^mesh-e2e-svc:' /etc/passwd; " + mesh +
-      none + "; echo left=$(grep -c '^mesh-e2e-svc:' /etc/passwd || true)";
+      "/etc /etc; mount -t tmpfs tmpfs /run; " + mesh + decl + "; for i in $(seq 100); do [ -s " +
+      work + "/out/whoami ] && break; sleep 0.05; done; " + "echo who=$(cat " + work +
+      "/out/whoami); grep -c '^mesh-e2e-svc:' /etc/passwd; " + mesh + none +
+      "; echo left=$(grep -c '^mesh-e2e-svc:' /etc/passwd || true)";
   Result r = runCommand({"unshare", "-m", "sh", "-c", script});
   ASSERT_EQ(r.code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("created svc.runner (svc): created user mesh-e2e-svc"), std::string::npos)

@@ -58,9 +58,9 @@ class GroupApplier : public Applier {
       step.change([&] {
         runAccountTool(ctx, "groupmod", {"--gid", std::to_string(*s.gid), s.name});
       });
-      Decision o = Decision::act(true, fmt::format("gid {}, want {}", found->gid, *s.gid),
-                                 fmt::format("{} group {}", plan ? "would change" : "changed",
-                                             s.name));
+      Decision o =
+          Decision::act(true, fmt::format("gid {}, want {}", found->gid, *s.gid),
+                        fmt::format("{} group {}", plan ? "would change" : "changed", s.name));
       o.observed = now.str();
       return o;
     }

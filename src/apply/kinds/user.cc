@@ -152,9 +152,8 @@ class UserApplier : public Applier {
     if (!readUser(ctx.settings().root, prev.name))
       return Removal::released(fmt::format("user {} is gone already", prev.name));
     step.change([&] { runAccountTool(ctx, "userdel", {prev.name}); });
-    return Removal::removed(
-        fmt::format("{} user {} (its home and files are left in place)",
-                    ctx.planning() ? "would delete" : "deleted", prev.name));
+    return Removal::removed(fmt::format("{} user {} (its home and files are left in place)",
+                                        ctx.planning() ? "would delete" : "deleted", prev.name));
   }
 };
 

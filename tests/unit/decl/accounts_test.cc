@@ -72,7 +72,8 @@ TEST(AccountKinds, DefaultsAreASystemAccountWithoutShellOrHome) {
   EXPECT_FALSE(u.uid);
   EXPECT_FALSE(u.group);
   EXPECT_TRUE(u.system);
-  const auto& g = std::get<GroupSpec>(parse("[module.m.group.g]\nname = \"g\"\n").resources.at(0).spec);
+  const auto& g =
+      std::get<GroupSpec>(parse("[module.m.group.g]\nname = \"g\"\n").resources.at(0).spec);
   EXPECT_TRUE(g.system);
   EXPECT_FALSE(g.gid);
 }
@@ -110,14 +111,14 @@ TEST(AccountKinds, AProcessRunningAsADeclaredUserComesAfterIt) {
 }
 
 TEST(AccountKinds, AnOwnerNeitherOnTheNodeNorDeclaredIsStillRefused) {
-  const std::string e = errorOf(
-      "[module.m.file.f]\npath = \"/f\"\ncontent = \"\"\nowner = \"ghost\"\n", onNode());
+  const std::string e =
+      errorOf("[module.m.file.f]\npath = \"/f\"\ncontent = \"\"\nowner = \"ghost\"\n", onNode());
   EXPECT_NE(e.find("decl.toml:4:9: error: no user 'ghost' on this node (owner of file m.f); "
                    "declare it"),
             std::string::npos)
       << e;
-  const std::string g = errorOf(
-      "[module.m.user.svc]\nname = \"svc\"\ngroups = [\"adm\", \"nope\"]\n", onNode());
+  const std::string g =
+      errorOf("[module.m.user.svc]\nname = \"svc\"\ngroups = [\"adm\", \"nope\"]\n", onNode());
   EXPECT_NE(g.find("decl.toml:3:18: error: no group 'nope' on this node (groups of user m.svc)"),
             std::string::npos)
       << g;
