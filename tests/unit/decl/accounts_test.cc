@@ -90,8 +90,9 @@ TEST(AccountKinds, ADeclaredAccountMayOwnFilesAndComesFirst) {
   EXPECT_LT(pos("app.app-group"), pos("app.app"));
   EXPECT_LT(pos("app.data"), pos("app.app"));
   for (const auto& r : d.resources)
-    if (r.id == "app.config")
+    if (r.id == "app.config") {
       EXPECT_EQ(r.requires_, (std::vector<std::string>{"app.app", "app.app-group"}));
+    }
 }
 
 TEST(AccountKinds, AUsersOwnGroupIsDeclaredWithIt) {

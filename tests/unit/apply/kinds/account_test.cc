@@ -102,7 +102,11 @@ TEST_F(AccountKind, RemovalDeletesOnlyWhatItCreatedNeverFiles) {
   const auto& r = user("home = \"/var/lib/app\"\n");
   const auto rec = applied(r);
   write("/var/lib/app/data", "kept");
-  auto ctx = std::make_unique<Context>(Settings{root, stateDir, blobs});
+  Settings settings;
+  settings.root = root;
+  settings.stateDir = stateDir;
+  settings.blobs = blobs;
+  auto ctx = std::make_unique<Context>(settings);
   Step s(*ctx);
   const Removal gone = applierFor(decl::Kind::User).remove(s, rec);
   EXPECT_EQ(gone.verdict(), Verdict::Removed);
