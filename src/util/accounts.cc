@@ -9,7 +9,7 @@
 #include <cerrno>
 #include <charconv>
 #include <fstream>
-#include <sstream>
+#include <type_traits>
 
 namespace mesh {
 
@@ -45,7 +45,7 @@ void eachLine(const std::string& path, F&& f) {
 }
 
 template <typename Entry, typename Lookup>
-std::optional<uint32_t> nss(const std::string& name, int sizeHint, Lookup lookup, bool user) {
+std::optional<uint32_t> nss(const std::string& name, int sizeHint, Lookup lookup) {
   long hint = ::sysconf(sizeHint);
   std::vector<char> buffer(hint > 0 ? static_cast<size_t>(hint) : 16384);
   for (;;) {
@@ -61,7 +61,6 @@ std::optional<uint32_t> nss(const std::string& name, int sizeHint, Lookup lookup
       return result->pw_uid;
     else
       return result->gr_gid;
-    (void)user;
   }
 }
 
@@ -119,7 +118,7 @@ std::optional<uid_t> Accounts::uid(const std::string& name) const {
     if (auto u = readUser(root_, name)) return u->uid;
     return std::nullopt;
   }
-  return nss<struct passwd>(name, _SC_GETPW_R_SIZE_MAX, ::getpwnam_r, true);
+  return nss<struct passwd>(name, _SC_GETPW_R_SIZE_MAX, ::getpwnam_r);
 }
 
 std::optional<gid_t> Accounts::gid(const std::string& name) const {
@@ -128,7 +127,7 @@ std::optional<gid_t> Accounts::gid(const std::string& name) const {
     if (auto g = readGroup(root_, name)) return g->gid;
     return std::nullopt;
   }
-  return nss<struct group>(name, _SC_GETGR_R_SIZE_MAX, ::getgrnam_r, false);
+  return nss<struct group>(name, _SC_GETGR_R_SIZE_MAX, ::getgrnam_r);
 }
 
 }  // namespace mesh
