@@ -15,6 +15,8 @@ const Applier& credentialApplier();
 const Applier& processApplier();
 const Applier& serviceApplier();
 const Applier& absentApplier();
+const Applier& userApplier();
+const Applier& groupApplier();
 
 namespace {
 
@@ -33,6 +35,8 @@ constexpr std::array<ApplierRow, decl::kKindCount> kAppliers = {{
     {decl::Kind::Process, processApplier},
     {decl::Kind::Service, serviceApplier},
     {decl::Kind::Absent, absentApplier},
+    {decl::Kind::User, userApplier},
+    {decl::Kind::Group, groupApplier},
 }};
 
 static_assert([] {

@@ -24,6 +24,7 @@
 #include "supervise/counting.hh"
 #include "supervise/supervisor.hh"
 #include "trust/node_key.hh"
+#include "util/accounts.hh"
 #include "util/beneath.hh"
 #include "util/faults.hh"
 #include "util/fd.hh"
@@ -126,6 +127,16 @@ class Context {
   // process removed whose service name a declared one takes over), so what follows
   // observes it as apply would: not installed, not running.
   void planUninstalled(const std::string& service) { planUninstalled_.insert(service); }
+  // Users and groups at the root (util/accounts.hh). Planning: an account this
+  // cycle would have created by now (a `user` or `group` planned before what
+  // names it), so what names it is planned as apply would do it.
+  const Accounts& accounts() const { return accounts_; }
+  void planAccount(bool group, const std::string& name) {
+    (group ? plannedGroups_ : plannedUsers_).insert(name);
+  }
+  bool accountPlanned(bool group, const std::string& name) const {
+    return (group ? plannedGroups_ : plannedUsers_).count(name) != 0;
+  }
   // Directories held open are forgotten (after a directory was removed or
   // exchanged, and at the start of every cycle).
   void forgetDirs() { dirs_.clear(); }
@@ -219,6 +230,8 @@ class Context {
   std::unordered_set<std::string> secretPaths_;
   std::unordered_set<std::string> planRemoved_;
   std::unordered_set<std::string> planUninstalled_;
+  Accounts accounts_{settings_.root};
+  std::unordered_set<std::string> plannedUsers_, plannedGroups_;
   WriteBatch writes_;
   std::vector<std::string> unsyncedParents_;  // of directories made for staged writes
   std::vector<Observe> observers_;            // one per staged write

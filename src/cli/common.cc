@@ -10,6 +10,7 @@
 #include "state/store.hh"
 #include "trust/replay.hh"
 #include "trust/signing.hh"
+#include "util/accounts.hh"
 #include "util/error.hh"
 #include "util/fs.hh"
 
@@ -99,6 +100,11 @@ decl::ParseOptions CommonOptions::parseOptions(std::string baseDir) const {
     po.stateDir = stateDir;
   else if (stateDir.starts_with(root + "/"))
     po.stateDir = stateDir.substr(root.size());
+  // Under a root holding its own etc/passwd, names resolve there (util/accounts.hh).
+  if (Accounts accounts(root); accounts.inFiles()) {
+    po.userExists = [accounts](const std::string& n) { return accounts.uid(n).has_value(); };
+    po.groupExists = [accounts](const std::string& n) { return accounts.gid(n).has_value(); };
+  }
   return po;
 }
 

@@ -11,6 +11,7 @@
 #include <type_traits>
 #include <variant>
 
+#include "decl/accounts.hh"
 #include "decl/kind_info.hh"
 #include "decl/want.hh"
 #include "util/digest.hh"
@@ -26,7 +27,7 @@ namespace {
 constexpr std::string_view kMagic = "mesh-host compiled declaration\n";
 // Bump with any change of the layout below (the build-id changes too, but a
 // build without one relies on this).
-constexpr uint64_t kFormat = 6;
+constexpr uint64_t kFormat = 7;
 
 // A field added to the model must be written and read here too: these fail to
 // compile until this file has been looked at (and the sizes updated).
@@ -38,6 +39,8 @@ static_assert(sizeof(CredentialSpec) == 200, "CredentialSpec changed: update com
 static_assert(sizeof(ProcessSpec) == 120, "ProcessSpec changed: update compiled.cc");
 static_assert(sizeof(ServiceSpec) == 88, "ServiceSpec changed: update compiled.cc");
 static_assert(sizeof(AbsentSpec) == 40, "AbsentSpec changed: update compiled.cc");
+static_assert(sizeof(UserSpec) == 184, "UserSpec changed: update compiled.cc");
+static_assert(sizeof(GroupSpec) == 48, "GroupSpec changed: update compiled.cc");
 static_assert(sizeof(Resource) == 400, "Resource changed: update compiled.cc");
 static_assert(sizeof(Declaration) == 224, "Declaration changed: update compiled.cc");
 
@@ -309,6 +312,24 @@ void writeSpec(Writer& w, const AbsentSpec& s) {
   w.b(s.recursive);
 }
 
+void writeOptId(Writer& w, const std::optional<uint32_t>& id) {
+  w.u(id ? uint64_t{*id} + 1 : 0);
+}
+void writeSpec(Writer& w, const UserSpec& s) {
+  w.s(s.name);
+  writeOptId(w, s.uid);
+  w.principal(s.group);
+  w.strings(s.groups);
+  w.optS(s.home);
+  w.s(s.shell);
+  w.b(s.system);
+}
+void writeSpec(Writer& w, const GroupSpec& s) {
+  w.s(s.name);
+  writeOptId(w, s.gid);
+  w.b(s.system);
+}
+
 void readFile(Reader& r, FileSpec& s) {
   s.path = r.s();
   s.content = r.optS();
@@ -377,6 +398,27 @@ void readAbsent(Reader& r, AbsentSpec& s) {
   s.recursive = r.b();
 }
 
+std::optional<uint32_t> readOptId(Reader& r) {
+  const uint64_t v = r.u();
+  if (v == 0) return std::nullopt;
+  if (v > 0xffffffffu) throw Malformed{};
+  return static_cast<uint32_t>(v - 1);
+}
+void readUser(Reader& r, UserSpec& s) {
+  s.name = r.s();
+  s.uid = readOptId(r);
+  s.group = r.principal();
+  s.groups = r.strings();
+  s.home = r.optS();
+  s.shell = r.s();
+  s.system = r.b();
+}
+void readGroup(Reader& r, GroupSpec& s) {
+  s.name = r.s();
+  s.gid = readOptId(r);
+  s.system = r.b();
+}
+
 // The compiled form of each kind, one row per kind in Kind's order: a new kind
 // fails to compile until it has its row here, its writeSpec and its reader.
 struct SpecCodec {
@@ -405,6 +447,8 @@ constexpr std::array<SpecCodec, kKindCount> kSpecCodecs = {{
     row<Kind::Process, readProcess>(),
     row<Kind::Service, readService>(),
     row<Kind::Absent, readAbsent>(),
+    row<Kind::User, readUser>(),
+    row<Kind::Group, readGroup>(),
 }};
 
 static_assert(rowsFollowKind(kSpecCodecs));
@@ -497,6 +541,9 @@ void principals(const Declaration& d, std::set<std::string>& users, std::set<std
           if constexpr (requires { s.owner; }) {
             add(users, s.owner);
             add(groups, s.group);
+          } else if constexpr (requires { s.groups; }) {
+            add(groups, s.group);
+            for (const auto& g : s.groups) add(groups, Principal{g});
           }
         },
         r.spec);
@@ -575,10 +622,12 @@ bool fits(const Declaration& d, const Digest& textDigest, const ParseOptions& op
   if (d.digest != textDigest) return false;
   std::set<std::string> users, groups;
   principals(d, users, groups);
+  // An account declared beside is resolved when the cycle has made it.
+  const auto declared = declaredAccounts(d.resources);
   for (const auto& u : users)
-    if (options.userExists && !options.userExists(u)) return false;
+    if (!declared.users.count(u) && options.userExists && !options.userExists(u)) return false;
   for (const auto& g : groups)
-    if (options.groupExists && !options.groupExists(g)) return false;
+    if (!declared.groups.count(g) && options.groupExists && !options.groupExists(g)) return false;
   return true;
 }
 

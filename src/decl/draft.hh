@@ -73,6 +73,15 @@ struct Ref {
   Position pos;
 };
 
+// A user or group named by a resource (owner, group, a user's groups), with
+// where: checked against the node and the accounts declared beside it.
+struct AccountRef {
+  std::string name;
+  bool group = false;  // a group's name, else a user's
+  Position pos;
+  std::string key;  // "owner", "group", …
+};
+
 // A resource as read from its table, with the positions the cross-resource
 // checks need. Resource::requires_/restartOn/reloadOn are filled once refs are checked.
 struct Draft {
@@ -80,8 +89,9 @@ struct Draft {
   std::vector<Ref> requires_;
   std::vector<Ref> restartOn;
   std::vector<Ref> reloadOn;
-  Position pathPos;     // of the path value; line 0 when there is no valid path
-  Position servicePos;  // of the service value, or the resource's own position
+  std::vector<AccountRef> accounts;  // names it gives as users or groups
+  Position pathPos;                  // of the path value; line 0 when there is no valid path
+  Position servicePos;               // of the service value, or the resource's own position
 
   std::string subject() const {  // "file node-tools.config"
     return fmt::format("{} {}", kindName(resource.kind), resource.id);

@@ -23,16 +23,6 @@ bool isAlpha(char c) {
   return isLower(c) || (c >= 'A' && c <= 'Z');
 }
 
-// User and group names as useradd accepts them: ^[a-z_][a-z0-9_.-]*\$?$, at most 32.
-bool validPrincipalName(std::string_view s) {
-  if (s.empty() || s.size() > 32) return false;
-  if (s.back() == '$') s.remove_suffix(1);
-  if (s.empty() || !(isLower(s[0]) || s[0] == '_')) return false;
-  return std::all_of(s.begin(), s.end(), [](char c) {
-    return isLower(c) || isDigit(c) || c == '_' || c == '.' || c == '-';
-  });
-}
-
 // Bytes that must never reach a terminal raw: C0 controls and DEL.
 bool isControl(char c) {
   auto u = static_cast<unsigned char>(c);
@@ -269,6 +259,16 @@ std::optional<mode_t> Fields::mode(std::string_view key) {
   return std::nullopt;
 }
 
+// User and group names as useradd accepts them: ^[a-z_][a-z0-9_.-]*\$?$, at most 32.
+bool validPrincipalName(std::string_view s) {
+  if (s.empty() || s.size() > 32) return false;
+  if (s.back() == '$') s.remove_suffix(1);
+  if (s.empty() || !(isLower(s[0]) || s[0] == '_')) return false;
+  return std::all_of(s.begin(), s.end(), [](char c) {
+    return isLower(c) || isDigit(c) || c == '_' || c == '.' || c == '-';
+  });
+}
+
 std::optional<Principal> Fields::principal(std::string_view key, PrincipalKind kind,
                                            const ParseOptions& options) {
   const toml::node* n = find(key);
@@ -294,6 +294,12 @@ std::optional<Principal> Fields::principal(std::string_view key, PrincipalKind k
                               "letter or '_' (at most 32 characters)",
                               key, shown(*v), subject_, what));
     return std::nullopt;
+  }
+  // Collected: checked once every resource is read, when an account declared
+  // beside it may be the one it names (decl/accounts.hh).
+  if (accounts_) {
+    accounts_->push_back(AccountRef{*v, kind == PrincipalKind::Group, at(*n), std::string(key)});
+    return Principal{*v};
   }
   const auto& exists = kind == PrincipalKind::User ? options.userExists : options.groupExists;
   if (exists && !exists(*v)) {

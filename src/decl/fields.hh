@@ -50,6 +50,9 @@ class Fields {
   std::optional<mode_t> mode(std::string_view key);
   std::optional<Principal> principal(std::string_view key, PrincipalKind kind,
                                      const ParseOptions& options);
+  // Names read by principal() go to `sink` (with where they were written)
+  // instead of being looked up at once.
+  void collectAccounts(std::vector<AccountRef>* sink) { accounts_ = sink; }
   std::optional<Digest> digest(std::string_view key);
   std::optional<uint64_t> positive(std::string_view key);
   std::vector<Ref> ids(std::string_view key);
@@ -66,6 +69,7 @@ class Fields {
   std::string subject_;
   Diagnostics& diags_;
   bool hadUnknownKeys_ = false;
+  std::vector<AccountRef>* accounts_ = nullptr;
 };
 
 // "a string", "an integer", … for messages.
@@ -79,6 +83,8 @@ std::string shown(std::string_view value);
 
 // Pure checks, shared with the walk over modules and testable on their own.
 bool validName(std::string_view name);  // module and resource names: [A-Za-z0-9_-]+
+// User and group names as useradd accepts them: ^[a-z_][a-z0-9_.-]*\$?$, at most 32.
+bool validPrincipalName(std::string_view name);
 // "contains a control character (\x1b at byte 6); remove it" for the first
 // byte below 0x20 or 0x7f in `value` (bytes counted from 1); nullopt when none.
 std::optional<std::string> controlProblem(std::string_view value);

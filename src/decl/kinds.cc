@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "decl/accounts.hh"
 #include "decl/fields.hh"
 #include "decl/kind_info.hh"
 
@@ -253,6 +254,8 @@ constexpr std::array<KindInfo, kKindCount> kKindTable = {{
     {Kind::Process, "process", readAs<readProcess>, bundleOf<ProcessSpec>},
     {Kind::Service, "service", readAs<readService>, noBlobs},
     {Kind::Absent, "absent", readAs<readAbsent>, noBlobs},
+    {Kind::User, "user", readAs<readUser>, noBlobs},
+    {Kind::Group, "group", readAs<readGroup>, noBlobs},
 }};
 
 static_assert(rowsFollowKind(kKindTable));
@@ -288,6 +291,7 @@ Draft readResource(const ResourceHeader& header, const toml::table& table, Diagn
   r.kind = header.kind;
   r.pos = header.pos;
   Fields f(table, header.pos, d.subject(), diags);
+  f.collectAccounts(&d.accounts);
 
   for (const char* key : {"restart-on", "reload-on"})
     if (auto it = table.find(key);

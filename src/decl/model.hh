@@ -17,7 +17,7 @@
 
 namespace mesh::decl {
 
-enum class Kind { File, Directory, Link, Archive, Credential, Process, Service, Absent };
+enum class Kind { File, Directory, Link, Archive, Credential, Process, Service, Absent, User, Group };
 
 // Name and lookup by name, from the kinds table (decl/kind_info.hh).
 const char* kindName(Kind k);  // "file", "directory", …
@@ -110,8 +110,26 @@ struct AbsentSpec {
   bool recursive = false;
 };
 
+// A system account (decl/accounts.hh): created with the distribution's own tools,
+// no password; removed, once undeclared, only when mesh-host created it.
+struct UserSpec {
+  std::string name;
+  std::optional<uint32_t> uid;      // unset: the tools choose
+  std::optional<Principal> group;   // primary; unset: a group of the user's name
+  std::vector<std::string> groups;  // supplementary: exactly these (sorted, unique)
+  std::optional<std::string> home;  // unset: none (/nonexistent), never created
+  std::string shell = "/usr/sbin/nologin";
+  bool system = true;  // a system account's id range
+};
+
+struct GroupSpec {
+  std::string name;
+  std::optional<uint32_t> gid;
+  bool system = true;
+};
+
 using Spec = std::variant<FileSpec, DirectorySpec, LinkSpec, ArchiveSpec, CredentialSpec,
-                          ProcessSpec, ServiceSpec, AbsentSpec>;
+                          ProcessSpec, ServiceSpec, AbsentSpec, UserSpec, GroupSpec>;
 
 // `on-remove`: what becomes of a resource's path when it leaves the declaration.
 // Restore (the default): what mesh-host first overwrote is put back, and what it

@@ -17,6 +17,7 @@
 #include <cstring>
 #include <tuple>
 
+#include "decl/accounts.hh"
 #include "decl/compiled.hh"
 #include "decl/depth.hh"
 #include "decl/fields.hh"
@@ -258,6 +259,7 @@ Declaration parseDeclaration(std::string_view text, const std::string& source,
     return std::tie(a.resource.pos.line, a.resource.pos.column) <
            std::tie(b.resource.pos.line, b.resource.pos.column);
   });
+  checkAccounts(drafts, diags, options);
   checkAcross(drafts, diags, options.stateDir);
   decl.resources = applyOrder(std::move(drafts), diags);
   diags.throwIfAny();

@@ -60,6 +60,8 @@ bool wantIsOfSpec(Kind kind) {
     case Kind::Credential:
     case Kind::Process:
     case Kind::Service:
+    case Kind::User:
+    case Kind::Group:
       return false;
   }
   return false;

@@ -150,14 +150,15 @@ class Cycle {
         want = applier.want(ctx_, r);
         Step step(ctx_, r.service() ? ledger_.causesFor(r, want) : RestartCauses{});
         ledger_.oweBeforeChange(step, r.id, want.str());
-        if (ctx_.applying() && r.service()) {
+        if (ctx_.applying() && r.service())
           step.setOweOwnRestart([this](const std::string& process, const Digest& intent) {
             store_->oweRestartsDurably(
                 {{process, process, report_.cycle, unixNowMs(), intent.str()}});
           });
+        // Processes, services and accounts claim what they are about to make.
+        if (ctx_.applying())
           step.setClaimInstall(
               [&](const std::string& observed) { claimed = claim(r, kind, want, rec, observed); });
-        }
         const state::Record* hint = movedFrom ? nullptr : rec;
         std::string roomMade;
         try {

@@ -13,38 +13,21 @@
 
 namespace mesh::apply {
 
-namespace {
-
-bool isNumeric(const std::string& s) {
-  return !s.empty() && s.find_first_not_of("0123456789") == std::string::npos;
-}
-
-uid_t lookupUser(const std::string& name) {
-  if (isNumeric(name)) return static_cast<uid_t>(std::strtoul(name.c_str(), nullptr, 10));
-  struct passwd pw {};
-  struct passwd* out = nullptr;
-  std::vector<char> buf(16384);
-  if (::getpwnam_r(name.c_str(), &pw, buf.data(), buf.size(), &out) != 0 || !out)
-    throw Error("no user '{}' on this node", name);
-  return out->pw_uid;
-}
-
-gid_t lookupGroup(const std::string& name) {
-  if (isNumeric(name)) return static_cast<gid_t>(std::strtoul(name.c_str(), nullptr, 10));
-  struct group gr {};
-  struct group* out = nullptr;
-  std::vector<char> buf(16384);
-  if (::getgrnam_r(name.c_str(), &gr, buf.data(), buf.size(), &out) != 0 || !out)
-    throw Error("no group '{}' on this node", name);
-  return out->gr_gid;
-}
-
-}  // namespace
-
-Ownership resolveOwnership(const Attributes& a) {
+Ownership resolveOwnership(Context& ctx, const Attributes& a) {
   Ownership o;
-  if (a.owner) o.uid = lookupUser(a.owner->name);
-  if (a.group) o.gid = lookupGroup(a.group->name);
+  const Accounts& accounts = ctx.accounts();
+  if (a.owner) {
+    auto uid = accounts.uid(a.owner->name);
+    if (!uid && ctx.planning() && ctx.accountPlanned(false, a.owner->name)) uid = uid_t(-1);
+    if (!uid) throw Error("no user '{}' on this node", a.owner->name);
+    o.uid = *uid;
+  }
+  if (a.group) {
+    auto gid = accounts.gid(a.group->name);
+    if (!gid && ctx.planning() && ctx.accountPlanned(true, a.group->name)) gid = gid_t(-1);
+    if (!gid) throw Error("no group '{}' on this node", a.group->name);
+    o.gid = *gid;
+  }
   return o;
 }
 

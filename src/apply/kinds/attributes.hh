@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 
+#include "apply/context.hh"
 #include "decl/model.hh"
 #include "util/digest.hh"
 #include "util/fs.hh"
@@ -19,8 +20,10 @@ struct Attributes {
   std::optional<decl::Principal> owner, group;
 };
 
-// Resolves declared names on this node; throws Error("no user 'x' on this node").
-Ownership resolveOwnership(const Attributes& a);
+// Resolves declared names at the cycle's root (util/accounts.hh); throws
+// Error("no user 'x' on this node"). A plan resolves an account the same plan
+// would create (Context::accountPlanned) to an id of -1: not known yet.
+Ownership resolveOwnership(Context& ctx, const Attributes& a);
 
 void addAttributes(WantBuilder& w, const Attributes& a);
 

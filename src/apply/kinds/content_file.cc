@@ -36,7 +36,7 @@ Decision reconcileContentFile(Step& step, const decl::Resource& r, const Attribu
                               const WantedContent& content) {
   Context& ctx = step.ctx();
   const std::string& declaredPath = r.path();
-  const Ownership ids = resolveOwnership(attrs);
+  const Ownership ids = resolveOwnership(ctx, attrs);
   const auto place = ctx.place(declaredPath);
   const auto st = ctx.look(place);
 

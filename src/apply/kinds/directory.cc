@@ -31,7 +31,7 @@ class DirectoryApplier : public Applier {
     Context& ctx = step.ctx();
     const auto& s = std::get<decl::DirectorySpec>(r.spec);
     const auto attrs = attributesOf(s);
-    const Ownership ids = resolveOwnership(attrs);
+    const Ownership ids = resolveOwnership(ctx, attrs);
     const auto place = ctx.place(s.path);
     const auto st = ctx.look(place);
 

@@ -66,7 +66,8 @@ TEST(References, FromTextAreEveryDigestItNamesWhateverTheKey) {
 }
 
 TEST(KindTable, NamesEveryKindOnceAndRoundTrips) {
-  EXPECT_EQ(kindList(), "file, directory, link, archive, credential, process, service, absent");
+  EXPECT_EQ(kindList(),
+            "file, directory, link, archive, credential, process, service, absent, user, group");
   for (const auto& info : kKindTable) {
     EXPECT_EQ(kindFromName(info.name), info.kind);
     EXPECT_EQ(std::string_view(kindName(info.kind)), info.name);
