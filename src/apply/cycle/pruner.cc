@@ -120,6 +120,7 @@ void Pruner::pruneOne(const state::Record& rec) {
     return;
   }
   std::optional<Outcome> outcome;
+  const state::Record* claimed = nullptr;  // the record the removal's claim wrote, if it did
   if (rec.changes == 0 && !installed) {
     // Only ever adopted as found: mesh-host never wrote it, so never deletes it.
     outcome = Outcome::of(Removal::released("left in place: mesh-host never wrote it"));
@@ -130,10 +131,21 @@ void Pruner::pruneOne(const state::Record& rec) {
     const bool owes = ledger_.dependentsOf(rec.id) != nullptr;
     Step step(ctx_);
     if (owes) ledger_.oweBeforeChange(step, rec.id, RestartLedger::kRemovedIntent);
+    // What the removal owes, kept in its record before it acts (a service's
+    // restart without its drop-in): committed, and the record from then on.
+    if (ctx_.applying())
+      step.setClaimInstall([&](const std::string& observed) {
+        state::Record c = rec;
+        c.observed = observed;
+        state::Store::Txn txn(*store_);
+        store_->putRecord(c);
+        txn.commit();
+        claimed = records_.keep(std::move(c));
+      });
     try {
       outcome = Outcome::of(removeRecorded(rec, step));
     } catch (const Error& e) {
-      outcome = Outcome::failed(&rec, e.what());
+      outcome = Outcome::failed(claimed ? claimed : &rec, e.what());
     }
     // Deleted now (or found gone: an intent then says whether this cycle's
     // predecessor deleted it, see RestartLedger).
@@ -141,7 +153,13 @@ void Pruner::pruneOne(const state::Record& rec) {
   }
   if (deletedNow(*outcome)) ledger_.changed(rec.id);
   if (!outcome->gone()) ledger_.prunedKept(rec.id);
-  Pending p{rec.id, rec.module, rec.kind, rec.path, Digest::none(), &rec, settlement_.nextIndex()};
+  Pending p{rec.id,
+            rec.module,
+            rec.kind,
+            rec.path,
+            Digest::none(),
+            claimed ? claimed : &rec,
+            settlement_.nextIndex()};
   ResourceResult res{rec.id, rec.module, rec.kind, std::move(*outcome), rec.path};
   settlement_.record(p, res.outcome);
   settlement_.emit(std::move(res));
