@@ -26,7 +26,9 @@ class Step {
   using OweOwnRestart = std::function<void(const std::string& process, const Digest& intent)>;
   // Records (committed) that mesh-host owns what the resource is about to install
   // (a process's unit and bundle): its record gets `observed` before the first
-  // write and keeps it whatever follows, so that removal always removes it.
+  // write and keeps it whatever follows, so that removal always removes it. A
+  // removal's step keeps in the record what its removal owes (a `service`'s
+  // restart without its drop-in) the same way.
   using ClaimInstall = std::function<void(const std::string& observed)>;
 
   // A step with no causes and no hooks: a plan's, a removal that owes nothing, an

@@ -52,6 +52,7 @@ struct ServiceView {
   std::string since;  // when it entered its state; empty when unknown
   int64_t restartsByMeshHost = 0;
   int64_t restartsByCrash = 0;
+  bool mustRun = true;  // not running is down (a `service` may be declared stopped)
 };
 
 nlohmann::json serviceJson(const ServiceView& v) {
@@ -88,7 +89,7 @@ Services servicesOf(const std::map<std::string, const state::Record*>& records,
   std::map<std::string, apply::ProcessInfo> infos;
   std::vector<std::string> names;
   for (const auto& [id, r] : records)
-    if (auto info = apply::processInfo(*r)) {
+    if (auto info = r->kind == "service" ? apply::serviceInfo(*r) : apply::processInfo(*r)) {
       names.push_back(info->service);
       infos.emplace(id, *info);
     }
@@ -115,6 +116,7 @@ Services servicesOf(const std::map<std::string, const state::Record*>& records,
                               // Counted for ever, as mesh-host's own: what the record kept
                               // from before mesh-host's last (re)start, and the count since.
                               .restartsByCrash = info.crashRestartsBefore + st.crashRestarts,
+                              .mustRun = info.mustRun,
                           });
   }
   return out;
@@ -319,10 +321,10 @@ int showStatus(CommonOptions& o, const StatusOptions& so,
     const auto c = churn.count(id) ? churn.at(id) : apply::Churn{};
     const auto s = services.views.find(id);
     // A supervisor that cannot be asked fails the node once, below.
-    const auto h =
-        apply::resourceHealth(r->outcome, s != services.views.end() && services.error.empty()
-                                              ? std::optional<bool>(s->second.running)
-                                              : std::nullopt);
+    const auto h = apply::resourceHealth(
+        r->outcome, s != services.views.end() && services.error.empty() && s->second.mustRun
+                        ? std::optional<bool>(s->second.running)
+                        : std::nullopt);
     const bool failed = h.failed, down = h.down;
     health.add(h);
     health.churning += c.churning;

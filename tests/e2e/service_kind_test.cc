@@ -8,90 +8,11 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
-#include <fstream>
 
-#include "harness.hh"
-#include "systemd_env.hh"
+#include "service_fixture.hh"
 
 namespace mesh::e2e {
 namespace {
-
-// A service that says when it is reloaded (SIGHUP) and prints its greeting.
-constexpr const char* kVendorUnit = R"([Unit]
-Description=a vendor's service (test)
-
-[Service]
-ExecStart=/bin/sh -c 'echo "greeting: $GREETING"; trap "echo reloaded" HUP; while :; do sleep 1 & wait; done'
-ExecReload=/bin/kill -HUP $MAINPID
-
-[Install]
-WantedBy=multi-user.target
-)";
-
-class ServiceKind : public Node {
- protected:
-  void SetUp() override {
-    Node::SetUp();
-    if (!SystemdNamespace::available(&skipWhy)) GTEST_SKIP() << skipWhy;
-    auto& ns = SystemdNamespace::instance();
-    extraArgs = {"--supervisor", "systemd", "--unit-dir", ns.unitDir()};
-    extraEnv = {{"DBUS_SYSTEM_BUS_ADDRESS", ns.busAddress()},
-                {"MESH_HOST_JOURNAL_DIR", ns.journalDir()}};
-    unit = fmt::format("vendor{}.service", ++counter());
-    vendorFile = ns.vendorDir() + "/" + unit;
-    std::ofstream(vendorFile) << kVendorUnit;
-    ASSERT_EQ(ns.ctl({"daemon-reload"}).code, 0);
-  }
-
-  void TearDown() override {
-    if (!IsSkipped()) {
-      auto& ns = SystemdNamespace::instance();
-      ns.ctl({"stop", unit});
-      ns.ctl({"disable", unit});
-      std::filesystem::remove(vendorFile);
-      std::filesystem::remove_all(ns.unitDir() + "/" + unit + ".d");
-    }
-    Node::TearDown();
-  }
-
-  std::string ctlOut(const std::vector<std::string>& args) {
-    auto out = SystemdNamespace::instance().ctl(args).out;
-    while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
-    return out;
-  }
-  std::string active() { return ctlOut({"is-active", unit}); }
-  std::string enabled() { return ctlOut({"is-enabled", unit}); }
-  std::string mainPid() { return ctlOut({"show", "-p", "MainPID", "--value", unit}); }
-  std::string dropinPath() const {
-    return SystemdNamespace::instance().unitDir() + "/" + unit + ".d/50-mesh-host.conf";
-  }
-
-  std::string text(const std::string& config, const std::string& keys) const {
-    return fmt::format(R"(
-[module.web.file.config]
-path = "/etc/web/config"
-content = "{}"
-
-[module.web.file.site]
-path = "/etc/web/site"
-content = "site"
-
-[module.web.service.vendor]
-unit = "{}"
-restart-on = ["web.config"]
-reload-on = ["web.site"]
-{}
-)",
-                       config, unit, keys);
-  }
-
-  static int& counter() {
-    static int n = 0;
-    return n;
-  }
-
-  std::string unit, vendorFile, skipWhy;
-};
 
 TEST_F(ServiceKind, IsStartedEnabledAndGivenItsDropinThenLeftAloneWhenAsDeclared) {
   const std::string keys =
@@ -222,6 +143,45 @@ TEST_F(ServiceKind, FoundRunningAndEnabledItIsGivenBackRunningAndEnabled) {
   EXPECT_EQ(outcomeOf(gone.json(), "web.vendor")["outcome"], "removed");
   EXPECT_EQ(active(), "active");
   EXPECT_EQ(enabled(), "enabled");
+}
+
+// `status` shows a declared service as it shows a process: its state, its main
+// pid; one declared stopped is not down.
+TEST_F(ServiceKind, StatusShowsTheServiceRunningOrNot) {
+  ASSERT_EQ(apply(declare(text("one", "state = \"running\""))).code, 0);
+  Result st = mesh({"status", "--json"});
+  ASSERT_EQ(st.code, 0) << st.out << st.err;
+  auto serviceOf = [](const nlohmann::json& status) {
+    for (const auto& r : status["resources"])
+      if (r["id"] == "web.vendor") return r["service"];
+    return nlohmann::json();
+  };
+  nlohmann::json svc = serviceOf(st.json());
+  ASSERT_TRUE(svc.is_object()) << st.out;
+  EXPECT_EQ(svc["name"], unit);
+  EXPECT_EQ(svc["active"], true);
+  EXPECT_EQ(svc["running"], true);
+  EXPECT_EQ(svc["state"], "active");
+  EXPECT_EQ(std::to_string(svc["pid"].get<int>()), mainPid());
+  Result verbose = mesh({"status", "-v"});
+  EXPECT_NE(verbose.out.find("web.vendor (web): "), std::string::npos) << verbose.out;
+  EXPECT_NE(verbose.out.find(", " + unit + " active pid " + mainPid()), std::string::npos)
+      << verbose.out;
+
+  // Stopped behind mesh-host's back: down, and the node fails.
+  ASSERT_EQ(SystemdNamespace::instance().ctl({"stop", unit}).code, 0);
+  Result down = mesh({"status"});
+  EXPECT_EQ(down.code, 1) << down.out << down.err;
+  EXPECT_NE(down.out.find("down web.vendor (web): " + unit + " is inactive"), std::string::npos)
+      << down.out;
+
+  // Declared stopped: not running, and healthy.
+  ASSERT_EQ(apply(declare(text("one", "state = \"stopped\""))).code, 0);
+  Result stopped = mesh({"status", "--json"});
+  EXPECT_EQ(stopped.code, 0) << stopped.out << stopped.err;
+  svc = serviceOf(stopped.json());
+  EXPECT_EQ(svc["running"], false) << svc;
+  EXPECT_EQ(svc["pid"], 0) << svc;
 }
 
 TEST_F(ServiceKind, AUnitNotOnTheNodeFailsSayingSo) {

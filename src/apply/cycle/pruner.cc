@@ -147,6 +147,7 @@ void Pruner::pruneOne(const state::Record& rec) {
     return;
   }
   std::optional<Outcome> outcome;
+  const state::Record* claimed = nullptr;  // the record the removal's claim wrote, if it did
   const std::string* owner = rec.path.empty() ? nullptr : declared_.ownerOf(rec.path);
   if (!keptError.empty()) {
     outcome = Outcome::failed(&rec, keptError);
@@ -165,6 +166,17 @@ void Pruner::pruneOne(const state::Record& rec) {
     const bool owes = ledger_.dependentsOf(rec.id) != nullptr;
     Step step(ctx_);
     if (owes) ledger_.oweBeforeChange(step, rec.id, RestartLedger::kRemovedIntent);
+    // What the removal owes, kept in its record before it acts (a service's
+    // restart without its drop-in): committed, and the record from then on.
+    if (ctx_.applying())
+      step.setClaimInstall([&](const std::string& observed) {
+        state::Record c = rec;
+        c.observed = observed;
+        state::Store::Txn txn(*store_);
+        store_->putRecord(c);
+        txn.commit();
+        claimed = records_.keep(std::move(c));
+      });
     try {
       // Put back already (a crash cut the cycle that did it short), or never
       // changed from it: nothing to write, nothing restarts on it; an intent
@@ -179,7 +191,7 @@ void Pruner::pruneOne(const state::Record& rec) {
         outcome = Outcome::of(restore ? ctx_.originals().giveBack(step, rec.path, *kept)
                                       : removeRecorded(rec, step));
     } catch (const Error& e) {
-      outcome = Outcome::failed(&rec, e.what());
+      outcome = Outcome::failed(claimed ? claimed : &rec, e.what());
     }
     // Deleted now (or found gone: an intent then says whether this cycle's
     // predecessor deleted it, see RestartLedger).
@@ -187,7 +199,13 @@ void Pruner::pruneOne(const state::Record& rec) {
   }
   if (deletedNow(*outcome)) ledger_.changed(rec.id);
   if (!outcome->gone()) ledger_.prunedKept(rec.id);
-  Pending p{rec.id, rec.module, rec.kind, rec.path, Digest::none(), &rec, settlement_.nextIndex()};
+  Pending p{rec.id,
+            rec.module,
+            rec.kind,
+            rec.path,
+            Digest::none(),
+            claimed ? claimed : &rec,
+            settlement_.nextIndex()};
   ResourceResult res{rec.id, rec.module, rec.kind, std::move(*outcome), rec.path};
   settlement_.record(p, res.outcome);
   settlement_.emit(std::move(res));

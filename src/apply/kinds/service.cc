@@ -8,8 +8,15 @@
 //
 // Ownership: before its first act, the record keeps the state mesh-host found the
 // unit in (running? enabled?) — committed, so a crash cannot lose it. Once no
-// longer declared, the drop-in is removed and the unit put back as it was found.
+// longer declared, or when the resource names another unit, the drop-in is
+// removed and the unit put back as it was found (give back, below).
 // As declared: nothing is called but the reads (no job, no daemon-reload).
+//
+// Giving back a unit that runs on: its drop-in removed, systemd reloaded, the
+// unit restarted, so that it runs as its vendor's unit says (Ansible's
+// daemon_reload + restarted, Puppet's refresh of a running service). The restart
+// is owed in the record (committed) before the drop-in goes, and paid only by a
+// start after that: a kill between the two leaves it owed, never lost.
 #include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
@@ -17,6 +24,8 @@
 #include "apply/applier.hh"
 #include "apply/diff.hh"
 #include "apply/kinds/cause_text.hh"
+#include "apply/process_info.hh"
+#include "util/clock.hh"
 #include "util/error.hh"
 #include "util/text_safe.hh"
 #include "util/unit_keys.hh"
@@ -39,12 +48,20 @@ struct ServiceObserved {
   // back as found. Never set for a unit only ever found as declared: released.
   bool acted = false;
   int64_t restarts = 0;
+  // What the declaration asks: "running", "stopped", or "" (as it is). For
+  // `status`: a service not asked to run is not down when it does not.
+  std::string wants;
+  // A restart without the drop-in, owed since then (unix ms; 0: none): the
+  // drop-in of a unit that runs on was (about to be) removed.
+  int64_t restartOwedAt = 0;
 
   std::string str() const {
     json j{{"unit", unit}, {"restarts", restarts}};
     if (found) j["found"] = {{"active", foundActive}, {"enabled", foundEnabled}};
     if (dropin) j["dropin"] = true;
     if (acted) j["acted"] = true;
+    if (!wants.empty()) j["wants"] = wants;
+    if (restartOwedAt) j["restart_owed_at"] = restartOwedAt;
     return jsonData(j);
   }
   static ServiceObserved parse(const std::string& text) {
@@ -60,6 +77,8 @@ struct ServiceObserved {
     }
     o.dropin = j.value("dropin", false);
     o.acted = j.value("acted", false);
+    o.wants = j.value("wants", "");
+    o.restartOwedAt = j.value("restart_owed_at", int64_t{0});
     return o;
   }
 };
@@ -101,6 +120,92 @@ supervise::ForeignUnit observeUnit(Context& ctx, const std::string& unit) {
   return f;
 }
 
+std::string joined(const std::vector<std::string>& parts) {
+  std::string out;
+  for (const auto& p : parts) out += (out.empty() ? "" : ", ") + p;
+  return out;
+}
+
+// Started (or restarted) after `atMs`: a restart owed since then is paid.
+bool startedSince(Context& ctx, const std::string& unit, int64_t atMs) {
+  const auto st = ctx.supervisor().observe({unit}, /*detailed=*/true)[unit];
+  return st.active && st.sinceUs / 1000 > atMs;
+}
+
+// What giving a unit back did, in the tense of the command; `gone` when the unit
+// is no longer on the node (only its drop-in could go).
+struct GivenBack {
+  std::vector<std::string> did;
+  bool gone = false;
+};
+
+// Puts `prev.unit` back as mesh-host found it: its drop-in removed, enabled (or
+// not) and running (or stopped) as found. One that runs on is restarted without
+// its drop-in — owed first, in the record (Step::claimInstall, committed), so
+// that a kill after the drop-in went still restarts it, once: a start after the
+// owed time pays it.
+GivenBack giveBack(Step& step, const ServiceObserved& prev) {
+  Context& ctx = step.ctx();
+  const bool plan = ctx.planning();
+  auto said = [plan](const char* would, const char* done, const std::string& what) {
+    return fmt::format("{} {}", plan ? would : done, what);
+  };
+  GivenBack out;
+  const auto f = ctx.supervisor().observeForeign(prev.unit);
+  if (f.loadState == "not-found") {
+    out.gone = true;
+    if (f.dropin) {
+      step.change([&] { ctx.supervisor().setDropin(prev.unit, std::nullopt); });
+      out.did.push_back(said("would remove", "removed", dropinLabel(prev.unit)));
+    }
+    return out;
+  }
+  const auto& svc = ctx.service(prev.unit);
+  const bool dropin = f.dropin.has_value();
+  const bool wasActive = prev.found ? prev.foundActive : svc.active;
+  const bool runsOn = wasActive && svc.active;
+  const bool restart =
+      runsOn &&
+      (dropin || (prev.restartOwedAt && !startedSince(ctx, prev.unit, prev.restartOwedAt)));
+  if (restart && dropin && !prev.restartOwedAt)
+    step.change([&] {
+      ServiceObserved owed = prev;
+      owed.restartOwedAt = unixNowMs();
+      step.claimInstall(owed.str());
+    });
+  if (dropin) {
+    step.change([&] { ctx.supervisor().setDropin(prev.unit, std::nullopt); });
+    out.did.push_back(said("would remove", "removed", dropinLabel(prev.unit)));
+  }
+  if (prev.found && !f.enableLinks.empty() && f.enabled != prev.foundEnabled) {
+    step.change([&] { ctx.supervisor().setEnabled(prev.unit, f, prev.foundEnabled); });
+    out.did.push_back(said(prev.foundEnabled ? "would enable" : "would disable",
+                           prev.foundEnabled ? "enabled" : "disabled", prev.unit));
+  }
+  if (wasActive && !svc.active) {
+    step.change([&] { ctx.supervisor().start(prev.unit); });
+    out.did.push_back(said("would start", "started", prev.unit));
+  } else if (!wasActive && svc.active) {
+    step.change([&] { ctx.supervisor().stop(prev.unit); });
+    out.did.push_back(said("would stop", "stopped", prev.unit));
+  } else if (restart) {
+    step.change([&] { ctx.supervisor().restart(prev.unit); });
+    out.did.push_back(said("would restart", "restarted", prev.unit) + " without " +
+                      (dropin ? "it" : "its drop-in"));
+  } else if (dropin || prev.restartOwedAt) {
+    // Nothing to run again (stopped, or restarted since): systemd still drops
+    // the drop-in's settings now, not at its next reload.
+    step.change([&] { ctx.supervisor().flush(); });
+  }
+  return out;
+}
+
+// The detail of a unit given back because the resource names another now.
+std::string formerUnitDetail(const std::string& unit, const GivenBack& back) {
+  return fmt::format("{} given back{}: {}", unit, back.gone ? " (gone from the node)" : "",
+                     joined(back.did));
+}
+
 class ServiceApplier : public Applier {
  public:
   Digest want(Context&, const decl::Resource& r) const override {
@@ -124,8 +229,14 @@ class ServiceApplier : public Applier {
     const auto f = observeUnit(ctx, s.unit);
     const auto& svc = ctx.service(s.unit);
     const auto prev = rec ? ServiceObserved::parse(rec->observed) : ServiceObserved{};
-    ServiceObserved now = prev.unit == s.unit ? prev : ServiceObserved{};
+    // Another unit than the record's: that one is given back first, in this cycle.
+    const bool renamed = !prev.unit.empty() && prev.unit != s.unit;
+    GivenBack back;
+    if (renamed && (prev.acted || prev.dropin)) back = giveBack(step, prev);
+    ServiceObserved now = renamed ? ServiceObserved{} : prev;
     now.unit = s.unit;
+    now.wants = s.running ? (*s.running ? "running" : "stopped") : "";
+    now.restartOwedAt = 0;
     if (!now.found) {
       now.found = true;
       now.foundActive = svc.active;
@@ -145,7 +256,10 @@ class ServiceApplier : public Applier {
     const bool enableDrift = s.enabled && *s.enabled != f.enabled;
     // Unset: as it is — a running service restarts on its causes, a stopped one stays.
     const bool wantRunning = s.running.value_or(svc.active);
-    const bool restartOwed = causes.restarts() || (dropinDrift && svc.active);
+    // Given back with a restart owed (a kill before it), then declared again.
+    const bool owedBack = !renamed && prev.restartOwedAt && svc.active &&
+                          !startedSince(ctx, s.unit, prev.restartOwedAt);
+    const bool restartOwed = causes.restarts() || (dropinDrift && svc.active) || owedBack;
     if (wantRunning && svc.held && !restartOwed)
       throw Error("{} is not running: {} ({}); left to its supervisor, not started", s.unit,
                   svc.heldWhy, svc.activeState);
@@ -159,7 +273,10 @@ class ServiceApplier : public Applier {
     const bool stop = !wantRunning && svc.active;
 
     if (!dropinDrift && !enableDrift && activation == Activation::None && !stop) {
-      Decision o = Decision::unchanged();
+      Decision o = back.did.empty()
+                       ? Decision::unchanged()
+                       : Decision::updated("declared", formerUnitDetail(prev.unit, back));
+      if (!back.did.empty()) o.addReason(fmt::format("unit was {}", prev.unit));
       o.observed = now.str();
       return o;
     }
@@ -167,7 +284,7 @@ class ServiceApplier : public Applier {
     // Act. What was found, and that a drop-in is about to be written, is recorded
     // (committed) before the first change; a restart the new drop-in owes, before
     // it is written.
-    if (!prev.acted || prev.unit != s.unit || (dropin && !prev.dropin)) {
+    if (!prev.acted || renamed || (dropin && !prev.dropin)) {
       now.acted = true;
       now.dropin = now.dropin || dropin.has_value();
       step.change([&] { step.claimInstall(now.str()); });
@@ -205,13 +322,20 @@ class ServiceApplier : public Applier {
       did.push_back(said("would reload", "reloaded", s.unit));
     }
 
-    std::string detail, driftWords;
-    for (const auto& d : did) detail += (detail.empty() ? "" : ", ") + d;
-    for (const auto& d : drift) driftWords += (driftWords.empty() ? "" : ", ") + d;
+    std::string detail = joined(did);
+    const std::string driftWords = joined(drift);
+    if (!back.did.empty()) detail += "; " + formerUnitDetail(prev.unit, back);
     Decision o = driftWords.empty() ? Decision::updated("", detail)
                                     : Decision::act(true, driftWords, detail);
+    std::vector<std::string> more;
+    if (renamed) more.push_back(fmt::format("unit was {}", prev.unit));
     if (svc.active && !causes.empty() && activation != Activation::Start)
-      o.addReason(causeText(r.id, causes));
+      more.push_back(causeText(r.id, causes));
+    if (!more.empty()) {
+      std::string text;
+      for (const auto& m : more) text += (text.empty() ? "" : "; ") + m;
+      o.addReason(text);
+    }
     if (plan && dropinDrift)
       o.diff = unifiedDiff(f.dropin ? std::optional<std::string_view>(*f.dropin) : std::nullopt,
                            dropin.value_or(""), dropinLabel(s.unit));
@@ -226,53 +350,29 @@ class ServiceApplier : public Applier {
     return o.dropin || o.acted;
   }
 
-  // Its drop-in removed; the unit put back running (or stopped) and enabled (or
-  // not) as mesh-host found it. A service left running whose drop-in went is
-  // restarted, so that it runs as its vendor's unit says.
+  // Given back as found (giveBack): its drop-in removed; the unit put back running
+  // (or stopped) and enabled (or not) as mesh-host found it, restarted when it
+  // runs on without its drop-in.
   Removal remove(Step& step, const state::Record& rec) const override {
-    Context& ctx = step.ctx();
-    const bool plan = ctx.planning();
     const auto prev = ServiceObserved::parse(rec.observed);
     if (prev.unit.empty()) return Removal::released("no unit recorded");
-    const auto f = ctx.supervisor().observeForeign(prev.unit);
-    if (f.loadState == "not-found") {
-      step.change([&] { ctx.supervisor().setDropin(prev.unit, std::nullopt); });
-      return Removal::released(prev.unit + " is gone from the node");
-    }
-    const auto& svc = ctx.service(prev.unit);
-    std::vector<std::string> did;
-    auto said = [plan](const char* would, const char* done, const std::string& what) {
-      return fmt::format("{} {}", plan ? would : done, what);
-    };
-    const bool dropin = f.dropin.has_value();
-    if (dropin) {
-      step.change([&] { ctx.supervisor().setDropin(prev.unit, std::nullopt); });
-      did.push_back(said("would remove", "removed", dropinLabel(prev.unit)));
-    }
-    if (prev.found && !f.enableLinks.empty() && f.enabled != prev.foundEnabled) {
-      step.change([&] { ctx.supervisor().setEnabled(prev.unit, f, prev.foundEnabled); });
-      did.push_back(said(prev.foundEnabled ? "would enable" : "would disable",
-                         prev.foundEnabled ? "enabled" : "disabled", prev.unit));
-    }
-    const bool wasActive = prev.found ? prev.foundActive : svc.active;
-    if (wasActive && !svc.active) {
-      step.change([&] { ctx.supervisor().start(prev.unit); });
-      did.push_back(said("would start", "started", prev.unit));
-    } else if (!wasActive && svc.active) {
-      step.change([&] { ctx.supervisor().stop(prev.unit); });
-      did.push_back(said("would stop", "stopped", prev.unit));
-    } else if (dropin && svc.active) {
-      step.change([&] { ctx.supervisor().restart(prev.unit); });
-      did.push_back(said("would restart", "restarted", prev.unit) + " without it");
-    }
-    if (did.empty()) return Removal::released(fmt::format("left {} as found", prev.unit));
-    std::string detail;
-    for (const auto& d : did) detail += (detail.empty() ? "" : ", ") + d;
-    return Removal::removed(detail + " (as mesh-host found it)");
+    const auto back = giveBack(step, prev);
+    if (back.gone) return Removal::released(prev.unit + " is gone from the node");
+    if (back.did.empty()) return Removal::released(fmt::format("left {} as found", prev.unit));
+    return Removal::removed(joined(back.did) + " (as mesh-host found it)");
   }
 };
 
 }  // namespace
+
+std::optional<ProcessInfo> serviceInfo(const state::Record& rec) {
+  if (rec.kind != "service") return std::nullopt;
+  const auto o = ServiceObserved::parse(rec.observed);
+  if (o.unit.empty()) return std::nullopt;
+  ProcessInfo info{o.unit, o.restarts, 0};
+  info.mustRun = o.wants == "running";
+  return info;
+}
 
 const Applier& serviceApplier() {
   static const ServiceApplier a;
