@@ -118,8 +118,9 @@ TEST_F(ServiceGiveBack, AKillAtAnyPointOfTheRemovalNeverLosesTheRestartWithoutTh
       const bool restartedBefore = pidKilled != pidBefore && pidKilled != "0";
       Result next = apply(empty);
       ASSERT_EQ(next.code, 0) << syscall << " " << n << ": " << next.out << next.err;
-      if (restartedBefore)
+      if (restartedBefore) {
         EXPECT_EQ(mainPid(), pidKilled) << syscall << " " << n << ": restarted twice";
+      }
       EXPECT_FALSE(std::filesystem::exists(dropinPath())) << syscall << " " << n;
       EXPECT_EQ(active(), "active") << syscall << " " << n;
       EXPECT_NE(mainPid(), pidBefore)
