@@ -65,6 +65,7 @@ json recordJson(const fleet::PushHistoryEntry& e) {
        {"nodes", r.nodes},
        {"results", {{"pushed", r.pushed}, {"unchanged", r.unchanged}, {"conflict", r.conflict}}},
        {"outcomes", nullptr}});
+  if (r.texts > 0) j["texts"] = r.texts;  // --each: one text per node, this many distinct
   if (r.outcomes)
     j["outcomes"] = {{"applied", r.outcomes->applied},
                      {"failed", r.outcomes->failed},
@@ -113,8 +114,9 @@ int runFleetHistory(const FleetOptions& f, const FleetHistoryOptions& h) {
     // Cells from etcd escaped before they are padded, so that the columns line up.
     printLine(fmt::format("{:<20}  {:<19}  {:>6}  {:<19}  {:<20}  {:>5}  {}{}",
                           isoTime(r.pushedAtMs), shownText(shortKey(r.pushedBy)), r.serial,
-                          shownText(fleet::shortDigest(r.digest)), shownText(r.selector), r.nodes,
-                          resultsText(r), mark));
+                          r.texts > 0 ? fmt::format("--each: {} text(s)", r.texts)
+                                      : shownText(fleet::shortDigest(r.digest)),
+                          shownText(r.selector), r.nodes, resultsText(r), mark));
   }
   return kExitOk;
 }

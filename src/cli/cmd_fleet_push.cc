@@ -12,6 +12,7 @@
 #include "cli/output.hh"
 #include "fleet/etcd.hh"
 #include "fleet/push.hh"
+#include "fleet/push_each.hh"
 #include "util/duration.hh"
 #include "util/error.hh"
 #include "util/fs.hh"
@@ -22,8 +23,13 @@ namespace mesh::cli {
 using nlohmann::json;
 
 void FleetPushOptions::addTo(CLI::App& cmd) {
-  cmd.add_option("DECL", declaration, "the declaration (TOML) to push; it needs a serial")
-      ->required();
+  cmd.add_option("DECL", declaration,
+                 "the declaration (TOML) to push; it needs a serial (or --each DIR)");
+  cmd.add_option("--each", each,
+                 "push DIR/<node>.toml to each such node, in one push: one serial (every file's), "
+                 "one signed statement per distinct text, one history record; in place of DECL, "
+                 "--node and --nodes")
+      ->option_text("DIR");
   cmd.add_option("--key", key, "the operator key file (mesh-host key init --operator FILE)")
       ->option_text("FILE")
       ->required();
@@ -68,12 +74,23 @@ fleet::PushRequest requestOf(const FleetOptions& f, const FleetPushOptions& p) {
   fleet::PushRequest r;
   r.cluster = f.cluster;
   fleet::checkFleetName(f.cluster, "--cluster");
+  r.maxParallelRestarts = p.maxParallelRestarts;
+  r.lockTimeout = parseDuration(p.lockTimeout, "--lock-timeout");
+  if (!p.each.empty()) {
+    if (!p.declaration.empty() || !p.node.empty() || !p.nodes.empty())
+      throw InputError(
+          "fleet push --each DIR pushes DIR/<node>.toml to each node: give no DECL, --node or "
+          "--nodes with it");
+    r.each = fleet::readEachDir(p.each);
+    r.declarationPath = p.each;
+    return r;
+  }
+  if (p.declaration.empty())
+    throw InputError("fleet push: give the declaration to push (DECL), or --each DIR");
   for (const auto& v : p.node) r.selector.add(v, "--node");
   for (const auto& v : p.nodes) r.selector.add(v, "--nodes");
   if (r.selector.items.empty())
     throw InputError("fleet push: name the nodes to push to with --node NAME or --nodes LIST");
-  r.maxParallelRestarts = p.maxParallelRestarts;
-  r.lockTimeout = parseDuration(p.lockTimeout, "--lock-timeout");
   r.declarationPath = p.declaration;
   std::optional<std::string> text;
   try {
@@ -110,8 +127,9 @@ int runFleetPush(const FleetOptions& f, const FleetPushOptions& p) {
       if (n.result == fleet::PushedNode::Result::Unchanged)
         sayLine(fmt::format("unchanged {}: serial {} already pushed", n.node, report.serial));
       else if (n.result == fleet::PushedNode::Result::Pushed)
-        sayLine(
-            fmt::format("pushed {}: serial {} (revision {})", n.node, report.serial, n.revision));
+        sayLine(fmt::format("pushed {}: serial {} (revision {}){}", n.node, report.serial,
+                            n.revision,
+                            report.texts > 0 ? ", " + fleet::shortDigest(n.digest) : ""));
     }
 
   // Statuses count when they verify against enrollments this key signed (or --trust).
@@ -141,7 +159,7 @@ int runFleetPush(const FleetOptions& f, const FleetPushOptions& p) {
     nlohmann::json j = {{"node", n.node},
                         {"result", fleet::resultName(n.result)},
                         {"serial", report.serial},
-                        {"digest", report.digest}};
+                        {"digest", n.digest}};
     if (!conflict) j["revision"] = n.revision;
     if (waitFor && !conflict) {
       std::string outcome = fleet::outcomeName(n.outcome);
@@ -154,14 +172,16 @@ int runFleetPush(const FleetOptions& f, const FleetPushOptions& p) {
     nodes.push_back(std::move(j));
   }
   if (f.json) {
-    nlohmann::json out = {{"cluster", f.cluster},         {"declaration", p.declaration},
-                          {"serial", report.serial},      {"digest", report.digest},
-                          {"pushed_by", report.pushedBy}, {"waited", waitFor.has_value()},
-                          {"nodes", std::move(nodes)}};
+    nlohmann::json out = {
+        {"cluster", f.cluster},         {"declaration", p.each.empty() ? p.declaration : p.each},
+        {"serial", report.serial},      {"digest", report.digest},
+        {"pushed_by", report.pushedBy}, {"waited", waitFor.has_value()},
+        {"nodes", std::move(nodes)}};
     std::puts(jsonOut(out).c_str());
   } else if (waitFor) {
     sayLine(fmt::format("{} of {} node(s) applied serial {} ({})", applied, targets, report.serial,
-                        fleet::shortDigest(report.digest)));
+                        report.texts > 0 ? fmt::format("{} text(s), one per node", report.texts)
+                                         : fleet::shortDigest(report.digest)));
   }
   const bool allApplied = !waitFor || applied == targets;
   return allApplied && conflicts == 0 ? kExitOk : kExitFailed;

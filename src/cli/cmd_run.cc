@@ -114,8 +114,10 @@ int runFleetNode(CommonOptions& o, const RunOptions& r, agent::AgentOptions& a) 
         "{}/trusted/): anyone who can write to etcd could otherwise change this node",
         o.stateDir);
   const std::string baseDir = (o.root == "/" ? "" : o.root) + "/etc/mesh-host";
-  f.parse = [&o, baseDir](const std::string& text, const std::string& source) {
-    return decl::parseOnThisNode(text, source, o.parseOptions(baseDir));
+  f.parse = [&o, baseDir, cluster = r.cluster](const std::string& text, const std::string& source) {
+    auto po = o.parseOptions(baseDir);
+    po.cluster = cluster;  // what {cluster} stands for; a declared `cluster` must be it
+    return decl::parseOnThisNode(text, source, po);
   };
   a.fleet = std::move(f);
   return runAgentLocked(o, r, a);

@@ -110,10 +110,16 @@ struct RunOptions {
 };
 int runRun(CommonOptions& o, const RunOptions& r);
 
-// `seal`: a secret sealed to a node's public key, for `sealed = "…"`.
+// `seal`: a secret sealed to nodes' public keys, for `sealed = "…"` (cmd_seal.cc):
+// keys given with --to, and/or the enrolled nodes --nodes names in etcd.
 struct SealOptions {
-  std::string to;    // the node's public key text, "mesh-node:<base64>"
-  std::string file;  // the secret; "-" for stdin
+  std::vector<std::string> to;     // node public key texts, "mesh-node:<base64>"
+  std::vector<std::string> nodes;  // --nodes: names and globs of enrolled nodes (with --etcd)
+  std::vector<std::string> etcd;   // --etcd: where --nodes are looked up
+  std::string cluster = "default";
+  EtcdConnectionOptions connection;
+  FleetTrustOptions trust;  // the operator keys whose enrollments count
+  std::string file;         // the secret; "-" for stdin
   void addTo(CLI::App& cmd);
 };
 int runSeal(const SealOptions& s);
@@ -179,6 +185,7 @@ struct FleetPushOptions {
   std::string wait;                 // a duration ("30s"); "" does not wait
   std::string lockTimeout = "30s";  // how long to wait for another push's lock
   std::string declaration;
+  std::string each;  // --each DIR: DIR/<node>.toml to each node, in place of DECL
   void addTo(CLI::App& cmd);
 };
 int runFleetPush(const FleetOptions& f, const FleetPushOptions& p);

@@ -230,8 +230,11 @@ int main(int argc, char** argv) {
        "hand",
        false, CommonOptions::kConverge & ~CommonOptions::kJson,  // logs: --log-format
        [&] { return runRun(common, runOptions); }, [&](CLI::App& sub) { runOptions.addTo(sub); }},
-      {"seal", "prints FILE's secret sealed to a node's public key, for sealed = \"…\"", false, 0,
-       [&] { return runSeal(sealOptions); }, [&](CLI::App& sub) { sealOptions.addTo(sub); }},
+      {"seal",
+       "prints FILE's secret sealed to nodes' public keys (--to KEY …, or enrolled --nodes), one "
+       "value for sealed = \"…\"",
+       false, 0, [&] { return runSeal(sealOptions); },
+       [&](CLI::App& sub) { sealOptions.addTo(sub); }},
       {"blob", "blob add FILE --to DIR: publish a bundle into a directory store, print its digest",
        false, 0, [&] { return runBlob(blobOptions); },
        [&](CLI::App& sub) { blobOptions.addTo(sub); }},

@@ -101,6 +101,7 @@ std::string compiledKey(const Digest& textDigest, const std::string& source,
   w.s(textDigest.str());
   w.s(source);
   w.s(options.node);
+  w.s(options.cluster ? "cluster:" + *options.cluster : std::string());
   w.s(options.baseDir);
   w.s(options.stateDir);
   return Digest::ofBytes(w.out()).str();

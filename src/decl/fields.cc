@@ -193,10 +193,35 @@ std::optional<std::string> Fields::string(std::string_view key, Text text) {
   return v;
 }
 
+std::optional<std::string> Fields::substitute(std::string_view key, const toml::node& n,
+                                              std::string v) {
+  if (!placeholders_) return v;
+  if (auto problem = placeholderProblem(v, *placeholders_)) {
+    error(at(n), fmt::format("{} in {} {}", key, subject_, *problem));
+    return std::nullopt;
+  }
+  return substitutePlaceholders(v, *placeholders_);
+}
+
+std::optional<std::string> Fields::substituted(std::string_view key, Text text) {
+  const toml::node* n = find(key);
+  if (!n) return std::nullopt;
+  auto v = string(key, text);
+  if (!v) return std::nullopt;
+  auto out = substitute(key, *n, std::move(*v));
+  if (out && text == Text::Plain)
+    if (auto problem = controlProblem(*out)) {
+      error(at(*n), fmt::format("{} '{}' in {} {} (once {{node}} and {{cluster}} are replaced)",
+                                key, shown(*out), subject_, *problem));
+      return std::nullopt;
+    }
+  return out;
+}
+
 std::optional<std::string> Fields::path(std::string_view key) {
   const toml::node* n = find(key);
   if (!n) return std::nullopt;
-  auto v = string(key);
+  auto v = substituted(key);
   if (!v) return std::nullopt;
   if (auto problem = pathProblem(*v)) {
     error(at(*n), fmt::format("{} '{}' in {} {}", key, shown(*v), subject_, *problem));
@@ -391,13 +416,20 @@ std::optional<std::map<std::string, UnitValue>> Fields::unit(std::string_view ke
       continue;
     }
     UnitValue lines;
+    const std::string where = fmt::format("{}.{}", key, name);
     if (const auto* s = value.as_string()) {
-      lines.push_back(s->get());
+      if (auto v = substitute(where, value, s->get()))
+        lines.push_back(std::move(*v));
+      else
+        ok = false;
     } else if (const auto* array = value.as_array()) {
       for (const toml::node& element : *array) {
-        if (const auto* es = element.as_string())
-          lines.push_back(es->get());
-        else
+        if (const auto* es = element.as_string()) {
+          if (auto v = substitute(where, element, es->get()))
+            lines.push_back(std::move(*v));
+          else
+            ok = false;
+        } else
           bad(element, fmt::format("{}.{} in {} lists {}; every entry must be a string", key, name,
                                    subject_, typeName(element.type())));
       }

@@ -14,6 +14,7 @@
 
 #include "decl/draft.hh"
 #include "decl/parse.hh"
+#include "decl/placeholders.hh"
 
 namespace mesh::decl {
 
@@ -44,7 +45,12 @@ class Fields {
   void error(const Position& pos, std::string message) { diags_.error(pos, std::move(message)); }
 
   std::optional<std::string> string(std::string_view key, Text text = Text::Any);
-  // An absolute, normal path without control characters (pathProblem).
+  // From now on, path() and unit() values and substituted() strings have {node} and
+  // {cluster} replaced (decl/placeholders.hh); null: left as written. `p` outlives this.
+  void substituteWith(const Placeholders* p) { placeholders_ = p; }
+  // string(), with {node} and {cluster} replaced; `text` is checked on the result too.
+  std::optional<std::string> substituted(std::string_view key, Text text = Text::Any);
+  // An absolute, normal path without control characters (pathProblem), substituted.
   std::optional<std::string> path(std::string_view key);
   std::optional<bool> boolean(std::string_view key);
   std::optional<mode_t> mode(std::string_view key);
@@ -63,6 +69,8 @@ class Fields {
 
  private:
   void wrongType(std::string_view key, const toml::node& node, std::string_view expected);
+  // `v` substituted, or nullopt having reported at `n` why it cannot be.
+  std::optional<std::string> substitute(std::string_view key, const toml::node& n, std::string v);
 
   const toml::table& table_;
   Position tablePos_;
@@ -70,6 +78,7 @@ class Fields {
   Diagnostics& diags_;
   bool hadUnknownKeys_ = false;
   std::vector<AccountRef>* accounts_ = nullptr;
+  const Placeholders* placeholders_ = nullptr;
 };
 
 // "a string", "an integer", … for messages.

@@ -65,7 +65,7 @@ FileSpec readFile(Fields& f, Draft& d, const ParseOptions& options) {
   FileSpec s;
   readPath(f, d, s.path);
   exactlyOne(f, "content", "blob", "content = \"…\" or blob = \"sha256:…\"");
-  s.content = f.string("content");
+  s.content = f.substituted("content");
   s.blob = f.digest("blob");
   s.contentDigest = s.blob ? *s.blob : Digest::ofBytes(s.content.value_or(""));
   if (auto mode = f.mode("mode")) s.mode = *mode;
@@ -90,7 +90,7 @@ LinkSpec readLink(Fields& f, Draft& d, const ParseOptions&) {
   LinkSpec s;
   readPath(f, d, s.path);
   if (!f.find("target")) f.missing("target", "target = \"/opt/app/current\"");
-  if (auto target = f.string("target", Text::Plain)) s.target = *target;
+  if (auto target = f.substituted("target", Text::Plain)) s.target = *target;
   return s;
 }
 
@@ -292,6 +292,8 @@ Draft readResource(const ResourceHeader& header, const toml::table& table, Diagn
   r.pos = header.pos;
   Fields f(table, header.pos, d.subject(), diags);
   f.collectAccounts(&d.accounts);
+  const Placeholders placeholders{options.node, options.cluster};
+  f.substituteWith(&placeholders);
 
   for (const char* key : {"restart-on", "reload-on"})
     if (auto it = table.find(key);

@@ -67,15 +67,18 @@ class Walker {
   void module(const std::string& module, const toml::table& table);
   void kind(const std::string& module, Kind kind, const toml::table& table);
 
+  // Reads the top-level `cluster` into options_.cluster (what {cluster} stands for).
+  void cluster(Fields& top, const toml::table& root);
+
   Diagnostics& diags_;
-  const ParseOptions& options_;
+  ParseOptions options_;  // a copy: the declared cluster completes it
   std::vector<Draft> drafts_;
   std::optional<Position> emptyPos_;
 };
 
 void Walker::root(const toml::table& root, Declaration& decl) {
   Fields top(root, diags_.at(1, 1), "the top level", diags_);
-  top.rejectUnknown({"node", "module", "serial", "empty"});
+  top.rejectUnknown({"node", "module", "serial", "empty", "cluster"});
   std::optional<std::string> node = top.string("node", Text::Line);
   if (node && *node != options_.node) {
     std::string here = options_.node.empty() ? "no --node was given"
@@ -86,6 +89,7 @@ void Walker::root(const toml::table& root, Declaration& decl) {
                           shown(*node), here, shown(*node)));
   }
   decl.node = node;
+  cluster(top, root);
   if (const toml::node* s = root.get("serial")) {
     // The replay guard compares serials (docs/trust.md); 0 is the lowest.
     const auto* i = s->as_integer();
@@ -104,6 +108,29 @@ void Walker::root(const toml::table& root, Declaration& decl) {
     if (auto empty = top.boolean("empty")) decl.empty = *empty;
   }
   if (const toml::node* m = root.get("module")) modules(*m);
+}
+
+void Walker::cluster(Fields& top, const toml::table& root) {
+  const toml::node* n = root.get("cluster");
+  if (!n) return;
+  auto declared = top.string("cluster", Text::Line);
+  if (!declared) return;
+  const bool valid = declared->size() <= 128 && *declared != "." && *declared != ".." &&
+                     declared->find_first_not_of(
+                         "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTU"
+                         "VWXYZ0123456789._@-") == std::string::npos;
+  if (!valid) {
+    top.error(top.at(*n), fmt::format("cluster '{}' is not a cluster name: 1 to 128 of A-Z a-z "
+                                      "0-9 . _ @ - (not . or ..)",
+                                      shown(*declared)));
+  } else if (options_.cluster && *options_.cluster != *declared) {
+    top.error(top.at(*n),
+              fmt::format("declaration is for cluster '{}' but this is cluster '{}' (--cluster); "
+                          "push it to cluster '{}' or change 'cluster'",
+                          *declared, *options_.cluster, *declared));
+  } else {
+    options_.cluster = *declared;
+  }
 }
 
 // No resources is "remove everything mesh-host manages here", so it must be

@@ -20,8 +20,12 @@ using FormSource = mesh::FormSource;
 using CompiledCache = mesh::CompiledCache;
 
 struct ParseOptions {
-  // --node: a declared `node` must equal it.
+  // --node: a declared `node` must equal it; what {node} stands for.
   std::string node;
+  // The fleet's cluster (the agent's --cluster, fleet push's): a declared `cluster`
+  // must equal it; what {cluster} stands for. Unset outside fleet mode: the declared
+  // `cluster`, if any, is (decl/placeholders.hh).
+  std::optional<std::string> cluster;
   // Directory that a relative credential `from` is resolved against (the
   // declaration file's directory).
   std::string baseDir = ".";

@@ -22,22 +22,36 @@ namespace mesh::fleet {
 namespace {
 
 // The target nodes, sorted: the names, and the known nodes each glob matches.
+// A name under the nodes prefix that is not a node name (an etcd writer's) is skipped,
+// the count said: a node would never take a statement for it.
 std::vector<std::string> resolveTargets(const Selector& selector,
                                         const std::map<std::string, NodeKeys>& known,
-                                        const std::string& cluster) {
+                                        const std::string& cluster, const PushEvents& events) {
   std::set<std::string> targets;
   for (const auto& n : selector.names()) targets.insert(n);
   std::vector<std::string> empty;
+  std::set<std::string> invalid;
   for (const auto& glob : selector.globs()) {
     const Selector one{{glob}};
     bool matched = false;
     for (const auto& [node, keys] : known)
       if (one.matches(node)) {
+        try {
+          checkFleetName(node, "node");
+        } catch (const InputError&) {
+          invalid.insert(node);
+          continue;
+        }
         targets.insert(node);
         matched = true;
       }
     if (!matched) empty.push_back(glob);
   }
+  if (!invalid.empty() && events.warn)
+    events.warn(
+        fmt::format("--nodes: skipped {} name(s) under {} that are not node names (written outside "
+                    "mesh-host?)",
+                    invalid.size(), FleetKeys{cluster}.nodesPrefix()));
   if (!empty.empty())
     throw InputError(
         "--nodes: {} matches no node known in cluster {} ({} known); name a new node "
@@ -49,12 +63,19 @@ std::vector<std::string> resolveTargets(const Selector& selector,
 }
 
 // Parses the declaration as a node would (users and groups are the node's to check), so
-// that a broken one is refused before anything is pushed; returns its serial.
+// that a broken one is refused before anything is pushed; returns its serial. One that
+// names {node} is parsed as each target sees it ({node} in a path, say).
 int64_t checkDeclaration(const std::string& path, const std::string& text,
-                         const std::vector<std::string>& targets) {
+                         const std::vector<std::string>& targets, const std::string& cluster) {
   decl::ParseOptions po;
   po.node = targets.front();  // a declared `node` must name the target
+  po.cluster = cluster;
   const auto d = decl::parseDeclaration(text, path, po);
+  if (text.find("{node}") != std::string::npos)
+    for (std::size_t i = 1; i < targets.size(); ++i) {
+      po.node = targets[i];
+      (void)decl::parseDeclaration(text, path, po);
+    }
   if (d.node)
     for (const auto& t : targets)
       if (t != *d.node)
@@ -238,22 +259,104 @@ const char* outcomeName(PushedNode::Outcome o) {
   return "?";
 }
 
+std::string eachDigest(const std::vector<PushedNode>& nodes) {
+  std::vector<std::pair<std::string, std::string>> lines;
+  for (const auto& n : nodes) lines.emplace_back(n.node, n.digest);
+  std::sort(lines.begin(), lines.end());
+  std::string text;
+  for (const auto& [node, digest] : lines) text += node + " " + digest + "\n";
+  return Digest::ofBytes(text).str();
+}
+
+namespace {
+
+// The texts of a push: one for every target, or (--each) one per distinct text, each
+// with the nodes that get it and the statement signed for them.
+struct PushText {
+  std::string path, text, digest;
+  std::vector<std::string> nodes;  // sorted
+  Statement statement;
+  std::string value;  // the signed value put at its nodes' keys
+};
+
+// --each: the named nodes, each once, and the distinct texts. Every text is parsed as its
+// node would; all must carry the same serial.
+std::vector<PushText> textsOfEach(const PushRequest& request, std::vector<std::string>& names,
+                                  int64_t& serial) {
+  std::map<std::string, PushText> byDigest;
+  std::map<std::string, std::string> pathOf;             // node -> file
+  std::optional<std::pair<int64_t, std::string>> first;  // serial, file
+  for (const auto& e : request.each) {
+    checkFleetName(e.node, e.path);
+    if (const auto [it, fresh] = pathOf.emplace(e.node, e.path); !fresh)
+      throw InputError("--each: {} and {} are both for node {}; give each node one file",
+                       it->second, e.path, e.node);
+    checkBodySize(e.path, e.text);
+    const int64_t s = checkDeclaration(e.path, e.text, {e.node}, request.cluster);
+    if (!first) first.emplace(s, e.path);
+    if (s != first->first)
+      throw InputError(
+          "--each: {} has serial {} but {} has serial {}; one push has one serial: give every "
+          "file the same serial = N",
+          e.path, s, first->second, first->first);
+    const std::string digest = Digest::ofBytes(e.text).str();
+    auto& t = byDigest[digest];
+    if (t.nodes.empty()) {
+      t.path = e.path;
+      t.text = e.text;
+      t.digest = digest;
+    }
+    t.nodes.push_back(e.node);
+  }
+  if (!first) throw InputError("--each: no declaration to push");
+  serial = first->first;
+  for (const auto& [node, path] : pathOf) names.push_back(node);
+  std::vector<PushText> texts;
+  for (auto& [digest, t] : byDigest) {
+    std::sort(t.nodes.begin(), t.nodes.end());
+    texts.push_back(std::move(t));
+  }
+  return texts;
+}
+
+}  // namespace
+
 PushReport push(EtcdClient& etcd, const trust::OperatorKey& key, const PushRequest& request,
                 const PushEvents& events) {
   checkFleetName(request.cluster, "--cluster");
-  checkBodySize(request.declarationPath, request.text);
+  if (request.each.empty()) checkBodySize(request.declarationPath, request.text);
   const FleetKeys keys{request.cluster};
   Statement st;
   st.cluster = request.cluster;
-  st.selector = request.selector;
-  st.declarationDigest = Digest::ofBytes(request.text).str();
   st.pushedBy = key.publicKey().text();
   st.maxParallelRestarts = request.maxParallelRestarts;
 
   PushLock lock(etcd, keys, st.pushedBy, request.lockTimeout, events.warn);
   const auto known = knownForPush(etcd, keys);
-  const auto names = resolveTargets(request.selector, known, request.cluster);
-  st.serial = checkDeclaration(request.declarationPath, request.text, names);
+  std::vector<std::string> names;
+  std::vector<PushText> texts;
+  if (request.each.empty()) {
+    names = resolveTargets(request.selector, known, request.cluster, events);
+    st.serial = checkDeclaration(request.declarationPath, request.text, names, request.cluster);
+    PushText t{
+        request.declarationPath, request.text, Digest::ofBytes(request.text).str(), names, {}, {}};
+    texts.push_back(std::move(t));
+  } else {
+    texts = textsOfEach(request, names, st.serial);
+  }
+  std::map<std::string, std::size_t> textOf;  // node -> its text in `texts`
+  st.pushedAtMs = unixNowMs();
+  for (std::size_t i = 0; i < texts.size(); ++i) {
+    auto& t = texts[i];
+    for (const auto& n : t.nodes) textOf[n] = i;
+    t.statement = st;
+    t.statement.declarationDigest = t.digest;
+    if (request.each.empty()) {
+      t.statement.selector = request.selector;
+    } else {
+      for (const auto& n : t.nodes) t.statement.selector.items.push_back(n);
+    }
+  }
 
   // Every rule is checked for every node before the first put: a refusal pushes nothing.
   std::vector<Plan> plans;
@@ -262,34 +365,45 @@ PushReport push(EtcdClient& etcd, const trust::OperatorKey& key, const PushReque
   for (const auto& node : names) {
     Plan plan{node, std::nullopt, false};
     if (const auto it = known.find(node); it != known.end()) plan.there = it->second.declaration;
-    auto refusal = checkOverwrite(plan, st, request.cluster, key.publicKey(), events, verified);
+    auto refusal = checkOverwrite(plan, texts[textOf.at(node)].statement, request.cluster,
+                                  key.publicKey(), events, verified);
     if (!refusal.empty()) refusals.push_back(std::move(refusal));
     plans.push_back(std::move(plan));
   }
   if (!refusals.empty()) throw InputError(fmt::format("{}", fmt::join(refusals, "\n")));
 
-  st.pushedAtMs = unixNowMs();
-  PushedDeclaration pushed;
-  pushed.statement = encodeStatement(st);
-  pushed.signature = trust::signatureText(key, pushed.statement);
-  const std::string value = encodePushed(pushed);  // the bytes are stored once, by digest
-  if (value.size() + keys.declaration(names.back()).size() > kPushTxnBytes)
-    throw InputError(
-        "the signed statement is {} bytes (its selector lists {} names and globs): over what one "
-        "etcd request may carry; name the nodes with fewer, shorter items (globs: web-*)",
-        value.size(), st.selector.items.size());
-  if (std::any_of(plans.begin(), plans.end(), [](const Plan& p) { return !p.unchanged; }))
-    storeBody(etcd, keys, st.declarationDigest, request.text);
+  std::set<std::string> named;
+  for (auto& t : texts) {
+    PushedDeclaration pushed;
+    pushed.statement = encodeStatement(t.statement);
+    pushed.signature = trust::signatureText(key, pushed.statement);
+    t.value = encodePushed(pushed);  // the bytes are stored once, by digest
+    if (t.value.size() + keys.declaration(t.nodes.back()).size() > kPushTxnBytes)
+      throw InputError(
+          "the signed statement is {} bytes (its selector lists {} names and globs): over what "
+          "one etcd request may carry; name the nodes with fewer, shorter items (globs: web-*)",
+          t.value.size(), t.statement.selector.items.size());
+    named.insert(t.digest);
+  }
+  for (std::size_t t = 0; t < texts.size(); ++t)
+    if (std::any_of(plans.begin(), plans.end(),
+                    [&](const Plan& p) { return !p.unchanged && textOf.at(p.node) == t; }))
+      storeBody(etcd, keys, texts[t].digest, texts[t].text);
 
-  PushReport report{st.declarationDigest, st.serial,     st.pushedBy, {},
-                    st.selector.text(),   st.pushedAtMs, {},          0};
+  PushReport report;
+  report.serial = st.serial;
+  report.pushedBy = st.pushedBy;
+  report.pushedAtMs = st.pushedAtMs;
   report.nodes.resize(plans.size());
-  std::vector<ConditionalPut> puts;
-  std::vector<std::size_t> planOf;  // puts[i] is for plans[planOf[i]]
+  // Per text, the puts of its nodes: puts[t][i] is for plans[planOf[t][i]].
+  std::vector<std::vector<ConditionalPut>> puts(texts.size());
+  std::vector<std::vector<std::size_t>> planOf(texts.size());
   for (std::size_t i = 0; i < plans.size(); ++i) {
     const auto& plan = plans[i];
+    const std::size_t t = textOf.at(plan.node);
     PushedNode& n = report.nodes[i];
     n.node = plan.node;
+    n.digest = texts[t].digest;
     if (plan.unchanged) {
       n.result = PushedNode::Result::Unchanged;
       n.revision = plan.there->modRevision;
@@ -297,45 +411,59 @@ PushReport push(EtcdClient& etcd, const trust::OperatorKey& key, const PushReque
       if (events.progress) events.progress(n);
       continue;
     }
-    puts.push_back({keys.declaration(plan.node), plan.there ? plan.there->modRevision : 0});
-    planOf.push_back(i);
+    puts[t].push_back({keys.declaration(plan.node), plan.there ? plan.there->modRevision : 0});
+    planOf[t].push_back(i);
+  }
+  if (request.each.empty()) {
+    report.digest = texts.front().digest;
+    report.selector = texts.front().statement.selector.text();
+  } else {
+    report.digest = eachDigest(report.nodes);
+    report.texts = static_cast<int64_t>(texts.size());
+    Selector all;
+    for (const auto& n : names) all.items.push_back(n);
+    report.selector = all.text();
   }
   if (events.beforePuts) events.beforePuts();
-  const std::string pushedValue = valueDigest(value);
   bool conflicts = false;
   BatchLimits limits;
   limits.ops = kEtcdMaxTxnOps;
   limits.bytes = kPushTxnBytes;
   limits.streams = kPushStreams;
-  putAllIfUnchanged(
-      etcd, puts, value, limits,
-      [&](std::size_t i, int64_t revision) {
-        PushedNode& n = report.nodes[planOf[i]];
-        if (revision != 0) {
-          n.revision = revision;
-          n.value = pushedValue;
-        } else {
-          // Only an etcd writer outside fleet push gets here: pushes hold the lock.
-          conflicts = true;
-          n.result = PushedNode::Result::Conflict;
-          n.detail =
-              "its declaration changed after it was checked (written outside fleet push?); "
-              "nothing was put there: look at fleet status and push again";
-        }
-        if (events.progress) events.progress(n);
-      },
-      [&] { lock.keepAlive(); });
+  for (std::size_t t = 0; t < texts.size(); ++t) {
+    if (puts[t].empty()) continue;
+    const std::string pushedValue = valueDigest(texts[t].value);
+    putAllIfUnchanged(
+        etcd, puts[t], texts[t].value, limits,
+        [&](std::size_t i, int64_t revision) {
+          PushedNode& n = report.nodes[planOf[t][i]];
+          if (revision != 0) {
+            n.revision = revision;
+            n.value = pushedValue;
+          } else {
+            // Only an etcd writer outside fleet push gets here: pushes hold the lock.
+            conflicts = true;
+            n.result = PushedNode::Result::Conflict;
+            n.detail =
+                "its declaration changed after it was checked (written outside fleet push?); "
+                "nothing was put there: look at fleet status and push again";
+          }
+          if (events.progress) events.progress(n);
+        },
+        [&] { lock.keepAlive(); });
+  }
 
   auto [recordKey, recordRevision] = recordPush(etcd, keys, recordOf(report, false), key);
   report.recordKey = std::move(recordKey);
   report.recordRevision = recordRevision;
-  dropUnusedBodies(etcd, keys, known, names, {st.declarationDigest}, conflicts);
+  dropUnusedBodies(etcd, keys, known, names, std::move(named), conflicts);
   return report;
 }
 
 PushRecord recordOf(const PushReport& report, bool waited) {
   PushRecord r;
   r.digest = report.digest;
+  r.texts = report.texts;
   r.serial = report.serial;
   r.pushedBy = report.pushedBy;
   r.pushedAtMs = report.pushedAtMs;

@@ -49,11 +49,22 @@ inline constexpr std::size_t kPushStreams = 8;
 // request's framing, well under etcd's kEtcdMaxRequestBytes.
 inline constexpr std::size_t kPushTxnBytes = 1024 * 1024;
 
+// One node's own declaration (`fleet push --each DIR`: DIR/<node>.toml).
+struct NodeDeclaration {
+  std::string node;
+  std::string path;  // names it in messages
+  std::string text;  // its exact bytes
+};
+
 struct PushRequest {
   std::string cluster{kDefaultCluster};
   Selector selector;            // as given: names and globs
   std::string declarationPath;  // names the declaration in messages
   std::string text;             // its exact bytes
+  // --each (fleet/push_each.hh): each node its own text, in place of selector and text.
+  // One push all the same: one lock, one serial (every text's), one signed statement per
+  // distinct text (its selector the nodes that get it), one record.
+  std::vector<NodeDeclaration> each;
   int64_t maxParallelRestarts = 0;
   std::chrono::milliseconds lockTimeout{std::chrono::seconds(30)};
 };
@@ -66,12 +77,15 @@ struct PushedNode {
   Result result = Result::Pushed;
   int64_t revision = 0;  // of the put, or of the identical value already there; 0 conflict
   std::string value;     // valueDigest() of the value the node judges ("" conflict)
+  std::string digest;    // the declaration's this node was pushed, "sha256:…"
   Outcome outcome = Outcome::Waiting;  // waitForNodes()
   std::string detail;
 };
 
 struct PushReport {
-  std::string digest;  // the declaration's, "sha256:…"
+  // The declaration's, "sha256:…"; for --each, eachDigest() of what each node got.
+  std::string digest;
+  int64_t texts = 0;  // --each: how many distinct texts; 0 for one text to every node
   int64_t serial = 0;
   std::string pushedBy;
   std::vector<PushedNode> nodes;  // sorted by name; conflicts included
@@ -89,6 +103,10 @@ struct PushEvents {
   // key here, as a writer outside fleet push would, to make a conflict).
   std::function<void()> beforePuts;
 };
+
+// What a push of one text per node names as its digest: the digest of the lines
+// "<node> <declaration digest>\n", sorted by node.
+std::string eachDigest(const std::vector<PushedNode>& nodes);
 
 // Throws InputError (nothing pushed) for bad input or a refused serial, Error when
 // etcd fails or the push lock stays taken past lockTimeout (nothing pushed either).

@@ -23,16 +23,17 @@ std::string recordText(const PushRecord& r) {
                 {"failed", r.outcomes->failed},
                 {"refused", r.outcomes->refused},
                 {"timed_out", r.outcomes->timedOut}};
-  return jsonData(json{
-      {"type", kPushRecordType},
-      {"digest", r.digest},
-      {"serial", r.serial},
-      {"pushed_by", r.pushedBy},
-      {"pushed_at_ms", r.pushedAtMs},
-      {"selector", r.selector},
-      {"nodes", r.nodes},
-      {"results", {{"pushed", r.pushed}, {"unchanged", r.unchanged}, {"conflict", r.conflict}}},
-      {"outcomes", outcomes}});
+  json j{{"type", kPushRecordType},
+         {"digest", r.digest},
+         {"serial", r.serial},
+         {"pushed_by", r.pushedBy},
+         {"pushed_at_ms", r.pushedAtMs},
+         {"selector", r.selector},
+         {"nodes", r.nodes},
+         {"results", {{"pushed", r.pushed}, {"unchanged", r.unchanged}, {"conflict", r.conflict}}},
+         {"outcomes", outcomes}};
+  if (r.texts > 0) j["texts"] = r.texts;
+  return jsonData(j);
 }
 
 PushRecord decodeRecordText(const std::string& text, const std::string& where) {
@@ -48,6 +49,7 @@ PushRecord decodeRecordText(const std::string& text, const std::string& where) {
     r.pushedAtMs = j.at("pushed_at_ms").get<int64_t>();
     r.selector = j.at("selector").get<std::string>();
     r.nodes = j.at("nodes").get<int64_t>();
+    if (const auto t = j.find("texts"); t != j.end()) r.texts = t->get<int64_t>();
     const auto& res = j.at("results");
     r.pushed = res.at("pushed").get<int64_t>();
     r.unchanged = res.at("unchanged").get<int64_t>();

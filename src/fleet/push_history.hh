@@ -13,7 +13,8 @@
 //
 // where the record is {"type": kPushRecordType, "digest", "serial", "pushed_by",
 // "pushed_at_ms", "selector", "nodes", "results": {"pushed", "unchanged", "conflict"},
-// "outcomes": null or {"applied", "failed", "refused", "timed_out"}}.
+// "outcomes": null or {"applied", "failed", "refused", "timed_out"}}, and "texts" for a
+// push of each node's own declaration (--each).
 #pragma once
 
 #include <cstddef>
@@ -34,7 +35,8 @@ inline constexpr std::size_t kKeptPushes = 100;
 inline constexpr std::string_view kPushRecordType = "mesh-host push record v1";
 
 struct PushRecord {
-  std::string digest;  // the declaration's, "sha256:…"
+  std::string digest;  // the declaration's, "sha256:…" (--each: PushReport::digest)
+  int64_t texts = 0;   // --each: how many distinct texts ("texts"; absent: 0, one text)
   int64_t serial = 0;
   std::string pushedBy;  // "mesh-op:…"
   int64_t pushedAtMs = 0;

@@ -27,13 +27,14 @@ std::string serialText(const std::optional<int64_t>& s) {
 
 // What a node's status says of the pushed declaration; false while it has not got there.
 bool judge(PushedNode& n, const PushReport& r, const NodeStatus& s) {
-  if (s.cycle > 0 && s.declarationDigest == r.digest && s.serial == r.serial) {
+  const std::string& digest = n.digest.empty() ? r.digest : n.digest;  // --each: its own
+  if (s.cycle > 0 && s.declarationDigest == digest && s.serial == r.serial) {
     n.outcome = isFailing(s) ? PushedNode::Outcome::Failed : PushedNode::Outcome::Applied;
     // The cycle that applied it, not a later one that found nothing left to do.
     const NodeStatus::AppliedCycle a = s.appliedCycle ? *s.appliedCycle : appliedCycleOf(s);
     n.detail = fmt::format(
         "serial {} ({}) in cycle {}: {} created, {} updated, {} unchanged, {} removed", r.serial,
-        shortDigest(r.digest), a.cycle, a.created, a.updated, a.unchanged, a.removed);
+        shortDigest(digest), a.cycle, a.created, a.updated, a.unchanged, a.removed);
     if (a.released) n.detail += fmt::format(", {} released", a.released);
     if (a.skipped) n.detail += fmt::format(", {} skipped", a.skipped);
     n.detail += fmt::format(", {} failed", a.failed);
@@ -52,7 +53,7 @@ bool judge(PushedNode& n, const PushReport& r, const NodeStatus& s) {
   n.detail =
       fmt::format("its status shows serial {} ({}), not yet serial {} ({})", serialText(s.serial),
                   s.declarationDigest.empty() ? "none" : shortDigest(s.declarationDigest), r.serial,
-                  shortDigest(r.digest));
+                  shortDigest(digest));
   return false;
 }
 

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "trust/key_file.hh"
+#include "trust/sealed.hh"
 #include "util/base64.hh"
 #include "util/digest.hh"
 #include "util/error.hh"
@@ -22,7 +23,6 @@ constexpr char kBoxContext[crypto_kdf_CONTEXTBYTES + 1] = "meshseal";
 constexpr char kSignContext[crypto_kdf_CONTEXTBYTES + 1] = "meshsign";
 constexpr std::string_view kPublicPrefix = "mesh-node:";
 constexpr std::string_view kSignaturePrefix = "mesh-nsig:";
-constexpr std::string_view kSealedPrefix = "sealed:";
 
 }  // namespace
 
@@ -150,38 +150,16 @@ std::string NodeKey::sign(std::string_view bytes) const {
 }
 
 std::optional<Secret> NodeKey::openSealed(const std::string& sealed) const {
-  std::string_view text = sealed;
-  if (text.substr(0, kSealedPrefix.size()) != kSealedPrefix) return std::nullopt;
-  auto box = base64Decode(text.substr(kSealedPrefix.size()), " \t\r\n");
-  if (!box || box->size() < crypto_box_SEALBYTES) return std::nullopt;
-  std::string plain(box->size() - crypto_box_SEALBYTES, '\0');
-  if (crypto_box_seal_open(reinterpret_cast<unsigned char*>(plain.data()),
-                           reinterpret_cast<const unsigned char*>(box->data()), box->size(),
-                           boxPublic_.data(), boxSecret_.data()) != 0)
-    return std::nullopt;
-  return Secret(std::move(plain));
+  return std::move(openSealedWith(*this, sealed).secret);
+}
+
+bool NodeKey::openBox(const unsigned char* box, size_t size, unsigned char* out) const {
+  if (size < crypto_box_SEALBYTES) return false;
+  return crypto_box_seal_open(out, box, size, boxPublic_.data(), boxSecret_.data()) == 0;
 }
 
 std::string NodeKey::seal(const Secret& secret, const std::string& publicKeyText) {
-  std::string_view text = publicKeyText;
-  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.remove_suffix(1);
-  auto pub = text.substr(0, kPublicPrefix.size()) == kPublicPrefix
-                 ? base64Decode(text.substr(kPublicPrefix.size()), " \t\r\n")
-                 : std::nullopt;
-  // The full key (sealing and signing halves, 64 bytes) or, as older versions
-  // printed it, the sealing half alone: the first 32 bytes either way.
-  if (!pub || (pub->size() != crypto_box_PUBLICKEYBYTES && pub->size() != 64))
-    throw InputError(
-        "'{}' is not a node's public key; it looks like mesh-node:<base64> "
-        "(mesh-host key show on that node)",
-        text);
-  const auto bytes = secret.exposeForWrite();
-  std::string box(bytes.size() + crypto_box_SEALBYTES, '\0');
-  crypto_box_seal(reinterpret_cast<unsigned char*>(box.data()),
-                  reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size(),
-                  reinterpret_cast<const unsigned char*>(pub->data()));
-  return std::string(kSealedPrefix) +
-         base64Encode(reinterpret_cast<const unsigned char*>(box.data()), box.size());
+  return sealToMany(secret, {publicKeyText});
 }
 
 }  // namespace mesh::trust

@@ -55,11 +55,15 @@ class NodeKey {
   NodePublicKey publicKey() const;
   // "mesh-nsig:<base64>": this node's ed25519 signature of exactly `bytes`.
   std::string sign(std::string_view bytes) const;
-  // Opens a value sealed to this node (crypto_box_seal). nullopt when it was
-  // sealed to another key or tampered with.
+  // Opens a value sealed to this node, in either form (trust/sealed.hh). nullopt when
+  // it was sealed to other keys only or tampered with; openSealedWith says which.
   std::optional<Secret> openSealed(const std::string& sealed) const;
+  // Opens one crypto_box_seal box made to this node's sealing key into `out`
+  // (size - crypto_box_SEALBYTES bytes); false when it does not open.
+  bool openBox(const unsigned char* box, size_t size, unsigned char* out) const;
 
-  // Seals `secret` to a node's public key text; returns the text for `sealed = "…"`.
+  // Seals `secret` to a node's public key text; returns the text for `sealed = "…"`
+  // (trust/sealed.hh: sealToMany with one key).
   static std::string seal(const Secret& secret, const std::string& publicKeyText);
 
  private:

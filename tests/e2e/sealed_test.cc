@@ -9,6 +9,7 @@
 
 #include "harness.hh"
 #include "trust/node_key.hh"
+#include "util/base64.hh"
 
 namespace mesh::e2e {
 namespace {
@@ -158,6 +159,74 @@ TEST_F(Sealed, SealRefusesABadKeyAndAMissingFile) {
   Result blob = runCommand({MESH_HOST_BIN, "blob", "add", work + "/nope", "--to", work + "/store"});
   EXPECT_EQ(blob.code, 2) << blob.err;
   EXPECT_NE(blob.err.find("no such file"), std::string::npos) << blob.err;
+}
+
+// Issue 31: one value for many nodes. Sealed with --to for this node and two others, it
+// opens here (and the others' keys open it too); sealed to three other nodes it fails
+// naming the fix; the secret reaches no output.
+TEST_F(Sealed, OneValueForManyNodesOpensOnEachAndNowhereElse) {
+  const std::string pub = nodePublicKey();
+  std::vector<std::string> others;
+  for (const char* n : {"n2", "n3", "n4"}) {
+    const std::string dir = work + "/" + n;
+    fs::create_directories(dir);
+    others.push_back(trust::NodeKey::loadOrCreate(dir).publicKeyText());
+  }
+  Result r = mesh({"seal", "--to", others[0], "--to", pub, "--to", others[1], secretFile});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::string many = r.out.substr(0, r.out.find('\n'));
+  ASSERT_TRUE(many.starts_with("sealed:v2:3:")) << many;
+  EXPECT_EQ((r.out + r.err).find(kSealedSecret), std::string::npos);
+  for (const char* n : {"n2", "n3"})
+    EXPECT_TRUE(trust::NodeKey::loadOrCreate(work + "/" + n).openSealed(many)) << n;
+  EXPECT_FALSE(trust::NodeKey::loadOrCreate(work + "/n4").openSealed(many));
+
+  Result p = plan(declare(text(many)));
+  EXPECT_EQ(p.code, 3) << p.out << p.err;
+  EXPECT_EQ((p.out + p.err).find(kSealedSecret), std::string::npos);
+  Result a = apply(declare(text(many)));
+  ASSERT_EQ(a.code, 0) << a.out << a.err;
+  EXPECT_EQ(outcomeOf(a.json(), "m.key")["outcome"], "created");
+  EXPECT_EQ(read("/etc/m/key"), kSealedSecret);
+  EXPECT_EQ(a.out.find(kSealedSecret), std::string::npos);
+
+  // Sealed to three other nodes: this one is not a recipient, and is told how to become one.
+  Result notHere =
+      mesh({"seal", "--to", others[0], "--to", others[1], "--to", others[2], secretFile});
+  ASSERT_EQ(notHere.code, 0) << notHere.err;
+  Result f = apply(declare(text(notHere.out.substr(0, notHere.out.find('\n')))));
+  EXPECT_EQ(f.code, 1) << f.out << f.err;
+  const auto o = outcomeOf(f.json(), "m.key");
+  EXPECT_EQ(o["outcome"], "failed") << o.dump();
+  const std::string reason = o["reason"];
+  EXPECT_NE(reason.find("not sealed to this node's key"), std::string::npos) << reason;
+  EXPECT_NE(reason.find("has 3 recipient(s)"), std::string::npos) << reason;
+  EXPECT_NE(reason.find("mesh-host seal --to " + pub), std::string::npos) << reason;
+  EXPECT_EQ(read("/etc/m/key"), kSealedSecret) << "what was there stays";
+  EXPECT_EQ((f.out + f.err).find(kSealedSecret), std::string::npos);
+
+  // The same key twice is refused, not sealed twice.
+  Result twice = mesh({"seal", "--to", pub, "--to", pub, secretFile});
+  EXPECT_EQ(twice.code, 2) << twice.out;
+  EXPECT_NE(twice.err.find("is given twice"), std::string::npos) << twice.err;
+}
+
+// A value sealed as mesh-host sealed before issue 31 (crypto_box_seal of the secret to one
+// key, "sealed:<base64>") still applies, and the same secret sealed anew changes nothing.
+TEST_F(Sealed, AnOldSingleRecipientValueStillApplies) {
+  const std::string pub = nodePublicKey();
+  const auto key = trust::NodePublicKey::parse(pub, "test");
+  const std::string secret = kSealedSecret;
+  std::string box(secret.size() + crypto_box_SEALBYTES, '\0');
+  crypto_box_seal(reinterpret_cast<unsigned char*>(box.data()),
+                  reinterpret_cast<const unsigned char*>(secret.data()), secret.size(),
+                  key.box.data());
+  const std::string v1 = "sealed:" + base64Encode(box);
+  Result a = apply(declare(text(v1)));
+  ASSERT_EQ(a.code, 0) << a.out << a.err;
+  EXPECT_EQ(read("/etc/m/key"), kSealedSecret);
+  Result b = apply(declare(text(seal(pub, secretFile))));
+  EXPECT_EQ(outcomeOf(b.json(), "m.key")["outcome"], "unchanged");
 }
 
 }  // namespace

@@ -1196,5 +1196,38 @@ TEST_F(Nodes, APausedNodeShowsPausedAndAppliesTheKeptPushOnResume) {
   EXPECT_EQ(statusOf("n1")->pending, 0);
 }
 
+// Issue 31: `fleet push --each DIR` gives each real node its own text in one push (two
+// nodes share one text naming {node} and {cluster}, the third has its own): each applies
+// what it was given, substituted as it sees itself, and the push is one history record.
+TEST_F(Nodes, EachGivesEveryNodeItsOwnTextInOnePush) {
+  for (const char* n : {"n1", "n2", "n3"}) startNode(n);
+  const std::string dir = work + "/each";
+  fs::create_directories(dir);
+  const std::string shared = fileDecl(1, "I am {node} in {cluster}");
+  std::ofstream(dir + "/n1.toml") << shared;
+  std::ofstream(dir + "/n2.toml") << fileDecl(1, "n2 has its own");
+  std::ofstream(dir + "/n3.toml") << shared;
+  Result r = push({"--each", dir, "--wait", "20s", "--json"});
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  for (const auto& n : r.json().at("nodes")) EXPECT_EQ(n.at("outcome"), "applied") << n.dump();
+
+  EXPECT_EQ(slurp(nodes["n1"].root + "/etc/app.conf"), "I am n1 in " + cluster);
+  EXPECT_EQ(slurp(nodes["n2"].root + "/etc/app.conf"), "n2 has its own");
+  EXPECT_EQ(slurp(nodes["n3"].root + "/etc/app.conf"), "I am n3 in " + cluster);
+  EXPECT_EQ(statusOf("n1")->declarationDigest, Digest::ofBytes(shared).str());
+  EXPECT_EQ(statusOf("n2")->serial, 1);
+
+  Result h = runCommand(fleetArgv("history", {"--json"}));
+  ASSERT_EQ(h.code, 0) << h.err;
+  const auto pushes = h.json().at("pushes");
+  ASSERT_EQ(pushes.size(), 1u) << h.out;
+  EXPECT_EQ(pushes[0].at("texts"), 2);
+  EXPECT_EQ(pushes[0].at("outcomes").at("applied"), 3) << h.out;
+
+  Result st = status({"--json"});
+  EXPECT_EQ(st.code, 0) << st.out << st.err;
+  for (const auto& row : st.json().at("nodes")) EXPECT_EQ(row.at("state"), "converged") << row;
+}
+
 }  // namespace
 }  // namespace mesh::fleet::test

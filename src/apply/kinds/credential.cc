@@ -5,6 +5,7 @@
 #include "apply/kinds/content_file.hh"
 #include "state/state_dir.hh"
 #include "trust/node_key.hh"
+#include "trust/sealed.hh"
 #include "util/error.hh"
 #include "util/fs.hh"
 #include "util/secret.hh"
@@ -17,11 +18,13 @@ Attributes attributesOf(const decl::CredentialSpec& s) {
   return {s.mode, s.owner, s.group};
 }
 
-// A sealed value opens only with the key it was sealed to. libsodium cannot tell
-// "another key" from "damaged", so the message names both and this node's key.
+// A sealed value opens only with a key it was sealed to. A value of many recipients
+// (trust/sealed.hh) tells "not sealed to this node" from "damaged"; one of a single
+// recipient cannot (libsodium), so the message names both. Each names this node's key.
 Secret openSealed(Context& ctx, const std::string& sealed) {
   const auto& key = ctx.nodeKey();
-  if (auto secret = key.openSealed(sealed)) return std::move(*secret);
+  auto opened = trust::openSealedWith(key, sealed);
+  if (opened.secret) return std::move(*opened.secret);
   const auto& stateDir = ctx.settings().stateDir;
   if (ctx.planning() && !trust::NodeKey::load(stateDir))
     throw Error(
@@ -30,6 +33,29 @@ Secret openSealed(Context& ctx, const std::string& sealed) {
         "`mesh-host seal --to <this node's key> FILE`",
         state::StateDir{stateDir}.nodeKey());
   const auto pub = key.publicKeyText();
+  using R = trust::OpenedSealed::Result;
+  switch (opened.result) {
+    case R::NotARecipient:
+      throw Error(
+          "the sealed value cannot be opened: not sealed to this node's key (this node is {}; "
+          "the value has {} recipient(s): sealed to another node's key, or damaged); seal it "
+          "again with `mesh-host seal --to {} FILE`, with a --to for each other recipient too "
+          "(or --nodes, this node enrolled)",
+          pub, opened.recipients, pub);
+    case R::Damaged:
+      throw Error(
+          "the sealed value cannot be opened: damaged — this node ({}) is one of its {} "
+          "recipient(s) but the secret does not open (changed after sealing); seal it again",
+          pub, opened.recipients);
+    case R::Malformed:
+      throw Error(
+          "the sealed value is not one mesh-host seal printed (sealed:… or sealed:v2:N:…); "
+          "seal it again with `mesh-host seal --to {} FILE`",
+          pub);
+    case R::NotForThisKey:
+    case R::Opened:
+      break;
+  }
   throw Error(
       "the sealed value cannot be opened: sealed to another node's key or damaged "
       "(this node is {}); seal it again with `mesh-host seal --to {} FILE`",
