@@ -23,7 +23,7 @@
 //
 //   build/bench/mesh_bench_fleet_scale [--nodes 10000] [--agents 100] [--rounds 3]
 //       [--idle 30] [--status-runs 5] [--per-lease 1000] [--publishers 32]
-//       [--agent-interval 2s] [--keep] [--hold]
+//       [--agent-interval 2s] [--keep] [--hold] [--up-within 120]
 //       [--etcd-cluster [--kill-leader R [--kill-after 100]]]
 //
 // --etcd-cluster: a three-member cluster on loopback (etcd.sh cluster-start) instead of
@@ -99,6 +99,7 @@ struct Options {
   bool etcdCluster = false;  // --etcd-cluster: three members (etcd.sh cluster-start)
   int killLeaderRound = 0;   // --kill-leader R: the leader SIGKILLed during round R's push
   int killAfterMs = 100;     // --kill-after MS: that long after the push command started
+  int upWithin = 120;        // --up-within S: every node up (a status published) within S seconds
 };
 
 int64_t unixMs() {
@@ -518,14 +519,15 @@ int run(const Options& o, const std::string& dir) {
                                 root + ".log"));
   }
   // Every node up (a status on its lease) before the first push.
-  const auto upBy = Clock::now() + 120s;
+  const auto upBy = Clock::now() + std::chrono::seconds(o.upWithin);
   for (;;) {
     size_t up = 0;
     for (const auto& [node, k] : nodesIn(etcd.getPrefix(keys.nodesPrefix()), keys))
       up += k.status.has_value();
     if (up >= total) break;
     if (Clock::now() > upBy)
-      throw std::runtime_error(fmt::format("only {} of {} nodes up after 120 s", up, total));
+      throw std::runtime_error(
+          fmt::format("only {} of {} nodes up after {} s (--up-within)", up, total, o.upWithin));
     std::this_thread::sleep_for(200ms);
   }
   std::printf("  all %zu nodes up after %.1f s\n", total, msSince(t0) / 1000);
@@ -697,6 +699,8 @@ int main(int argc, char** argv) {
         o.killLeaderRound = std::stoi(value());
       else if (a == "--kill-after")
         o.killAfterMs = std::stoi(value());
+      else if (a == "--up-within")
+        o.upWithin = std::stoi(value());
       else
         throw std::invalid_argument(a);
     } catch (const std::exception&) {
@@ -704,7 +708,7 @@ int main(int argc, char** argv) {
                    "usage: %s [--nodes 10000] [--agents 100] [--rounds 3] [--idle 30] "
                    "[--status-runs 5] [--per-lease 1000] [--publishers 32] "
                    "[--agent-interval 2s] [--keep] [--hold] [--etcd-cluster [--kill-leader R "
-                   "[--kill-after 100]]]\n",
+                   "[--kill-after 100]]] [--up-within 120]\n",
                    argv[0]);
       return 2;
     }

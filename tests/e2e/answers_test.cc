@@ -221,7 +221,7 @@ TEST_F(Answers, EachCommandsHelpListsOnlyItsOwnOptions) {
       {"generations", {"--root", "--state-dir", "--node", "--json"}},
       {"gc", {"--root", "--state-dir", "--node", "--json"}},
       {"key", {"--root", "--state-dir"}},
-      {"seal", {}},
+      {"seal", {"--trust"}},  // with --nodes: whose enrollments are believed
       {"sign", {}},
       {"blob", {}},
   };
