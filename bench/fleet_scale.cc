@@ -718,6 +718,21 @@ int main(int argc, char** argv) {
                  argv[0]);
     return 2;
   }
+  // Every agent holds two inotify instances (its declaration and its drift watch),
+  // all of them as root here, so the per-user limit (128 by default) stops the 65th
+  // agent, which on a real fleet (one agent a machine) never binds. Say so first.
+  if (std::ifstream in("/proc/sys/fs/inotify/max_user_instances"); in) {
+    long limit = 0;
+    if (in >> limit && limit < 3L * o.agents + 16) {
+      std::fprintf(stderr,
+                   "%s: %d agents need about %d inotify instances (two each, all as root); "
+                   "fs.inotify.max_user_instances "
+                   "is %ld: raise it (sysctl -w fs.inotify.max_user_instances=%d) or run fewer "
+                   "--agents\n",
+                   argv[0], o.agents, 3 * o.agents + 16, limit, 3 * o.agents + 16);
+      return 2;
+    }
+  }
   char tmpl[] = "/tmp/mesh-bench-scale.XXXXXX";
   const std::string dir = ::mkdtemp(tmpl);
   int rc = 0;
