@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <fmt/format.h>
 #include <atomic>
 #include <nlohmann/json.hpp>
 
@@ -86,6 +87,21 @@ AccountObserved AccountObserved::parse(const std::string& text) {
   o.name = j.value("name", "");
   o.created = j.value("created", false);
   return o;
+}
+
+Removal removeAccount(Step& step, const state::Record& rec, const char* what, const char* tool,
+                      bool exists, const char* filesLeft) {
+  Context& ctx = step.ctx();
+  const auto prev = AccountObserved::parse(rec.observed);
+  if (prev.name.empty()) return Removal::released("no account recorded");
+  if (!prev.created)
+    return Removal::released(
+        fmt::format("{} {} was there before mesh-host: left in place", what, prev.name));
+  if (!exists) return Removal::released(fmt::format("{} {} is gone already", what, prev.name));
+  step.change([&] { runAccountTool(ctx, tool, {prev.name}); });
+  return Removal::removed(fmt::format("{} {} {} ({} left in place)",
+                                      ctx.planning() ? "would delete" : "deleted", what, prev.name,
+                                      filesLeft));
 }
 
 }  // namespace mesh::apply

@@ -17,6 +17,9 @@
 #include <vector>
 
 #include "apply/context.hh"
+#include "apply/outcome.hh"
+#include "apply/step.hh"
+#include "state/store/records.hh"
 
 namespace mesh::apply {
 
@@ -35,5 +38,11 @@ struct AccountObserved {
   std::string str() const;
   static AccountObserved parse(const std::string& text);  // empty on malformed
 };
+
+// Undeclaring an account (`what`: "user" or "group"): deleted with `tool`
+// (userdel, groupdel; never -r) only when mesh-host made it and it is still
+// there (`exists`); `filesLeft` says what stays ("its home and files").
+Removal removeAccount(Step& step, const state::Record& rec, const char* what, const char* tool,
+                      bool exists, const char* filesLeft);
 
 }  // namespace mesh::apply

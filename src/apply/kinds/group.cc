@@ -74,17 +74,10 @@ class GroupApplier : public Applier {
   }
 
   Removal remove(Step& step, const state::Record& rec) const override {
-    Context& ctx = step.ctx();
     const auto prev = AccountObserved::parse(rec.observed);
-    if (prev.name.empty()) return Removal::released("no account recorded");
-    if (!prev.created)
-      return Removal::released(
-          fmt::format("group {} was there before mesh-host: left in place", prev.name));
-    if (!readGroup(ctx.settings().root, prev.name))
-      return Removal::released(fmt::format("group {} is gone already", prev.name));
-    step.change([&] { runAccountTool(ctx, "groupdel", {prev.name}); });
-    return Removal::removed(fmt::format("{} group {} (files it owns are left in place)",
-                                        ctx.planning() ? "would delete" : "deleted", prev.name));
+    const bool exists =
+        !prev.name.empty() && readGroup(step.ctx().settings().root, prev.name).has_value();
+    return removeAccount(step, rec, "group", "groupdel", exists, "files it owns are");
   }
 };
 

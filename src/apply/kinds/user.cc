@@ -143,17 +143,10 @@ class UserApplier : public Applier {
   }
 
   Removal remove(Step& step, const state::Record& rec) const override {
-    Context& ctx = step.ctx();
     const auto prev = AccountObserved::parse(rec.observed);
-    if (prev.name.empty()) return Removal::released("no account recorded");
-    if (!prev.created)
-      return Removal::released(
-          fmt::format("user {} was there before mesh-host: left in place", prev.name));
-    if (!readUser(ctx.settings().root, prev.name))
-      return Removal::released(fmt::format("user {} is gone already", prev.name));
-    step.change([&] { runAccountTool(ctx, "userdel", {prev.name}); });
-    return Removal::removed(fmt::format("{} user {} (its home and files are left in place)",
-                                        ctx.planning() ? "would delete" : "deleted", prev.name));
+    const bool exists =
+        !prev.name.empty() && readUser(step.ctx().settings().root, prev.name).has_value();
+    return removeAccount(step, rec, "user", "userdel", exists, "its home and files are");
   }
 };
 
