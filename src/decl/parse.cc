@@ -5,8 +5,6 @@
 #include "decl/parse.hh"
 
 #include <fcntl.h>
-#include <grp.h>
-#include <pwd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -27,6 +25,7 @@
 #include "decl/toml_lex.hh"
 #include "decl/validate.hh"
 #include "decl/want.hh"
+#include "util/accounts.hh"
 #include "util/error.hh"
 #include "util/fd.hh"
 #include "util/fs.hh"
@@ -220,23 +219,6 @@ void Walker::kind(const std::string& module, Kind kind, const toml::table& table
   }
 }
 
-// getpwnam_r/getgrnam_r with a buffer that grows until the entry fits.
-template <typename Entry, typename Lookup>
-bool entryExists(const std::string& name, int sizeHint, Lookup lookup) {
-  long hint = ::sysconf(sizeHint);
-  std::vector<char> buffer(hint > 0 ? static_cast<size_t>(hint) : 16384);
-  for (;;) {
-    Entry entry{};
-    Entry* result = nullptr;
-    int rc = lookup(name.c_str(), &entry, buffer.data(), buffer.size(), &result);
-    if (rc == ERANGE && buffer.size() < (size_t{1} << 20)) {
-      buffer.resize(buffer.size() * 2);
-      continue;
-    }
-    return rc == 0 && result != nullptr;
-  }
-}
-
 }  // namespace
 
 Declaration parseDeclaration(std::string_view text, const std::string& source,
@@ -296,16 +278,14 @@ Declaration parseDeclaration(std::string_view text, const std::string& source,
 
 namespace {
 
-// Users and groups are looked up on this node unless the caller says otherwise.
+// Users and groups are looked up on this node (util/accounts.hh, through the C
+// library) unless the caller says otherwise.
 void onThisNode(ParseOptions& options) {
+  static const Accounts node("/");
   if (!options.userExists)
-    options.userExists = [](const std::string& name) {
-      return entryExists<struct passwd>(name, _SC_GETPW_R_SIZE_MAX, ::getpwnam_r);
-    };
+    options.userExists = [](const std::string& name) { return node.uid(name).has_value(); };
   if (!options.groupExists)
-    options.groupExists = [](const std::string& name) {
-      return entryExists<struct group>(name, _SC_GETGR_R_SIZE_MAX, ::getgrnam_r);
-    };
+    options.groupExists = [](const std::string& name) { return node.gid(name).has_value(); };
 }
 
 // The declaration's text, in a string of the file's size: grown by doubling as
