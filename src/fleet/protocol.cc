@@ -242,6 +242,34 @@ std::optional<NodeStatus::AppliedCycle> appliedCycleOf(const json& j, const std:
   return out;
 }
 
+json servicesJson(const std::vector<NodeStatus::Service>& services) {
+  json out = json::array();
+  for (const auto& v : services)
+    out.push_back({{"id", v.id},
+                   {"unit", v.unit},
+                   {"running", v.running},
+                   {"up_since_ms", v.upSinceMs},
+                   {"restarts_by_mesh_host", v.restartsByMeshHost},
+                   {"restarts_by_crash", v.restartsByCrash},
+                   {"health", v.health},
+                   {"health_reason", v.healthReason}});
+  return out;
+}
+
+std::vector<NodeStatus::Service> servicesOf(const json& j, const std::string& where) {
+  std::vector<NodeStatus::Service> out;
+  for (const auto& e : objectArrayField(j, "services", where))
+    out.push_back({.id = field<std::string>(e, "id", "", where),
+                   .unit = field<std::string>(e, "unit", "", where),
+                   .running = field<bool>(e, "running", false, where),
+                   .upSinceMs = field<int64_t>(e, "up_since_ms", 0, where),
+                   .restartsByMeshHost = field<int64_t>(e, "restarts_by_mesh_host", 0, where),
+                   .restartsByCrash = field<int64_t>(e, "restarts_by_crash", 0, where),
+                   .health = field<std::string>(e, "health", "", where),
+                   .healthReason = field<std::string>(e, "health_reason", "", where)});
+  return out;
+}
+
 }  // namespace
 
 NodeStatus::AppliedCycle appliedCycleOf(const NodeStatus& s) {
@@ -300,6 +328,7 @@ std::string encodeStatus(const NodeStatus& s) {
                        {"pending", s.pending},
                        {"refused", refused},
                        {"applied_cycle", appliedCycleJson(s.appliedCycle)},
+                       {"services", servicesJson(s.services)},
                        {"etcd_cluster_id", s.etcdClusterId},
                        {"lease", s.lease}});
 }
@@ -364,6 +393,7 @@ NodeStatus decodeStatus(std::string_view text, const std::string& where) {
     s.refused = r;
   }
   s.appliedCycle = appliedCycleOf(j, where);
+  s.services = servicesOf(j, where);
   s.etcdClusterId = field<std::string>(j, "etcd_cluster_id", "", where);
   s.lease = field<int64_t>(j, "lease", 0, where);
   return s;

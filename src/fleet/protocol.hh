@@ -157,6 +157,30 @@ struct NodeStatus {
     bool operator==(const AppliedCycle&) const = default;
   };
   std::optional<AppliedCycle> appliedCycle;
+
+  // The node's services — every `process` and `service` resource of the applied
+  // declaration — as the agent last looked at them. The agent keeps them fresh between
+  // cycles (it looks every few seconds and puts its status when one changes materially),
+  // so that a rollout (`fleet push --canary`) and `fleet serve` can tell whether what a
+  // push restarted stays up. Sorted by id.
+  struct Service {
+    std::string id;    // the resource id ("process:web", "service:nginx")
+    std::string unit;  // "web.service"
+    bool running = false;
+    // Unix ms its current run started: its supervisor's start of the main process
+    // (0 when not running or not known). A run that started after appliedCycle->atMs
+    // was started by no cycle of this declaration: a crash restart or a start by hand.
+    int64_t upSinceMs = 0;
+    int64_t restartsByMeshHost = 0;  // as `mesh-host status` counts them (for ever)
+    int64_t restartsByCrash = 0;     // restarts by its supervisor (Restart=), for ever
+    // Its declared health (`health = { exec = … }`, or READY=1 for Type=notify):
+    // "" none declared, "starting" (not passed yet since its run started), "healthy",
+    // "unhealthy" (healthReason says why: "exit 1: connection refused", "timed out").
+    std::string health;
+    std::string healthReason;
+    bool operator==(const Service&) const = default;
+  };
+  std::vector<Service> services;
   std::string etcdClusterId;  // the etcd cluster the node reads from ("" not known yet)
   // The etcd lease the status is put on (0: none named, an agent before statuses named
   // it): signed, so a status moved to another lease is told from the one its node put.
@@ -170,7 +194,7 @@ struct NodeStatus {
 // agent puts its status only when this is false (or on a new lease), so an idle node
 // writes nothing to etcd; everything a reader judges by (what is applied, the counts,
 // failing, churning, a refusal, a cycle error, version, pid, interval, etcd's cluster ID,
-// the lease) is material.
+// the lease, each service's running state, start, restart counts and health) is material.
 bool sameMaterially(const NodeStatus& a, const NodeStatus& b);
 
 std::string encodeStatus(const NodeStatus& s);

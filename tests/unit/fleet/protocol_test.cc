@@ -102,6 +102,9 @@ TEST(FleetProtocol, NodeStatusRoundTripsWithAndWithoutARefusal) {
   auto resumed = s;
   resumed.paused.reset();
   EXPECT_FALSE(sameMaterially(s, resumed)) << "a pause or a resume must be published";
+  s.services = {{"process:web", "web.service", true, 1730000000900, 3, 1, "healthy", ""},
+                {"service:nginx", "nginx.service", false, 0, 0, 4, "unhealthy", "exit 1: refused"}};
+  EXPECT_EQ(decodeStatus(encodeStatus(s), "k"), s);
 }
 
 // decodeStatus reads a status in one pass, building no JSON tree; whatever that pass might
@@ -181,6 +184,9 @@ TEST(FleetProtocol, OnlyWhatChangesEveryCycleByItselfIsNotMaterial) {
       [](NodeStatus& s) { s.pid = 43; },
       [](NodeStatus& s) { s.etcdClusterId = "1484"; },
       [](NodeStatus& s) { s.lease = 10; },
+      [](NodeStatus& s) {
+        s.services = {{"process:web", "web.service", true, 5, 0, 0, "", ""}};
+      },
   };
   for (size_t i = 0; i < material.size(); ++i) {
     NodeStatus c = b;
@@ -204,7 +210,8 @@ TEST(FleetProtocol, MalformedValuesAreInputErrorsNamingTheKey) {
   }
   for (const char* bad : {"", "{}", R"({"node": ""})", R"({"node": "n", "summary": 3})",
                           R"({"node": "n", "churning": "x"})", R"({"node": "n", "failing": [1]})",
-                          R"({"node": "n", "refused": 3})"})
+                          R"({"node": "n", "refused": 3})", R"({"node": "n", "services": [1]})",
+                          R"({"node": "n", "services": [{"running": "yes"}]})"})
     EXPECT_THROW(decodeStatus(bad, "k"), InputError) << bad;
 }
 
