@@ -16,7 +16,7 @@ seconds=${1:-60}
 shift || true
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] ||
-  targets=(decl compiled statement status enrollment heartbeat push-record body-manifest plan-file notify)
+  targets=(decl compiled statement status enrollment heartbeat push-record body-manifest plan-file notify sealed)
 build=${MESH_FUZZ_BUILD:-build-fuzz}
 jobs=2  # 2 cores, shared: never more fuzzers at once, nor compilers
 

@@ -14,7 +14,7 @@ out=${OUT:-$build/fuzz-out}
 cmake --build "$build" -j"$(nproc)" --target mesh-fuzz >/dev/null
 mkdir -p "$out"
 failed=0
-for target in decl compiled statement status enrollment heartbeat push-record body-manifest plan-file notify; do
+for target in decl compiled statement status enrollment heartbeat push-record body-manifest plan-file notify sealed; do
   if ! "$build/bin/mesh-fuzz" "$target" --corpus "tests/fuzz/corpus/$target" \
       --seconds "$seconds" --seed "$seed" --out "$out"; then
     echo "bench/fuzz.sh: $target FOUND A CRASH (input in $out)" >&2

@@ -22,6 +22,7 @@
 #include "supervise/builtin/notify_socket.hh"
 #include "trust/node_key.hh"
 #include "trust/operator_key.hh"
+#include "trust/sealed.hh"
 #include "util/error.hh"
 
 namespace mesh::fuzz {
@@ -200,8 +201,43 @@ std::vector<std::string> statusSeeds() {
   s.failing = {{"web.conf", "cannot write /etc/web/conf: Permission denied"}};
   s.churning = {"web.data"};
   s.refused = fleet::NodeStatus::Refusal{12, 6, "older serial", 1700000000000, "", ""};
+  s.services = {{"process:web", "web.service", true, 1700000000000, 2, 1, "unhealthy", "exit 1"}};
   const std::string text = fleet::encodeStatus(s);
   return {text, fleet::signNodeJson(text, nodeKey())};
+}
+
+// A sealed value as a node opens it: whatever the bytes, the answer is one of the
+// results, an opened secret only with Opened, and a v2 value never claims more
+// recipients than it may hold.
+bool sealed(std::string_view in) {
+  const trust::OpenedSealed o = trust::openSealedWith(nodeKey(), in);
+  if ((o.result == trust::OpenedSealed::Result::Opened) != o.secret.has_value())
+    fail("a secret without Opened, or Opened without a secret");
+  if (o.recipients > trust::kMaxRecipients) fail("more recipients than a value may have");
+  return o.result == trust::OpenedSealed::Result::Opened;
+}
+
+// v2 to this node alone and among others, v1 (crypto_box_seal of the secret alone, as an
+// older mesh-host wrote it), and a v2 value this node is not in.
+std::vector<std::string> sealedSeeds() {
+  const trust::NodeKey other = trust::NodeKey::ephemeral();
+  const std::string me = nodeKey().publicKeyText();
+  const std::string secret = "db-password: s3cret";
+  std::string v1box(secret.size() + crypto_box_SEALBYTES, '\0');
+  const auto half = trust::sealingKeyOf(me);
+  crypto_box_seal(reinterpret_cast<unsigned char*>(v1box.data()),
+                  reinterpret_cast<const unsigned char*>(secret.data()), secret.size(),
+                  half.data());
+  std::string b64(sodium_base64_ENCODED_LEN(v1box.size(), sodium_base64_VARIANT_ORIGINAL), '\0');
+  sodium_bin2base64(b64.data(), b64.size(), reinterpret_cast<const unsigned char*>(v1box.data()),
+                    v1box.size(), sodium_base64_VARIANT_ORIGINAL);
+  b64.resize(std::strlen(b64.c_str()));
+  return {trust::sealToMany(Secret(secret), {me}),
+          trust::sealToMany(Secret(secret), {other.publicKeyText(), me}),
+          trust::sealToMany(Secret(secret), {other.publicKeyText()}),
+          "sealed:" + b64,
+          "sealed:v2:3:",
+          "sealed:v2:0:AAAA"};
 }
 
 const trust::OperatorKey& operatorKey() {
@@ -318,6 +354,7 @@ const std::vector<Target>& targets() {
       {"push-record", pushRecord, [] { return withDeep(pushRecordSeeds()); }, kJsonTokens},
       {"body-manifest", bodyManifest, [] { return withDeep(bodyManifestSeeds()); }, kJsonTokens},
       {"plan-file", planFile, [] { return withDeep(planFileSeeds()); }, kJsonTokens},
+      {"sealed", sealed, sealedSeeds, {"sealed:", "sealed:v2:", ":", "=", "AAAA", "99999999999"}},
       {"notify", notifyMessage, notifySeeds, {"READY=1", "STATUS=", "\n", "=", "\xff", "\x1b["}},
   };
   return all;
