@@ -176,6 +176,29 @@ TEST_F(Accounts, UndeclaredRemovesOnlyWhatItCreatedAndNeverFiles) {
   EXPECT_EQ(line("passwd", "legacy"), "legacy:x:1500:1500::/home/legacy:/bin/bash");
 }
 
+// A group that is a removed user's primary group goes after the user, in the same cycle:
+// groupdel refuses a group some user still has as primary. The group's id sorts before the
+// user's, so an order by id alone would try the group first.
+TEST_F(Accounts, AUserAndItsPrimaryGroupUndeclaredTogetherGoInOneCycle) {
+  const std::string decl = declare(R"(
+[module.app.group.aaa]
+name = "webgrp"
+
+[module.app.user.web]
+name = "web"
+group = "webgrp"
+)");
+  ASSERT_EQ(apply(decl).code, 0);
+  ASSERT_NE(line("group", "webgrp"), "");
+  Result r = apply(declare("empty = true\n"));
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  auto j = r.json();
+  EXPECT_EQ(outcomeOf(j, "app.web")["outcome"], "removed") << j.dump();
+  EXPECT_EQ(outcomeOf(j, "app.aaa")["outcome"], "removed") << j.dump();
+  EXPECT_EQ(line("passwd", "web"), "");
+  EXPECT_EQ(line("group", "webgrp"), "");
+}
+
 TEST_F(Accounts, APreExistingAccountIsAdoptedAndRepairedButKept) {
   const std::string decl =
       declare("[module.m.user.legacy]\nname = \"legacy\"\ngroup = \"legacy\"\n");

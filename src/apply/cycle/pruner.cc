@@ -20,12 +20,21 @@ bool deletedIt(const Removal& removal) {
 }
 
 // Processes first (stopped before what they use goes), then deepest paths
-// first, so a directory is emptied before it is removed.
+// first, so a directory is emptied before it is removed; accounts last, users
+// before groups (groupdel refuses a group that is still a user's primary group;
+// a file left owned by a removed account is never removed for it anyway).
+int pruningRank(const state::Record& rec) {
+  const auto kind = RecordsInHand::kindOf(rec);
+  if (kind == decl::Kind::Process) return 0;
+  if (kind == decl::Kind::User) return 2;
+  if (kind == decl::Kind::Group) return 3;
+  return 1;
+}
+
 void pruningOrder(std::vector<const state::Record*>& gone) {
   std::sort(gone.begin(), gone.end(), [](const auto* a, const auto* b) {
-    const bool pa = RecordsInHand::kindOf(*a) == decl::Kind::Process;
-    const bool pb = RecordsInHand::kindOf(*b) == decl::Kind::Process;
-    if (pa != pb) return pa;
+    const int ra = pruningRank(*a), rb = pruningRank(*b);
+    if (ra != rb) return ra < rb;
     auto depth = [](const std::string& p) { return std::count(p.begin(), p.end(), '/'); };
     if (depth(a->path) != depth(b->path)) return depth(a->path) > depth(b->path);
     return a->id < b->id;
