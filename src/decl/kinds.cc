@@ -7,6 +7,7 @@
 
 #include "decl/accounts.hh"
 #include "decl/fields.hh"
+#include "decl/health_field.hh"
 #include "decl/kind_info.hh"
 
 namespace mesh::decl {
@@ -124,8 +125,9 @@ CredentialSpec readCredential(Fields& f, Draft& d, const ParseOptions& options) 
 }
 
 ProcessSpec readProcess(Fields& f, Draft& d, const ParseOptions&) {
-  f.rejectUnknown({"bundle", "unit", "service", "restart-on", "reload-on", "requires"},
-                  {"on-remove"});
+  f.rejectUnknown(
+      {"bundle", "unit", "service", "health", "restart-on", "reload-on", "requires"},
+      {"on-remove"});
   ProcessSpec s;
   if (!f.find("bundle")) f.missing("bundle", "bundle = \"sha256:…\"");
   if (auto bundle = f.digest("bundle")) s.bundle = *bundle;
@@ -145,6 +147,7 @@ ProcessSpec readProcess(Fields& f, Draft& d, const ParseOptions&) {
       d.servicePos = f.at(*n);
     }
   }
+  s.health = readHealth(f);
   d.restartOn = f.ids("restart-on");
   d.reloadOn = f.ids("reload-on");
   return s;
