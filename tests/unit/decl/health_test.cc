@@ -60,7 +60,7 @@ TEST(Health, BadValuesAreRefusedEachWithWhatToDo) {
   const struct {
     std::string health, expect;
   } cases[] = {
-      {"health = { exec = \"\" }", "exec in process web.app's health is empty"},
+      {"health = { exec = \"\" }", "'exec' in process web.app's health is empty"},
       {"health = { exec = \"   \" }", "is empty"},
       {"health = { interval = \"5s\" }", "exec"},
       {"health = { exec = \"/bin/true\", interval = \"0\" }", "a check runs at most once a second"},
