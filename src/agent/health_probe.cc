@@ -99,7 +99,8 @@ ProbeResult runProbe(const Probe& p) {
       if (got <= 0) {
         open = false;
       } else if (output.size() < kProbeOutputKept) {
-        output.append(buf, std::min<size_t>(static_cast<size_t>(got), kProbeOutputKept - output.size()));
+        output.append(buf,
+                      std::min<size_t>(static_cast<size_t>(got), kProbeOutputKept - output.size()));
       }
     }
     if (!open) readEnd = Fd();
@@ -113,7 +114,8 @@ ProbeResult runProbe(const Probe& p) {
   ::kill(-pid, SIGKILL);  // the whole group: whatever it left behind too
   if (!exited) ::waitpid(pid, &status, 0);
   if (timedOut) return {false, fmt::format("timed out after {} ms", p.timeout.count())};
-  if (WIFSIGNALED(status)) return {false, probeReason(fmt::format("killed by signal {}", WTERMSIG(status)), output)};
+  if (WIFSIGNALED(status))
+    return {false, probeReason(fmt::format("killed by signal {}", WTERMSIG(status)), output)};
   const int code = WEXITSTATUS(status);
   if (code == 0) return {true, ""};
   return {false, probeReason(fmt::format("exit {}", code), output)};

@@ -97,7 +97,8 @@ void countRestarts(std::vector<WatchedService>& services, state::Store& store) {
   for (auto& w : services) {
     w.restarts = w.crashRestartsBefore = 0;
     if (auto rec = store.record(w.id))
-      if (auto info = rec->kind == "service" ? apply::serviceInfo(*rec) : apply::processInfo(*rec)) {
+      if (auto info =
+              rec->kind == "service" ? apply::serviceInfo(*rec) : apply::processInfo(*rec)) {
         w.restarts = info->restarts;
         w.crashRestartsBefore = info->crashRestartsBefore;
       }
@@ -141,8 +142,8 @@ void checked(HealthTrack& t, const WatchedService& w, int64_t runSinceUs, const 
   if (t.passed || now - t.runSeen >= w.interval * kStartingIntervals) t.health = "unhealthy";
 }
 
-fleet::NodeStatus::Service serviceStatus(const WatchedService& w,
-                                         const supervise::ServiceState& st, const HealthTrack& t) {
+fleet::NodeStatus::Service serviceStatus(const WatchedService& w, const supervise::ServiceState& st,
+                                         const HealthTrack& t) {
   return {.id = w.id,
           .unit = w.unit,
           .running = st.running,

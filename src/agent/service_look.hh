@@ -62,7 +62,7 @@ void seeRun(HealthTrack& t, const WatchedService& w, const supervise::ServiceSta
 void checked(HealthTrack& t, const WatchedService& w, int64_t runSinceUs, const ProbeResult& r,
              WatchClock::time_point now);
 
-fleet::NodeStatus::Service serviceStatus(const WatchedService& w,
-                                         const supervise::ServiceState& st, const HealthTrack& t);
+fleet::NodeStatus::Service serviceStatus(const WatchedService& w, const supervise::ServiceState& st,
+                                         const HealthTrack& t);
 
 }  // namespace mesh::agent

@@ -110,11 +110,12 @@ void ServiceWatch::reportLocked() {
   }
   if (o_.noteHealth && health != noted_) {
     for (const auto& [id, h] : health)
-      if (auto it = noted_.find(id); (it == noted_.end() || it->second.health != h.health) &&
-                                     !h.health.empty())
-        log_.log(h.health == "unhealthy" ? Level::Warning : Level::Info,
-                 fmt::format("{}: {}{}", id, h.health, h.reason.empty() ? "" : " (" + h.reason + ")"),
-                 {{"id", id}, {"health", h.health}});
+      if (auto it = noted_.find(id);
+          (it == noted_.end() || it->second.health != h.health) && !h.health.empty())
+        log_.log(
+            h.health == "unhealthy" ? Level::Warning : Level::Info,
+            fmt::format("{}: {}{}", id, h.health, h.reason.empty() ? "" : " (" + h.reason + ")"),
+            {{"id", id}, {"health", h.health}});
     noted_ = health;
     if (health.empty())
       apply::clearHealthNote(o_.stateDir);
@@ -155,8 +156,8 @@ void ServiceWatch::loop() {
       const ProbeResult r = runProbe(*w.probe);
       lock.lock();
       now = WatchClock::now();
-      if (auto it = tracks_.find(w.id); it != tracks_.end() && k < services_.size() &&
-                                        services_[k].id == w.id)
+      if (auto it = tracks_.find(w.id);
+          it != tracks_.end() && k < services_.size() && services_[k].id == w.id)
         checked(it->second, w, run, r, now);
     }
     reportLocked();

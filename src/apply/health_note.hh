@@ -20,8 +20,8 @@ struct HealthSeen {
 };
 
 struct HealthNote {
-  int64_t pid = 0;  // the agent that wrote it
-  int64_t at = 0;   // unix ms
+  int64_t pid = 0;                             // the agent that wrote it
+  int64_t at = 0;                              // unix ms
   std::map<std::string, HealthSeen> services;  // by resource id
 };
 

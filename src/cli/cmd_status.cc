@@ -75,7 +75,8 @@ nlohmann::json serviceJson(const ServiceView& v) {
 
 std::string healthText(const ServiceView& v) {
   if (v.health.empty()) return "";
-  return ", health " + v.health + (v.healthReason.empty() ? "" : " (" + shownText(v.healthReason) + ")");
+  return ", health " + v.health +
+         (v.healthReason.empty() ? "" : " (" + shownText(v.healthReason) + ")");
 }
 
 std::string sinceText(const ServiceView& v) {

@@ -8,7 +8,8 @@ namespace mesh::decl {
 
 namespace {
 
-constexpr const char* kExample = "health = { exec = \"{bundle}/bin/check\", interval = \"10s\", timeout = \"5s\" }";
+constexpr const char* kExample =
+    "health = { exec = \"{bundle}/bin/check\", interval = \"10s\", timeout = \"5s\" }";
 
 // A time span in ms, or nullopt having reported why not.
 std::optional<int64_t> span(Fields& h, const char* key) {

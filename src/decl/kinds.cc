@@ -125,9 +125,8 @@ CredentialSpec readCredential(Fields& f, Draft& d, const ParseOptions& options) 
 }
 
 ProcessSpec readProcess(Fields& f, Draft& d, const ParseOptions&) {
-  f.rejectUnknown(
-      {"bundle", "unit", "service", "health", "restart-on", "reload-on", "requires"},
-      {"on-remove"});
+  f.rejectUnknown({"bundle", "unit", "service", "health", "restart-on", "reload-on", "requires"},
+                  {"on-remove"});
   ProcessSpec s;
   if (!f.find("bundle")) f.missing("bundle", "bundle = \"sha256:…\"");
   if (auto bundle = f.digest("bundle")) s.bundle = *bundle;

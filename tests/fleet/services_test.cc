@@ -109,11 +109,16 @@ unit = {{ ExecStart = "{{bundle}}/bin/svc {{root}}", Restart = "always", Restart
     Result enroll = runCommand(
         fleetArgv("enroll", {"--key", keyFile, "n1", init.out.substr(0, init.out.find('\n'))}));
     ASSERT_EQ(enroll.code, 0) << enroll.out << enroll.err;
-    std::vector<std::string> argv = {MESH_HOST_BIN, "run",         "--etcd",    url,
-                                     "--cluster",   cluster,       "--node",    "n1",
-                                     "--root",      root,          "--state-dir", stateDir,
-                                     "--trust",     operatorKey.text(), "--interval", "1h",
-                                     "--splay",     "0",           "--blobs",   blobs};
+    std::vector<std::string> argv = {MESH_HOST_BIN, "run",
+                                     "--etcd",      url,
+                                     "--cluster",   cluster,
+                                     "--node",      "n1",
+                                     "--root",      root,
+                                     "--state-dir", stateDir,
+                                     "--trust",     operatorKey.text(),
+                                     "--interval",  "1h",
+                                     "--splay",     "0",
+                                     "--blobs",     blobs};
     for (const auto& a : backendArgs()) argv.push_back(a);
     pid = ::mesh::test::spawnChild(argv, log, "", ::mesh::test::Output::Append, backendEnv());
   }
@@ -144,8 +149,8 @@ unit = {{ ExecStart = "{{bundle}}/bin/svc {{root}}", Restart = "always", Restart
 
   // `mesh-host status` on the node.
   Result localStatus(bool json) {
-    std::vector<std::string> argv = {MESH_HOST_BIN, "status", "--root", root, "--state-dir",
-                                     stateDir};
+    std::vector<std::string> argv = {MESH_HOST_BIN, "status",      "--root",
+                                     root,          "--state-dir", stateDir};
     for (const auto& a : backendArgs()) argv.push_back(a);
     if (json) argv.push_back("--json");
     std::vector<std::string> env = {"env"};
@@ -177,10 +182,9 @@ TEST_P(ServiceStatus, ACrashRestartShowsWithinSecondsWithNoCycleAndAnIdleNodeWri
   // the namespace's own pids).
   const auto killedAt = Clock::now();
   if (GetParam() == "systemd") {
-    ASSERT_EQ(e2e::SystemdNamespace::instance()
-                  .ctl({"kill", "--signal=KILL", module + ".service"})
-                  .code,
-              0);
+    ASSERT_EQ(
+        e2e::SystemdNamespace::instance().ctl({"kill", "--signal=KILL", module + ".service"}).code,
+        0);
   } else {
     pid_t service = 0;
     std::ifstream(root + "/svc.pid") >> service;
@@ -219,8 +223,10 @@ TEST_P(ServiceStatus, ACrashRestartShowsWithinSecondsWithNoCycleAndAnIdleNodeWri
 TEST_P(ServiceStatus, AHealthCheckJudgesTheRunAndStatusExitsOneWhileItFails) {
   std::ofstream(root + "/ok") << "";
   startNode();
-  pushDecl(decl(1, R"(health = { exec = "{bundle}/bin/check {root}", interval = "1s", timeout = "1s" })"));
-  ASSERT_TRUE(awaitStatus([](const NodeStatus& s) { return svc(s) && svc(s)->health == "healthy"; }));
+  pushDecl(decl(
+      1, R"(health = { exec = "{bundle}/bin/check {root}", interval = "1s", timeout = "1s" })"));
+  ASSERT_TRUE(
+      awaitStatus([](const NodeStatus& s) { return svc(s) && svc(s)->health == "healthy"; }));
   Result st = localStatus(true);
   EXPECT_EQ(st.code, 0) << st.out << st.err;
   for (const auto& r : st.json().at("resources"))
@@ -242,7 +248,8 @@ TEST_P(ServiceStatus, AHealthCheckJudgesTheRunAndStatusExitsOneWhileItFails) {
   EXPECT_NE(st.out.find("1 failing"), std::string::npos) << st.out;
 
   std::ofstream(root + "/ok") << "";
-  ASSERT_TRUE(awaitStatus([](const NodeStatus& s) { return svc(s) && svc(s)->health == "healthy"; }));
+  ASSERT_TRUE(
+      awaitStatus([](const NodeStatus& s) { return svc(s) && svc(s)->health == "healthy"; }));
   EXPECT_EQ(localStatus(false).code, 0);
 }
 
@@ -250,12 +257,12 @@ TEST_P(ServiceStatus, ChangingOnlyTheHealthCheckRestartsNothing) {
   std::ofstream(root + "/ok") << "";
   startNode();
   pushDecl(decl(1));
-  ASSERT_TRUE(awaitStatus([](const NodeStatus& s) { return s.serial == 1 && svc(s) && svc(s)->running; }));
+  ASSERT_TRUE(
+      awaitStatus([](const NodeStatus& s) { return s.serial == 1 && svc(s) && svc(s)->running; }));
   const Service s0 = *svc(last);
   pushDecl(decl(2, R"(health = { exec = "{bundle}/bin/check {root}", interval = "1s" })"));
-  ASSERT_TRUE(awaitStatus([](const NodeStatus& s) {
-    return s.serial == 2 && svc(s) && svc(s)->health == "healthy";
-  }));
+  ASSERT_TRUE(awaitStatus(
+      [](const NodeStatus& s) { return s.serial == 2 && svc(s) && svc(s)->health == "healthy"; }));
   EXPECT_EQ(last.updated + last.created, 0) << encodeStatus(last);
   EXPECT_EQ(svc(last)->upSinceMs, s0.upSinceMs);
   EXPECT_EQ(svc(last)->restartsByMeshHost, s0.restartsByMeshHost);

@@ -35,7 +35,8 @@ TEST(HealthProbe, AFailureSaysItsExitCodeAndFirstLineOnly) {
 }
 
 TEST(HealthProbe, OutputIsBoundedAndEscaped) {
-  const auto r = runProbe(sh("printf '\\033[31mred'; head -c 100000 /dev/zero | tr '\\0' x; exit 1"));
+  const auto r =
+      runProbe(sh("printf '\\033[31mred'; head -c 100000 /dev/zero | tr '\\0' x; exit 1"));
   EXPECT_FALSE(r.passed);
   EXPECT_LE(r.reason.size(), kProbeReasonMax + 40) << r.reason;
   EXPECT_EQ(r.reason.find('\033'), std::string::npos) << r.reason;

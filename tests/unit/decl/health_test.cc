@@ -18,8 +18,9 @@ const ProcessSpec& spec(const Declaration& d) {
 }
 
 TEST(Health, IsReadWithItsTimes) {
-  const auto d = parse(process(
-      "health = { exec = \"{bundle}/bin/check --port 80\", interval = \"5s\", timeout = \"2s\" }\n"));
+  const auto d =
+      parse(process("health = { exec = \"{bundle}/bin/check --port 80\", interval = \"5s\", "
+                    "timeout = \"2s\" }\n"));
   ASSERT_TRUE(spec(d).health);
   EXPECT_EQ(spec(d).health->exec, "{bundle}/bin/check --port 80");
   EXPECT_EQ(spec(d).health->intervalMs, 5000);
@@ -65,7 +66,8 @@ TEST(Health, BadValuesAreRefusedEachWithWhatToDo) {
       {"health = { interval = \"5s\" }", "exec"},
       {"health = { exec = \"/bin/true\", interval = \"0\" }", "a check runs at most once a second"},
       {"health = { exec = \"/bin/true\", interval = \"500ms\" }", "use \"1s\" or more"},
-      {"health = { exec = \"/bin/true\", timeout = \"0s\" }", "timeout in process web.app's health is 0"},
+      {"health = { exec = \"/bin/true\", timeout = \"0s\" }",
+       "timeout in process web.app's health is 0"},
       {"health = { exec = \"/bin/true\", interval = \"2s\", timeout = \"3s\" }",
        "is longer than its interval"},
       {"health = { exec = \"/bin/true\", interval = \"soon\" }", "interval 'soon'"},
