@@ -229,8 +229,11 @@ TEST_P(ServiceStatus, AHealthCheckJudgesTheRunAndStatusExitsOneWhileItFails) {
       awaitStatus([](const NodeStatus& s) { return svc(s) && svc(s)->health == "healthy"; }));
   Result st = localStatus(true);
   EXPECT_EQ(st.code, 0) << st.out << st.err;
-  for (const auto& r : st.json().at("resources"))
-    if (r.at("id") == module + ".svc") EXPECT_EQ(r.at("service").at("health"), "healthy") << r;
+  for (const auto& r : st.json().at("resources")) {
+    if (r.at("id") == module + ".svc") {
+      EXPECT_EQ(r.at("service").at("health"), "healthy") << r;
+    }
+  }
 
   fs::remove(root + "/ok");
   ASSERT_TRUE(
