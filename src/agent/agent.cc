@@ -17,6 +17,7 @@
 #include "agent/locked_run.hh"
 #include "agent/notify.hh"
 #include "agent/schedule.hh"
+#include "agent/service_watch.hh"
 #include "fleet/node_signed.hh"
 #include "state/drift_note.hh"
 #include "state/pending_note.hh"
@@ -59,6 +60,16 @@ class WatchPort : public DriftPort {
   DriftWatch watch_;
 };
 
+class WatchPortOfServices : public ServicePort {
+ public:
+  explicit WatchPortOfServices(ServiceWatch& watch) : watch_(watch) {}
+  void expect(const decl::Declaration& d) override { watch_.expect(d); }
+  void refresh(state::Store& store) override { watch_.refresh(store); }
+
+ private:
+  ServiceWatch& watch_;
+};
+
 // The loop: waits for events (agent/events.hh), hands them to the core, runs the
 // cycles it asks for on a thread of their own, and speaks to etcd and systemd.
 class Agent {
@@ -80,6 +91,19 @@ class Agent {
       core_.setFleet(&*port);
     }
     fleet_ = fleet.get();
+    // The services between cycles: into the fleet status, and their health checks. Before
+    // joinCycle: a cycle's end looks through it.
+    ServiceWatch services({.stateDir = o_.settings.stateDir,
+                           .root = o_.settings.root,
+                           .supervisor = o_.settings.supervisor,
+                           .unitDir = o_.settings.unitDir,
+                           .noteHealth = true,
+                           .lookAlways = fleet_ != nullptr},
+                          log_, [this](const std::vector<fleet::NodeStatus::Service>& v) {
+                            if (fleet_) fleet_->setServices(v);
+                          });
+    WatchPortOfServices servicesPort(services);
+    core_.setServices(&servicesPort);
     // On an error out of the loop, the cycle in hand still ends cleanly first.
     Finally joinCycle([this] {
       core_.stopNow();
@@ -124,6 +148,7 @@ class Agent {
       if (w.cycleDone) {
         worker_.join();
         core_.cycleDone(now, std::exchange(result_, {}));
+        if (fleet_) fleet_->releaseServices();
       }
       if (w.hangup) core_.hangup();
       if (w.fleet) {
@@ -177,6 +202,7 @@ class Agent {
   }
 
   void startCycle(Events& events, CycleJob job) {
+    if (fleet_) fleet_->holdServices();
     worker_ = std::thread([this, &events, job = std::move(job)] {
       try {  // no thread ends the process: what escapes is the cycle's error
         result_ = runLocked(

@@ -1,5 +1,7 @@
 #include "agent/core.hh"
 
+#include <exception>
+
 #include <malloc.h>
 #include <string.h>
 
@@ -249,6 +251,22 @@ std::optional<CycleJob> AgentCore::nextCycle(Clock::time_point now) {
     fleetHooks(job.hooks);
   else
     job.hooks.newer = appliedByHand();
+  if (services_) {
+    // The services' counts and runs as this cycle left them: in the status it publishes.
+    services_->expect(job.declaration);
+    job.hooks.after = [look = services_, inner = std::move(job.hooks.after)](
+                          const apply::CycleReport& report, state::Store& store) {
+      // The cycle's own hook (the fleet status, metrics) runs whatever the look says.
+      std::exception_ptr failed;
+      try {
+        look->refresh(store);
+      } catch (...) {
+        failed = std::current_exception();
+      }
+      if (inner) inner(report, store);
+      if (failed) std::rethrow_exception(failed);
+    };
+  }
   job.releaseStaleSlots = fleet_ && !staleSlotsReleased_;
   staleSlotsReleased_ = staleSlotsReleased_ || job.releaseStaleSlots;
   return job;

@@ -49,6 +49,16 @@ class DriftPort {
   virtual size_t unwatched() const = 0;
 };
 
+// What the core needs of the look at services (ServiceWatch; none in the simulation).
+class ServicePort {
+ public:
+  virtual ~ServicePort() = default;
+  // Before a cycle, on the core's thread: the declaration it runs.
+  virtual void expect(const decl::Declaration& d) = 0;
+  // After it, on the cycle's thread under the state lock: look again, with its counts.
+  virtual void refresh(state::Store& store) = 0;
+};
+
 // A cycle the core wants run: runLocked(settings, declaration, stopFlag(), …, hooks);
 // then, with releaseStaleSlots and a report, FleetPort::releaseStaleSlots(); then
 // cycleDone() with what runLocked returned.
@@ -78,6 +88,8 @@ class AgentCore {
   FleetPort* fleet() const { return fleet_; }
   // The drift watch, once there is one (null: drift is left to the interval).
   void setDrift(DriftPort* drift) { drift_ = drift; }
+  // The look at services between cycles (null: none). Before start().
+  void setServices(ServicePort* services) { services_ = services; }
 
   // The first cycle: the declaration loaded (or, fleet mode, `cached`, the cached
   // pushed declaration) and a cycle asked for.
@@ -139,6 +151,7 @@ class AgentCore {
   LastGoodDeclaration declaration_;
   FleetPort* fleet_ = nullptr;
   DriftPort* drift_ = nullptr;
+  ServicePort* services_ = nullptr;
   Debounce debounce_{kDebounce};
   Debounce driftDebounce_{kDriftQuiet};
   std::optional<Clock::time_point> driftDue_;  // a drift cycle is wanted from then

@@ -166,7 +166,33 @@ void FleetLink::publish(fleet::NodeStatus status) {
   status.pid = ::getpid();
   status.intervalMs = o_.interval.count();
   noteAppliedCycle(status);
+  status.services = services_;
   status_ = std::move(status);
+  statusDirty_ = true;
+  ++statusVersion_;
+  changed_.notify_all();
+}
+
+void FleetLink::setServices(std::vector<fleet::NodeStatus::Service> services) {
+  std::lock_guard<std::mutex> guard(mutex_);
+  services_ = std::move(services);
+  if (servicesHeld_ || status_.services == services_) return;
+  status_.services = services_;
+  statusDirty_ = true;
+  ++statusVersion_;
+  changed_.notify_all();
+}
+
+void FleetLink::holdServices() {
+  std::lock_guard<std::mutex> guard(mutex_);
+  servicesHeld_ = true;
+}
+
+void FleetLink::releaseServices() {
+  std::lock_guard<std::mutex> guard(mutex_);
+  servicesHeld_ = false;
+  if (status_.services == services_) return;
+  status_.services = services_;
   statusDirty_ = true;
   ++statusVersion_;
   changed_.notify_all();

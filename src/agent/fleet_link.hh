@@ -105,6 +105,14 @@ class FleetLink {
   // changed materially.
   void publish(fleet::NodeStatus status);
 
+  // The services as the agent last looked at them (agent/service_watch.hh): put when they
+  // changed, except while a cycle runs (holdServices()): then they wait for the cycle's
+  // status, which carries them (publish() always carries the latest), so that a status
+  // never shows what a cycle restarted beside the counts and applied cycle of before it.
+  void setServices(std::vector<fleet::NodeStatus::Service> services);
+  void holdServices();
+  void releaseServices();
+
   // From the agent's event loop, every fleet::kHeartbeatPeriod: renew the lease (on
   // the heartbeat thread; returns at once).
   void beat();
@@ -159,6 +167,8 @@ class FleetLink {
   std::optional<AcceptedDeclaration> pending_;
   std::optional<int64_t> appliedSerial_;  // the highest applied when the agent started
   fleet::NodeStatus status_;
+  std::vector<fleet::NodeStatus::Service> services_;
+  bool servicesHeld_ = false;
   bool statusDirty_ = false;
   uint64_t statusVersion_ = 0;  // bumped by each change to status_
   std::optional<fleet::NodeStatus::Refusal> refusal_;

@@ -2,11 +2,13 @@
 
 namespace mesh::apply {
 
-ResourceHealth resourceHealth(std::string_view outcome, std::optional<bool> serviceRunning) {
+ResourceHealth resourceHealth(std::string_view outcome, std::optional<bool> serviceRunning,
+                              std::string_view declaredHealth) {
   ResourceHealth h;
   h.failed = outcome == "failed" || outcome == "skipped";
   // Not running: stopped, failed, starting, or waiting for Restart=.
   h.down = serviceRunning && !*serviceRunning && !h.failed;
+  h.unhealthy = declaredHealth == "unhealthy" && !h.failed && !h.down;
   return h;
 }
 

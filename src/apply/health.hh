@@ -11,15 +11,21 @@ namespace mesh::apply {
 struct ResourceHealth {
   bool failed = false;  // its last outcome was `failed` or `skipped`
   bool down = false;    // its service is not running, and it did not fail
+  // Its service runs, but its declared health check (or a Type=notify service's
+  // READY=1) says unhealthy: as bad as down. "starting" is not unhealthy.
+  bool unhealthy = false;
 };
 
 // `serviceRunning`: what the supervisor says of the resource's service; nullopt
 // when it has none, or when the supervisor could not be asked (that fails the
 // node once, in NodeHealth, not each resource).
-ResourceHealth resourceHealth(std::string_view outcome, std::optional<bool> serviceRunning);
+// `declaredHealth`: what the agent's health check last said of the run in progress
+// ("" none declared or not known, "starting", "healthy", "unhealthy").
+ResourceHealth resourceHealth(std::string_view outcome, std::optional<bool> serviceRunning,
+                              std::string_view declaredHealth = "");
 
 struct NodeHealth {
-  int failing = 0;                // resources failed or down
+  int failing = 0;                // resources failed, down or unhealthy
   int churning = 0;               // resources churning (apply/churn.hh)
   bool cycleError = false;        // the last cycle could not run
   bool declarationError = false;  // the agent's declaration does not load
@@ -29,7 +35,7 @@ struct NodeHealth {
   // owes are left for the next cycle, and until then the node is not as declared.
   bool cutShort = false;
 
-  void add(const ResourceHealth& r) { failing += r.failed || r.down; }
+  void add(const ResourceHealth& r) { failing += r.failed || r.down || r.unhealthy; }
   // Healthy: nothing failing or churning and no error; otherwise status exits 1.
   bool healthy() const;
 };

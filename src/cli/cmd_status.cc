@@ -9,6 +9,7 @@
 
 #include "apply/churn.hh"
 #include "apply/health.hh"
+#include "apply/health_note.hh"
 #include "apply/process_info.hh"
 #include "cli/commands.hh"
 #include "cli/output.hh"
@@ -53,6 +54,10 @@ struct ServiceView {
   int64_t restartsByMeshHost = 0;
   int64_t restartsByCrash = 0;
   bool mustRun = true;  // not running is down (a `service` may be declared stopped)
+  // Its declared health as the running agent last judged this run (apply/health_note.hh):
+  // "" none declared or no agent runs, "starting", "healthy", "unhealthy".
+  std::string health;
+  std::string healthReason;
 };
 
 nlohmann::json serviceJson(const ServiceView& v) {
@@ -63,7 +68,15 @@ nlohmann::json serviceJson(const ServiceView& v) {
           {"pid", v.pid},
           {"since", v.since},
           {"restarts_by_mesh_host", v.restartsByMeshHost},
-          {"restarts_by_crash", v.restartsByCrash}};
+          {"restarts_by_crash", v.restartsByCrash},
+          {"health", v.health},
+          {"health_reason", v.healthReason}};
+}
+
+std::string healthText(const ServiceView& v) {
+  if (v.health.empty()) return "";
+  return ", health " + v.health +
+         (v.healthReason.empty() ? "" : " (" + shownText(v.healthReason) + ")");
 }
 
 std::string sinceText(const ServiceView& v) {
@@ -71,9 +84,9 @@ std::string sinceText(const ServiceView& v) {
 }
 
 std::string serviceText(const ServiceView& v) {
-  return fmt::format(", {} {}{}{}, restarts: {} by mesh-host, {} by crashes", v.name, v.state,
+  return fmt::format(", {} {}{}{}, restarts: {} by mesh-host, {} by crashes{}", v.name, v.state,
                      v.pid > 0 ? fmt::format(" pid {}", v.pid) : std::string(), sinceText(v),
-                     v.restartsByMeshHost, v.restartsByCrash);
+                     v.restartsByMeshHost, v.restartsByCrash, healthText(v));
 }
 
 // Every process record's service, and the error when the supervisor could not
@@ -102,9 +115,23 @@ Services servicesOf(const std::map<std::string, const state::Record*>& records,
   } catch (const std::exception& e) {
     out.error = e.what();
   }
+  // The health the running agent judged (none when no agent runs: nobody checks).
+  std::optional<apply::HealthNote> note = apply::healthNote(o.stateDir);
+  if (note) {
+    const auto agent = state::agentRunning(o.stateDir, note->pid);
+    if (!agent || !agent->running) note.reset();
+  }
   for (const auto& [id, info] : infos) {
     const auto& st = states[info.service];
     const bool known = out.error.empty();
+    std::string health, healthReason;
+    if (note && known)
+      if (auto h = note->services.find(id); h != note->services.end()) {
+        // A run the agent has not judged yet (it looks every few seconds) is starting.
+        const bool same = h->second.runSinceUs == (st.running ? st.sinceUs : 0);
+        health = same ? h->second.health : "starting";
+        healthReason = same ? h->second.reason : "";
+      }
     out.views.emplace(id, ServiceView{
                               .name = info.service,
                               .active = st.active,
@@ -117,6 +144,8 @@ Services servicesOf(const std::map<std::string, const state::Record*>& records,
                               // from before mesh-host's last (re)start, and the count since.
                               .restartsByCrash = info.crashRestartsBefore + st.crashRestarts,
                               .mustRun = info.mustRun,
+                              .health = health,
+                              .healthReason = healthReason,
                           });
   }
   return out;
@@ -322,9 +351,11 @@ int showStatus(CommonOptions& o, const StatusOptions& so,
     const auto s = services.views.find(id);
     // A supervisor that cannot be asked fails the node once, below.
     const auto h = apply::resourceHealth(
-        r->outcome, s != services.views.end() && services.error.empty() && s->second.mustRun
-                        ? std::optional<bool>(s->second.running)
-                        : std::nullopt);
+        r->outcome,
+        s != services.views.end() && services.error.empty() && s->second.mustRun
+            ? std::optional<bool>(s->second.running)
+            : std::nullopt,
+        s != services.views.end() ? s->second.health : "");
     const bool failed = h.failed, down = h.down;
     health.add(h);
     health.churning += c.churning;
@@ -350,10 +381,13 @@ int showStatus(CommonOptions& o, const StatusOptions& so,
       lines.push_back(fmt::format("down {} ({}): {} is {}{}", id, r->module, s->second.name,
                                   s->second.state, sinceText(s->second)));
     if (failed) lines.push_back(fmt::format("failed {} ({}): {}", id, r->module, r->reason));
+    if (h.unhealthy)
+      lines.push_back(fmt::format("unhealthy {} ({}): {} runs, its health check fails: {}", id,
+                                  r->module, s->second.name, shownText(s->second.healthReason)));
     if (c.churning)
       lines.push_back(fmt::format("churning {} ({}): changed {} times in the last {} cycles ({})",
                                   id, r->module, c.changes, policy.window, c.reasonText()));
-    if (o.verbose && !failed && !down && !c.churning)
+    if (o.verbose && !failed && !down && !h.unhealthy && !c.churning)
       lines.push_back(fmt::format("{} {} ({}): {}, changed {}{}", r->outcome, id, r->module,
                                   r->wrote.empty() ? "-" : r->wrote.substr(0, 19),
                                   isoTime(r->changedAt),

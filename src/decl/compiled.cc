@@ -26,7 +26,7 @@ using form::Writer;
 constexpr std::string_view kMagic = "mesh-host compiled declaration\n";
 // Bump with any change of the layout in compiled_codec.hh or compiled_specs.cc
 // (the build-id changes too, but a build without one relies on this).
-constexpr uint64_t kFormat = 7;
+constexpr uint64_t kFormat = 8;
 
 // Every name the declaration gives as a user or a group (numeric ids are not looked up).
 void principals(const Declaration& d, std::set<std::string>& users, std::set<std::string>& groups) {

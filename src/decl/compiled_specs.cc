@@ -19,7 +19,7 @@ static_assert(sizeof(DirectorySpec) == 120, "DirectorySpec changed: update compi
 static_assert(sizeof(LinkSpec) == 64, "LinkSpec changed: update compiled_specs.cc");
 static_assert(sizeof(ArchiveSpec) == 96, "ArchiveSpec changed: update compiled_specs.cc");
 static_assert(sizeof(CredentialSpec) == 200, "CredentialSpec changed: update compiled_specs.cc");
-static_assert(sizeof(ProcessSpec) == 120, "ProcessSpec changed: update compiled_specs.cc");
+static_assert(sizeof(ProcessSpec) == 176, "ProcessSpec changed: update compiled_specs.cc");
 static_assert(sizeof(ServiceSpec) == 88, "ServiceSpec changed: update compiled_specs.cc");
 static_assert(sizeof(AbsentSpec) == 40, "AbsentSpec changed: update compiled_specs.cc");
 static_assert(sizeof(UserSpec) == 184, "UserSpec changed: update compiled_specs.cc");
@@ -79,6 +79,12 @@ void writeSpec(Writer& w, const ProcessSpec& s) {
     w.strings(value);
   }
   w.s(s.service);
+  w.b(s.health.has_value());
+  if (s.health) {
+    w.s(s.health->exec);
+    w.u(static_cast<uint64_t>(s.health->intervalMs));
+    w.u(static_cast<uint64_t>(s.health->timeoutMs));
+  }
 }
 
 void writeOptBool(Writer& w, const std::optional<bool>& b) {
@@ -156,6 +162,13 @@ void readProcess(Reader& r, ProcessSpec& s) {
     s.unit[std::move(key)] = r.strings();
   }
   s.service = r.s();
+  if (r.b()) {
+    HealthCheck h;
+    h.exec = r.s();
+    h.intervalMs = static_cast<int64_t>(r.u());
+    h.timeoutMs = static_cast<int64_t>(r.u());
+    s.health = std::move(h);
+  }
 }
 
 std::optional<bool> readOptBool(Reader& r) {

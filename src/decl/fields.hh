@@ -66,6 +66,17 @@ class Fields {
   // drop-in amends a unit that has one).
   std::optional<std::map<std::string, UnitValue>> unit(std::string_view key,
                                                        bool requireExecStart = true);
+  // The fields of `table`, a table inside this one, reported on as `subject`, with the
+  // same diagnostics and substitutions.
+  Fields nested(const toml::table& table, const toml::node& at, std::string subject) const {
+    Fields f(table, this->at(at), std::move(subject), diags_);
+    f.placeholders_ = placeholders_;
+    return f;
+  }
+  // An error at `n` that the value of `key` is not of the `expected` type.
+  void wrongTypeOf(std::string_view key, const toml::node& n, std::string_view expected) {
+    wrongType(key, n, expected);
+  }
 
  private:
   void wrongType(std::string_view key, const toml::node& node, std::string_view expected);

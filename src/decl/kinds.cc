@@ -7,6 +7,7 @@
 
 #include "decl/accounts.hh"
 #include "decl/fields.hh"
+#include "decl/health_field.hh"
 #include "decl/kind_info.hh"
 
 namespace mesh::decl {
@@ -124,7 +125,7 @@ CredentialSpec readCredential(Fields& f, Draft& d, const ParseOptions& options) 
 }
 
 ProcessSpec readProcess(Fields& f, Draft& d, const ParseOptions&) {
-  f.rejectUnknown({"bundle", "unit", "service", "restart-on", "reload-on", "requires"},
+  f.rejectUnknown({"bundle", "unit", "service", "health", "restart-on", "reload-on", "requires"},
                   {"on-remove"});
   ProcessSpec s;
   if (!f.find("bundle")) f.missing("bundle", "bundle = \"sha256:…\"");
@@ -145,6 +146,7 @@ ProcessSpec readProcess(Fields& f, Draft& d, const ParseOptions&) {
       d.servicePos = f.at(*n);
     }
   }
+  s.health = readHealth(f);
   d.restartOn = f.ids("restart-on");
   d.reloadOn = f.ids("reload-on");
   return s;

@@ -87,10 +87,22 @@ struct CredentialSpec {
 // be given as an array, which renders as one line per element.
 using UnitValue = std::vector<std::string>;
 
+// A process's declared health (`health = { exec, interval, timeout }`): a command
+// the agent runs every `interval` (argv split as ExecStart is, no shell; {bundle} and
+// {root} as in unit values), killed after `timeout`; exit 0 is healthy. Not part of
+// the unit: changing it restarts nothing.
+struct HealthCheck {
+  std::string exec;
+  int64_t intervalMs = 10'000;
+  int64_t timeoutMs = 5'000;
+  bool operator==(const HealthCheck&) const = default;
+};
+
 struct ProcessSpec {
   Digest bundle;
   std::map<std::string, UnitValue> unit;  // sorted by key
   std::string service;                    // "<module>.service" unless named
+  std::optional<HealthCheck> health;      // none declared: running is healthy
 };
 
 // A unit mesh-host did not install (the distro's nginx.service): its state and

@@ -26,6 +26,7 @@ struct StateDir {
   std::string agentLock() const { return at(layout::kAgentLock); }
   std::string agentPid() const { return at(layout::kAgentPid); }
   std::string driftWatch() const { return at(layout::kDriftWatch); }
+  std::string healthChecks() const { return at(layout::kHealthChecks); }
   std::string paused() const { return at(layout::kPaused); }
   std::string pending() const { return at(layout::kPending); }
   // Process bundles, unpacked one per digest (hex) under layout::kBundles.

@@ -28,6 +28,8 @@ inline constexpr std::string_view kAgentPid = "agent.pid";     // names the agen
 inline constexpr std::string_view kOldAgentLock =
     "agent.lock";  // an older agent's lock: others could lock it
 inline constexpr std::string_view kDriftWatch = "drift-watch";  // the drift watcher's note
+// The agent's latest health check results (apply/health_note.hh).
+inline constexpr std::string_view kHealthChecks = "health-checks";
 inline constexpr std::string_view kServices = "services";       // builtin supervisor units
 inline constexpr std::string_view kServiceLogs = "log";         // builtin supervisor logs
 // 0700: what mesh-host first overwrote, kept to be put back (apply/originals.hh)
