@@ -13,8 +13,8 @@
 #include "cli/time_text.hh"
 #include "fleet/push_history.hh"
 #include "fleet/rollout_record.hh"
-#include "fleet/view/json.hh"
 #include "fleet/statement.hh"
+#include "fleet/view/json.hh"
 #include "util/error.hh"
 #include "util/text_safe.hh"
 
@@ -97,13 +97,11 @@ int runFleetHistory(const FleetOptions& f, const FleetHistoryOptions& h) {
   if (f.json) {
     json pushes = json::array();
     for (const auto& e : entries) pushes.push_back(recordJson(e));
-    std::puts(
-        jsonOut(
-            json{{"schema", kJsonSchema},
-                 {"cluster", f.cluster},
-                 {"pushes", std::move(pushes)},
-                 {"rollout", fleet::rolloutJson(rollout)}})
-            .c_str());
+    std::puts(jsonOut(json{{"schema", kJsonSchema},
+                           {"cluster", f.cluster},
+                           {"pushes", std::move(pushes)},
+                           {"rollout", fleet::rolloutJson(rollout)}})
+                  .c_str());
     return kExitOk;
   }
   if (rollout) printLine(shownText(fleet::rolloutLine(*rollout)));

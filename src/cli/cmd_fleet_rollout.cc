@@ -66,8 +66,8 @@ int exitOf(const fleet::RolloutRecord& r) {
 int answer(const FleetOptions& f, const fleet::RolloutRecord& r) {
   if (f.json)
     std::puts(jsonOut(nlohmann::json{{"schema", kJsonSchema},
-                                      {"cluster", f.cluster},
-                                      {"rollout", fleet::rolloutJson(r)}})
+                                     {"cluster", f.cluster},
+                                     {"rollout", fleet::rolloutJson(r)}})
                   .c_str());
   else
     sayLine(fleet::rolloutLine(r));
@@ -90,9 +90,9 @@ int showStatus(const FleetOptions& f) {
   if (f.json) {
     auto j = fleet::rolloutJson(e ? std::optional(e->record) : std::nullopt);
     if (e && !j.is_null()) j["verified"] = e->verified ? nlohmann::json(*e->verified) : nullptr;
-    std::puts(jsonOut(nlohmann::json{
-                          {"schema", kJsonSchema}, {"cluster", f.cluster}, {"rollout", j}})
-                  .c_str());
+    std::puts(
+        jsonOut(nlohmann::json{{"schema", kJsonSchema}, {"cluster", f.cluster}, {"rollout", j}})
+            .c_str());
     return e ? exitOf(e->record) : kExitOk;
   }
   if (!e) {
@@ -101,22 +101,24 @@ int showStatus(const FleetOptions& f) {
   }
   const auto& r = e->record;
   printLine(shownText(fleet::rolloutLine(r)));
-  printLine(shownText(fmt::format(
-      "declaration {} ({}), pushed by {} at {}{}", r.declaration, fleet::shortDigest(r.digest),
-      fleet::shortKey(r.pushedBy), isoTime(r.startedAtMs),
-      !e->verified ? "" : (*e->verified ? ", verified" : ", NOT VERIFIED"))));
-  printLine(shownText(fmt::format("driven by {}, last written {}", r.driver, isoTime(r.updatedAtMs))));
+  printLine(shownText(
+      fmt::format("declaration {} ({}), pushed by {} at {}{}", r.declaration,
+                  fleet::shortDigest(r.digest), fleet::shortKey(r.pushedBy), isoTime(r.startedAtMs),
+                  !e->verified ? "" : (*e->verified ? ", verified" : ", NOT VERIFIED"))));
+  printLine(
+      shownText(fmt::format("driven by {}, last written {}", r.driver, isoTime(r.updatedAtMs))));
   const auto& o = r.options;
   printLine(fmt::format("options: --canary {} --wave {} --min-healthy {} --healthy-deadline {}{}",
                         o.canary, shownText(o.wave), ms(o.minHealthyMs), ms(o.healthyDeadlineMs),
                         o.autoRevert ? " --auto-revert" : ""));
   for (std::size_t w = 0; w < r.waves.size(); ++w) {
     const auto i = static_cast<int64_t>(w);
-    const char* where = i < r.wave ? "reached"
-                        : i == r.wave && r.state != fleet::RolloutState::Done
-                            ? (r.state == fleet::RolloutState::Running ? "in progress" : "stopped here")
-                        : i == r.wave ? "reached"
-                                      : "not reached";
+    const char* where =
+        i < r.wave ? "reached"
+        : i == r.wave && r.state != fleet::RolloutState::Done
+            ? (r.state == fleet::RolloutState::Running ? "in progress" : "stopped here")
+        : i == r.wave ? "reached"
+                      : "not reached";
     printLine(shownText(fmt::format("wave {}{}: {} [{}]", w + 1, w == 0 ? " (canary)" : "",
                                     fmt::join(r.waves[w], ", "), where)));
   }
@@ -144,9 +146,9 @@ int runFleetRolloutPush(const FleetOptions& f, const FleetPushOptions& p,
   fleet::checkWaveSpec(r.options.wave);
   r.options.minHealthyMs =
       p.minHealthy.empty() ? 10'000 : parseDuration(p.minHealthy, "--min-healthy").count();
-  r.options.healthyDeadlineMs = p.healthyDeadline.empty()
-                                    ? 300'000
-                                    : parseDuration(p.healthyDeadline, "--healthy-deadline").count();
+  r.options.healthyDeadlineMs =
+      p.healthyDeadline.empty() ? 300'000
+                                : parseDuration(p.healthyDeadline, "--healthy-deadline").count();
   if (r.options.healthyDeadlineMs <= r.options.minHealthyMs)
     throw InputError(
         "--healthy-deadline {} is not more than --min-healthy {}: no node could ever be "
@@ -168,8 +170,7 @@ int runFleetRollout(const FleetOptions& f, const FleetRolloutOptions& o) {
       throw InputError("fleet rollout status takes no --key or --revert: it only reads");
     return showStatus(f);
   }
-  if (o.revert && o.action != "abort")
-    throw InputError("--revert goes with fleet rollout abort");
+  if (o.revert && o.action != "abort") throw InputError("--revert goes with fleet rollout abort");
   if (o.key.empty())
     throw InputError("fleet rollout {}: give the operator key with --key FILE", o.action);
   const auto timeout = parseDuration(o.lockTimeout, "--lock-timeout");
@@ -178,8 +179,8 @@ int runFleetRollout(const FleetOptions& f, const FleetRolloutOptions& o) {
   config.retryWithin = timeout;
   fleet::EtcdClient client(config);
   if (o.action == "resume")
-    return answer(f, fleet::resumeRollout(client, key, f.cluster, trustedOf(f), timeout,
-                                          events(f.json)));
+    return answer(
+        f, fleet::resumeRollout(client, key, f.cluster, trustedOf(f), timeout, events(f.json)));
   const auto r = fleet::abortRollout(client, key, f.cluster, o.revert, timeout, events(f.json));
   if (f.json) answer(f, r);
   return kExitOk;

@@ -24,8 +24,8 @@ std::string durationText(std::chrono::milliseconds d) {
 
 }  // namespace
 
-PushLock::PushLock(EtcdClient& etcd, std::string key, std::string what,
-                   const std::string& pushedBy, std::chrono::milliseconds timeout,
+PushLock::PushLock(EtcdClient& etcd, std::string key, std::string what, const std::string& pushedBy,
+                   std::chrono::milliseconds timeout,
                    const std::function<void(const std::string&)>& warn)
     : etcd_(etcd), key_(std::move(key)), what_(std::move(what)) {
   char host[256] = {0};

@@ -92,8 +92,8 @@ std::map<std::string, PreviousDeclaration> previousOf(
       previous[split->first] = {st.declarationDigest, st.serial};
     } catch (const InputError& e) {
       if (events.warn)
-        events.warn(fmt::format("{}: what it holds cannot be reverted to ({})", split->first,
-                                e.what()));
+        events.warn(
+            fmt::format("{}: what it holds cannot be reverted to ({})", split->first, e.what()));
     }
   }
   return previous;
@@ -187,14 +187,14 @@ struct Driving {
         }
         const auto body = readBody(etcd, keys, prev.digest);
         if (!body || Digest::ofBytes(*body).str() != prev.digest) {
-          warn(fmt::format("the declaration {} held before ({}) is no longer stored: it keeps "
-                           "serial {}",
-                           node, shortDigest(prev.digest), record.serial));
+          warn(
+              fmt::format("the declaration {} held before ({}) is no longer stored: it keeps "
+                          "serial {}",
+                          node, shortDigest(prev.digest), record.serial));
           continue;
         }
-        const std::string where =
-            fmt::format("the declaration {} held before serial {} ({})", node, record.serial,
-                        shortDigest(prev.digest));
+        const std::string where = fmt::format("the declaration {} held before serial {} ({})", node,
+                                              record.serial, shortDigest(prev.digest));
         pr.each.push_back({node, where, withSerial(*body, serial, where)});
       }
     if (pr.each.empty()) {
@@ -344,8 +344,7 @@ RolloutRecord startRollout(EtcdClient& etcd, const trust::OperatorKey& key,
   r.previous = previousOf(etcd, keys, targets, trusted, events);
   Driving d{etcd, key, keys, r, was, trusted, p.lockTimeout, events};
   if (!d.write())
-    throw Error("another rollout started meanwhile: {}; nothing was pushed",
-                rolloutLine(d.record));
+    throw Error("another rollout started meanwhile: {}; nothing was pushed", rolloutLine(d.record));
   try {
     return d.drive(p.text, lock);
   } catch (const InputError&) {
@@ -411,8 +410,8 @@ RolloutRecord abortRollout(EtcdClient& etcd, const trust::OperatorKey& key,
     if (d.record.state != RolloutState::Running && d.record.state != RolloutState::Halted)
       throw InputError("{}: nothing to abort", rolloutLine(d.record));
     d.record.state = RolloutState::Aborted;
-    d.record.reason = fmt::format("aborted by {} ({})", shortKey(key.publicKey().text()),
-                                  driverText());
+    d.record.reason =
+        fmt::format("aborted by {} ({})", shortKey(key.publicKey().text()), driverText());
     if (!d.write()) throw Error("the rollout changed while it was aborted: look and try again");
   }
   d.say(rolloutLine(d.record));

@@ -34,8 +34,8 @@ RolloutVerdict judgeRolloutNode(const NodeStatus& s, const RolloutTarget& t, Nod
   if (!s.cycleError.empty())
     return halt(fmt::format("{} could not run a cycle: {}", node, s.cycleError));
   if (!s.failing.empty())
-    return halt(fmt::format("{} failed {}: {}", node, s.failing.front().first,
-                            s.failing.front().second));
+    return halt(
+        fmt::format("{} failed {}: {}", node, s.failing.front().first, s.failing.front().second));
   if (s.failed > 0) return halt(fmt::format("{} failed {} resource(s)", node, s.failed));
   if (!s.churning.empty()) return halt(fmt::format("{} churns {}", node, s.churning.front()));
 
@@ -53,12 +53,13 @@ RolloutVerdict judgeRolloutNode(const NodeStatus& s, const RolloutTarget& t, Nod
     const auto base = w.crashBaseline.find(svc.id);
     const int64_t since = base == w.crashBaseline.end() ? svc.restartsByCrash : base->second;
     if (svc.restartsByCrash > since)
-      return halt(fmt::format("{} restarted {} {} time(s)", node, unit,
-                              svc.restartsByCrash - since));
+      return halt(
+          fmt::format("{} restarted {} {} time(s)", node, unit, svc.restartsByCrash - since));
     if (svc.running && svc.upSinceMs > appliedAtMs)
-      return halt(fmt::format("{} {} started again after serial {} was applied (a crash or a "
-                              "start by hand)",
-                              node, unit, t.serial));
+      return halt(
+          fmt::format("{} {} started again after serial {} was applied (a crash or a "
+                      "start by hand)",
+                      node, unit, t.serial));
     if (notYet.empty() && !svc.running) notYet = fmt::format("{} {} is not running", node, unit);
     if (notYet.empty() && svc.health == "starting")
       notYet = fmt::format("{} {} is still starting", node, unit);

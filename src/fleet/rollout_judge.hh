@@ -43,7 +43,7 @@ struct NodeWatch {
 struct RolloutVerdict {
   enum class Kind { Waiting, Healthy, Halt };
   Kind kind = Kind::Waiting;
-  std::string reason;     // why it waits or halts: "web-3 restarted web.service 4 times"
+  std::string reason;       // why it waits or halts: "web-3 restarted web.service 4 times"
   int64_t healthyAtMs = 0;  // Waiting on the clock alone: when it will be healthy
 };
 

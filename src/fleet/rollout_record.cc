@@ -15,38 +15,35 @@ namespace {
 
 using json = nlohmann::json;
 
-constexpr RolloutState kStates[] = {RolloutState::Running, RolloutState::Halted,
-                                    RolloutState::Done, RolloutState::Aborted,
-                                    RolloutState::Reverted};
+constexpr RolloutState kStates[] = {RolloutState::Running, RolloutState::Halted, RolloutState::Done,
+                                    RolloutState::Aborted, RolloutState::Reverted};
 
 std::string recordText(const RolloutRecord& r) {
   json previous = json::object();
   for (const auto& [node, p] : r.previous)
-    previous[node] = {{"digest", p.digest},
-                      {"serial", p.serial ? json(*p.serial) : json(nullptr)}};
+    previous[node] = {{"digest", p.digest}, {"serial", p.serial ? json(*p.serial) : json(nullptr)}};
   const auto& o = r.options;
-  return jsonData(json{
-      {"type", kRolloutRecordType},
-      {"serial", r.serial},
-      {"digest", r.digest},
-      {"declaration", r.declaration},
-      {"pushed_by", r.pushedBy},
-      {"started_at_ms", r.startedAtMs},
-      {"updated_at_ms", r.updatedAtMs},
-      {"state", rolloutStateName(r.state)},
-      {"wave", r.wave},
-      {"waves", r.waves},
-      {"reason", r.reason},
-      {"options",
-       {{"canary", o.canary},
-        {"wave", o.wave},
-        {"min_healthy_ms", o.minHealthyMs},
-        {"healthy_deadline_ms", o.healthyDeadlineMs},
-        {"auto_revert", o.autoRevert},
-        {"max_parallel_restarts", o.maxParallelRestarts}}},
-      {"previous", std::move(previous)},
-      {"revert_serial", r.revertSerial ? json(*r.revertSerial) : json(nullptr)},
-      {"driver", r.driver}});
+  return jsonData(json{{"type", kRolloutRecordType},
+                       {"serial", r.serial},
+                       {"digest", r.digest},
+                       {"declaration", r.declaration},
+                       {"pushed_by", r.pushedBy},
+                       {"started_at_ms", r.startedAtMs},
+                       {"updated_at_ms", r.updatedAtMs},
+                       {"state", rolloutStateName(r.state)},
+                       {"wave", r.wave},
+                       {"waves", r.waves},
+                       {"reason", r.reason},
+                       {"options",
+                        {{"canary", o.canary},
+                         {"wave", o.wave},
+                         {"min_healthy_ms", o.minHealthyMs},
+                         {"healthy_deadline_ms", o.healthyDeadlineMs},
+                         {"auto_revert", o.autoRevert},
+                         {"max_parallel_restarts", o.maxParallelRestarts}}},
+                       {"previous", std::move(previous)},
+                       {"revert_serial", r.revertSerial ? json(*r.revertSerial) : json(nullptr)},
+                       {"driver", r.driver}});
 }
 
 }  // namespace
@@ -77,8 +74,8 @@ const char* rolloutStateName(RolloutState s) {
 
 std::string rolloutLine(const RolloutRecord& r) {
   std::string line =
-      fmt::format("rollout of serial {}: wave {} of {}{}, {}", r.serial, r.wave + 1,
-                  r.waves.size(), r.wave == 0 ? " (canary)" : "", rolloutStateName(r.state));
+      fmt::format("rollout of serial {}: wave {} of {}{}, {}", r.serial, r.wave + 1, r.waves.size(),
+                  r.wave == 0 ? " (canary)" : "", rolloutStateName(r.state));
   if (!r.reason.empty()) line += ": " + r.reason;
   if (r.revertSerial) line += fmt::format("; reverted with serial {}", *r.revertSerial);
   return line;
@@ -133,8 +130,7 @@ RolloutRecord decodeRolloutText(std::string_view text, const std::string& where)
     r.driver = j.at("driver").get<std::string>();
     return r;
   } catch (const json::exception& e) {
-    throw InputError("{}: a rollout record with a missing or mistyped field ({})", where,
-                     e.what());
+    throw InputError("{}: a rollout record with a missing or mistyped field ({})", where, e.what());
   }
 }
 
@@ -176,8 +172,7 @@ std::optional<int64_t> putRollout(EtcdClient& etcd, const FleetKeys& keys, const
   return etcd.txnPutIfUnchanged(rolloutKey(keys), encodeRolloutRecord(r, key), revision);
 }
 
-std::set<std::string> guardAgainstRollout(EtcdClient& etcd, const FleetKeys& keys,
-                                          bool inRollout) {
+std::set<std::string> guardAgainstRollout(EtcdClient& etcd, const FleetKeys& keys, bool inRollout) {
   std::optional<RolloutEntry> e;
   try {
     e = readRollout(etcd, keys, {});

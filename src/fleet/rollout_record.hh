@@ -104,7 +104,6 @@ std::optional<int64_t> putRollout(EtcdClient& etcd, const FleetKeys& keys, const
 // not one of a rollout's waves (`inRollout`) while a rollout runs; returns the declaration
 // bodies a rollout that may still go on or revert needs kept (its own, and what its
 // targets held before it). A value there that is not a record counts as none.
-std::set<std::string> guardAgainstRollout(EtcdClient& etcd, const FleetKeys& keys,
-                                          bool inRollout);
+std::set<std::string> guardAgainstRollout(EtcdClient& etcd, const FleetKeys& keys, bool inRollout);
 
 }  // namespace mesh::fleet

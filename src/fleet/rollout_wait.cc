@@ -136,8 +136,7 @@ WaveOutcome waitForWave(EtcdClient& etcd, const FleetKeys& keys, const PushRepor
                 auto& w = nodes[split->first];
                 w.status.reset();
                 w.watch.healthySinceMs.reset();
-                w.reason = fmt::format("{} is down: its status went with its lease",
-                                       split->first);
+                w.reason = fmt::format("{} is down: its status went with its lease", split->first);
                 changed = true;
               }
             }

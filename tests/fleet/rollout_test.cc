@@ -70,17 +70,15 @@ class FleetRollout : public FleetTest {
     return runCommand(fleetArgv("rollout", std::move(args)));
   }
 
-  nlohmann::json rolloutJson() {
-    return rolloutCommand({"status", "--json"}).json().at("rollout");
-  }
+  nlohmann::json rolloutJson() { return rolloutCommand({"status", "--json"}).json().at("rollout"); }
 };
 
 TEST_F(FleetRollout, AGoodPushWalksAllWaves) {
   fleetOnSerialOne();
   const auto decl = declare(declText(2));
   const int64_t from = revisionNow();
-  Child driver = rollout(
-      {"--nodes", "web-*", "--canary", "1", "--wave", "2", "--min-healthy", "300ms", decl});
+  Child driver =
+      rollout({"--nodes", "web-*", "--canary", "1", "--wave", "2", "--min-healthy", "300ms", decl});
 
   const int64_t canary = awaitPush("web-1", from);
   // The canary alone: the others wait until it has stayed healthy.
@@ -232,8 +230,10 @@ TEST_F(FleetRollout, APlainPushOrASecondRolloutIsRefusedWhileOneRunsAndAbortStop
 
   const Result plain = push({"--node", "web-3", declare(declText(5), "other.toml")});
   EXPECT_EQ(plain.code, 1) << plain.out;
-  EXPECT_NE(plain.err.find("a rollout is running (rollout of serial 2: wave 1 of 3 (canary), running; driven by"),
-            std::string::npos)
+  EXPECT_NE(
+      plain.err.find(
+          "a rollout is running (rollout of serial 2: wave 1 of 3 (canary), running; driven by"),
+      std::string::npos)
       << plain.err;
   const Result second =
       push({"--nodes", "web-*", "--canary", "1", declare(declText(5), "other.toml")});

@@ -298,9 +298,12 @@ json fleetJson(const FleetView& v) {
          {"pushed_by", ver.pushedBy.empty() ? json(nullptr) : json(ver.pushedBy)},
          {"pushed_at", ver.pushedAtMs ? json(isoTime(ver.pushedAtMs)) : json(nullptr)},
          {"pushed_verified", ver.pushedVerified}});
-  return {{"schema", kJsonSchema},         {"cluster", v.cluster},
-          {"revision", v.revision},        {"nodes", std::move(nodes)},
-          {"summary", std::move(summary)}, {"versions", std::move(versions)},
+  return {{"schema", kJsonSchema},
+          {"cluster", v.cluster},
+          {"revision", v.revision},
+          {"nodes", std::move(nodes)},
+          {"summary", std::move(summary)},
+          {"versions", std::move(versions)},
           {"rollout", rolloutJson(v.rollout)}};
 }
 

@@ -214,6 +214,8 @@ TEST(RolloutRecordCodec, RoundTripsAndRefusesAnUnknownState) {
 TEST(RolloutRecordCodec, FleetStatusShowsTheRolloutInItsJsonTreeTextAndLines) {
   FleetView v;
   v.cluster = "default";
+  v.nodes.emplace_back();  // the text of a fleet without nodes is one line, no rollout
+  v.nodes.back().node = "web-1";
   RolloutRecord r;
   r.serial = 12;
   r.state = RolloutState::Running;
