@@ -12,7 +12,9 @@
 #include "cli/output.hh"
 #include "cli/time_text.hh"
 #include "fleet/push_history.hh"
+#include "fleet/rollout_record.hh"
 #include "fleet/statement.hh"
+#include "fleet/view/json.hh"
 #include "util/error.hh"
 #include "util/text_safe.hh"
 
@@ -45,6 +47,8 @@ std::string resultsText(const fleet::PushRecord& r) {
   if (r.outcomes)
     text += fmt::format("; {} applied, {} failed, {} refused, {} timed out", r.outcomes->applied,
                         r.outcomes->failed, r.outcomes->refused, r.outcomes->timedOut);
+  if (r.revertOf) text += fmt::format("; revert of serial {}", *r.revertOf);
+  if (!r.rollout.empty()) text += "; " + r.rollout;
   return text;
 }
 
@@ -66,6 +70,8 @@ json recordJson(const fleet::PushHistoryEntry& e) {
        {"results", {{"pushed", r.pushed}, {"unchanged", r.unchanged}, {"conflict", r.conflict}}},
        {"outcomes", nullptr}});
   if (r.texts > 0) j["texts"] = r.texts;  // --each: one text per node, this many distinct
+  if (!r.rollout.empty()) j["rollout"] = r.rollout;  // a rollout's wave: where it stood
+  if (r.revertOf) j["revert_of"] = *r.revertOf;      // a rollout's revert
   if (r.outcomes)
     j["outcomes"] = {{"applied", r.outcomes->applied},
                      {"failed", r.outcomes->failed},
@@ -86,16 +92,19 @@ int runFleetHistory(const FleetOptions& f, const FleetHistoryOptions& h) {
   fleet::EtcdClient client(etcdConfigOf(f));
   const auto entries =
       fleet::readPushHistory(client, keys, static_cast<std::size_t>(h.limit), trusted);
+  const auto rollout = fleet::currentRollout(client, keys);
 
   if (f.json) {
     json pushes = json::array();
     for (const auto& e : entries) pushes.push_back(recordJson(e));
-    std::puts(
-        jsonOut(
-            json{{"schema", kJsonSchema}, {"cluster", f.cluster}, {"pushes", std::move(pushes)}})
-            .c_str());
+    std::puts(jsonOut(json{{"schema", kJsonSchema},
+                           {"cluster", f.cluster},
+                           {"pushes", std::move(pushes)},
+                           {"rollout", fleet::rolloutJson(rollout)}})
+                  .c_str());
     return kExitOk;
   }
+  if (rollout) printLine(shownText(fleet::rolloutLine(*rollout)));
   if (entries.empty()) {
     printLine("no push recorded in cluster " + f.cluster);
     return kExitOk;

@@ -13,6 +13,7 @@
 #include "fleet/etcd.hh"
 #include "fleet/push.hh"
 #include "fleet/push_each.hh"
+#include "fleet/rollout.hh"
 #include "util/duration.hh"
 #include "util/error.hh"
 #include "util/fs.hh"
@@ -56,6 +57,28 @@ void FleetPushOptions::addTo(CLI::App& cmd) {
                  "failing with nothing pushed (default 30s)")
       ->option_text("DURATION")
       ->default_str("30s");
+  cmd.add_option("--canary", canary,
+                 "roll out in waves: push to this many nodes first (the selected nodes in name "
+                 "order), then wave after wave once each wave stayed healthy; halts at the first "
+                 "node that fails, churns, crashes a service, refuses the value or misses "
+                 "--healthy-deadline (the nodes not reached keep their declaration)")
+      ->option_text("N");
+  cmd.add_option("--wave", wave,
+                 "with --canary: nodes per wave after the canary, a count (3) or a share of the "
+                 "selected nodes (25%) (default 1)")
+      ->option_text("K|P%");
+  cmd.add_option("--min-healthy", minHealthy,
+                 "with --canary: how long each node of a wave must stay healthy after applying "
+                 "it: every service running, none started again or restarted by a crash, none "
+                 "unhealthy, nothing failed or churning (default 10s)")
+      ->option_text("DURATION");
+  cmd.add_option("--healthy-deadline", healthyDeadline,
+                 "with --canary: how long a wave may take to get healthy before the rollout "
+                 "halts (default 5m; more than --min-healthy)")
+      ->option_text("DURATION");
+  cmd.add_flag("--auto-revert", autoRevert,
+               "with --canary: when the rollout halts, the nodes it reached get their previous "
+               "declaration back, with a new serial (serial + 1), recorded as a revert");
 }
 
 namespace {
@@ -105,7 +128,14 @@ fleet::PushRequest requestOf(const FleetOptions& f, const FleetPushOptions& p) {
 
 }  // namespace
 
+// A push with --canary (fleet/rollout.hh): in cmd_fleet_rollout.cc.
+int runFleetRolloutPush(const FleetOptions& f, const FleetPushOptions& p,
+                        fleet::PushRequest request);
+
 int runFleetPush(const FleetOptions& f, const FleetPushOptions& p) {
+  const bool rollout = p.canary != 0 || !p.wave.empty() || !p.minHealthy.empty() ||
+                       !p.healthyDeadline.empty() || p.autoRevert;
+  if (rollout) return runFleetRolloutPush(f, p, requestOf(f, p));
   const auto request = requestOf(f, p);
   std::optional<Millis> waitFor;
   if (!p.wait.empty()) waitFor = parseDuration(p.wait, "--wait");

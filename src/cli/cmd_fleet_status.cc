@@ -12,6 +12,7 @@
 #include "cli/fleet_common.hh"
 #include "cli/output.hh"
 #include "fleet/etcd.hh"
+#include "fleet/rollout_record.hh"
 #include "fleet/view.hh"
 #include "fleet/view/check_ahead.hh"
 #include "fleet/view/json.hh"
@@ -53,8 +54,9 @@ int runFleetStatus(const FleetOptions& f) {
       fleet::readFleet(client, keys, [&](const fleet::EtcdKeyValue& kv) { ahead.see(kv); });
   ahead.stop();
   // The range is not needed after: its values are moved into the judgement, not copied.
-  const auto& view = leakAtExit<fleet::FleetView>(
+  auto& view = leakAtExit<fleet::FleetView>(
       fleet::viewFleet(std::move(range), keys, trusted, unixNowMs(), &memo));
+  view.rollout = fleet::currentRollout(client, keys);
   // The memo is written while the answer is: it only spares work, so an answer cut
   // short before it is written costs the next run its checks, nothing more.
   auto saving = std::async(std::launch::async, [&] {

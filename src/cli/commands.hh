@@ -186,9 +186,23 @@ struct FleetPushOptions {
   std::string lockTimeout = "30s";  // how long to wait for another push's lock
   std::string declaration;
   std::string each;  // --each DIR: DIR/<node>.toml to each node, in place of DECL
+  // A rollout (fleet/rollout.hh) when --canary is given; "" / 0 / false: not given.
+  int64_t canary = 0;
+  std::string wave, minHealthy, healthyDeadline;
+  bool autoRevert = false;
   void addTo(CLI::App& cmd);
 };
 int runFleetPush(const FleetOptions& f, const FleetPushOptions& p);
+
+// `fleet rollout status|resume|abort` (cmd_fleet_rollout.cc).
+struct FleetRolloutOptions {
+  std::string action;               // status, resume, abort
+  std::string key;                  // the operator key file (resume, abort)
+  bool revert = false;              // abort: the nodes reached get their previous declaration
+  std::string lockTimeout = "30s";  // how long to wait for a lock (a dead driver's)
+  void addTo(CLI::App& cmd);
+};
+int runFleetRollout(const FleetOptions& f, const FleetRolloutOptions& r);
 
 // `fleet history`: the recorded pushes, newest first (cmd_fleet_history.cc).
 struct FleetHistoryOptions {

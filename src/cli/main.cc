@@ -272,9 +272,10 @@ int main(int argc, char** argv) {
   FleetServeOptions fleetServeOptions;
   FleetEnrollOptions fleetEnrollOptions;
   FleetForgetOptions fleetForgetOptions;
+  FleetRolloutOptions fleetRolloutOptions;
   auto* fleetCmd = app.add_subcommand(
       "fleet",
-      "fleet push|status|serve|history|enroll|forget: push a signed declaration to nodes "
+      "fleet push|status|serve|history|rollout|enroll|forget: push a signed declaration to nodes "
       "through etcd, see how far each node has converged (or watch it live on a page) and what "
       "was pushed, enroll a node's key, forget a node that is gone");
   struct FleetCommand {
@@ -290,10 +291,11 @@ int main(int argc, char** argv) {
        "signs a statement for DECL (its digest, the cluster, the nodes as given, the serial, the "
        "push time and key, --max-parallel-restarts) with an operator key and puts it with DECL "
        "to each node's declaration key in etcd, one push at a time per cluster; exit 0 pushed "
-       "(with --wait: every node's status carries the pushed digest), 1 etcd unreachable, "
-       "another push held the lock past --lock-timeout (nothing pushed), a node's declaration "
-       "changed during the push, or (with --wait) a node refused it, failed or timed out, 2 bad "
-       "input (nothing pushed)",
+       "(with --wait: every node's status carries the pushed digest; with --canary: every wave "
+       "stayed healthy), 1 etcd unreachable, another push held the lock past --lock-timeout or "
+       "a rollout is running (nothing pushed), a node's declaration changed during the push, "
+       "(with --wait) a node refused it, failed or timed out, or (with --canary) the rollout "
+       "halted, 2 bad input (nothing pushed)",
        [&](CLI::App& sub) {
          fleetOptions.addTo(sub);
          fleetPushOptions.addTo(sub);
@@ -358,6 +360,21 @@ int main(int argc, char** argv) {
        "refused without --listen-public, and on loopback only requests addressed to a loopback "
        "name are answered. See docs/fleet.md.",
        "", [&] { return runFleetServe(fleetOptions, fleetServeOptions); }},
+      {"rollout",
+       "the cluster's rollout (fleet push --canary): status shows it (wave, state, why it "
+       "halted); resume drives it on from the wave it was in after its driver died, or after "
+       "a halt goes on with the next wave anyway; abort stops it (--revert: the nodes it "
+       "reached get their previous declaration back); exit 0 shown, done or aborted (status: "
+       "none, running or done), 1 halted, reverted, etcd unreachable or a lock held past "
+       "--lock-timeout, 2 bad input (nothing to resume or abort)",
+       [&](CLI::App& sub) {
+         fleetOptions.addTo(sub);
+         fleetRolloutOptions.addTo(sub);
+         fleetOptions.trust.addTo(sub);
+       },
+       "The rollout's record lives in etcd, signed by the key that started it; resume acts only "
+       "on a record signed by --key or a --trust key. See docs/fleet.md.",
+       "nothing was done", [&] { return runFleetRollout(fleetOptions, fleetRolloutOptions); }},
       {"enroll",
        "records NODE's public key (mesh-host key show on that node), signed with an operator "
        "key: fleet status then believes only statuses that key signed; exit 0 enrolled, 1 "

@@ -71,8 +71,9 @@ FleetFeed::Snapshot FleetFeed::waitNewer(uint64_t seq, std::chrono::milliseconds
 void FleetFeed::refresh() {
   auto range = readFleet(*client_, keys_);
   const int64_t revision = range.revision;
-  auto json = std::make_shared<const std::string>(
-      fleetJsonText(viewFleet(std::move(range), keys_, trusted_, unixNowMs(), &verified_)));
+  auto view = viewFleet(std::move(range), keys_, trusted_, unixNowMs(), &verified_);
+  view.rollout = currentRollout(*client_, keys_);
+  auto json = std::make_shared<const std::string>(fleetJsonText(view));
   {
     std::lock_guard lock(mutex_);
     // Two reads may race (the watcher's after a compaction, the refresher's): never let

@@ -11,6 +11,7 @@
 #include "fleet/batch_put.hh"
 #include "fleet/bodies.hh"
 #include "fleet/push_lock.hh"
+#include "fleet/rollout_record.hh"
 #include "trust/replay.hh"
 #include "trust/signing.hh"
 #include "util/clock.hh"
@@ -332,6 +333,7 @@ PushReport push(EtcdClient& etcd, const trust::OperatorKey& key, const PushReque
   st.maxParallelRestarts = request.maxParallelRestarts;
 
   PushLock lock(etcd, keys, st.pushedBy, request.lockTimeout, events.warn);
+  const auto rolloutKeeps = guardAgainstRollout(etcd, keys, request.inRollout);
   const auto known = knownForPush(etcd, keys);
   std::vector<std::string> names;
   std::vector<PushText> texts;
@@ -372,7 +374,7 @@ PushReport push(EtcdClient& etcd, const trust::OperatorKey& key, const PushReque
   }
   if (!refusals.empty()) throw InputError(fmt::format("{}", fmt::join(refusals, "\n")));
 
-  std::set<std::string> named;
+  std::set<std::string> named = rolloutKeeps;
   for (auto& t : texts) {
     PushedDeclaration pushed;
     pushed.statement = encodeStatement(t.statement);

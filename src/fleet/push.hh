@@ -67,6 +67,8 @@ struct PushRequest {
   std::vector<NodeDeclaration> each;
   int64_t maxParallelRestarts = 0;
   std::chrono::milliseconds lockTimeout{std::chrono::seconds(30)};
+  // A wave (or the revert) of a rollout (fleet/rollout.hh): not refused while it runs.
+  bool inRollout = false;
 };
 
 struct PushedNode {

@@ -33,6 +33,8 @@ std::string recordText(const PushRecord& r) {
          {"results", {{"pushed", r.pushed}, {"unchanged", r.unchanged}, {"conflict", r.conflict}}},
          {"outcomes", outcomes}};
   if (r.texts > 0) j["texts"] = r.texts;
+  if (!r.rollout.empty()) j["rollout"] = r.rollout;
+  if (r.revertOf) j["revert_of"] = *r.revertOf;
   return jsonData(j);
 }
 
@@ -50,6 +52,8 @@ PushRecord decodeRecordText(const std::string& text, const std::string& where) {
     r.selector = j.at("selector").get<std::string>();
     r.nodes = j.at("nodes").get<int64_t>();
     if (const auto t = j.find("texts"); t != j.end()) r.texts = t->get<int64_t>();
+    if (const auto t = j.find("rollout"); t != j.end()) r.rollout = t->get<std::string>();
+    if (const auto t = j.find("revert_of"); t != j.end()) r.revertOf = t->get<int64_t>();
     const auto& res = j.at("results");
     r.pushed = res.at("pushed").get<int64_t>();
     r.unchanged = res.at("unchanged").get<int64_t>();

@@ -14,7 +14,8 @@
 // where the record is {"type": kPushRecordType, "digest", "serial", "pushed_by",
 // "pushed_at_ms", "selector", "nodes", "results": {"pushed", "unchanged", "conflict"},
 // "outcomes": null or {"applied", "failed", "refused", "timed_out"}}, and "texts" for a
-// push of each node's own declaration (--each).
+// push of each node's own declaration (--each); "rollout" for a rollout's wave and
+// "revert_of" for its revert (below).
 #pragma once
 
 #include <cstddef>
@@ -48,6 +49,10 @@ struct PushRecord {
     bool operator==(const Outcomes&) const = default;
   };
   std::optional<Outcomes> outcomes;  // after --wait
+  // A wave of a rollout (fleet/rollout.hh): its rolloutLine() when the wave ended ("rollout";
+  // "" a plain push); a rollout's revert: the serial it reverts ("revert_of").
+  std::string rollout;
+  std::optional<int64_t> revertOf;
   bool operator==(const PushRecord&) const = default;
 };
 

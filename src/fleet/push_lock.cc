@@ -24,10 +24,10 @@ std::string durationText(std::chrono::milliseconds d) {
 
 }  // namespace
 
-PushLock::PushLock(EtcdClient& etcd, const FleetKeys& keys, const std::string& pushedBy,
+PushLock::PushLock(EtcdClient& etcd, std::string key, std::string what, const std::string& pushedBy,
                    std::chrono::milliseconds timeout,
                    const std::function<void(const std::string&)>& warn)
-    : etcd_(etcd), key_(keys.pushLock()) {
+    : etcd_(etcd), key_(std::move(key)), what_(std::move(what)) {
   char host[256] = {0};
   ::gethostname(host, sizeof host - 1);
   const std::string holder = jsonData(nlohmann::json{
@@ -36,6 +36,7 @@ PushLock::PushLock(EtcdClient& etcd, const FleetKeys& keys, const std::string& p
   renewed_ = Clock::now();
   const auto deadline = Clock::now() + timeout;
   bool announced = false;
+  const bool pushing = what_ == "push lock";
   try {
     while (!etcd_.txnPutIfAbsent(key_, holder, lease_)) {
       const auto range = etcd_.getPrefix(key_);
@@ -45,16 +46,17 @@ PushLock::PushLock(EtcdClient& etcd, const FleetKeys& keys, const std::string& p
       if (!held) continue;  // freed between the two calls
       const std::string by = holderText(held->value);
       if (!announced && warn)
-        warn(fmt::format("waiting for the push lock of {} held by {}; at most {}", key_, by,
+        warn(fmt::format("waiting for the {} of {} held by {}; at most {}", what_, key_, by,
                          durationText(timeout)));
       announced = true;
       const auto left =
           std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
       if (left.count() <= 0)
         throw Error(
-            "another push holds the push lock {} (held by {}) for more than {}; nothing was "
-            "pushed: push again once it is done, or wait longer with --lock-timeout",
-            key_, by, durationText(timeout));
+            "another {} holds the {} {} (held by {}) for more than {}; {}: {} again once it is "
+            "done, or wait longer with --lock-timeout",
+            pushing ? "push" : "driver", what_, key_, by, durationText(timeout),
+            pushing ? "nothing was pushed" : "nothing was done", pushing ? "push" : "try");
       // Until the key is deleted (released, or its lease expired); our own lease is
       // renewed in between, since waiting may take longer than its TTL.
       etcd_.watch(
@@ -76,7 +78,8 @@ PushLock::PushLock(EtcdClient& etcd, const FleetKeys& keys, const std::string& p
 void PushLock::keepAlive() {
   if (Clock::now() - renewed_ < std::chrono::seconds(kLockTtl / 3)) return;
   if (etcd_.keepAliveOnce(lease_) == 0)
-    throw Error("the push lock {} expired while held (etcd too slow?); push again", key_);
+    throw Error("the {} {} expired while held (etcd too slow?); {} again", what_, key_,
+                what_ == "push lock" ? "push" : "try");
   renewed_ = Clock::now();
 }
 

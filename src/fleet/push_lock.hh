@@ -21,6 +21,10 @@ class [[nodiscard]] PushLock {
   // Takes the lock, waiting while another push holds it (saying so once through `warn`)
   // up to `timeout`; then throws Error, having taken nothing.
   PushLock(EtcdClient& etcd, const FleetKeys& keys, const std::string& pushedBy,
+           std::chrono::milliseconds timeout, const std::function<void(const std::string&)>& warn)
+      : PushLock(etcd, keys.pushLock(), "push lock", pushedBy, timeout, warn) {}
+  // The same lock at another key: `what` names it in messages ("rollout driver lock").
+  PushLock(EtcdClient& etcd, std::string key, std::string what, const std::string& pushedBy,
            std::chrono::milliseconds timeout, const std::function<void(const std::string&)>& warn);
   ~PushLock() { release(); }
   PushLock(const PushLock&) = delete;
@@ -35,6 +39,7 @@ class [[nodiscard]] PushLock {
 
   EtcdClient& etcd_;
   std::string key_;
+  std::string what_;
   int64_t lease_ = 0;
   std::chrono::steady_clock::time_point renewed_;
 };

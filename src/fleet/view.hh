@@ -18,6 +18,7 @@
 #include "fleet/etcd.hh"
 #include "fleet/node_signed.hh"
 #include "fleet/protocol.hh"
+#include "fleet/rollout_record.hh"
 #include "fleet/statement.hh"
 #include "trust/operator_key.hh"
 
@@ -83,6 +84,9 @@ struct FleetView {
   int64_t nowMs = 0;                  // the clock it was judged by
   std::vector<NodeView> nodes;        // sorted by name
   std::vector<VersionView> versions;  // most nodes first
+  // The cluster's current or last rollout (fleet/rollout_record.hh), read by the caller
+  // beside the range; nullopt none.
+  std::optional<RolloutRecord> rollout;
   size_t count(NodeState s) const;
   bool allConverged() const { return count(NodeState::Converged) == nodes.size(); }
 };

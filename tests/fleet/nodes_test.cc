@@ -1229,5 +1229,19 @@ TEST_F(Nodes, EachGivesEveryNodeItsOwnTextInOnePush) {
   for (const auto& row : st.json().at("nodes")) EXPECT_EQ(row.at("state"), "converged") << row;
 }
 
+// Issue 31: a rollout on real agents. A good push walks all waves, each node healthy once
+// it has applied it and nothing fails (these nodes run no service).
+TEST_F(Nodes, ARolloutOfAGoodPushWalksAllWaves) {
+  for (const char* n : {"n1", "n2", "n3"}) startNode(n);
+  for (const auto& [node, rev] : pushTo("n1,n2,n3", fileDecl(1, "one")))
+    ASSERT_TRUE(awaitApplied(node, rev));
+  Result r = push({"--nodes", "n*", "--canary", "1", "--wave", "1", "--min-healthy", "200ms",
+                   "--healthy-deadline", "30s", declare(fileDecl(2, "two"), "two.toml")});
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  for (const auto& [name, n] : nodes) EXPECT_EQ(slurp(n.root + "/etc/app.conf"), "two") << name;
+  EXPECT_NE(r.out.find("wave 1 of 3 (canary): n1 healthy"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("rollout of serial 2: wave 3 of 3, done\n"), std::string::npos) << r.out;
+}
+
 }  // namespace
 }  // namespace mesh::fleet::test

@@ -256,6 +256,31 @@ void nodeText(JsonText& o, const NodeView& v) {
 
 }  // namespace
 
+json rolloutJson(const std::optional<RolloutRecord>& r) {
+  if (!r) return nullptr;
+  const auto& o = r->options;
+  return {{"serial", r->serial},
+          {"digest", r->digest},
+          {"state", rolloutStateName(r->state)},
+          {"wave", r->wave + 1},
+          {"waves", r->waves.size()},
+          {"reason", r->reason},
+          {"canary", r->waves.front()},
+          {"nodes", r->waves},
+          {"pushed_by", r->pushedBy},
+          {"started_at", isoTime(r->startedAtMs)},
+          {"updated_at", isoTime(r->updatedAtMs)},
+          {"driver", r->driver},
+          {"options",
+           {{"canary", o.canary},
+            {"wave", o.wave},
+            {"min_healthy_ms", o.minHealthyMs},
+            {"healthy_deadline_ms", o.healthyDeadlineMs},
+            {"auto_revert", o.autoRevert},
+            {"max_parallel_restarts", o.maxParallelRestarts}}},
+          {"revert_serial", r->revertSerial ? json(*r->revertSerial) : json(nullptr)}};
+}
+
 json fleetJson(const FleetView& v) {
   json nodes = json::array();
   for (const auto& n : v.nodes) nodes.push_back(nodeJson(n));
@@ -273,14 +298,18 @@ json fleetJson(const FleetView& v) {
          {"pushed_by", ver.pushedBy.empty() ? json(nullptr) : json(ver.pushedBy)},
          {"pushed_at", ver.pushedAtMs ? json(isoTime(ver.pushedAtMs)) : json(nullptr)},
          {"pushed_verified", ver.pushedVerified}});
-  return {{"schema", kJsonSchema},         {"cluster", v.cluster},
-          {"revision", v.revision},        {"nodes", std::move(nodes)},
-          {"summary", std::move(summary)}, {"versions", std::move(versions)}};
+  return {{"schema", kJsonSchema},
+          {"cluster", v.cluster},
+          {"revision", v.revision},
+          {"nodes", std::move(nodes)},
+          {"summary", std::move(summary)},
+          {"versions", std::move(versions)},
+          {"rollout", rolloutJson(v.rollout)}};
 }
 
 std::string fleetJsonText(const FleetView& v) {
   // The small parts as the tree has them; the nodes written straight in, between.
-  json rest = fleetJson(FleetView{v.cluster, v.revision, v.nowMs, {}, v.versions});
+  json rest = fleetJson(FleetView{v.cluster, v.revision, v.nowMs, {}, v.versions, v.rollout});
   rest["summary"]["nodes"] = v.nodes.size();
   for (auto s : {NodeState::Converged, NodeState::Down, NodeState::Behind, NodeState::Refused,
                  NodeState::Failing, NodeState::Paused, NodeState::Churning, NodeState::Unenrolled,
@@ -298,7 +327,7 @@ std::string fleetJsonText(const FleetView& v) {
     nodeText(o, v.nodes[i]);
   }
   o.out += ']';
-  for (const char* k : {"revision", "schema", "summary", "versions"}) {
+  for (const char* k : {"revision", "rollout", "schema", "summary", "versions"}) {
     o.key(k);
     o.out += jsonOut(rest[k]);
   }

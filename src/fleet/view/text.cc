@@ -89,6 +89,7 @@ std::vector<std::string> fleetTextLines(const FleetView& view) {
     if (view.count(state)) tally += fmt::format(", {} {}", view.count(state), stateName(state));
   out.emplace_back();
   versionLines(view.versions, view.nowMs, out);
+  if (view.rollout) out.push_back(shownText(rolloutLine(*view.rollout)));
   out.push_back(fmt::format("cluster {} at revision {}: {} node(s), {} converged{}", view.cluster,
                             view.revision, view.nodes.size(), view.count(NodeState::Converged),
                             tally));
