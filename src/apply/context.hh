@@ -21,6 +21,7 @@
 
 #include "apply/restart_permit.hh"
 #include "blob/blob_source.hh"
+#include "state/store/retention.hh"
 #include "supervise/counting.hh"
 #include "supervise/supervisor.hh"
 #include "trust/node_key.hh"
@@ -50,6 +51,9 @@ struct Settings {
   bool rollback = false;
   std::string supervisor = "auto";  // auto | builtin | systemd
   std::string unitDir = "/etc/systemd/system";
+  // How much of its past the store keeps: every applying cycle trims it to these
+  // bounds once its row is finished (docs/state-store.md, "Bounds").
+  state::Retention retention = {};
   // TEST-ONLY SEAM (tests/sim): makes the supervisor backend instead of
   // `supervisor`; empty in every real run.
   std::function<std::unique_ptr<supervise::Supervisor>()> makeSupervisor = {};

@@ -1,4 +1,5 @@
-// `mesh-host gc --keep K`: removes unpacked bundles (<state-dir>/bundles/<hex>)
+// `mesh-host gc --keep K`: trims the state store to its bounds (--keep-generations,
+// --keep-cycles, --keep-days), then removes unpacked bundles (<state-dir>/bundles/<hex>)
 // and blobs (<state-dir>/blobs/sha256/<hex>) that none of the K most recently
 // applied generations names — and never one the current declaration uses —, and
 // kept originals (<state-dir>/originals) no record or declared resource needs. Runs
@@ -17,6 +18,7 @@
 #include "cli/output.hh"
 #include "decl/references.hh"
 #include "state/lock.hh"
+#include "util/clock.hh"
 #include "util/error.hh"
 #include "util/fs.hh"
 #include "util/text_safe.hh"
@@ -96,6 +98,22 @@ int runGc(CommonOptions& o, const GcOptions& g) {
   if (!dir.hasStore())
     throw InputError("no state store at {} yet: nothing to collect", dir.store());
   auto lock = state::StateLock::acquire(o.stateDir, state::StateLock::Kind::Exclusive);
+  // The store trimmed to its bounds at once (a cycle trims a batch at a time),
+  // under the exclusive lock like a cycle's trim.
+  state::TrimReport trimmed;
+  if (!g.dryRun) {
+    auto rw = state::Store::open(o.stateDir);
+    state::Retention r = o.retention;
+    r.batch = 1000;
+    for (bool more = true; more;) {
+      const auto t = rw.trim(r, unixNowMs());
+      trimmed.cycles += t.cycles;
+      trimmed.history += t.history;
+      trimmed.generations += t.generations;
+      trimmed.pagesFreed += t.pagesFreed;
+      more = t.more;
+    }
+  }
   auto store = state::Store::open(o.stateDir, state::Store::Access::ReadOnly);
 
   // The K most recently applied good generations (a failed or never finished
@@ -159,9 +177,20 @@ int runGc(CommonOptions& o, const GcOptions& g) {
                           {"dry_run", g.dryRun},
                           {"kept_generations", std::vector<int64_t>(kept.rbegin(), kept.rend())},
                           {"removed", std::move(removed)},
-                          {"bytes_freed", freed}};
+                          {"bytes_freed", freed},
+                          {"trimmed",
+                           {{"cycles", trimmed.cycles},
+                            {"history", trimmed.history},
+                            {"generations", trimmed.generations},
+                            {"pages_freed", trimmed.pagesFreed}}}};
     std::puts(jsonOut(out).c_str());
   } else {
+    if (trimmed.cycles + trimmed.generations > 0)
+      printLine(fmt::format(
+          "gc: trimmed the state store: {} cycle(s), {} history entries, {} generation(s) (kept: "
+          "{}; {}), {} page(s) given back",
+          trimmed.cycles, trimmed.history, trimmed.generations, o.retention.generationsText(),
+          o.retention.cyclesText(), trimmed.pagesFreed));
     printLine(fmt::format("gc: {} {} item(s), {} {} bytes; kept generations: {}",
                           g.dryRun ? "would remove" : "removed", candidates.size(),
                           g.dryRun ? "would free" : "freed", freed,

@@ -25,9 +25,17 @@ std::optional<int64_t> currentGeneration(state::Store& store) {
   return last->generation;
 }
 
+std::string keptText(state::Store& store, const CommonOptions& o) {
+  return store.lastRetention().value_or(o.retention).generationsText();
+}
+
 decl::Declaration parseGeneration(state::Store& store, int64_t n, const CommonOptions& o,
                                   bool checkPrincipals) {
   auto g = store.generationDeclaration(n);
+  if (!g && store.generationTrimmed(n))
+    throw InputError(
+        "generation {} was trimmed (kept: {}); `mesh-host generations` lists those kept", n,
+        keptText(store, o));
   if (!g) throw InputError("there is no generation {}; `mesh-host generations` lists them", n);
   auto po = o.parseOptions(g->baseDir.empty() ? "/" : g->baseDir);
   if (checkPrincipals) {
@@ -74,6 +82,9 @@ int runGenerations(CommonOptions& o) {
   auto store = state::Store::open(o.stateDir, state::Store::Access::ReadOnly);
   const auto current = currentGeneration(store);
   const auto all = store.generations();
+  // Numbers are never reused: every number below the newest that is missing was trimmed.
+  const int64_t trimmed =
+      all.empty() ? 0 : all.back().generation - static_cast<int64_t>(all.size());
   if (o.json) {
     nlohmann::json list = nlohmann::json::array();
     for (const auto& g : all)
@@ -92,11 +103,16 @@ int runGenerations(CommonOptions& o) {
     nlohmann::json out = {{"schema", kJsonSchema},
                           {"node", o.node},
                           {"current", current ? nlohmann::json(*current) : nlohmann::json()},
-                          {"generations", std::move(list)}};
+                          {"generations", std::move(list)},
+                          {"trimmed", trimmed},
+                          {"kept", keptText(store, o)}};
     std::puts(jsonOut(out).c_str());
     return kExitOk;
   }
   if (all.empty()) std::puts("no generation yet: no declaration has been applied");
+  if (trimmed > 0)
+    printLine(fmt::format("{} older generation(s) trimmed, {} the oldest kept (kept: {})", trimmed,
+                          all.front().generation, keptText(store, o)));
   for (const auto& g : all)
     printLine(fmt::format(
         "{} {:>4}  {}  first applied {}  last applied {}  {}  {}{}{}",
@@ -127,6 +143,11 @@ int runRollback(CommonOptions& o, const RollbackOptions& r) {
       else
         ++skipped;
     }
+    if (target == 0 && skipped == 0 && store.generationTrimmed(*current - 1))
+      throw InputError(
+          "no generation before {} is kept: they were trimmed (kept: {}); there is none to roll "
+          "back to",
+          *current, keptText(store, o));
     if (target == 0 && skipped == 0)
       throw InputError("generation {} is the first one: there is none before it to roll back to",
                        *current);

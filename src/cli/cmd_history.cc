@@ -87,6 +87,9 @@ int runHistory(CommonOptions& o, const HistoryOptions& h) {
   }
   const int64_t last = store.lastCycle() ? store.lastCycle()->cycle : 0;
   const int64_t oldestKept = last - state::Store::kHistoryCycles + 1;
+  // Cycles before the oldest row were trimmed (numbers are never reused).
+  const int64_t oldestCycle = store.oldestCycle().value_or(1);
+  const std::string cyclesKept = store.lastRetention().value_or(o.retention).cyclesText();
 
   if (o.json) {
     nlohmann::json list = nlohmann::json::array();
@@ -104,6 +107,8 @@ int runHistory(CommonOptions& o, const HistoryOptions& h) {
                       {"outcomes", std::move(outcomes)}});
     }
     nlohmann::json out = {{"schema", kJsonSchema}, {"node", o.node}, {"cycles", std::move(list)}};
+    out["oldest_cycle_kept"] = oldestCycle;
+    if (oldestCycle > 1) out["trimmed"] = {{"before_cycle", oldestCycle}, {"kept", cyclesKept}};
     if (!h.id.empty()) out["id"] = h.id;
     if (const auto kept = keptOf(o, h.id))
       out["kept"] = {{"what", kept->describe()},
@@ -126,6 +131,9 @@ int runHistory(CommonOptions& o, const HistoryOptions& h) {
     else if (c.cycle < oldestKept)
       std::puts("  (outcomes no longer kept)");
   }
+  if (oldestCycle > 1 && (cycles.empty() || cycles.back().cycle <= oldestCycle || h.limit <= 0 ||
+                          static_cast<int64_t>(cycles.size()) < h.limit))
+    printLine(fmt::format("cycles before {} were trimmed (kept: {})", oldestCycle, cyclesKept));
   if (const auto kept = keptOf(o, h.id)) {
     const std::string where = kept->path.empty() ? "" : " at " + shownText(kept->path);
     if (kept->kind == decl::kindName(decl::Kind::Absent))

@@ -56,6 +56,26 @@ void CommonOptions::addTo(CLI::App& cmd, unsigned uses) {
                    "an operator key (mesh-op:…, or a file holding one) whose signed declarations "
                    "this node accepts; repeatable; <state-dir>/trusted/*.pub too")
         ->option_text("KEY");
+  if (uses & kKeep) {
+    cmd.add_option("--keep-generations", retention.keepGenerations,
+                   "the state store keeps the last N declaration generations (older ones, and "
+                   "their texts, are trimmed; never the current one or one rollback needs)")
+        ->check(CLI::PositiveNumber)
+        ->option_text("N")
+        ->default_str(std::to_string(state::Retention{}.keepGenerations));
+    cmd.add_option("--keep-cycles", retention.keepCycles,
+                   "the state store keeps the last N cycles and their outcomes")
+        ->check(CLI::PositiveNumber)
+        ->option_text("N")
+        ->default_str(std::to_string(state::Retention{}.keepCycles));
+    cmd.add_option("--keep-days", retention.keepDays,
+                   fmt::format("cycles and generations older than D days are trimmed too (but "
+                               "never the last {} cycles, nor the last {} generations)",
+                               state::Retention{}.minCycles, state::Retention{}.minGenerations))
+        ->check(CLI::PositiveNumber)
+        ->option_text("D")
+        ->default_str(std::to_string(state::Retention{}.keepDays));
+  }
 }
 
 void CommonOptions::resolve() {
@@ -89,6 +109,7 @@ apply::Settings CommonOptions::settings(bool plan) const {
   s.rollback = rollback;
   s.supervisor = supervisor;
   s.unitDir = unitDir;
+  s.retention = retention;
   return s;
 }
 

@@ -10,6 +10,7 @@
 #include "apply/context.hh"
 #include "decl/model.hh"
 #include "decl/parse.hh"
+#include "state/store/retention.hh"
 
 namespace mesh::cli {
 
@@ -35,6 +36,8 @@ struct CommonOptions {
   // Operator keys whose signatures this node accepts: key texts or files holding
   // one; <state-dir>/trusted/*.pub are added (docs/trust.md).
   std::vector<std::string> trust;
+  // How much of its past the state store keeps (kKeep).
+  state::Retention retention;
 
   // Which of these options a command takes: its --help lists those only, and any
   // other is refused as an unknown option rather than silently ignored.
@@ -48,6 +51,9 @@ struct CommonOptions {
     kJson = 1u << 6,
     kVerbose = 1u << 7,
     kTrust = 1u << 8,
+    // The store's bounds (--keep-generations, --keep-cycles, --keep-days): apply,
+    // rollback, run (each cycle trims to them) and gc (trims at once).
+    kKeep = 1u << 9,
     // Reading this node's state store.
     kStore = kRoot | kStateDir | kNode | kJson,
     // Converging the node: apply, plan, rollback, run.

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 
 #include "cli/common.hh"
 #include "decl/model.hh"
@@ -14,6 +15,10 @@ namespace mesh::cli {
 
 // The generation the last cycle applied; nullopt before any cycle.
 std::optional<int64_t> currentGeneration(state::Store& store);
+
+// The bounds generations are kept within, as words: those of the last trim that
+// dropped one, else this command's (--keep-…, or the defaults).
+std::string keptText(state::Store& store, const CommonOptions& o);
 
 // Parses generation `n` as it was applied: its text, its source name, relative
 // paths resolved in its base dir, `node` checked against --node. With

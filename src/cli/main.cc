@@ -186,7 +186,8 @@ int main(int argc, char** argv) {
   };
   const Command table[] = {
       {"apply", "one cycle now; exit 0 ok, 1 a resource failed, 2 bad input (nothing applied)",
-       true, CommonOptions::kConverge, [&] { return runApply(declPath, common, applyOptions); },
+       true, CommonOptions::kConverge | CommonOptions::kKeep,
+       [&] { return runApply(declPath, common, applyOptions); },
        [&](CLI::App& sub) { applyOptions.addTo(sub); }},
       {"plan",
        "what apply would do, with diffs (secrets redacted); exit 0 nothing to do, 1 a resource "
@@ -209,13 +210,14 @@ int main(int argc, char** argv) {
       {"rollback",
        "re-apply generation N (default: the one before the current), putting back what an absent "
        "declared since removed; exit codes as apply",
-       false, CommonOptions::kConverge, [&] { return runRollback(common, rollbackOptions); },
+       false, CommonOptions::kConverge | CommonOptions::kKeep,
+       [&] { return runRollback(common, rollbackOptions); },
        [&](CLI::App& sub) { rollbackOptions.addTo(sub); }},
       {"gc",
        "remove bundles and blobs that no kept generation needs, and kept originals no record "
        "or declared resource needs",
-       false, CommonOptions::kStore, [&] { return runGc(common, gcOptions); },
-       [&](CLI::App& sub) { gcOptions.addTo(sub); }},
+       false, CommonOptions::kStore | CommonOptions::kKeep,
+       [&] { return runGc(common, gcOptions); }, [&](CLI::App& sub) { gcOptions.addTo(sub); }},
       {"pause",
        "pause --reason TEXT: the agent's cycles only plan (pushes kept, drift noted, nothing "
        "applied) and apply refuses (exit 5) without --force, until resume; waits for a cycle "
@@ -228,7 +230,7 @@ int main(int argc, char** argv) {
        "the agent: a cycle every interval (+ random splay), at once on SIGHUP or when the "
        "declaration changes (with --etcd: on every push); SIGTERM stops after the resource in "
        "hand",
-       false, CommonOptions::kConverge & ~CommonOptions::kJson,  // logs: --log-format
+       false, (CommonOptions::kConverge | CommonOptions::kKeep) & ~CommonOptions::kJson,  // logs
        [&] { return runRun(common, runOptions); }, [&](CLI::App& sub) { runOptions.addTo(sub); }},
       {"seal",
        "prints FILE's secret sealed to nodes' public keys (--to KEY …, or enrolled --nodes), one "

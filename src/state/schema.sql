@@ -1,4 +1,4 @@
--- mesh-host state store, schema version 2 (Store::kSchemaVersion).
+-- mesh-host state store, schema version 3 (Store::kSchemaVersion).
 -- Embedded into the binary at build time and run once, inside a transaction, on an
 -- empty database; store/open.cc then stamps PRAGMA application_id and user_version.
 -- docs/state-store.md describes every column. Never store a secret here: credentials
@@ -22,9 +22,12 @@ CREATE TABLE records (
   observed      TEXT NOT NULL DEFAULT ''
 );
 
--- Every distinct declaration text ever applied. Numbered by SQLite's rowid; rows are
--- never deleted, so a number is never reused. `source` and `base_dir` (from the
+-- Every distinct declaration text applied, within the store's bounds (old ones are
+-- trimmed: store/retention.cc). Numbered by SQLite's rowid; the newest row is never
+-- trimmed, so a number is never reused. `source` and `base_dir` (from the
 -- latest apply of the text) let `rollback` resolve relative paths as that apply did.
+-- `last_cycle` and `last_failed`: the newest finished cycle that applied it and its
+-- failures (schema version 3), kept here so that trimming cycles never loses them.
 -- The text itself is in generation_texts: every apply updates this row, and SQLite
 -- rewrites a whole row to update it.
 CREATE TABLE generations (
@@ -34,17 +37,31 @@ CREATE TABLE generations (
   last_applied_at  INTEGER NOT NULL,
   source           TEXT NOT NULL DEFAULT '',  -- the declaration file as given
   base_dir         TEXT NOT NULL DEFAULT '',  -- absolute dir relative `from` paths resolve in
-  serial           INTEGER                    -- the declaration's `serial`; NULL when it has none
+  serial           INTEGER,                   -- the declaration's `serial`; NULL when it has none
+  last_cycle       INTEGER NOT NULL DEFAULT 0,  -- newest finished cycle of it; 0 none
+  last_failed      INTEGER NOT NULL DEFAULT 0   -- resources that failed in that cycle
 );
 
 -- Each generation's declaration text, written with its generation and never updated
--- (schema version 2; version 1 kept it in generations.text).
+-- (schema version 2; version 1 kept it in generations.text); trimmed with it.
 CREATE TABLE generation_texts (
   generation INTEGER PRIMARY KEY,  -- generations.generation
   text       TEXT NOT NULL
 );
 
--- One row per cycle. AUTOINCREMENT (not a plain rowid) so that a cycle number is never
+-- The bounds the last trim that dropped anything ran with (schema version 3), so
+-- that `generations`, `rollback` and `history` can say what was trimmed and why.
+CREATE TABLE retention (
+  id               INTEGER PRIMARY KEY CHECK (id = 1),
+  keep_generations INTEGER NOT NULL,
+  keep_cycles      INTEGER NOT NULL,
+  keep_days        INTEGER NOT NULL,
+  min_generations  INTEGER NOT NULL,
+  min_cycles       INTEGER NOT NULL,
+  trimmed_at       INTEGER NOT NULL   -- unix ms
+);
+
+-- One row per cycle (the newest ones, within the store's bounds). AUTOINCREMENT (not a plain rowid) so that a cycle number is never
 -- handed out twice, even if the newest rows are ever deleted.
 -- No foreign key to generations: a cycle may run before any generation is recorded
 -- (generation 0), and the store must not fail a cycle over bookkeeping order.

@@ -11,6 +11,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -23,6 +24,7 @@
 #include "state/store/generations.hh"
 #include "state/store/records.hh"
 #include "state/store/restarts.hh"
+#include "state/store/retention.hh"
 
 namespace mesh::state {
 
@@ -45,7 +47,7 @@ class Store {
   Store& operator=(Store&&) noexcept;
   ~Store();
 
-  static constexpr int kSchemaVersion = 2;
+  static constexpr int kSchemaVersion = 3;
   // History keeps the outcomes of the last this-many cycles.
   static constexpr int64_t kHistoryCycles = 200;
 
@@ -130,6 +132,22 @@ class Store {
   };
   std::optional<AppliedSerial> highestSerial();
   std::optional<GenerationDeclaration> generationDeclaration(int64_t generation);
+
+  // Trims the store to the bounds `r` (store/retention.hh; retention.cc says what
+  // is never trimmed) as of `now` (unix ms), in one transaction of its own: at
+  // most r.batch rows of each table, then free pages given back when they piled
+  // up. `pinned`: generations the caller needs besides. Must be called outside a
+  // transaction, by the holder of the state lock (a cycle, gc).
+  TrimReport trim(const Retention& r, int64_t now, const std::set<int64_t>& pinned = {});
+  // The generations trimming never drops, whatever the bounds (retention.cc).
+  std::set<int64_t> generationsInUse();
+  // The bounds the last trim that dropped anything ran with; nullopt when none did.
+  std::optional<Retention> lastRetention();
+  // Whether generation `n` existed once and was trimmed (numbers are never reused:
+  // a missing number below the newest is a trimmed one).
+  bool generationTrimmed(int64_t generation);
+  // The oldest cycle row kept; nullopt when there is none.
+  std::optional<int64_t> oldestCycle();
 
   // Fleet mode: the pushed declaration last cycled with (see schema.sql).
   struct FleetDeclaration {

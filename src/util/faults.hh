@@ -26,6 +26,9 @@ inline constexpr const char* kAfterChangeRecorded = "after-change-recorded";
 inline constexpr const char* kAfterUnitInstalled = "after-unit-installed";
 inline constexpr const char* kBeforeRestart = "before-restart";
 inline constexpr const char* kAfterRestart = "after-restart";
+// The cycle is finished; its trim of old cycles and generations (state/store/
+// retention.cc) deleted rows in its transaction, not yet committed.
+inline constexpr const char* kMidTrim = "mid-trim";
 }  // namespace crash
 
 void crashPoint(const char* name);

@@ -245,6 +245,18 @@ class Cycle {
     c.tally = report_.tally;
     c.ms = report_.ms;
     store_->finishCycle(c);
+    trimStore();
+  }
+
+  // The store kept within its bounds, under the state lock this cycle holds: a
+  // bounded batch of old rows per cycle (state/store/retention.cc). A trim that
+  // fails (a full disk) leaves the store as it was, and this cycle finished:
+  // the next one tries again.
+  void trimStore() {
+    try {
+      store_->trim(ctx_.settings().retention, unixNowMs());
+    } catch (const Error&) {
+    }
   }
 
   Context& ctx_;

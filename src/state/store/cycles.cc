@@ -83,6 +83,13 @@ void Store::finishCycle(const Cycle& c) {
   if (sqlite3_changes(impl_->db.get()) == 0)
     throw Error("state store {}: cannot finish cycle {}: it was never begun", impl_->db.path(),
                 c.cycle);
+  // How its generation's newest finished cycle ended (Generation::good): kept in
+  // the generation's row, which outlives the cycle's.
+  if (c.finishedAt != 0 && c.generation != 0 && impl_->version >= 3) {
+    Stmt g(impl_->db, "UPDATE generations SET last_cycle = ?, last_failed = ? WHERE generation = ?",
+           "recording how a generation's cycle ended");
+    g.start().bind(c.cycle).bind(c.tally.failed).bind(c.generation).run();
+  }
   // The cycle's Kept writes (records, history, owed restarts) are durable once
   // it finishes: the WAL synced now if a write since the last sync asks for it.
   // A no-op cycle wrote none, and syncs nothing.

@@ -73,15 +73,18 @@ std::optional<Store::AppliedSerial> Store::highestSerial() {
 }
 
 std::vector<Generation> Store::generations() {
-  // One pass over cycles (not a lookup per generation): the newest finished
-  // cycle of each generation, and how it ended.
+  // Version 3 keeps how each generation's newest finished cycle ended in its row
+  // (finishCycle writes it: cycles are trimmed). Before, one pass over cycles.
   Stmt s(impl_->db,
-         "WITH last AS (SELECT generation, max(cycle) AS cycle FROM cycles "
-         "WHERE finished_at != 0 GROUP BY generation) "
-         "SELECT g.generation, g.digest, g.first_applied_at, g.last_applied_at, g.source, "
-         "g.base_dir, coalesce(c.cycle, 0), coalesce(c.failed, 0) FROM generations g "
-         "LEFT JOIN last l ON l.generation = g.generation "
-         "LEFT JOIN cycles c ON c.cycle = l.cycle ORDER BY g.generation",
+         impl_->version >= 3
+             ? "SELECT generation, digest, first_applied_at, last_applied_at, source, base_dir, "
+               "last_cycle, last_failed FROM generations ORDER BY generation"
+             : "WITH last AS (SELECT generation, max(cycle) AS cycle FROM cycles "
+               "WHERE finished_at != 0 GROUP BY generation) "
+               "SELECT g.generation, g.digest, g.first_applied_at, g.last_applied_at, g.source, "
+               "g.base_dir, coalesce(c.cycle, 0), coalesce(c.failed, 0) FROM generations g "
+               "LEFT JOIN last l ON l.generation = g.generation "
+               "LEFT JOIN cycles c ON c.cycle = l.cycle ORDER BY g.generation",
          "listing generations");
   std::vector<Generation> out;
   auto q = s.start();

@@ -79,6 +79,8 @@ struct Store::Impl {
   // Schema version 2 or later: the generations' texts are in generation_texts.
   // False only for a read-only open of a version-1 store (not migrated: read-only).
   bool textsApart = true;
+  // The schema version the store has (older than kSchemaVersion only when read-only).
+  int64_t version = Store::kSchemaVersion;
   std::optional<Statements> st;
   bool inTxn = false;
   bool unsyncedKept = false;       // a Kept write committed (or pending) since the last sync
@@ -104,6 +106,9 @@ struct Store::Impl {
       damaged(detail);
     }
   }
+  // Gives free pages back to the file system when too many piled up
+  // (store/retention.cc); returns how many.
+  int64_t giveBackFreePages();
   // Store::checkIntegrity: PRAGMA quick_check, once per connection.
   void checkIntegrity();
 };

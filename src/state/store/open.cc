@@ -186,6 +186,52 @@ void migrateToVersion2(Db& db) {
   rollback.dismiss();
 }
 
+// Version 2 -> 3: the store is trimmed to bounds (store/retention.cc). Each
+// generation keeps how its newest finished cycle ended in its own row (cycles are
+// trimmed), filled here from the cycles; the bounds of the last trim get a table.
+void migrateToVersion3(Db& db) {
+  db.exec("BEGIN IMMEDIATE", "starting the migration to schema version 3");
+  Finally rollback([&] { sqlite3_exec(db.get(), "ROLLBACK", nullptr, nullptr, nullptr); });
+  if (db.queryInt("PRAGMA user_version", "reading the schema version") == 2) {
+    for (const char* column : {"last_cycle", "last_failed"})
+      if (db.queryInt(
+              fmt::format("SELECT count(*) FROM pragma_table_info('generations') WHERE name = '{}'",
+                          column)
+                  .c_str(),
+              "looking for the generations' health columns") == 0)
+        db.exec(
+            fmt::format("ALTER TABLE generations ADD COLUMN {} INTEGER NOT NULL DEFAULT 0", column)
+                .c_str(),
+            "adding the generations' health columns");
+    db.exec(
+        "UPDATE generations SET last_cycle = coalesce((SELECT max(cycle) FROM cycles c WHERE "
+        "c.generation = generations.generation AND c.finished_at != 0), 0);"
+        "UPDATE generations SET last_failed = coalesce((SELECT failed FROM cycles c WHERE "
+        "c.cycle = generations.last_cycle), 0);"
+        "CREATE TABLE IF NOT EXISTS retention (id INTEGER PRIMARY KEY CHECK (id = 1), "
+        "keep_generations INTEGER "
+        "NOT NULL, keep_cycles INTEGER NOT NULL, keep_days INTEGER NOT NULL, min_generations "
+        "INTEGER NOT NULL, min_cycles INTEGER NOT NULL, trimmed_at INTEGER NOT NULL);"
+        "PRAGMA user_version = 3",
+        "migrating the store to schema version 3 (bounded: generations keep their health)");
+  }
+  db.exec("COMMIT", "committing the migration to schema version 3");
+  rollback.dismiss();
+}
+
+// Trimming gives pages back with PRAGMA incremental_vacuum. A new store is in WAL
+// mode before its first table, which fixes its vacuum mode, and a store made before
+// schema version 3 has none either: switching it on takes one VACUUM (of a new
+// store: nothing to copy; of an older one, a copy of the whole file, atomic: a crash
+// leaves the store as it was). Best effort: when it cannot run (too little room
+// for the copy), free pages are reused but not given back, and the next read-write
+// open tries again.
+void switchOnIncrementalVacuum(Db& db) {
+  if (db.queryInt("PRAGMA auto_vacuum", "reading the vacuum mode") == 2) return;
+  (void)sqlite3_exec(db.get(), "PRAGMA auto_vacuum = INCREMENTAL; VACUUM", nullptr, nullptr,
+                     nullptr);
+}
+
 // Decides whether this file is ours and of a version we understand; creates the
 // schema when the file is empty, and migrates an older one, when we may write.
 // Returns the schema version the store now has (an older one only when read-only).
@@ -257,7 +303,9 @@ int64_t prepare(Db& db, Store::Access access) {
       // Migrations from older versions, one step per version, each in its own
       // transaction.
       if (version < 2) migrateToVersion2(db);
+      if (version < 3) migrateToVersion3(db);
     }
+    switchOnIncrementalVacuum(db);
     version = Store::kSchemaVersion;
   }
   db.exec("PRAGMA foreign_keys = ON", "enabling foreign keys");
@@ -354,7 +402,8 @@ Store Store::open(const std::string& stateDir, Access access) {
     auto impl = std::make_unique<Impl>(path, flags, stateDir, access == Access::ReadWrite, vfs);
     // Another mesh-host (or `status`) may hold the write lock for a moment.
     sqlite3_busy_timeout(impl->db.get(), 10000);
-    impl->textsApart = prepare(impl->db, access) >= 2;
+    impl->version = prepare(impl->db, access);
+    impl->textsApart = impl->version >= 2;
     // Ours from here on: a damaged page met by any statement is named as such.
     impl->db.onCorrupt([raw = impl.get()](std::string_view purpose, const std::string& why) {
       // quick_check failing to walk a page reads as its findings do.

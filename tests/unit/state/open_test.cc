@@ -89,8 +89,9 @@ TEST_F(OpenTest, NewerSchemaVersionIsRefusedWithAClearError) {
   { RawDb(db).exec("PRAGMA user_version = 7"); }
   auto msg = errorOf([&] { Store::open(dir); });
   EXPECT_NE(msg.find(db), std::string::npos) << msg;
-  EXPECT_NE(msg.find("has schema version 7, newer than this mesh-host understands (2); upgrade "
-                     "mesh-host"),
+  EXPECT_NE(msg.find(fmt::format("has schema version 7, newer than this mesh-host understands "
+                                 "({}); upgrade mesh-host",
+                                 Store::kSchemaVersion)),
             std::string::npos)
       << msg;
   // ReadOnly (status) refuses the same way rather than misreading the tables.
@@ -136,7 +137,7 @@ TEST_F(OpenTest, MigratesAVersion1StoreKeepingEveryGenerationsText) {
     EXPECT_EQ(store.generationText(3), "node = \"c\"");
   }
   RawDb raw(db);
-  EXPECT_EQ(raw.integer("PRAGMA user_version"), 2);
+  EXPECT_EQ(raw.integer("PRAGMA user_version"), Store::kSchemaVersion);  // through 2, to the newest
   EXPECT_EQ(raw.integer("SELECT count(*) FROM pragma_table_info('generations') WHERE name = "
                         "'text'"),
             0);
