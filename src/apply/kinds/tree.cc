@@ -36,10 +36,11 @@ TreeCheck checkTree(Context& ctx, const Context::Place& at, const Digest& bundle
     out.now.manifest = bundle::readManifest(ctx.blobs().fetch(bundle), limits);
     trusted = nullptr;
   }
-  auto verified = bundle::verify(tree->get(), *out.now.manifest, trusted, at.shown);
+  auto verified = trusted ? bundle::verifyLean(tree->get(), *out.now.manifest, *trusted, at.shown)
+                         : bundle::verify(tree->get(), *out.now.manifest, nullptr, at.shown);
   out.difference = std::move(verified.difference);
-  out.now.cache = std::move(verified.fresh);
-  out.sameAsPrev = trusted && !out.difference && out.now.cache.fingerprints == trusted->fingerprints;
+  out.sameAsPrev = verified.freshIsTrusted;
+  out.now.cache = verified.freshIsTrusted ? std::move(prev.cache) : std::move(verified.fresh);
   return out;
 }
 
