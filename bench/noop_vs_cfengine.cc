@@ -266,8 +266,16 @@ class Bench {
   static std::string tail(const std::string& s) {
     return s.substr(s.size() > 2000 ? s.size() - 2000 : 0);
   }
-  // cf-agent -I reports each repair as an info line; a kept promise prints nothing.
-  static bool repaired(const std::string& out) { return out.find("info:") != std::string::npos; }
+  // cf-agent -I reports each repair as an info line; a kept promise prints nothing
+  // (with -w it also says which work directory it took: not a repair).
+  static bool repaired(const std::string& out) {
+    std::istringstream lines(out);
+    for (std::string line; std::getline(lines, line);)
+      if (line.find("info:") != std::string::npos &&
+          line.find("Setting workdir") == std::string::npos)
+        return true;
+    return false;
+  }
 
   Run apply(const std::string& decl, const std::string& root) {
     return runChild({bin_, "apply", decl, "--root", root, "--node", "bench"}, scratch_);
