@@ -205,8 +205,9 @@ class Bench {
                            tail(m.out), m.err));
         row.mesh.add(m);
         if (cf_) {
-          for (const auto& [w, series] : {std::pair{std::optional<std::string>(), &row.cf},
-                                          std::pair{std::optional<std::string>(work), &row.cfBench}}) {
+          for (const auto& [w, series] :
+               {std::pair{std::optional<std::string>(), &row.cf},
+                std::pair{std::optional<std::string>(work), &row.cfBench}}) {
             const Run c = cfAgent(sh.pol, w);
             expect(c.code == 0 && !repaired(c.out + c.err),
                    fmt::format("cf-agent: run was not a no-op (exit {}):\n{}{}", c.code,
@@ -418,8 +419,8 @@ int main(int argc, char** argv) {
                  cell(*s, &Series::wall, "{:.1f}"), cell(*s, &Series::cpu, "{:.1f}"),
                  cell(*s, &Series::rss, "{:.1f}"));
   }
-  fmt::print("\n| {:>6} | {:>4} | {:>20} | {:>19} | {:>19} |\n", "N", "dirs",
-             "cf(pkg)/mesh wall", "cf(-w)/mesh wall", "mesh CPU / floor CPU");
+  fmt::print("\n| {:>6} | {:>4} | {:>20} | {:>19} | {:>19} |\n", "N", "dirs", "cf(pkg)/mesh wall",
+             "cf(-w)/mesh wall", "mesh CPU / floor CPU");
   fmt::print("|-{:->6}-|-{:->4}-|-{:->20}-|-{:->19}-|-{:->19}-|\n", "", "", "", "", "");
   for (const auto& r : rows)
     fmt::print("| {:>6} | {:>4} | {:>20} | {:>19} | {:>20} |\n", r.n, r.dirs,

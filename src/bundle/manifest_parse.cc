@@ -188,7 +188,7 @@ class Reader : public nlohmann::json_sax<json> {
   Manifest m_;
   Fields fields_;
   std::string key_;
-  int depth_ = 0;   // 0 outside, 1 in the document, 2 in "entries", 3 in an entry
+  int depth_ = 0;    // 0 outside, 1 in the document, 2 in "entries", 3 in an entry
   size_t skip_ = 0;  // depth inside a value skipped whole
   bool version_ = false, sawEntries_ = false, failed_ = false;
 };

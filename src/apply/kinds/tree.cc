@@ -37,7 +37,7 @@ TreeCheck checkTree(Context& ctx, const Context::Place& at, const Digest& bundle
     trusted = nullptr;
   }
   auto verified = trusted ? bundle::verifyLean(tree->get(), *out.now.manifest, *trusted, at.shown)
-                         : bundle::verify(tree->get(), *out.now.manifest, nullptr, at.shown);
+                          : bundle::verify(tree->get(), *out.now.manifest, nullptr, at.shown);
   out.difference = std::move(verified.difference);
   out.sameAsPrev = verified.freshIsTrusted;
   out.now.cache = verified.freshIsTrusted ? std::move(prev.cache) : std::move(verified.fresh);
