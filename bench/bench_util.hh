@@ -80,11 +80,12 @@ inline std::vector<int> commaList(const std::string& text) {
   return out;
 }
 
-// The file benchmarks' tree: file i at /srv/bench/dNNN/fNNNNN, over kDirectories
-// directories.
+// The file benchmarks' tree: file i at /srv/bench/dNNN/fNNNNN, over `dirs`
+// directories (kDirectories unless a benchmark's shape says otherwise: 1 puts every
+// file in /srv/bench/d000).
 inline constexpr int kDirectories = 100;
-inline std::string relPath(int i) {
-  return fmt::format("/srv/bench/d{:03}/f{:05}", i % kDirectories, i);
+inline std::string relPath(int i, int dirs = kDirectories) {
+  return fmt::format("/srv/bench/d{:03}/f{:05}", i % dirs, i);
 }
 
 // Past fingerprintIsRacy's 1 s window (src/util/fs.cc): stat data younger than that
@@ -98,13 +99,14 @@ inline std::string paddedContent(std::string label, size_t size) {
   return label + "\n";
 }
 
-// The declaration of n `file` resources (module bench), file i at relPath(i) holding
-// content(i).
-inline std::string filesDeclaration(int n, const std::function<std::string(int)>& content) {
+// The declaration of n `file` resources (module bench), file i at relPath(i, dirs)
+// holding content(i).
+inline std::string filesDeclaration(int n, const std::function<std::string(int)>& content,
+                                    int dirs = kDirectories) {
   std::string out;
   for (int i = 0; i < n; ++i)
     out += fmt::format("[module.bench.file.f{:05}]\npath = \"{}\"\ncontent = \"\"\"{}\"\"\"\n\n", i,
-                       relPath(i), content(i));
+                       relPath(i, dirs), content(i));
   return out;
 }
 

@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# A durable first apply of N files (~200 bytes each, in 100 directories, from an
-# empty target), whole process: mesh-host against CFEngine's cf-agent with an
-# equivalent policy (`files:` promises with `content` and `perms`), wall time,
-# medians of RUNS alternating runs (a fresh target each run), and the ratio.
+# A durable first apply of N files (~200 bytes each, from an empty target) in two
+# shapes side by side — spread over 100 directories, and all in one directory —,
+# whole process: mesh-host against CFEngine's cf-agent with an equivalent policy
+# (`files:` promises with `content` and `perms`), cf-agent with its work directory
+# as packaged (/var/lib/cfengine3 on Debian) and with a fresh one the bench makes
+# (-w) each run; wall time, medians of RUNS alternating runs (a fresh target and a
+# fresh store each run), and the ratios.
 # Installs nothing: without cf-agent (apt-get install cfengine3) it measures
 # mesh-host alone.
 #   bench/first_apply_vs_cfengine.sh [BUILD_DIR] [N…]   (default: build, 5000)
@@ -30,13 +33,13 @@ median() { sort -n | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a
 content() { awk -v i="$1" 'BEGIN { s = sprintf("file %05d ", i); a = "abcdefghijklmnopqrstuvwxyz";
   while (length(s) < 199) s = s substr(a, length(s) % 26 + 1, 1); print s }'; }
 
-gen() {  # N DIR ROOT: decl.toml and policy.cf
-  awk -v n="$1" -v decl="$2/decl.toml" -v pol="$2/policy.cf" -v root="$3" 'BEGIN {
+gen() {  # N DIRS DIR ROOT: decl.toml and policy.cf, N files over DIRS directories
+  awk -v n="$1" -v dirs="$2" -v decl="$3/decl.toml" -v pol="$3/policy.cf" -v root="$4" 'BEGIN {
     a = "abcdefghijklmnopqrstuvwxyz"
     print "bundle agent main\n{\n  files:" > pol
     for (i = 0; i < n; i++) {
       s = sprintf("file %05d ", i); while (length(s) < 199) s = s substr(a, length(s) % 26 + 1, 1)
-      p = sprintf("/srv/bench/d%03d/f%05d", i % 100, i)
+      p = sprintf("/srv/bench/d%03d/f%05d", i % dirs, i)
       printf "[module.bench.file.f%05d]\npath = \"%s\"\ncontent = \"\"\"%s\n\"\"\"\n\n", i, p, s > decl
       printf "    \"%s%s\"\n      create => \"true\",\n      content => \"%s\n\",\n      perms => m(\"644\");\n", root, p, s > pol
     }
@@ -44,51 +47,88 @@ gen() {  # N DIR ROOT: decl.toml and policy.cf
   }'
 }
 
+# timed OUTVAR CMD…: runs CMD, its output in $dir/out, the wall ms appended to OUTVAR.
+timed() {
+  local -n into=$1
+  shift
+  local t0 t1
+  t0=$(ms_now)
+  "$@" >"$dir/out" 2>&1 || { tail -5 "$dir/out" >&2; exit 1; }
+  t1=$(ms_now)
+  into+=($(( (t1 - t0) / 1000000 )))
+}
+
+shapes=(100 1)  # files spread over 100 directories; all in one
+packaged=""
+if [ -n "$cf" ]; then
+  packaged=$("$cf" --show-evaluated-vars -f /dev/null 2>/dev/null | awk '$1 ~ /sys\.workdir$/ {print $2}' || true)
+  packaged=${packaged:-/var/lib/cfengine3}
+fi
 echo "mesh-host: $("$bin" --version) ($bin)"
 if [ -n "$cf" ]; then echo "cf-agent:  $("$cf" --version | head -1) ($cf)"; else echo "cf-agent:  not installed"; fi
-echo "machine:   $(. /etc/os-release; echo "$PRETTY_NAME"), $(nproc) CPU(s) ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')), shared with other builds"
+echo "machine:   $(. /etc/os-release; echo "$PRETTY_NAME"), $(nproc) CPU(s) ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')), load $(cut -d' ' -f1 /proc/loadavg), shared with other builds"
 echo "disk:      $(df -T "$work" | awk 'NR==2 {print $2, $1}') ($work)"
-echo "method:    a fresh, empty target each run; runs alternate (mesh-host, cf-agent); medians of $runs"
+echo "method:    N files in 100 directories and in 1; a fresh, empty target and a fresh store"
+echo "           each run; cf-agent with its work directory as packaged (pkg: ${packaged:-none})"
+echo "           and a fresh one the bench makes each run (-w: a copy of one with a key pair);"
+echo "           runs alternate (per run: each shape: mesh-host, cf pkg, cf -w); medians of $runs"
 echo
-printf '| %6s | %15s | %15s | %17s |\n' N "mesh-host s" "cf-agent s" "cf-agent / mesh"
-printf '|--------|-----------------|-----------------|-------------------|\n'
+printf '| %6s | %4s | %11s | %14s | %13s | %13s | %12s |\n' N dirs "mesh-host s" "cf-agent pkg s" "cf-agent -w s" "cf pkg / mesh" "cf -w / mesh"
+printf '|-------:|-----:|------------:|---------------:|--------------:|--------------:|-------------:|\n'
 for n in "${sizes[@]}"; do
-  dir="$work/n$n"
-  mkdir -p "$dir/cfwork/bin"
-  gen "$n" "$dir" "@ROOT@"
-  if [ -n "$cf" ]; then
-    ln -sf "$(dirname "$cf")/cf-promises" "$dir/cfwork/bin/cf-promises"
-    CFENGINE_TEST_OVERRIDE_WORKDIR="$dir/cfwork" "$(dirname "$cf")/cf-key" >/dev/null 2>&1
+  if [ -n "$cf" ]; then  # the bench's work directory, copied fresh for each run
+    mkdir -p "$work/cfwork/bin"
+    ln -sf "$(dirname "$cf")/cf-promises" "$work/cfwork/bin/cf-promises"
+    CFENGINE_TEST_OVERRIDE_WORKDIR="$work/cfwork" "$(dirname "$cf")/cf-key" >/dev/null 2>&1
   fi
-  mesh=() cfs=()
-  for r in $(seq "$runs"); do
-    # A new target each run, all removed at the end: on ext4, creating files
-    # where thousands were just deleted is much slower (the inode allocator
-    # steps over recently freed inodes), a cost neither tool should pay here.
-    mkdir -p "$dir/root.$r"; sync
-    t0=$(ms_now)
-    "$bin" apply "$dir/decl.toml" --root "$dir/root.$r" --node bench >"$dir/out" 2>&1 ||
-      { cat "$dir/out" >&2; exit 1; }
-    t1=$(ms_now)
-    grep -q "cycle 1: $n created" "$dir/out" || { echo "mesh-host did not create $n files:" >&2; tail -3 "$dir/out" >&2; exit 1; }
-    mesh+=($(( (t1 - t0) / 1000000 )))
-    if [ -n "$cf" ]; then
-      mkdir -p "$dir/cfroot.$r"; sync
-      t0=$(ms_now)
-      sed "s|@ROOT@|$dir/cfroot.$r|" "$dir/policy.cf" >"$dir/policy.$r.cf"
-      CFENGINE_TEST_OVERRIDE_WORKDIR="$dir/cfwork" "$cf" -K -f "$dir/policy.$r.cf" >"$dir/cfout" 2>&1 ||
-        { tail -5 "$dir/cfout" >&2; exit 1; }
-      t1=$(ms_now)
-      [ "$(find "$dir/cfroot.$r" -type f | wc -l)" -eq "$n" ] || { echo "cf-agent did not create $n files" >&2; exit 1; }
-      cfs+=($(( (t1 - t0) / 1000000 )))
-    fi
-    echo "N=$n run $r: mesh-host ${mesh[-1]} ms${cf:+, cf-agent ${cfs[-1]:-} ms}" >&2
+  for d in "${shapes[@]}"; do
+    mkdir -p "$work/n$n-d$d"
+    gen "$n" "$d" "$work/n$n-d$d" "@ROOT@"
   done
-  m=$(printf '%s\n' "${mesh[@]}" | median)
-  if [ -n "$cf" ]; then
-    c=$(printf '%s\n' "${cfs[@]}" | median)
-    printf '| %6s | %15.2f | %15.2f | %16.1fx |\n' "$n" "$(echo "$m/1000" | bc -l)" "$(echo "$c/1000" | bc -l)" "$(echo "$c/$m" | bc -l)"
-  else
-    printf '| %6s | %15.2f | %15s | %17s |\n' "$n" "$(echo "$m/1000" | bc -l)" - -
-  fi
+  declare -A mesh=() cfp=() cfw=()
+  for r in $(seq "$runs"); do
+    for d in "${shapes[@]}"; do
+      dir=$work/n$n-d$d
+      # A new target each run, all removed at the end: on ext4, creating files
+      # where thousands were just deleted is much slower (the inode allocator
+      # steps over recently freed inodes), a cost neither tool should pay here.
+      # The store is under the target: fresh too.
+      mkdir -p "$dir/root.$r"; sync
+      m=() p=() w=()
+      timed m "$bin" apply "$dir/decl.toml" --root "$dir/root.$r" --node bench
+      grep -q "cycle 1: $n created" "$dir/out" || { echo "mesh-host did not create $n files:" >&2; tail -3 "$dir/out" >&2; exit 1; }
+      mesh[$d]+=" ${m[0]}"
+      if [ -n "$cf" ]; then
+        for how in pkg w; do
+          target=$dir/cf$how.$r
+          mkdir -p "$target"
+          sed "s|@ROOT@|$target|" "$dir/policy.cf" >"$dir/policy.$how.$r.cf"
+          args=(-K -f "$dir/policy.$how.$r.cf")
+          if [ $how = w ]; then
+            rm -rf "$dir/cfwork.$r"; cp -a "$work/cfwork" "$dir/cfwork.$r"
+            args=(-w "$dir/cfwork.$r" "${args[@]}")
+          fi
+          sync
+          t=()
+          timed t "$cf" "${args[@]}"
+          [ "$(find "$target" -type f | wc -l)" -eq "$n" ] || { echo "cf-agent ($how) did not create $n files" >&2; exit 1; }
+          if [ $how = pkg ]; then p=("${t[0]}"); cfp[$d]+=" ${t[0]}"; else w=("${t[0]}"); cfw[$d]+=" ${t[0]}"; fi
+        done
+      fi
+      echo "N=$n dirs=$d run $r: mesh-host ${m[0]} ms${cf:+, cf-agent ${p[0]:-} ms (pkg), ${w[0]:-} ms (-w)}" >&2
+    done
+  done
+  for d in "${shapes[@]}"; do
+    m=$(printf '%s\n' ${mesh[$d]} | median)
+    if [ -n "$cf" ]; then
+      p=$(printf '%s\n' ${cfp[$d]} | median)
+      w=$(printf '%s\n' ${cfw[$d]} | median)
+      printf '| %6s | %4s | %11.2f | %14.2f | %13.2f | %12.1fx | %11.1fx |\n' "$n" "$d" \
+        "$(echo "$m/1000" | bc -l)" "$(echo "$p/1000" | bc -l)" "$(echo "$w/1000" | bc -l)" \
+        "$(echo "$p/$m" | bc -l)" "$(echo "$w/$m" | bc -l)"
+    else
+      printf '| %6s | %4s | %11.2f | %14s | %13s | %13s | %12s |\n' "$n" "$d" "$(echo "$m/1000" | bc -l)" - - - -
+    fi
+  done
+  unset mesh cfp cfw
 done

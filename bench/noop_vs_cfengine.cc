@@ -1,15 +1,17 @@
 // Benchmark: a one-shot no-op apply of N `file` resources against CFEngine's cf-agent
 // on the same files, and against the floor (a process that only fstatat()s them).
 //
-// For each N it builds, in a temp directory, N files of ~200 bytes over 100
-// directories twice: one tree converged by mesh-host (a TOML declaration), one by
-// cf-agent (an equivalent policy: `files:` promises with `content` and `perms`).
-// After one converging run of each and a settling wait, it runs, alternating,
-// `mesh-host apply`, `cf-agent -KI -f policy.cf` (its own work directory, through
-// CFENGINE_TEST_OVERRIDE_WORKDIR) and the floor, and takes from wait4() each whole
-// process's wall time, CPU (user + system) and peak RSS (through bench/measure.c). It prints
-// medians and the ratios. Every run is checked to be a no-op (mesh-host: N unchanged; cf-agent: no
-// repair reported; floor: N found), so a wrong fast path cannot look fast.
+// For each N it builds, in a temp directory, N files of ~200 bytes in two shapes —
+// spread over 100 directories, and all in one directory — each twice: one tree
+// converged by mesh-host (a TOML declaration), one by cf-agent (an equivalent
+// policy: `files:` promises with `content` and `perms`). After one converging run
+// of each and a settling wait, it runs, alternating over both shapes, `mesh-host
+// apply`, `cf-agent -KI -f policy.cf` with its work directory as packaged (no -w:
+// /var/lib/cfengine3 on Debian) and with one the bench makes (`-w DIR`, a key pair
+// from cf-key), and the floor; and takes from wait4() each whole process's wall time,
+// CPU (user + system) and peak RSS (through bench/measure.c). It prints medians and
+// the ratios. Every run is checked to be a no-op (mesh-host: N unchanged; cf-agent:
+// no repair reported; floor: N found), so a wrong fast path cannot look fast.
 // Then the idle agent: `mesh-host run` (builtin supervisor) after its first cycle.
 //
 // It installs nothing: without cf-agent it says how to get it and measures the rest.
@@ -89,19 +91,22 @@ std::string contentOf(int i) {
   return paddedContent(fmt::format("file {:05} ", i), 200);
 }
 
-std::string declaration(int n) {
-  return filesDeclaration(n, contentOf);
+// The two shapes: files spread over kDirectories directories, or all in one.
+constexpr int kShapes[] = {kDirectories, 1};
+
+std::string declaration(int n, int dirs = kDirectories) {
+  return filesDeclaration(n, contentOf, dirs);
 }
 
 // The same files as `files:` promises: created with this content, mode 0644.
-std::string policy(int n, const std::string& root) {
+std::string policy(int n, const std::string& root, int dirs) {
   std::string out = "bundle agent main\n{\n  files:\n";
   out.reserve(static_cast<size_t>(n) * 350);
   for (int i = 0; i < n; ++i)
     out += fmt::format(
         "    \"{}{}\"\n      create => \"true\",\n      content => \"{}\",\n      perms => "
         "m(\"644\");\n",
-        root, relPath(i), contentOf(i));
+        root, relPath(i, dirs), contentOf(i));
   out += "}\nbody perms m(mode)\n{\n  mode => \"$(mode)\";\n  rxdirs => \"false\";\n}\n";
   return out;
 }
@@ -137,8 +142,8 @@ struct Series {
 };
 
 struct Row {
-  int n = 0;
-  Series mesh, cf, floor;
+  int n = 0, dirs = kDirectories;
+  Series mesh, cf, cfBench, floor;  // cf: the packaged work directory; cfBench: the bench's
 };
 
 class Bench {
@@ -151,50 +156,75 @@ class Bench {
         scratch_(std::move(scratch)),
         runs_(runs) {}
 
-  Row measure(int n) {
-    const std::string dir = scratch_ + fmt::format("/n{}", n);
-    const std::string root = dir + "/root", cfRoot = dir + "/cfroot", work = dir + "/cfwork";
-    const std::string decl = dir + "/decl.toml", pol = dir + "/policy.cf",
-                      list = dir + "/paths.txt";
-    fs::create_directories(root);
-    fs::create_directories(cfRoot);
-    std::ofstream(decl, std::ios::binary) << declaration(n);
-    std::ofstream(pol, std::ios::binary) << policy(n, cfRoot);
-    {
-      std::ofstream l(list, std::ios::binary);
-      for (int i = 0; i < n; ++i) l << relPath(i) << '\n';
-    }
+  // Both shapes of N files, runs alternating over tools and shapes.
+  std::vector<Row> measure(int n) {
+    struct Shape {
+      std::string dir, root, cfRoot, decl, pol, list;
+    };
+    std::vector<Shape> shapes;
+    std::vector<Row> rows;
+    const std::string work = scratch_ + fmt::format("/n{}-cfwork", n);
     if (cf_) prepareCfWorkdir(work);
-
-    expect(apply(decl, root).code == 0, "mesh-host: first apply failed");
-    if (cf_) expect(cfAgent(pol, work).code == 0, "cf-agent: first run failed");
-    std::this_thread::sleep_for(kSettle);
-    // Settles mesh-host's fingerprints (re-hashes each file once, past the racy window).
-    expect(unchangedIn(apply(decl, root).out) == n, "mesh-host: settling apply was not a no-op");
-    if (cf_) cfAgent(pol, work);
-
-    Row row;
-    row.n = n;
-    for (int run = 0; run < runs_; ++run) {
-      const Run m = apply(decl, root);
-      expect(m.code == 0 && unchangedIn(m.out) == n,
-             fmt::format("mesh-host: no-op apply of {} did not report {} unchanged:\n{}{}", n, n,
-                         tail(m.out), m.err));
-      row.mesh.add(m);
-      if (cf_) {
-        const Run c = cfAgent(pol, work);
-        expect(c.code == 0 && !repaired(c.out + c.err),
-               fmt::format("cf-agent: run was not a no-op (exit {}):\n{}{}", c.code, tail(c.out),
-                           tail(c.err)));
-        row.cf.add(c);
+    for (int dirs : kShapes) {
+      Shape sh;
+      sh.dir = scratch_ + fmt::format("/n{}-d{}", n, dirs);
+      sh.root = sh.dir + "/root", sh.cfRoot = sh.dir + "/cfroot";
+      sh.decl = sh.dir + "/decl.toml", sh.pol = sh.dir + "/policy.cf",
+      sh.list = sh.dir + "/paths.txt";
+      fs::create_directories(sh.root);
+      fs::create_directories(sh.cfRoot);
+      std::ofstream(sh.decl, std::ios::binary) << declaration(n, dirs);
+      std::ofstream(sh.pol, std::ios::binary) << policy(n, sh.cfRoot, dirs);
+      {
+        std::ofstream l(sh.list, std::ios::binary);
+        for (int i = 0; i < n; ++i) l << relPath(i, dirs) << '\n';
       }
-      const Run f = runChild({floor_, root, list}, scratch_);
-      expect(f.code == 0 && f.out == fmt::format("{} found, 0 missing\n", n),
-             "floor: not every file found: " + f.out + f.err);
-      row.floor.add(f);
+      expect(apply(sh.decl, sh.root).code == 0, "mesh-host: first apply failed");
+      if (cf_) expect(cfAgent(sh.pol, work).code == 0, "cf-agent: first run failed");
+      shapes.push_back(sh);
+      rows.push_back(Row{n, dirs, {}, {}, {}, {}});
     }
-    if (!keep_) fs::remove_all(dir);
-    return row;
+    std::this_thread::sleep_for(kSettle);
+    for (const auto& sh : shapes) {
+      // Settles mesh-host's fingerprints (re-hashes each file once, past the racy window).
+      expect(unchangedIn(apply(sh.decl, sh.root).out) == n,
+             "mesh-host: settling apply was not a no-op");
+      if (cf_) {
+        cfAgent(sh.pol, work);
+        cfAgent(sh.pol, std::nullopt);
+      }
+    }
+
+    for (int run = 0; run < runs_; ++run)
+      for (size_t s = 0; s < shapes.size(); ++s) {
+        const Shape& sh = shapes[s];
+        Row& row = rows[s];
+        const Run m = apply(sh.decl, sh.root);
+        expect(m.code == 0 && unchangedIn(m.out) == n,
+               fmt::format("mesh-host: no-op apply of {} did not report {} unchanged:\n{}{}", n, n,
+                           tail(m.out), m.err));
+        row.mesh.add(m);
+        if (cf_) {
+          for (const auto& [w, series] :
+               {std::pair{std::optional<std::string>(), &row.cf},
+                std::pair{std::optional<std::string>(work), &row.cfBench}}) {
+            const Run c = cfAgent(sh.pol, w);
+            expect(c.code == 0 && !repaired(c.out + c.err),
+                   fmt::format("cf-agent: run was not a no-op (exit {}):\n{}{}", c.code,
+                               tail(c.out), tail(c.err)));
+            series->add(c);
+          }
+        }
+        const Run f = runChild({floor_, sh.root, sh.list}, scratch_);
+        expect(f.code == 0 && f.out == fmt::format("{} found, 0 missing\n", n),
+               "floor: not every file found: " + f.out + f.err);
+        row.floor.add(f);
+      }
+    if (!keep_) {
+      for (const auto& sh : shapes) fs::remove_all(sh.dir);
+      fs::remove_all(work);
+    }
+    return rows;
   }
 
   // The agent (builtin supervisor) after its first cycle: resident set and peak.
@@ -237,19 +267,30 @@ class Bench {
   static std::string tail(const std::string& s) {
     return s.substr(s.size() > 2000 ? s.size() - 2000 : 0);
   }
-  // cf-agent -I reports each repair as an info line; a kept promise prints nothing.
-  static bool repaired(const std::string& out) { return out.find("info:") != std::string::npos; }
+  // cf-agent -I reports each repair as an info line; a kept promise prints nothing
+  // (with -w it also says which work directory it took: not a repair).
+  static bool repaired(const std::string& out) {
+    std::istringstream lines(out);
+    for (std::string line; std::getline(lines, line);)
+      if (line.find("info:") != std::string::npos &&
+          line.find("Setting workdir") == std::string::npos)
+        return true;
+    return false;
+  }
 
   Run apply(const std::string& decl, const std::string& root) {
     return runChild({bin_, "apply", decl, "--root", root, "--node", "bench"}, scratch_);
   }
 
-  Run cfAgent(const std::string& pol, const std::string& work) {
-    return runChild({*cf_, "-KI", "-f", pol}, scratch_, {"CFENGINE_TEST_OVERRIDE_WORKDIR=" + work});
+  // With `work`, cf-agent's work directory is the bench's (-w); without, the one it
+  // was packaged with.
+  Run cfAgent(const std::string& pol, const std::optional<std::string>& work) {
+    if (!work) return runChild({*cf_, "-KI", "-f", pol}, scratch_);
+    return runChild({*cf_, "-KI", "-w", *work, "-f", pol}, scratch_);
   }
 
-  // cf-agent's own work directory: a key pair (cf-key) and cf-promises where it
-  // looks for it, so the system's /var/lib/cfengine3 is neither read nor written.
+  // The bench's work directory for cf-agent: a key pair (cf-key) and cf-promises
+  // where it looks for it.
   void prepareCfWorkdir(const std::string& work) {
     fs::create_directories(work + "/bin");
     fs::create_symlink(fs::path(*cf_).parent_path() / "cf-promises", work + "/bin/cf-promises");
@@ -334,9 +375,10 @@ int main(int argc, char** argv) {
   fmt::print("machine:   {}, {} CPU(s), {}; files under {}\n", osName(),
              std::thread::hardware_concurrency(), cpuModel(), scratch);
   fmt::print(
-      "method:    N files of 200 bytes, mode 0644, over {} directories, converged once by each\n"
-      "           tool, then (after {} ms and one settling run) {} alternating runs of\n"
-      "           `mesh-host apply`, `cf-agent -KI -f policy.cf` and the fstatat floor; each a\n"
+      "method:    N files of 200 bytes, mode 0644, over {} directories and in 1, converged once\n"
+      "           by each tool, then (after {} ms and one settling run) {} runs alternating over\n"
+      "           both shapes of `mesh-host apply`, `cf-agent -KI -f policy.cf` (its work\n"
+      "           directory as packaged: pkg; the bench's: -w DIR) and the fstatat floor; each a\n"
       "           whole process: wall, CPU = user + system, peak RSS (wait4). Medians.\n\n",
       kDirectories, kSettle.count(), runs);
   std::fflush(stdout);
@@ -346,12 +388,15 @@ int main(int argc, char** argv) {
   std::vector<Row> rows;
   std::vector<std::pair<int, std::pair<double, double>>> idles;
   try {
-    for (int n : sizes) {
-      rows.push_back(bench.measure(n));
-      const Row& r = rows.back();
-      fmt::print(stderr, "N={}: mesh-host {:.1f} ms, cf-agent {} ms, floor {:.1f} ms (wall)\n", n,
-                 median(r.mesh.wall), cell(r.cf, &Series::wall, "{:.0f}"), median(r.floor.wall));
-    }
+    for (int n : sizes)
+      for (const Row& r : bench.measure(n)) {
+        rows.push_back(r);
+        fmt::print(stderr,
+                   "N={} in {} dir(s): mesh-host {:.1f} ms, cf-agent {} ms (packaged work "
+                   "directory), {} ms (the bench's), floor {:.1f} ms (wall)\n",
+                   n, r.dirs, median(r.mesh.wall), cell(r.cf, &Series::wall, "{:.0f}"),
+                   cell(r.cfBench, &Series::wall, "{:.0f}"), median(r.floor.wall));
+      }
     if (idle)
       for (int n : {10, sizes.front()}) idles.push_back({n, bench.idleAgent(n)});
   } catch (const std::exception& e) {
@@ -361,23 +406,26 @@ int main(int argc, char** argv) {
   }
   if (!keep) fs::remove_all(scratch);
 
-  fmt::print("| {:>6} | {:<9} | {:>8} | {:>8} | {:>8} |\n", "N", "", "wall ms", "CPU ms",
-             "RSS MiB");
-  fmt::print("|-{:->6}-|-{:-<9}-|-{:->8}-|-{:->8}-|-{:->8}-|\n", "", "", "", "", "");
+  fmt::print("| {:>6} | {:>4} | {:<15} | {:>8} | {:>8} | {:>8} |\n", "N", "dirs", "", "wall ms",
+             "CPU ms", "RSS MiB");
+  fmt::print("|-{:->6}-|-{:->4}-|-{:-<15}-|-{:->8}-|-{:->8}-|-{:->8}-|\n", "", "", "", "", "", "");
   for (const auto& r : rows) {
-    const std::pair<const char*, const Series*> tools[] = {
-        {"mesh-host", &r.mesh}, {"cf-agent", &r.cf}, {"floor", &r.floor}};
+    const std::pair<const char*, const Series*> tools[] = {{"mesh-host", &r.mesh},
+                                                           {"cf-agent (pkg)", &r.cf},
+                                                           {"cf-agent (-w)", &r.cfBench},
+                                                           {"floor", &r.floor}};
     for (const auto& [name, s] : tools)
-      fmt::print("| {:>6} | {:<9} | {:>8} | {:>8} | {:>8} |\n", r.n, name,
+      fmt::print("| {:>6} | {:>4} | {:<15} | {:>8} | {:>8} | {:>8} |\n", r.n, r.dirs, name,
                  cell(*s, &Series::wall, "{:.1f}"), cell(*s, &Series::cpu, "{:.1f}"),
                  cell(*s, &Series::rss, "{:.1f}"));
   }
-  fmt::print("\n| {:>6} | {:>19} | {:>18} | {:>19} |\n", "N", "cf-agent/mesh wall",
-             "cf-agent/mesh CPU", "mesh CPU / floor CPU");
-  fmt::print("|-{:->6}-|-{:->19}-|-{:->18}-|-{:->19}-|\n", "", "", "", "");
+  fmt::print("\n| {:>6} | {:>4} | {:>20} | {:>19} | {:>19} |\n", "N", "dirs", "cf(pkg)/mesh wall",
+             "cf(-w)/mesh wall", "mesh CPU / floor CPU");
+  fmt::print("|-{:->6}-|-{:->4}-|-{:->20}-|-{:->19}-|-{:->19}-|\n", "", "", "", "", "");
   for (const auto& r : rows)
-    fmt::print("| {:>6} | {:>19} | {:>18} | {:>20} |\n", r.n, ratio(r.cf, r.mesh, &Series::wall),
-               ratio(r.cf, r.mesh, &Series::cpu), ratio(r.mesh, r.floor, &Series::cpu));
+    fmt::print("| {:>6} | {:>4} | {:>20} | {:>19} | {:>20} |\n", r.n, r.dirs,
+               ratio(r.cf, r.mesh, &Series::wall), ratio(r.cfBench, r.mesh, &Series::wall),
+               ratio(r.mesh, r.floor, &Series::cpu));
   for (const auto& [n, rss] : idles)
     fmt::print(
         "\nidle agent (`mesh-host run`, builtin supervisor, {} files, after its first "

@@ -1,8 +1,9 @@
 // Manifest: counting, and its stable JSON form for the state store.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
-#include "bundle/path.hh"
 #include "bundle/unpack.hh"
 #include "util/text_safe.hh"
 
@@ -26,52 +27,9 @@ const char* typeName(Entry::Type t) {
   return "?";
 }
 
-std::optional<Entry::Type> typeFromName(const std::string& s) {
-  if (s == "file") return Entry::Type::File;
-  if (s == "dir") return Entry::Type::Directory;
-  if (s == "link") return Entry::Type::Symlink;
-  return std::nullopt;
-}
-
-std::optional<Entry> entryFromJson(const json& j) {
-  if (!j.is_object()) return std::nullopt;
-  auto path = j.find("path");
-  auto type = j.find("type");
-  if (path == j.end() || !path->is_string() || type == j.end() || !type->is_string())
-    return std::nullopt;
-  Entry e;
-  e.path = path->get<std::string>();
-  // Only names in their normal form: anything else did not come from unpack().
-  auto norm = normaliseEntryName(e.path);
-  if (!std::holds_alternative<std::string>(norm) || std::get<std::string>(norm) != e.path ||
-      e.path.empty())
-    return std::nullopt;
-  auto t = typeFromName(type->get<std::string>());
-  if (!t) return std::nullopt;
-  e.type = *t;
-  if (e.type != Entry::Type::Symlink) {
-    auto mode = j.find("mode");
-    if (mode == j.end() || !mode->is_number_unsigned() || mode->get<uint64_t>() > 07777)
-      return std::nullopt;
-    e.mode = static_cast<mode_t>(mode->get<uint64_t>());
-  }
-  if (e.type == Entry::Type::File) {
-    auto size = j.find("size");
-    auto digest = j.find("digest");
-    if (size == j.end() || !size->is_number_unsigned() || digest == j.end() || !digest->is_string())
-      return std::nullopt;
-    e.size = size->get<uint64_t>();
-    auto d = Digest::parse(digest->get<std::string>());
-    if (!d) return std::nullopt;
-    e.content = *d;
-  }
-  if (e.type == Entry::Type::Symlink) {
-    auto target = j.find("target");
-    if (target == j.end() || !target->is_string() || target->get<std::string>().empty())
-      return std::nullopt;
-    e.target = target->get<std::string>();
-  }
-  return e;
+// One string as jsonData writes it, quotes included.
+void appendString(std::string& out, const std::string& s) {
+  out += jsonData(json(s));
 }
 
 }  // namespace
@@ -88,49 +46,31 @@ uint64_t Manifest::bytes() const {
   return sum;
 }
 
+// Written as jsonData would write the document {"entries": [...], "version": 1}
+// (keys sorted), without building it: a JSON value per entry costs several times
+// the entry.
 std::string Manifest::str() const {
-  json list = json::array();
+  std::string out = "{\"entries\":[";
+  out.reserve(entries.size() * 128 + 32);
+  bool first = true;
   for (const auto& e : entries) {
-    json j = {{"path", e.path}, {"type", typeName(e.type)}};
-    if (e.type != Entry::Type::Symlink) j["mode"] = static_cast<uint64_t>(e.mode);
-    if (e.type == Entry::Type::File) {
-      j["size"] = e.size;
-      j["digest"] = e.content.str();
+    out += first ? "{" : ",{";
+    first = false;
+    if (e.type == Entry::Type::File) out += "\"digest\":\"" + e.content.str() + "\",";
+    if (e.type != Entry::Type::Symlink) out += fmt::format("\"mode\":{},", e.mode);
+    out += "\"path\":";
+    appendString(out, e.path);
+    if (e.type == Entry::Type::File) out += fmt::format(",\"size\":{}", e.size);
+    if (e.type == Entry::Type::Symlink) {
+      out += ",\"target\":";
+      appendString(out, e.target);
     }
-    if (e.type == Entry::Type::Symlink) j["target"] = e.target;
-    list.push_back(std::move(j));
+    out += ",\"type\":\"";
+    out += typeName(e.type);
+    out += "\"}";
   }
-  json doc = {{"version", kManifestVersion}, {"entries", std::move(list)}};
-  // unpack() refuses names that are not UTF-8; `replace` only keeps str() from
-  // throwing on a hand-built manifest that holds one.
-  return jsonData(doc);
-}
-
-std::optional<Manifest> Manifest::parse(const std::string& text) {
-  try {
-    json doc = json::parse(text, nullptr, /*allow_exceptions=*/false);
-    if (!doc.is_object()) return std::nullopt;
-    auto version = doc.find("version");
-    auto list = doc.find("entries");
-    if (version == doc.end() || *version != kManifestVersion || list == doc.end() ||
-        !list->is_array())
-      return std::nullopt;
-    Manifest m;
-    m.entries.reserve(list->size());
-    for (const auto& j : *list) {
-      auto e = entryFromJson(j);
-      if (!e) return std::nullopt;
-      m.entries.push_back(std::move(*e));
-    }
-    std::sort(m.entries.begin(), m.entries.end(),
-              [](const Entry& a, const Entry& b) { return a.path < b.path; });
-    auto dup = std::adjacent_find(m.entries.begin(), m.entries.end(),
-                                  [](const Entry& a, const Entry& b) { return a.path == b.path; });
-    if (dup != m.entries.end()) return std::nullopt;
-    return m;
-  } catch (const json::exception&) {
-    return std::nullopt;
-  }
+  out += fmt::format("],\"version\":{}}}", kManifestVersion);
+  return out;
 }
 
 }  // namespace mesh::bundle

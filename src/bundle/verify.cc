@@ -77,9 +77,27 @@ const Entry* lookup(const Manifest& m, const std::string& path) {
 
 class Verifier {
  public:
+  // `lean`: a file whose fingerprint is the trusted one is marked, not copied into
+  // `fresh`; finish() says whether `fresh` is `trusted` exactly, or completes it.
   Verifier(const std::string& shown, const Manifest& m, const VerifyCache* trusted,
-           VerifyCache* fresh)
-      : root_(shown), m_(m), trusted_(trusted), fresh_(fresh), seen_(m.entries.size(), false) {}
+           VerifyCache* fresh, bool lean = false)
+      : root_(shown),
+        m_(m),
+        trusted_(trusted),
+        fresh_(fresh),
+        seen_(m.entries.size(), false),
+        lean_(lean && trusted),
+        kept_(lean_ ? trusted->fingerprints.size() : 0, false) {}
+
+  // Lean only: true when every trusted fingerprint was seen again and no other was
+  // taken (then `fresh` stays empty); else `fresh` gets the kept trusted ones too.
+  bool finish() {
+    if (!lean_) return false;
+    if (fresh_->fingerprints.empty() && keptCount_ == kept_.size()) return true;
+    for (size_t i = 0; i < kept_.size(); ++i)
+      if (kept_[i]) fresh_->fingerprints.push_back(trusted_->fingerprints[i]);
+    return false;
+  }
 
   Reason run(int tree) {
     if (auto r = walk(reopen(tree, root_), "")) return r;
@@ -150,20 +168,30 @@ class Verifier {
                    const struct stat& st) {
     if (static_cast<uint64_t>(st.st_size) != want.size) return fmt::format("changed: {}", path);
     const std::string fingerprint = Fingerprint::of(st).str();
-    if (!isTrusted(path, fingerprint)) {
+    const auto trusted = trustedAt(path, fingerprint);
+    if (!trusted) {
       auto digest = hash(dirfd, name, path, st);
       if (!digest || *digest != want.content) return fmt::format("changed: {}", path);
     }
-    if (fresh_ && !fingerprintIsRacy(st)) fresh_->fingerprints.emplace_back(path, fingerprint);
+    if (fresh_ && !fingerprintIsRacy(st)) {
+      if (lean_ && trusted) {
+        kept_[*trusted] = true;
+        ++keptCount_;
+      } else {
+        fresh_->fingerprints.emplace_back(path, fingerprint);
+      }
+    }
     return std::nullopt;
   }
 
-  bool isTrusted(const std::string& path, const std::string& fingerprint) const {
-    if (!trusted_) return false;
+  // The index of `path`'s trusted fingerprint when it is `fingerprint`.
+  std::optional<size_t> trustedAt(const std::string& path, const std::string& fingerprint) const {
+    if (!trusted_) return std::nullopt;
     const auto& fps = trusted_->fingerprints;
     auto it = std::lower_bound(fps.begin(), fps.end(), path,
                                [](const auto& kv, const std::string& p) { return kv.first < p; });
-    return it != fps.end() && it->first == path && it->second == fingerprint;
+    if (it == fps.end() || it->first != path || it->second != fingerprint) return std::nullopt;
+    return static_cast<size_t>(it - fps.begin());
   }
 
   // The content's digest; nullopt when what is there now is not the file that was stat'ed.
@@ -188,6 +216,9 @@ class Verifier {
   const VerifyCache* trusted_;
   VerifyCache* fresh_;
   std::vector<bool> seen_;
+  const bool lean_;
+  std::vector<bool> kept_;  // lean: trusted fingerprints seen again, by index
+  size_t keptCount_ = 0;
 };
 
 class Lister {
@@ -252,6 +283,20 @@ Verified verify(int tree, const Manifest& m, const VerifyCache* trusted, const s
     out.fresh.fingerprints.clear();  // only a tree that verified may vouch for its files
   else
     std::sort(out.fresh.fingerprints.begin(), out.fresh.fingerprints.end());
+  return out;
+}
+
+Verified verifyLean(int tree, const Manifest& m, const VerifyCache& trusted,
+                    const std::string& shown) {
+  Verified out;
+  Verifier v(shown.empty() ? "." : shown, m, &trusted, &out.fresh, /*lean=*/true);
+  out.difference = v.run(tree);
+  if (out.difference) {
+    out.fresh.fingerprints.clear();
+    return out;
+  }
+  out.freshIsTrusted = v.finish();
+  std::sort(out.fresh.fingerprints.begin(), out.fresh.fingerprints.end());
   return out;
 }
 

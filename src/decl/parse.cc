@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <tuple>
 
@@ -162,6 +163,14 @@ void Walker::modules(const toml::node& node) {
                              typeName(node.type())));
     return;
   }
+  // Room for every resource at once: grown by doubling, 100,000 drafts held the
+  // old and the new array together (71 MiB at the peak of a first apply).
+  size_t resources = 0;
+  for (auto&& [key, value] : *table)
+    if (const auto* m = value.as_table())
+      for (auto&& [k, kindValue] : *m)
+        if (const auto* t = kindValue.as_table()) resources += t->size();
+  drafts_.reserve(drafts_.size() + resources);
   for (auto&& [key, value] : *table) {
     std::string name(key.str());
     if (!validName(name)) {
@@ -219,6 +228,33 @@ void Walker::kind(const std::string& module, Kind kind, const toml::table& table
   }
 }
 
+// Sorts the drafts by their place in the text (stable), moving each one once and
+// allocating only an index: std::stable_sort's buffer of drafts was 40 MiB for
+// 100,000 files.
+void inTextualOrder(std::vector<Draft>& drafts) {
+  std::vector<uint32_t> order(drafts.size());
+  for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+    const auto& pa = drafts[a].resource.pos;
+    const auto& pb = drafts[b].resource.pos;
+    return std::tie(pa.line, pa.column) < std::tie(pb.line, pb.column);
+  });
+  // Position i takes drafts[order[i]]: each cycle of the permutation in turn.
+  for (size_t start = 0; start < order.size(); ++start) {
+    if (order[start] == start) continue;
+    Draft held = std::move(drafts[start]);
+    size_t at = start;
+    while (order[at] != start) {
+      const size_t from = order[at];
+      drafts[at] = std::move(drafts[from]);
+      order[at] = static_cast<uint32_t>(at);
+      at = from;
+    }
+    drafts[at] = std::move(held);
+    order[at] = static_cast<uint32_t>(at);
+  }
+}
+
 }  // namespace
 
 Declaration parseDeclaration(std::string_view text, const std::string& source,
@@ -258,21 +294,20 @@ Declaration parseDeclaration(std::string_view text, const std::string& source,
   decl.source = source;
   decl.baseDir = options.baseDir;
   decl.digest = Digest::ofBytes(text);
-  decl.text = std::string(text);
   Walker walker(diags, options);
   walker.root(root, decl);
 
   std::vector<Draft> drafts = walker.takeDrafts();
+  root = toml::table{};  // every draft holds what it needs: the document goes now
   checkEmpty(decl, drafts.size(), walker.emptyPos(), diags);
-  std::stable_sort(drafts.begin(), drafts.end(), [](const Draft& a, const Draft& b) {
-    return std::tie(a.resource.pos.line, a.resource.pos.column) <
-           std::tie(b.resource.pos.line, b.resource.pos.column);
-  });
+  inTextualOrder(drafts);
   checkAccounts(drafts, diags, options);
   checkAcross(drafts, diags, options.stateDir);
   decl.resources = applyOrder(std::move(drafts), diags);
   diags.throwIfAny();
   for (auto& r : decl.resources) r.want = specWant(r);
+  // Copied last, when the document and the drafts are gone: their memory serves.
+  decl.text = std::string(text);
   return decl;
 }
 

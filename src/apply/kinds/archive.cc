@@ -77,10 +77,13 @@ class ArchiveApplier : public Applier {
     if (st && S_ISDIR(st->st_mode)) {
       TreeObserved prev;
       if (rec && rec->wrote == want.str()) prev = TreeObserved::parse(rec->observed);
-      auto [difference, now] = checkTree(ctx, place, s.bundle, limits, prev);
+      auto [difference, now, sameAsPrev] = checkTree(ctx, place, s.bundle, limits, std::move(prev));
       if (!difference) {
         Decision o = Decision::unchanged();
-        o.observed = now.str();
+        if (sameAsPrev)
+          o.observedAsRecorded = true;  // not written out again: the record says it
+        else
+          o.observed = now.str();
         return o;
       }
       drift = *difference;

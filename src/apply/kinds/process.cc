@@ -113,7 +113,7 @@ class ProcessApplier : public Applier {
                         Digest::ofBytes(unit.text).str(),
                         prev.installed && prev.service == s.service};
     const TreeObserved trusted = rec && rec->wrote == want.str() ? prev.tree : TreeObserved{};
-    auto [bundleDrift, nowTree] = checkTree(
+    auto [bundleDrift, nowTree, sameTree] = checkTree(
         ctx, {bundles ? FdRef(*bundles) : FdRef(), hex, bundleDir}, s.bundle, limits, trusted);
     now.tree = std::move(nowTree);
     std::optional<std::string> unitDrift;

@@ -6,38 +6,13 @@
 
 #include <cerrno>
 #include <climits>
-#include <nlohmann/json.hpp>
 #include <vector>
 
 #include "util/error.hh"
 #include "util/faults.hh"
 #include "util/fs.hh"
-#include "util/text_safe.hh"
 
 namespace mesh::apply {
-
-using json = nlohmann::json;
-
-std::string TreeObserved::str() const {
-  if (!manifest) return {};
-  json fp = json::array();
-  for (const auto& [path, f] : cache.fingerprints) fp.push_back({path, f});
-  return jsonData(json{{"manifest", manifest->str()}, {"fingerprints", fp}});
-}
-
-TreeObserved TreeObserved::parse(const std::string& text) {
-  TreeObserved o;
-  auto j = json::parse(text, nullptr, false);
-  if (j.is_discarded() || !j.is_object() || !j.contains("manifest")) return o;
-  try {
-    o.manifest = bundle::Manifest::parse(j.at("manifest").get<std::string>());
-    for (const auto& e : j.at("fingerprints"))
-      o.cache.fingerprints.emplace_back(e.at(0).get<std::string>(), e.at(1).get<std::string>());
-  } catch (const json::exception&) {
-    return {};
-  }
-  return o;
-}
 
 std::optional<Fd> openTree(const Context::Place& at) {
   if (at.dir < 0) return std::nullopt;
@@ -48,22 +23,24 @@ std::optional<Fd> openTree(const Context::Place& at) {
 }
 
 TreeCheck checkTree(Context& ctx, const Context::Place& at, const Digest& bundle,
-                    const bundle::Limits& limits, const TreeObserved& prev) {
+                    const bundle::Limits& limits, TreeObserved prev) {
   const auto st = at.dir >= 0 ? statAt(at.dir, at.name, at.shown) : std::nullopt;
   if (!st) return {"missing", {}};
   if (!S_ISDIR(st->st_mode)) return {"not a directory", {}};
   const auto tree = openTree(at);
   if (!tree) return {"not a directory", {}};  // replaced since the look above
   TreeCheck out;
-  out.now.manifest = prev.manifest;
+  out.now.manifest = std::move(prev.manifest);
   const bundle::VerifyCache* trusted = &prev.cache;
   if (!out.now.manifest) {
     out.now.manifest = bundle::readManifest(ctx.blobs().fetch(bundle), limits);
     trusted = nullptr;
   }
-  auto verified = bundle::verify(tree->get(), *out.now.manifest, trusted, at.shown);
+  auto verified = trusted ? bundle::verifyLean(tree->get(), *out.now.manifest, *trusted, at.shown)
+                          : bundle::verify(tree->get(), *out.now.manifest, nullptr, at.shown);
   out.difference = std::move(verified.difference);
-  out.now.cache = std::move(verified.fresh);
+  out.sameAsPrev = verified.freshIsTrusted;
+  out.now.cache = verified.freshIsTrusted ? std::move(prev.cache) : std::move(verified.fresh);
   return out;
 }
 

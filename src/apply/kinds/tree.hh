@@ -33,12 +33,15 @@ std::optional<Fd> openTree(const Context::Place& at);
 // the bundle itself. `difference` is nullopt when intact (then `now` holds fresh
 // data), else the first difference ("missing", "not a directory", "missing: bin/x",
 // "changed: etc/y", …); `now.manifest` is set whenever the tree could be read.
+// `sameAsPrev`: intact, and `now` is `prev` exactly (the same manifest, the same
+// fingerprints): the record need not be written again.
 struct TreeCheck {
   std::optional<std::string> difference;
   TreeObserved now;
+  bool sameAsPrev = false;
 };
 [[nodiscard]] TreeCheck checkTree(Context& ctx, const Context::Place& at, const Digest& bundle,
-                                  const bundle::Limits& limits, const TreeObserved& prev);
+                                  const bundle::Limits& limits, TreeObserved prev);
 
 // Unpacks the bundle at tempNameFor(at.name, "new") in the same directory and
 // switches it in with one atomic rename — an exchange when something is there
