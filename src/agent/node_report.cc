@@ -26,9 +26,8 @@ std::optional<fleet::NodeReport> nodeReportOf(const apply::CycleReport& report,
     const auto& o = res.outcome;
     if (o.verdict() == apply::Verdict::Unchanged) continue;
     // A credential's outcome never carries a diff, whatever the cycle made of it.
-    r.outcomes.push_back({res.id, res.kind, apply::verdictName(o.verdict()), o.reason(),
-                          o.detail(), o.restarted, res.kind == "credential" ? "" : o.diff,
-                          false});
+    r.outcomes.push_back({res.id, res.kind, apply::verdictName(o.verdict()), o.reason(), o.detail(),
+                          o.restarted, res.kind == "credential" ? "" : o.diff, false});
   }
   if (!report.accessError.empty())
     r.outcomes.push_back({"", "", "failed", report.accessError, "", false, "", false});

@@ -125,16 +125,19 @@ json nodeDetail(EtcdClient& etcd, const FleetKeys& keys, const std::string& node
   const NodeView* v = nullptr;
   for (const auto& n : view.nodes)
     if (n.node == node) v = &n;
-  json out = {{"schema", kJsonSchema}, {"cluster", keys.cluster}, {"node", node},
-              {"revision", range.revision}, {"known", v != nullptr}};
+  json out = {{"schema", kJsonSchema},
+              {"cluster", keys.cluster},
+              {"node", node},
+              {"revision", range.revision},
+              {"known", v != nullptr}};
   if (v) {
     FleetView one{view.cluster, view.revision, view.nowMs, {*v}, {}};
     out["view"] = fleetJson(one)["nodes"][0];
     const auto* s = v->status ? &*v->status : nullptr;
     out["services"] = s ? servicesJson(s->services) : json::array();
     out["applied_cycle"] = s && s->appliedCycle ? json{{"cycle", s->appliedCycle->cycle},
-                                                        {"at_ms", s->appliedCycle->atMs}}
-                                                  : json(nullptr);
+                                                       {"at_ms", s->appliedCycle->atMs}}
+                                                : json(nullptr);
   } else {
     out["view"] = nullptr;
     out["services"] = json::array();

@@ -3,8 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <tuple>
 #include <nlohmann/json.hpp>
+#include <tuple>
 
 #include "fleet/json_value.hh"
 #include "util/error.hh"
@@ -115,8 +115,7 @@ bool saysNothingNew(const NodeReport& last, const NodeReport& now) {
     return r;
   };
   if (strip(last) == strip(now)) return true;
-  if (last.serial != now.serial || last.declarationDigest != now.declarationDigest)
-    return false;
+  if (last.serial != now.serial || last.declarationDigest != now.declarationDigest) return false;
   using Failure = std::tuple<std::string, std::string, std::string>;
   auto failures = [](const NodeReport& r, bool* other) {
     std::vector<Failure> out;
@@ -190,19 +189,16 @@ NodeReport decodeReport(std::string_view text, const std::string& where) {
   r.skipped = field<int64_t>(summary, "skipped", 0, where);
   r.failed = field<int64_t>(summary, "failed", 0, where);
   for (const auto& o : objects(j, "outcomes", where))
-    r.outcomes.push_back({field<std::string>(o, "id", "", where),
-                          field<std::string>(o, "kind", "", where),
-                          field<std::string>(o, "outcome", "", where),
-                          field<std::string>(o, "reason", "", where),
-                          field<std::string>(o, "detail", "", where),
-                          field<bool>(o, "restarted", false, where),
-                          field<std::string>(o, "diff", "", where),
-                          field<bool>(o, "diff_cut", false, where)});
+    r.outcomes.push_back(
+        {field<std::string>(o, "id", "", where), field<std::string>(o, "kind", "", where),
+         field<std::string>(o, "outcome", "", where), field<std::string>(o, "reason", "", where),
+         field<std::string>(o, "detail", "", where), field<bool>(o, "restarted", false, where),
+         field<std::string>(o, "diff", "", where), field<bool>(o, "diff_cut", false, where)});
   r.cut = field<std::string>(j, "cut", "", where);
   for (const auto& a : objects(j, "applied", where))
-    r.applied.push_back({optionalField(a, "serial", where),
-                         field<std::string>(a, "declaration_digest", "", where),
-                         field<int64_t>(a, "cycle", 0, where), field<int64_t>(a, "at_ms", 0, where)});
+    r.applied.push_back(
+        {optionalField(a, "serial", where), field<std::string>(a, "declaration_digest", "", where),
+         field<int64_t>(a, "cycle", 0, where), field<int64_t>(a, "at_ms", 0, where)});
   return r;
 }
 

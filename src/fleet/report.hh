@@ -32,7 +32,7 @@ inline constexpr std::size_t kReportMaxBytes = 256 * 1024;
 // How many applied serials a report carries (the newest).
 inline constexpr std::size_t kReportHistory = 50;
 
-std::string reportsPrefix(const FleetKeys& keys);                     // "/mesh/<c>/reports/"
+std::string reportsPrefix(const FleetKeys& keys);                       // "/mesh/<c>/reports/"
 std::string reportKey(const FleetKeys& keys, const std::string& node);  // reportsPrefix() + node
 
 struct NodeReport {
@@ -46,7 +46,7 @@ struct NodeReport {
   struct Outcome {
     std::string id, kind, outcome, reason, detail;
     bool restarted = false;
-    std::string diff;     // "" none (a file's only; never a credential's)
+    std::string diff;      // "" none (a file's only; never a credential's)
     bool diffCut = false;  // the diff was cut to fit
     bool operator==(const Outcome&) const = default;
   };
