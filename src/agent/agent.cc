@@ -41,6 +41,7 @@ class LinkPort : public FleetPort {
     return link_.restartGate(limit, timeout, stop);
   }
   void releaseStaleSlots() override { link_.releaseStaleSlots(); }
+  void publishReport(fleet::NodeReport r) override { link_.publishReport(std::move(r)); }
 
  private:
   FleetLink& link_;

@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "agent/node_report.hh"
 #include "apply/churn.hh"
 #include "state/pending_note.hh"
 #include "state/store.hh"
@@ -339,6 +340,7 @@ void AgentCore::fleetHooks(LockedRunHooks& hooks) {
     for (const auto& [id, churn] : apply::computeChurn(store.history("", 0), report.cycle))
       if (churn.churning) st.churning.push_back(id);
     cycleStatus_ = std::move(st);
+    if (auto r = nodeReportOf(report, serial, digest)) fleet_->publishReport(std::move(*r));
   };
   const auto slotTimeout = std::max<std::chrono::milliseconds>(o_.interval * 3, 30s);
   hooks.holdRestartSlot = fleet_->restartGate(a.maxParallelRestarts, slotTimeout, &stop_);

@@ -22,6 +22,7 @@
 #include "agent/notify.hh"
 #include "agent/schedule.hh"
 #include "fleet/protocol.hh"
+#include "fleet/report.hh"
 #include "state/pause.hh"
 
 namespace mesh::agent {
@@ -34,6 +35,8 @@ class FleetPort {
   // The newest declaration accepted since the last call, if any.
   virtual std::optional<AcceptedDeclaration> takeAccepted() = 0;
   virtual void publish(fleet::NodeStatus status) = 0;
+  // The node report of a cycle that changed or failed something (fleet/report.hh).
+  virtual void publishReport(fleet::NodeReport) {}
   virtual apply::RestartGate restartGate(int64_t limit, std::chrono::milliseconds timeout,
                                          const std::atomic<bool>* stop) = 0;
   virtual void releaseStaleSlots() = 0;

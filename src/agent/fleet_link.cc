@@ -6,6 +6,8 @@
 // restart slots in fleet_link_slots.cc.
 #include "agent/fleet_link.hh"
 
+#include "agent/node_report.hh"
+
 #include <unistd.h>
 
 #include <utility>

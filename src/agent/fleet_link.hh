@@ -37,6 +37,7 @@
 #include "decl/model.hh"
 #include "fleet/etcd.hh"
 #include "fleet/protocol.hh"
+#include "fleet/report.hh"
 #include "fleet/statement.hh"
 #include "trust/node_key.hh"
 #include "trust/operator_key.hh"
@@ -46,6 +47,8 @@ class RestartSlots;
 }  // namespace mesh::fleet
 
 namespace mesh::agent {
+
+class ReportPublisher;  // agent/node_report.hh
 
 struct FleetOptions {
   std::string endpoint;  // http://host:port
@@ -112,6 +115,9 @@ class FleetLink {
   void setServices(std::vector<fleet::NodeStatus::Service> services);
   void holdServices();
   void releaseServices();
+  // Puts the node report of a cycle (fleet/report.hh) on a thread of its own
+  // (fleet_link_report.cc); returns at once.
+  void publishReport(fleet::NodeReport report);
 
   // From the agent's event loop, every fleet::kHeartbeatPeriod: renew the lease (on
   // the heartbeat thread; returns at once).
@@ -201,6 +207,8 @@ class FleetLink {
   std::unique_ptr<fleet::EtcdClient> slotsEtcd_;
   std::unique_ptr<fleet::RestartSlots> slots_;
   std::thread watcher_, heartbeat_;
+  std::mutex reportsMutex_;
+  std::unique_ptr<ReportPublisher> reports_;  // made by the first publishReport
 };
 
 }  // namespace mesh::agent

@@ -47,6 +47,8 @@ struct Settings {
       openBlobs = {};
   std::string node;
   bool plan = false;
+  // Applying, also make the diffs a plan shows (the fleet agent's node report).
+  bool diffs = false;
   // A rollback: an `absent` no longer declared puts back what it removed.
   bool rollback = false;
   std::string supervisor = "auto";  // auto | builtin | systemd

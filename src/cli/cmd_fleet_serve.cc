@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -23,6 +24,8 @@
 #include "cli/http_server.hh"
 #include "cli/serve_page.hh"
 #include "fleet/feed.hh"
+#include "fleet/node_detail.hh"
+#include "util/clock.hh"
 #include "util/error.hh"
 #include "util/lazy/lazy_lib.hh"
 #include "util/text_safe.hh"
@@ -114,6 +117,53 @@ std::function<std::optional<http::Routes::Parts>()> eventsFor(fleet::FleetFeed& 
   };
 }
 
+http::Response pageResponse(std::string html) {
+  return http::Response{200,
+                        "text/html; charset=utf-8",
+                        std::move(html),
+                        {{"Cache-Control", "no-store"},
+                         {"Content-Security-Policy",
+                          "default-src 'none'; script-src 'unsafe-inline'; style-src "
+                          "'unsafe-inline'; connect-src 'self'; img-src 'self'"},
+                         {"X-Content-Type-Options", "nosniff"}}};
+}
+
+// /api/node?name=NODE: one node's detail (fleet/node_detail.hh), read from etcd at each
+// ask through one client (its calls one at a time).
+class NodeReader {
+ public:
+  NodeReader(const fleet::EtcdConfig& config, fleet::FleetKeys keys,
+             std::vector<trust::OperatorPublicKey> trusted)
+      : etcd_(config), keys_(std::move(keys)), trusted_(std::move(trusted)) {}
+
+  http::Response answer(const http::Routes::Query& q) {
+    const auto it = q.find("name");
+    const std::string node = it == q.end() ? "" : it->second;
+    try {
+      std::lock_guard lock(mutex_);
+      return http::Response{200,
+                            "application/json",
+                            jsonOut(fleet::nodeDetail(etcd_, keys_, node, trusted_, unixNowMs())),
+                            {{"Cache-Control", "no-store"}}};
+    } catch (const InputError& e) {
+      return http::Response{
+          400, "application/json", jsonOut(nlohmann::json{{"error", e.what()}}), {}};
+    } catch (const std::exception& e) {
+      return http::Response{
+          503,
+          "application/json",
+          jsonOut(nlohmann::json{{"error", "etcd cannot be read: " + std::string(e.what())}}),
+          {{"Cache-Control", "no-store"}}};
+    }
+  }
+
+ private:
+  std::mutex mutex_;
+  fleet::EtcdClient etcd_;
+  fleet::FleetKeys keys_;
+  std::vector<trust::OperatorPublicKey> trusted_;
+};
+
 // How long a browser's socket may take nothing before it is dropped: 10 s, or
 // MESH_HOST_SERVE_WRITE_TIMEOUT seconds.
 int writeTimeout() {
@@ -193,16 +243,13 @@ int runFleetServe(const FleetOptions& f, const FleetServeOptions& s) {
       return http::Response{
           403, "text/plain", "mesh-host fleet serve answers loopback names only\n", {}};
     };
-  routes.get.emplace_back("/", [] {
-    return http::Response{200,
-                          "text/html; charset=utf-8",
-                          std::string(fleetPage()),
-                          {{"Cache-Control", "no-store"},
-                           {"Content-Security-Policy",
-                            "default-src 'none'; script-src 'unsafe-inline'; style-src "
-                            "'unsafe-inline'; connect-src 'self'; img-src 'self'"},
-                           {"X-Content-Type-Options", "nosniff"}}};
-  });
+  routes.get.emplace_back("/", [] { return pageResponse(std::string(fleetPage())); });
+  // A node's page: the node is in the URL (node?name=web1), so that a reload or a shared
+  // link lands on it; its data comes from /api/node, read from etcd at each ask.
+  routes.get.emplace_back("/node", [page = nodePage()] { return pageResponse(page); });
+  auto reader = std::make_shared<NodeReader>(config, keys, trusted);
+  routes.getQuery.emplace_back(
+      "/api/node", [reader](const http::Routes::Query& q) { return reader->answer(q); });
   routes.get.emplace_back("/api/fleet", [&feed] {
     const auto snap = feed.latest();
     return http::Response{

@@ -119,6 +119,7 @@ int runFleetNode(CommonOptions& o, const RunOptions& r, agent::AgentOptions& a) 
     po.cluster = cluster;  // what {cluster} stands for; a declared `cluster` must be it
     return decl::parseOnThisNode(text, source, po);
   };
+  a.settings.diffs = true;  // the node report carries them (fleet/report.hh)
   a.fleet = std::move(f);
   return runAgentLocked(o, r, a);
 }

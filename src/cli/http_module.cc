@@ -36,6 +36,12 @@ class HttplibServer final : public mesh::cli::http::Server {
       server_.Get(path, [&handler = handler](const httplib::Request&, httplib::Response& res) {
         fill(res, handler());
       });
+    for (const auto& [path, handler] : routes_.getQuery)
+      server_.Get(path, [&handler = handler](const httplib::Request& req, httplib::Response& res) {
+        Routes::Query query;
+        for (const auto& [k, v] : req.params) query.emplace(k, v);
+        fill(res, handler(query));
+      });
     for (const auto& [path, stream] : routes_.streams)
       server_.Get(path, [this, &stream = stream](const httplib::Request&, httplib::Response& res) {
         for (const auto& [k, v] : stream.headers) res.set_header(k, v);

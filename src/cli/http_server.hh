@@ -8,6 +8,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -29,6 +30,10 @@ struct Routes {
   std::function<std::optional<Response>(const std::string& host)> screen;
   // GET paths answered with one response.
   std::vector<std::pair<std::string, std::function<Response()>>> get;
+  // GET paths answered from the request's query parameters (name → value, the first
+  // of a name given twice).
+  using Query = std::map<std::string, std::string>;
+  std::vector<std::pair<std::string, std::function<Response(const Query&)>>> getQuery;
   // GET paths answered with a stream: the response's headers, then each chunk
   // `next` returns until it returns nullopt (or the client goes). A chunk is parts
   // written in order, shared rather than copied (the same large text goes to every

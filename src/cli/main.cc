@@ -347,10 +347,12 @@ int main(int argc, char** argv) {
        "keeps the last 100 pushes of a cluster. See docs/fleet.md.",
        "", [&] { return runFleetHistory(fleetOptions, fleetHistoryOptions); }},
       {"serve",
-       "serves one read-only page that shows the fleet live: the versions and who pushed them, "
-       "the newest push's rollout, the nodes by state with their errors and recent history; "
-       "the judgement of fleet status, updated from one etcd watch through server-sent events "
-       "(GET / the page, /api/fleet the fleet status --json object, /events the stream); runs "
+       "serves a read-only page that shows the fleet live: the versions and who pushed them, "
+       "the newest push's rollout, the nodes by state with their errors, each linking to its "
+       "node's page (its last cycle's outcomes and reasons, file diffs, serials over time, "
+       "services); the judgement of fleet status, updated from one etcd watch through "
+       "server-sent events (GET / the page, /api/fleet the fleet status --json object, /events "
+       "the stream, /node?name=N a node's page, /api/node?name=N its JSON); runs "
        "until SIGINT or SIGTERM (exit 0); exit 1 etcd unreachable at start or the address "
        "taken, 2 bad input",
        [&](CLI::App& sub) {

@@ -1,20 +1,14 @@
 #include "cli/serve_page.hh"
 
+#include <string>
+
 namespace mesh::cli {
 
 namespace {
 
-// Everything the browser gets. Data from etcd is only ever put into the page as text
-// (textContent, attributes), never as HTML. Per-node history is kept here, in the browser,
-// from the moment the page opened (docs/fleet.md).
-constexpr std::string_view kPage = R"PAGE(<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>mesh-host fleet</title>
-<style>
-:root {
+// What both pages share: the style, and the script's helpers. Data from etcd is only ever
+// put into a page as text (textContent, attributes), never as HTML.
+constexpr std::string_view kStyle = R"CSS(:root {
   --fg: #1d2329; --muted: #5f6b76; --line: #dde2e7; --bg: #f6f7f9; --card: #fff;
   --converged: #2e7d32; --behind: #1565c0; --churning: #7b1fa2; --failing: #e65100;
   --refused: #c62828; --down: #616161; --unenrolled: #8d6e63; --forged: #b71c1c;
@@ -65,7 +59,52 @@ code, .mono { font-family: ui-monospace, "DejaVu Sans Mono", monospace; font-siz
 .history { display: flex; gap: 3px; flex-wrap: wrap; max-width: 320px; }
 .history .state { font-size: 11px; padding: 0 6px; opacity: .85; }
 .empty { color: var(--muted); font-style: italic; }
-</style>
+a.node-link { color: inherit; text-decoration: none; }
+a.node-link:hover b { text-decoration: underline; }
+pre.diff { margin: 4px 0 8px; padding: 8px 10px; background: var(--bg); border: 1px solid var(--line);
+           border-radius: 6px; overflow-x: auto; font: 12px/1.4 ui-monospace, "DejaVu Sans Mono", monospace;
+           max-height: 420px; white-space: pre; }
+)CSS";
+
+constexpr std::string_view kHelpers = R"JS(function el(tag, props, ...children) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(props || {})) {
+    if (k === "class") e.className = v;
+    else if (k === "text") e.textContent = v;
+    else if (k.startsWith("data-") || k === "title") e.setAttribute(k, v);
+    else e[k] = v;
+  }
+  for (const c of children) if (c !== null && c !== undefined)
+    e.append(typeof c === "string" ? document.createTextNode(c) : c);
+  return e;
+}
+const short = d => d ? d.slice(0, 19) : "-";
+const shortKey = k => { if (!k) return "-"; const i = k.indexOf(":"); return k.slice(0, i + 9) + "…"; };
+const orDash = v => (v === null || v === undefined) ? "-" : String(v);
+function ago(ms) {
+  if (!ms) return "never";
+  const s = Math.max(0, Math.floor((Date.now() - ms) / 1000));
+  if (s < 120) return s + "s ago";
+  if (s < 7200) return Math.floor(s / 60) + "m ago";
+  if (s < 172800) return Math.floor(s / 3600) + "h ago";
+  return Math.floor(s / 86400) + "d ago";
+}
+const clock = ms => new Date(ms).toLocaleTimeString([], {hour12: false});
+const badge = (state, extra) => el("span", {class: "state s-" + state, text: extra || state});
+)JS";
+
+// The fleet page: every node, live (/events). Each row links to the node's page
+// (serve_node_page.cc); what happened to a node over time is there, read from etcd.
+constexpr std::string_view kFleetHead = R"PAGE(<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>mesh-host fleet</title>
+<style>
+)PAGE";
+
+constexpr std::string_view kFleetBody = R"PAGE(</style>
 </head>
 <body>
 <header>
@@ -94,53 +133,19 @@ code, .mono { font-family: ui-monospace, "DejaVu Sans Mono", monospace; font-siz
 </main>
 <script>
 "use strict";
-const ORDER = ["forged", "unenrolled", "down", "refused", "failing", "paused", "behind",
+)PAGE";
+
+constexpr std::string_view kFleetScript =
+    R"PAGE(const ORDER = ["forged", "unenrolled", "down", "refused", "failing", "paused", "behind",
                "churning", "converged"];
-const HISTORY_MAX = 20;
 window.meshPageId = Math.random().toString(36).slice(2);
 window.meshUpdates = 0;
-const nodeHistory = new Map();  // node -> [{state, at}], oldest first, since the page opened
 let fleet = null;
 
-function el(tag, props, ...children) {
-  const e = document.createElement(tag);
-  for (const [k, v] of Object.entries(props || {})) {
-    if (k === "class") e.className = v;
-    else if (k === "text") e.textContent = v;
-    else if (k.startsWith("data-") || k === "title") e.setAttribute(k, v);
-    else e[k] = v;
-  }
-  for (const c of children) if (c !== null && c !== undefined)
-    e.append(typeof c === "string" ? document.createTextNode(c) : c);
-  return e;
-}
-const short = d => d ? d.slice(0, 19) : "-";
-const shortKey = k => { if (!k) return "-"; const i = k.indexOf(":"); return k.slice(0, i + 9) + "…"; };
-const orDash = v => (v === null || v === undefined) ? "-" : String(v);
-function ago(ms) {
-  if (!ms) return "never";
-  const s = Math.max(0, Math.floor((Date.now() - ms) / 1000));
-  if (s < 120) return s + "s ago";
-  if (s < 7200) return Math.floor(s / 60) + "m ago";
-  if (s < 172800) return Math.floor(s / 3600) + "h ago";
-  return Math.floor(s / 86400) + "d ago";
-}
-const clock = ms => new Date(ms).toLocaleTimeString([], {hour12: false});
-const badge = (state, extra) => el("span", {class: "state s-" + state, text: extra || state});
 
-function noteHistory(nodes) {
-  const now = Date.now();
-  for (const n of nodes) {
-    const h = nodeHistory.get(n.node) || [];
-    if (!h.length || h[h.length - 1].state !== n.state) {
-      h.push({state: n.state, at: now});
-      if (h.length > HISTORY_MAX) h.shift();
-      nodeHistory.set(n.node, h);
-    }
-  }
-}
-
-// The newest push: the highest wanted serial any node holds, and how far it got.
+// The newest push: the highest wanted serial any node holds, and how far it got. Every
+// node it was pushed to is in exactly one of: applied (ok or failing), refused, down,
+// pending; "applied" counts the same nodes in the headline and in the breakdown.
 function rolloutOf(nodes) {
   let newest = null;
   for (const n of nodes)
@@ -152,12 +157,12 @@ function rolloutOf(nodes) {
     if (n.wanted_serial !== r.serial || n.wanted_digest !== r.digest) continue;
     r.total++;
     const has = n.applied_serial === r.serial && n.applied_digest === r.digest;
-    if (has) r.applied++;
     if (n.state === "down") r.down++;
     else if (n.state === "refused") r.refused++;
     else if (has && n.state === "failing") r.failing++;
     else if (has) r.ok++;
   }
+  r.applied = r.ok + r.failing;
   return r;
 }
 
@@ -165,7 +170,11 @@ function renderRollout(v) {
   const box = document.getElementById("rollout");
   const r = rolloutOf(v.nodes);
   box.replaceChildren();
-  if (!r) { box.append(el("span", {class: "empty", text: "nothing pushed"})); return; }
+  if (!r) {
+    box.append(el("span", {class: "empty", text: "nothing pushed"}));
+    if (v.rollout) box.append(rolloutLine(v.rollout));
+    return;
+  }
   box.dataset.serial = r.serial;
   box.dataset.applied = r.applied;
   box.dataset.total = r.total;
@@ -185,8 +194,19 @@ function renderRollout(v) {
        el("span", {class: "s-refused", style: "width:" + pct(r.refused), title: r.refused + " refused"}),
        el("span", {class: "s-down", style: "width:" + pct(r.down), title: r.down + " down"}),
        el("span", {class: "s-pending", style: "width:" + pct(pending), title: pending + " pending"})),
-    el("div", {class: "muted", text: [r.ok + " applied", r.failing + " failing", r.refused + " refused",
-       r.down + " down", pending + " pending"].join(" · ")}));
+    el("div", {class: "muted", id: "rollout-breakdown", text: [
+       r.applied + " applied (" + r.ok + " ok, " + r.failing + " failing)", r.refused + " refused",
+       r.down + " down", pending + " pending"].join(" · ")}),
+    v.rollout ? rolloutLine(v.rollout) : null);
+}
+
+// A staged rollout's state, when the view carries one (`fleet push --canary`):
+// "serial 7: wave 2 of 5, halted: web-3 restarted web.service 4 times".
+function rolloutLine(ro) {
+  const text = "serial " + orDash(ro.serial) + ": wave " + orDash(ro.wave) + " of " +
+    orDash(ro.waves) + ", " + orDash(ro.state) + (ro.reason ? ": " + ro.reason : "");
+  const bad = ro.state === "halted" || ro.state === "aborted" || ro.state === "reverted";
+  return el("div", {id: "rollout-state", class: bad ? "err" : "muted", text: text});
 }
 
 function renderVersions(v) {
@@ -214,25 +234,23 @@ function renderNodes(v) {
     const nodes = v.nodes.filter(n => n.state === state);
     if (!nodes.length) continue;
     const rows = nodes.map(n => {
-      const h = (nodeHistory.get(n.node) || []).slice().reverse();
       return el("tr", {"data-node": n.node, "data-state": n.state},
-        el("td", {}, el("b", {text: n.node})),
+        el("td", {}, el("a", {class: "node-link", href: "node?name=" + encodeURIComponent(n.node)},
+                        el("b", {text: n.node}))),
         el("td", {class: "mono", text: orDash(n.wanted_serial)}),
         el("td", {class: "mono", text: orDash(n.applied_serial)}),
         el("td", {}, el("code", {text: short(n.applied_digest)})),
         el("td", {title: n.last_seen_ms ? new Date(n.last_seen_ms).toISOString() : ""}, ago(n.last_seen_ms)),
         el("td", {},
            n.last_error ? el("div", {class: "err", text: n.last_error}) : null,
-           n.reasons.length ? el("ul", {class: "reasons"}, ...n.reasons.map(r => el("li", {text: r}))) : null),
-        el("td", {}, el("div", {class: "history"},
-           ...h.map(e => badge(e.state, e.state + " " + clock(e.at))))));
+           n.reasons.length ? el("ul", {class: "reasons"}, ...n.reasons.map(r => el("li", {text: r}))) : null));
     });
     box.append(el("h3", {"data-group": state}, badge(state), el("span", {class: "muted", text: nodes.length + " node(s)"})),
       el("table", {class: "nodes"},
-         el("colgroup", {}, ...["12%", "7%", "7%", "15%", "9%", "32%", "18%"].map(w =>
+         el("colgroup", {}, ...["14%", "8%", "8%", "17%", "10%", "43%"].map(w =>
             el("col", {style: "width:" + w}))),
          el("thead", {}, el("tr", {}, ...["Node", "Wanted", "Applied", "Digest", "Last seen",
-            "Error / why", "History (newest first)"].map(t => el("th", {text: t})))),
+            "Error / why"].map(t => el("th", {text: t})))),
          el("tbody", {}, ...rows)));
   }
 }
@@ -258,7 +276,6 @@ source.onerror = () => { conn.textContent = "reconnecting…"; conn.className = 
 source.addEventListener("fleet", e => {
   fleet = JSON.parse(e.data);
   window.meshUpdates++;
-  noteHistory(fleet.nodes);
   document.getElementById("updated").textContent = "updated " + clock(Date.now());
   render();
 });
@@ -269,6 +286,8 @@ source.addEventListener("etcd", e => {
   box.textContent = err ? "etcd cannot be read: " + err + " (showing the last view read)" : "";
 });
 setInterval(render, 10000);  // "ago" texts
+// Tests draw a view they made (a rollout object, say) as if it had come from the stream.
+window.meshShowFleet = v => { fleet = v; render(); };
 </script>
 </body>
 </html>
@@ -276,8 +295,19 @@ setInterval(render, 10000);  // "ago" texts
 
 }  // namespace
 
+std::string_view pageStyle() {
+  return kStyle;
+}
+
+std::string_view pageHelpers() {
+  return kHelpers;
+}
+
 std::string_view fleetPage() {
-  return kPage;
+  static const std::string page = std::string(kFleetHead) + std::string(kStyle) +
+                                  std::string(kFleetBody) + std::string(kHelpers) +
+                                  std::string(kFleetScript);
+  return page;
 }
 
 }  // namespace mesh::cli

@@ -76,7 +76,7 @@ Decision reconcileContentFile(Step& step, const decl::Resource& r, const Attribu
     detail = content.secret
                  ? fmt::format("secret, mode {}", modeString(attrs.mode))
                  : fmt::format("{} bytes, mode {}", bytes.size(), modeString(attrs.mode));
-    if (ctx.planning()) {
+    if (ctx.planning() || ctx.settings().diffs) {
       if (!mayShowContent(ctx, declaredPath, st, attrs, content))
         diff = hiddenDiff(st, attrs, content);
       else if (old)
