@@ -70,6 +70,7 @@ int runAgentLocked(CommonOptions& o, const RunOptions& r, agent::AgentOptions& a
   }
 
   a.settings = o.settings(/*plan=*/false);
+  a.settings.diffs = a.fleet.has_value();  // the node report carries them (fleet/report.hh)
   a.verbose = o.verbose;
   a.noop = r.noop;
   a.load = [&o](const std::string& path) { return loadDeclarationFor(path, o); };
@@ -119,7 +120,6 @@ int runFleetNode(CommonOptions& o, const RunOptions& r, agent::AgentOptions& a) 
     po.cluster = cluster;  // what {cluster} stands for; a declared `cluster` must be it
     return decl::parseOnThisNode(text, source, po);
   };
-  a.settings.diffs = true;  // the node report carries them (fleet/report.hh)
   a.fleet = std::move(f);
   return runAgentLocked(o, r, a);
 }

@@ -131,7 +131,7 @@ json nodeDetail(EtcdClient& etcd, const FleetKeys& keys, const std::string& node
               {"revision", range.revision},
               {"known", v != nullptr}};
   if (v) {
-    FleetView one{view.cluster, view.revision, view.nowMs, {*v}, {}};
+    FleetView one{view.cluster, view.revision, view.nowMs, {*v}, {}, std::nullopt};
     out["view"] = fleetJson(one)["nodes"][0];
     const auto* s = v->status ? &*v->status : nullptr;
     out["services"] = s ? servicesJson(s->services) : json::array();
