@@ -1243,5 +1243,56 @@ TEST_F(Nodes, ARolloutOfAGoodPushWalksAllWaves) {
   EXPECT_NE(r.out.find("rollout of serial 2: wave 3 of 3, done\n"), std::string::npos) << r.out;
 }
 
+// The issue's incident, with real agents: a change that makes the service crash a moment
+// after it came up (ready, then exit 3; Restart=always brings it back) halts the rollout at
+// the canary — its agent publishes the crash restart between cycles — the other nodes never
+// get it, and --auto-revert gives the canary its previous declaration back (serial 3).
+TEST_F(Nodes, ARolloutWhoseServiceCrashesHaltsAtTheCanaryAndAutoRevertRestoresIt) {
+  const std::string bundle = scriptBundle(
+      "crashy", fmt::format("echo \"start $1 $(date +%s%N)\" >> {0}\n"
+                            "systemd-notify --no-block --ready\n"
+                            "if [ \"$(cat $1/etc/app.conf)\" = two ]; then sleep 0.5; exit 3; fi\n"
+                            "exec sleep 100000\n",
+                            shared));
+  const auto decl = [&](int64_t serial, const std::string& config) {
+    return fmt::format(R"(serial = {0}
+
+[module.app.file.config]
+path = "/etc/app.conf"
+content = "{1}"
+
+[module.app.process.svc]
+bundle = "{2}"
+restart-on = ["app.config"]
+unit = {{ Type = "notify", NotifyAccess = "all", Restart = "always", RestartSec = "1", ExecStart = "{{bundle}}/bin/svc {{root}}" }}
+)",
+                       serial, config, bundle);
+  };
+  for (const char* n : {"n1", "n2", "n3"}) startNode(n);
+  for (const auto& [node, rev] : pushTo("n1,n2,n3", decl(1, "one")))
+    ASSERT_TRUE(awaitApplied(node, rev));
+
+  Result r =
+      push({"--nodes", "n*", "--canary", "1", "--wave", "1", "--min-healthy", "5s",
+            "--healthy-deadline", "60s", "--auto-revert", declare(decl(2, "two"), "two.toml")});
+  EXPECT_EQ(r.code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("halted in wave 1 of 3 (canary): n1 "), std::string::npos) << r.out << r.err;
+  EXPECT_NE(r.out.find("not pushed to n2, n3"), std::string::npos) << r.out;
+  EXPECT_NE((r.out + r.err).find("n1"), std::string::npos) << r.out << r.err;
+  // The nodes of later waves were never written: they run serial 1 as they did.
+  for (const char* n : {"n2", "n3"})
+    EXPECT_EQ(slurp(nodes.at(n).root + "/etc/app.conf"), "one") << n;
+  // The canary gets its previous declaration back and applies it.
+  EXPECT_TRUE(awaitFile(
+      nodes.at("n1").root + "/etc/app.conf", [](const std::string& text) { return text == "one"; },
+      std::chrono::seconds(30)))
+      << slurp(nodes.at("n1").log);
+  Result st = runCommand(fleetArgv("rollout", {"status", "--trust", operatorKey.text()}));
+  EXPECT_EQ(st.code, 1) << st.out << st.err;
+  EXPECT_NE(st.out.find("reverted"), std::string::npos) << st.out;
+  std::printf("---- fleet push --canary (real agents, halted):\n%s%s---- fleet rollout status:\n%s",
+              r.out.c_str(), r.err.c_str(), st.out.c_str());
+}
+
 }  // namespace
 }  // namespace mesh::fleet::test
