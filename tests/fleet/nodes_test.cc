@@ -1294,5 +1294,35 @@ unit = {{ Type = "notify", NotifyAccess = "all", Restart = "always", RestartSec 
               r.out.c_str(), r.err.c_str(), st.out.c_str());
 }
 
+// The operator's terminal closes mid-rollout (its `fleet push --canary` killed once the
+// second wave was pushed): `fleet rollout resume` takes it over from the record in etcd and
+// every real node ends on serial 2.
+TEST_F(Nodes, ARolloutWhoseDriverIsKilledIsResumedAndEveryNodeConverges) {
+  for (const char* n : {"n1", "n2", "n3"}) startNode(n);
+  for (const auto& [node, rev] : pushTo("n1,n2,n3", fileDecl(1, "one")))
+    ASSERT_TRUE(awaitApplied(node, rev));
+  const int64_t from = client->getPrefix(keys.nodesPrefix()).revision;
+  Child driver = start(fleetArgv(
+      "push", {"--key", keyFile, "--nodes", "n*", "--canary", "1", "--wave", "1", "--min-healthy",
+               "1s", "--healthy-deadline", "60s", declare(fileDecl(2, "two"), "two.toml")}));
+  ASSERT_TRUE(client->watch(
+      keys.declaration("n2"), from + 1, [](const std::vector<EtcdEvent>&) { return false; },
+      std::chrono::seconds(60)))
+      << "the second wave was never pushed";
+  ASSERT_EQ(::kill(driver.pid, SIGKILL), 0);
+  finish(driver);
+  EXPECT_EQ(slurp(nodes.at("n3").root + "/etc/app.conf"), "one") << "wave 3 before its turn";
+
+  Result r = runCommand(fleetArgv("rollout", {"resume", "--key", keyFile}));
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("resuming in wave 2 of 3"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("rollout of serial 2: wave 3 of 3, done\n"), std::string::npos) << r.out;
+  for (const auto& [name, n] : nodes)
+    EXPECT_TRUE(awaitFile(
+        n.root + "/etc/app.conf", [](const std::string& text) { return text == "two"; },
+        std::chrono::seconds(30)))
+        << name;
+}
+
 }  // namespace
 }  // namespace mesh::fleet::test
