@@ -99,8 +99,11 @@ TEST_F(StoreFixture, AStoreOfThePreviousSchemaIsMigratedAndRestartsNothing) {
   EXPECT_EQ(sql("SELECT hex(form) FROM compiled_declaration"), form);
   EXPECT_EQ(sql("SELECT want FROM records WHERE id = 'fx.config'"), recordedWant);
   EXPECT_EQ(service()["pid"], before["pid"]);
-  // Migrated in place: the column is there, every row it gained owes a restart.
-  EXPECT_EQ(sql("PRAGMA user_version"), "2");
+  // Migrated in place, to the newest schema (3: each generation keeps its newest cycle,
+  // the bounds of its last trim are recorded): the column is there, every row it gained
+  // owes a restart.
+  EXPECT_EQ(sql("PRAGMA user_version"), "3");
+  EXPECT_EQ(sql("SELECT last_cycle FROM generations"), "3") << "the newest cycle that applied it";
   EXPECT_EQ(sql("SELECT count(*) FROM pragma_table_info('owed_restarts') WHERE name = 'kind'"),
             "1");
   EXPECT_EQ(sql("SELECT count(*) FROM owed_restarts"), "0");
