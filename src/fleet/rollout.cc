@@ -208,8 +208,8 @@ struct Driving {
     write();
     std::vector<std::string> nodes;
     for (const auto& n : report.nodes) nodes.push_back(n.node);
-    say(fmt::format("reverted {} to their previous declaration with serial {}", joined(nodes),
-                    serial));
+    say(fmt::format("reverted {} to {} previous declaration with serial {}", joined(nodes),
+                    nodes.size() == 1 ? "its" : "their", serial));
   }
 
   // Pushes and judges wave after wave from record.wave on.

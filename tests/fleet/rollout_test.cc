@@ -165,7 +165,7 @@ TEST_F(FleetRollout, AnUnhealthyServiceWithAutoRevertRestoresTheCanaryWithANewSe
   EXPECT_NE(r.out.find("web-1 web.service is unhealthy: exit 1: connection refused"),
             std::string::npos)
       << r.out;
-  EXPECT_NE(r.out.find("reverted web-1 to their previous declaration with serial 3\n"),
+  EXPECT_NE(r.out.find("reverted web-1 to its previous declaration with serial 3\n"),
             std::string::npos)
       << r.out;
   const auto back = pushedTo("web-1");
