@@ -30,8 +30,8 @@ inline constexpr std::string_view kOldAgentLock =
 inline constexpr std::string_view kDriftWatch = "drift-watch";  // the drift watcher's note
 // The agent's latest health check results (apply/health_note.hh).
 inline constexpr std::string_view kHealthChecks = "health-checks";
-inline constexpr std::string_view kServices = "services";       // builtin supervisor units
-inline constexpr std::string_view kServiceLogs = "log";         // builtin supervisor logs
+inline constexpr std::string_view kServices = "services";  // builtin supervisor units
+inline constexpr std::string_view kServiceLogs = "log";    // builtin supervisor logs
 // 0700: what mesh-host first overwrote, kept to be put back (apply/originals.hh)
 inline constexpr std::string_view kOriginals = "originals";
 

@@ -181,12 +181,14 @@ TEST_F(NodePage, FromARowToTheNodesPageWithTheFailureTheDiffAndNoSecretSurviving
               std::string::npos);
     EXPECT_EQ(text("#outcomes tr[data-diff=\"app.token\"]"), "") << "a credential's diff";
     EXPECT_FALSE(text("#outcomes tr[data-outcome=\"app.token\"]").empty());
-    EXPECT_EQ(browser().run("return Array.from(document.querySelectorAll('#applied tr[data-applied]')).map("
-                            "r => r.dataset.applied);"),
+    EXPECT_EQ(browser().run(
+                  "return Array.from(document.querySelectorAll('#applied tr[data-applied]')).map("
+                  "r => r.dataset.applied);"),
               json::parse(R"(["2","1"])"));
-    EXPECT_EQ(browser().run("return Array.from(document.querySelectorAll('#pushes tr[data-pushed]')).map("
-                            "r => r.dataset.pushed);"),
-              json::parse(R"(["2","1"])"));
+    EXPECT_EQ(
+        browser().run("return Array.from(document.querySelectorAll('#pushes tr[data-pushed]')).map("
+                      "r => r.dataset.pushed);"),
+        json::parse(R"(["2","1"])"));
     // Up: last seen is its heartbeat (its lease, alive now), not when it put its status.
     EXPECT_NE(text("#last-seen").find("heartbeat "), std::string::npos) << text("#last-seen");
     const std::string all = browser().run("return document.documentElement.outerHTML;");
