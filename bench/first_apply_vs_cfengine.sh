@@ -10,7 +10,9 @@
 # mesh-host alone.
 #   bench/first_apply_vs_cfengine.sh [BUILD_DIR] [N…]   (default: build, 5000)
 #   env: MESH_BENCH_RUNS (5), MESH_BENCH_DIR (/var/tmp: a disk, not tmpfs),
-#        MESH_BENCH_BIN (another mesh-host binary, e.g. a baseline)
+#        MESH_BENCH_BIN (another mesh-host binary to measure instead),
+#        MESH_BENCH_BASE (a second mesh-host run in the same rounds, e.g. a baseline:
+#        its medians and its ratio to the first printed after the table)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
@@ -85,7 +87,7 @@ for n in "${sizes[@]}"; do
     mkdir -p "$work/n$n-d$d"
     gen "$n" "$d" "$work/n$n-d$d" "@ROOT@"
   done
-  declare -A mesh=() cfp=() cfw=()
+  declare -A mesh=() cfp=() cfw=() base=()
   for r in $(seq "$runs"); do
     for d in "${shapes[@]}"; do
       dir=$work/n$n-d$d
@@ -98,6 +100,12 @@ for n in "${sizes[@]}"; do
       timed m "$bin" apply "$dir/decl.toml" --root "$dir/root.$r" --node bench
       grep -q "cycle 1: $n created" "$dir/out" || { echo "mesh-host did not create $n files:" >&2; tail -3 "$dir/out" >&2; exit 1; }
       mesh[$d]+=" ${m[0]}"
+      if [ -n "${MESH_BENCH_BASE:-}" ]; then
+        mkdir -p "$dir/base.$r"; sync
+        b=()
+        timed b "$MESH_BENCH_BASE" apply "$dir/decl.toml" --root "$dir/base.$r" --node bench
+        base[$d]+=" ${b[0]}"
+      fi
       if [ -n "$cf" ]; then
         for how in pkg w; do
           target=$dir/cf$how.$r
@@ -115,7 +123,7 @@ for n in "${sizes[@]}"; do
           if [ $how = pkg ]; then p=("${t[0]}"); cfp[$d]+=" ${t[0]}"; else w=("${t[0]}"); cfw[$d]+=" ${t[0]}"; fi
         done
       fi
-      echo "N=$n dirs=$d run $r: mesh-host ${m[0]} ms${cf:+, cf-agent ${p[0]:-} ms (pkg), ${w[0]:-} ms (-w)}" >&2
+      echo "N=$n dirs=$d run $r: mesh-host ${m[0]} ms${MESH_BENCH_BASE:+, base ${b[0]:-} ms}${cf:+, cf-agent ${p[0]:-} ms (pkg), ${w[0]:-} ms (-w)}" >&2
     done
   done
   for d in "${shapes[@]}"; do
@@ -130,5 +138,13 @@ for n in "${sizes[@]}"; do
       printf '| %6s | %4s | %11.2f | %14s | %13s | %13s | %12s |\n' "$n" "$d" "$(echo "$m/1000" | bc -l)" - - - -
     fi
   done
-  unset mesh cfp cfw
+  if [ -n "${MESH_BENCH_BASE:-}" ]; then
+    for d in "${shapes[@]}"; do
+      m=$(printf '%s\n' ${mesh[$d]} | median)
+      b=$(printf '%s\n' ${base[$d]} | median)
+      printf 'N=%s dirs=%s: base (%s) %.2f s, %.2fx the time of mesh-host\n' "$n" "$d" \
+        "$MESH_BENCH_BASE" "$(echo "$b/1000" | bc -l)" "$(echo "$b/$m" | bc -l)"
+    done
+  fi
+  unset mesh cfp cfw base
 done

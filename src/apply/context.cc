@@ -3,6 +3,8 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <utility>
+
 #include "apply/originals.hh"
 #include "state/state_dir.hh"
 #include "supervise/fault.hh"
@@ -80,7 +82,14 @@ void Context::syncMadeDirs() {
 }
 
 std::vector<Context::Committed> Context::commitWrites() {
-  unsyncedParents_.clear();  // the batch's syncfs covers them
+  // The directories made for staged files durable in their parents with the
+  // files (a parent gone meanwhile has nothing left to sync).
+  for (const auto& parent : std::exchange(unsyncedParents_, {})) {
+    try {
+      if (auto fd = root_->openDir(parent)) writes_.syncDirectory(fd->get(), root_->shown(parent));
+    } catch (const Error&) {  // swapped for a link since: not ours to sync
+    }
+  }
   auto observers = std::move(observers_);
   observers_.clear();
   auto results = writes_.commit();

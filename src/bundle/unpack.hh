@@ -59,7 +59,9 @@ struct Manifest {
 // written outside the new directory (every path is opened relative to it,
 // component by component, without following links). On error it is removed.
 // Modes come from the archive minus setuid/setgid, and minus 022 unless
-// limits.keepModes.
+// limits.keepModes. On return everything under `name` is durable (an fsync of
+// each file and directory, never of the file system); `name`'s own entry in
+// `dir` is the caller's to sync, once it has its final name.
 // `progress`, when set, hears how much of the archive has been read ("unpacking
 // <shown>").
 Manifest unpack(const std::string& archivePath, int dir, const std::string& name,

@@ -59,9 +59,9 @@ class Beneath {
 
   // The same, creating the missing directories 0755 and owned by root (by the
   // running user when not root) whatever the umask; each one is synced into its
-  // parent — unless `synced` is Synced::Later: a caller whose next act is a
-  // syncfs of this file system (util/write_batch.hh), which makes them durable
-  // all at once. `created` receives the rel paths made, outermost first.
+  // parent — unless `synced` is Synced::Later: a caller who has them synced
+  // later, together with its other writes (WriteBatch::syncDirectory). `created` receives the rel
+  // paths made, outermost first.
   enum class Synced { Each, Later };
   Fd makeDirs(std::string_view rel, std::vector<std::string>* created = nullptr,
               Synced synced = Synced::Each) const;

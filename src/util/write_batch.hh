@@ -1,13 +1,14 @@
 // Durable file replacements made in batches: the atomicWriteAt of util/fs.hh,
-// with its fsyncs shared. One file at a time costs an fsync of the file and one
-// of its directory, each a journal commit; a batch of a thousand costs one
-// syncfs per file system and one fsync per directory it touched.
+// with its waits shared. One file at a time waits for an fsync of the file, then
+// for one of its directory; a batch of a thousand waits twice: for the fsyncs of
+// all its files issued together, then for those of the directories it touched
+// (util/sync_many.hh). Only what the batch wrote is synced, never the file
+// system: another program's unwritten data is its own business.
 //
 //   stage()   the new content under the target's temp name (fs.hh tempNameFor):
 //             written, owner and mode set; not synced, not in place;
-//   commit()  syncfs of every file system holding a staged file, then every
-//             rename, then one fsync of each directory renamed into (or, for
-//             many directories, a second syncfs).
+//   commit()  an fsync of every staged file, then every rename, then an fsync
+//             of each directory renamed into or named by syncDirectory().
 //
 // What a crash leaves is what it leaves for one atomicWriteAt: every target the
 // old or the new content, never part of one (nothing is renamed before the sync
@@ -34,9 +35,6 @@ class WriteBatch {
   // descriptor per directory, and its temp files are what a crash leaves behind.
   static constexpr size_t kMaxFiles = 1000;
   static constexpr size_t kMaxDirectories = 256;
-  // Renames into this many directories or more are made durable by a syncfs,
-  // fewer by an fsync of each directory.
-  static constexpr size_t kSyncfsAfter = 8;
 
   WriteBatch() = default;
   ~WriteBatch();  // abandons what was not committed
@@ -47,6 +45,10 @@ class WriteBatch {
   // batch keeps its own descriptor). Throws mesh::Error, leaving no temp file.
   void stage(int dir, const std::string& name, std::string_view content, mode_t mode,
              Ownership owner, const std::string& shown);
+
+  // Also syncs the open directory `dir` at commit: one holding a directory made
+  // for a staged file (its new entry durable with the file).
+  void syncDirectory(int dir, const std::string& shown);
 
   size_t size() const { return files_.size(); }
   bool empty() const { return files_.empty(); }
@@ -72,6 +74,7 @@ class WriteBatch {
     dev_t dev;
     ino_t ino;
     Fd fd;
+    bool sync;  // renamed into, or syncDirectory()
   };
   struct File {
     size_t dir;  // index in dirs_
