@@ -156,8 +156,9 @@ TEST_F(Leftover, TheNameOfALeftoverDoesNotDependOnTheNameLength) {
 }
 
 // A real kill (SIGKILL from strace) at the Nth fsync (and, apart, the Nth
-// fdatasync, syncfs, rename and unlink of each kind — a batch of files syncs its
-// temp files with one syncfs: strace counts each syscall on its own) of an apply, for every N
+// fdatasync, syncfs, rename and unlink of each kind — a batch of files fsyncs each
+// temp file from a few threads, which strace -f follows: it counts each syscall on its
+// own) of an apply, for every N
 // until the apply runs through: afterwards, one more apply leaves no temp file
 // anywhere and the credential holds one whole secret, the old or the new.
 TEST_F(Leftover, AKillAtEveryFsyncLeavesNothingBehindAfterTheNextCycle) {

@@ -456,8 +456,9 @@ TEST_P(Process, AFailedUpdateOwesNoRestartOnceReverted) {
 }
 
 // The system calls the crash sweeps below kill an apply at, each on its own (strace
-// counts each apart): every way a write is made durable (a batch of files syncs
-// with one syncfs; SQLite uses fdatasync) and every way one is put in place or
+// counts each apart): every way a write is made durable (a batch fsyncs each file and
+// directory, from a few threads; SQLite uses fdatasync; syncfs no longer, kept as a
+// guard) and every way one is put in place or
 // taken away — the windows between a config written and the restart it owes
 // recorded. (Calls an apply does not make run through at once: a guard for later code.)
 const char* const kKillPoints[] = {"fsync",    "fdatasync", "syncfs", "rename",
