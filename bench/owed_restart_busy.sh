@@ -79,7 +79,7 @@ for w in 100 20; do
   declare_it "$w" 0
   in_cgroup "agent-$w" $((w * 1024 / 100)) "$bin" run --declaration "$work/decl-$w.toml" \
     --root "$work/root-$w" --state-dir "$work/state-$w" --blobs "$work/blobs" \
-    --supervisor systemd --unit-dir "$sdns/etc" --interval 1h >"$work/agent-$w.log" 2>&1 &
+    --supervisor systemd --unit-dir "$sdns/etc" --node bench --interval 1h >"$work/agent-$w.log" 2>&1 &
   agents+=($!)
 done
 busy=()
@@ -104,6 +104,7 @@ cleanup() {
 # Both agents up: their services started once.
 for w in 100 20; do
   for _ in $(seq 600); do [ "$(started "$w")" != 0 ] && break; sleep 0.05; done
+  [ "$(started "$w")" != 0 ] || { echo "agent $w never started its service:" >&2; tail -5 "$work/agent-$w.log" >&2; exit 1; }
 done
 
 declare -A ms
@@ -121,6 +122,7 @@ for r in $(seq "$runs"); do
         [ "$now" != "$before" ] && [ "$now" -gt "$t0" ] && break
         sleep 0.05
       done
+      [ "$now" != "$before" ] || { echo "agent $w did not restart its service:" >&2; tail -5 "$work/agent-$w.log" >&2; exit 1; }
       ms[$load-$w]+="$(( (now - t0) / 1000 )) "
     done
     [ "$load" = busy ] && busy_off
