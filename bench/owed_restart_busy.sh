@@ -11,7 +11,9 @@
 # is a cgroup v1 one (this machine's, and the namespace systemd has none):
 # cpu.shares = weight x 1024 / 100, in a cgroup of the v1 cpu hierarchy. IOWeight=
 # needs the BFQ scheduler (or io.cost); with mq-deadline it changes nothing and
-# is not measured. Conditions interleaved run by run; medians and ranges in ms.
+# is not measured. The service has no start limit (StartLimitIntervalSec=0): the
+# bench restarts it more often than systemd allows by default. Conditions
+# interleaved run by run; medians and ranges in ms.
 #   bench/owed_restart_busy.sh [BUILD_DIR]   (default: build; needs root)
 #   env: MESH_BENCH_RUNS (9)
 set -euo pipefail
@@ -30,6 +32,7 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
+trap "exit 1" INT TERM
 SDNS_OWNER_PID=$$ bash tests/systemd/sdns.sh start "$sdns" >/dev/null
 ns() { bash tests/systemd/sdns.sh exec "$sdns" "$@"; }
 
@@ -51,7 +54,7 @@ content = "version = $n\n"
 [module.w$w.process.svc]
 bundle = "sha256:$hex"
 restart-on = ["w$w.conf"]
-unit = { ExecStart = "{bundle}/bin/svc", Restart = "always" }
+unit = { ExecStart = "{bundle}/bin/svc", Restart = "always", StartLimitIntervalSec = "0" }
 EOF
   mv "$d.new" "$d"
 }
@@ -82,16 +85,13 @@ for w in 100 20; do
     --supervisor systemd --unit-dir "$sdns/etc" --node bench --interval 1h >"$work/agent-$w.log" 2>&1 &
   agents+=($!)
 done
-busy=()
 busy_on() {
-  for _ in $(seq "$(nproc)"); do in_cgroup busy 1024 sh -c 'while :; do :; done' & busy+=($!); done
+  for _ in $(seq "$(nproc)"); do in_cgroup busy 1024 sh -c 'while :; do :; done' & done
   in_cgroup busy 1024 sh -c "while :; do dd if=/dev/zero of=$work/busy bs=1M count=256 conv=fsync status=none; done" &
-  busy+=($!)
 }
-busy_off() {
-  kill "${busy[@]}" 2>/dev/null || true
-  wait "${busy[@]}" 2>/dev/null || true
-  busy=()
+busy_off() {  # everything in the busy cgroup, whatever it forked
+  local g=$cpu/mesh-bench-busy
+  while [ -s "$g/cgroup.procs" ]; do xargs -r kill -9 < "$g/cgroup.procs" 2>/dev/null || true; sleep 0.05; done
 }
 cleanup() {
   busy_off

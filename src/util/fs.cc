@@ -169,9 +169,10 @@ void atomicWriteAt(int dir, const std::string& name, std::string_view content, m
 }
 
 std::string writeTempAt(int dir, const std::string& name, std::string_view content, mode_t mode,
-                        Ownership owner, const std::string& shown) {
+                        Ownership owner, const std::string& shown, Fd* kept) {
   std::string tmp = tempNameFor(name, "tmp");
-  writeTemp(dir, tmp, true, content, mode, owner, shown);
+  Fd fd = writeTemp(dir, tmp, true, content, mode, owner, shown);
+  if (kept) *kept = std::move(fd);
   return tmp;
 }
 

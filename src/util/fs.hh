@@ -53,10 +53,10 @@ void atomicWriteAt(int dir, const std::string& name, std::string_view content, m
                    Ownership owner, const std::string& shown);
 // The first half of atomicWriteAt, for a caller that syncs and renames many
 // files at once (util/write_batch.hh): `content` under `name`'s temp name,
-// owner and mode set, neither synced nor renamed. Returns the temp name; on
-// error no temp file is left.
+// owner and mode set, neither synced nor renamed. Returns the temp name (and,
+// with `kept`, the file still open there, to sync); on error no temp file is left.
 std::string writeTempAt(int dir, const std::string& name, std::string_view content, mode_t mode,
-                        Ownership owner, const std::string& shown);
+                        Ownership owner, const std::string& shown, Fd* kept = nullptr);
 void atomicSymlinkAt(int dir, const std::string& name, const std::string& target,
                      const std::string& shown);
 // Removes `name`'s leftovers ("tmp" files, "new" trees); true when there were any.

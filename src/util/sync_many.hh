@@ -15,9 +15,15 @@
 // written the two cost the same (the inode is written either way).
 #pragma once
 
+#include <condition_variable>
 #include <cstddef>
+#include <deque>
+#include <mutex>
 #include <span>
+#include <thread>
 #include <vector>
+
+#include "util/fd.hh"
 
 namespace mesh {
 
@@ -32,6 +38,41 @@ std::vector<int> syncMany(std::span<const int> fds);
 // returns 0 or an errno: for callers that do not keep a descriptor per item.
 template <class SyncOne>
 std::vector<int> syncManyWith(size_t n, SyncOne sync);
+
+// fsyncs handed over one at a time and run at once, on up to kSyncThreads
+// threads, while the caller goes on writing: a batch's files are synced while
+// the next ones are written, and the wait at its commit is for the last few.
+//   add()   takes a descriptor of a file just written; its fsync starts soon
+//           (at once on another thread once a few are waiting; with fewer, on
+//           the calling thread at wait()); closed once synced. At most
+//           `maxOpen` are open and waiting: add() blocks for room beyond.
+//   wait()  returns once every fsync handed over is done: each one's 0 or
+//           errno, in the order of add(), and starts afresh.
+class SyncQueue {
+ public:
+  explicit SyncQueue(size_t maxOpen = 256) : maxOpen_(maxOpen) {}
+  ~SyncQueue();  // syncs what was handed over, then ends its threads
+  SyncQueue(const SyncQueue&) = delete;
+  SyncQueue& operator=(const SyncQueue&) = delete;
+
+  // The index of this fsync's result in wait()'s.
+  size_t add(Fd fd);
+  std::vector<int> wait();
+
+ private:
+  void work();
+  void syncOne(std::unique_lock<std::mutex>& lock);  // pops one; lock held around, not during
+
+  const size_t maxOpen_;
+  std::mutex m_;
+  std::condition_variable todoCv_, doneCv_, roomCv_;
+  std::deque<size_t> todo_;
+  std::vector<Fd> fds_;
+  std::vector<int> results_;
+  size_t unfinished_ = 0, open_ = 0;
+  bool stop_ = false;
+  std::vector<std::thread> threads_;
+};
 
 namespace detail {
 void runTogether(size_t n, void (*job)(void*, size_t), void* ctx);

@@ -30,8 +30,12 @@ size_t WriteBatch::dirIndex(int dir, const std::string& shown) {
 void WriteBatch::stage(int dir, const std::string& name, std::string_view content, mode_t mode,
                        Ownership owner, const std::string& shown) {
   const size_t d = dirIndex(dir, shown);
-  const std::string tmp = writeTempAt(dirs_[d].fd.get(), name, content, mode, owner, shown);
-  files_.push_back({d, name, tmp, shown});
+  Fd written;
+  const std::string tmp =
+      writeTempAt(dirs_[d].fd.get(), name, content, mode, owner, shown, &written);
+  // Its fsync starts now, beside the next files' writing (util/sync_many.hh).
+  const size_t sync = syncs_.add(std::move(written));
+  files_.push_back({d, sync, name, tmp, shown});
 }
 
 void WriteBatch::removeTemp(const File& f) {
@@ -41,7 +45,10 @@ void WriteBatch::removeTemp(const File& f) {
 void WriteBatch::dropFrom(size_t from) {
   for (size_t i = from; i < files_.size(); ++i) removeTemp(files_[i]);
   if (from < files_.size()) files_.resize(from);
-  if (files_.empty()) dirs_.clear();
+  if (files_.empty()) {
+    dirs_.clear();
+    (void)syncs_.wait();  // the dropped files' fsyncs: nobody's now
+  }
 }
 
 void WriteBatch::syncDirectory(int dir, const std::string& shown) {
@@ -51,17 +58,11 @@ void WriteBatch::syncDirectory(int dir, const std::string& shown) {
 std::vector<WriteBatch::Result> WriteBatch::commit() {
   std::vector<Result> out(files_.size());
   if (files_.empty() && dirs_.empty()) return out;
-  // Every temp file durable first: an fsync of each, together. Opened again by
-  // name (O_NOFOLLOW): a batch of a thousand keeps no descriptor per file.
-  const auto synced = syncManyWith(files_.size(), [&](size_t i) {
-    const File& f = files_[i];
-    Fd fd(::openat(dirs_[f.dir].fd.get(), f.tmp.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
-    if (!fd) return errno;
-    return ::fsync(fd.get()) == 0 ? 0 : errno;
-  });
+  // Every temp file durable first: the fsyncs begun as each was staged, done.
+  const auto synced = syncs_.wait();
   for (size_t i = 0; i < files_.size(); ++i)
-    if (synced[i] != 0)
-      out[i].error = fmt::format("cannot sync {}: {}", files_[i].shown, std::strerror(synced[i]));
+    if (const int err = synced[files_[i].sync]; err != 0)
+      out[i].error = fmt::format("cannot sync {}: {}", files_[i].shown, std::strerror(err));
   crashPoint(crash::kBeforeRename);
   for (size_t i = 0; i < files_.size(); ++i) {
     const File& f = files_[i];

@@ -6,9 +6,10 @@
 // system: another program's unwritten data is its own business.
 //
 //   stage()   the new content under the target's temp name (fs.hh tempNameFor):
-//             written, owner and mode set; not synced, not in place;
-//   commit()  an fsync of every staged file, then every rename, then an fsync
-//             of each directory renamed into or named by syncDirectory().
+//             written, owner and mode set, its fsync begun on another thread;
+//             not in place;
+//   commit()  waits for every staged file's fsync, then every rename, then an
+//             fsync of each directory renamed into or named by syncDirectory().
 //
 // What a crash leaves is what it leaves for one atomicWriteAt: every target the
 // old or the new content, never part of one (nothing is renamed before the sync
@@ -26,6 +27,7 @@
 
 #include "util/fd.hh"
 #include "util/fs.hh"
+#include "util/sync_many.hh"
 
 namespace mesh {
 
@@ -77,7 +79,8 @@ class WriteBatch {
     bool sync;  // renamed into, or syncDirectory()
   };
   struct File {
-    size_t dir;  // index in dirs_
+    size_t dir;   // index in dirs_
+    size_t sync;  // index of its fsync's result in syncs_
     std::string name, tmp, shown;
   };
   size_t dirIndex(int dir, const std::string& shown);
@@ -85,6 +88,7 @@ class WriteBatch {
 
   std::vector<Dir> dirs_;
   std::vector<File> files_;
+  SyncQueue syncs_;
 };
 
 }  // namespace mesh

@@ -71,5 +71,34 @@ TEST(SyncMany, ManyRunTogetherAndAFewOnTheCallingThread) {
   EXPECT_TRUE(syncManyWith(0, [](size_t) { return 1; }).empty());
 }
 
+// A batch's queue: files handed over as they are written, more than may stay
+// open at once; each result where its add() said, a bad one failing alone.
+TEST(SyncQueue, ResultsComeInTheOrderOfAddAndTheQueueNeverHoldsMoreThanItsBound) {
+  test::TempDir tmp;
+  SyncQueue q(4);
+  std::vector<size_t> at;
+  for (int i = 0; i < 50; ++i) {
+    if (i == 23) {
+      at.push_back(q.add(Fd(-1)));  // not a descriptor
+      continue;
+    }
+    const std::string path = tmp.path + "/f" + std::to_string(i);
+    Fd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600));
+    ASSERT_TRUE(fd);
+    ASSERT_EQ(::write(fd.get(), "x", 1), 1);
+    at.push_back(q.add(std::move(fd)));
+  }
+  const auto got = q.wait();
+  ASSERT_EQ(got.size(), 50u);
+  for (size_t i = 0; i < at.size(); ++i) {
+    EXPECT_EQ(at[i], i);
+    EXPECT_EQ(got[i], i == 23 ? EBADF : 0) << i;
+  }
+  // Afresh after a wait: indices from 0, and one alone synced at wait().
+  EXPECT_EQ(q.add(Fd(-1)), 0u);
+  EXPECT_EQ(q.wait(), std::vector<int>{EBADF});
+  EXPECT_TRUE(q.wait().empty());
+}
+
 }  // namespace
 }  // namespace mesh
