@@ -11,7 +11,8 @@
 //   syncfs      syncfs of the file system, renames, syncfs again (the old way);
 //   sequential  fdatasync of each file, renames, fsync of each directory;
 //   pool        the same syncs issued together from T threads;
-//   io_uring    the same syncs issued together through one io_uring;
+//   io_uring    the same syncs issued together through one io_uring (when built
+//               with liburing-dev installed; mesh-host itself does not use it);
 //   pool+early  pool, each file's writeback started as it is staged.
 // With --dirty-mb, before every run a neighbour writes M MiB to a file on the same
 // file system and leaves it unwritten (Dirty in /proc/meminfo). Strategies are
