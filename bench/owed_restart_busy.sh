@@ -91,7 +91,11 @@ busy_on() {
 }
 busy_off() {  # everything in the busy cgroup, whatever it forked
   local g=$cpu/mesh-bench-busy
-  while [ -s "$g/cgroup.procs" ]; do xargs -r kill -9 < "$g/cgroup.procs" 2>/dev/null || true; sleep 0.05; done
+  # (-s will not do: a cgroup file's size is always 0)
+  while [ -n "$(cat "$g/cgroup.procs" 2>/dev/null)" ]; do
+    xargs -r kill -9 < "$g/cgroup.procs" 2>/dev/null || true
+    sleep 0.05
+  done
 }
 cleanup() {
   busy_off
