@@ -70,10 +70,9 @@ class DiskSink : public Sink {
       if (::futimens(file_.get(), times) != 0)
         throwSys(fmt::format("cannot set the time of {}", filePath_));
     }
-    // Kept open until synced with the files around it (syncPending).
-    pending_.push_back(std::move(file_));
-    pendingPaths_.push_back(filePath_);
-    if (pending_.size() >= kPendingFiles) syncPending();
+    // Its fsync starts now, beside the next files' writing; the queue closes it.
+    syncs_.add(std::move(file_));
+    synced_.push_back(filePath_);
   }
 
   void makeSymlink(const std::string& path, const std::string& target) override {
@@ -96,43 +95,25 @@ class DiskSink : public Sink {
   void finish(const Manifest& m) override {
     cachedDir_.reset();
     // Deepest first, so a directory made unwritable or unsearchable cannot stop
-    // the ones below it from being set.
+    // the ones below it from being set. Each then synced: its entries and mode.
     for (auto e = m.entries.rbegin(); e != m.entries.rend(); ++e) {
       if (e->type != Entry::Type::Directory) continue;
       Fd dir = openDir(e->path);
       if (::fchmod(dir.get(), e->mode) != 0)
         throwSys(fmt::format("cannot set the mode of {}", e->path));
+      syncs_.add(std::move(dir));
+      synced_.push_back(e->path);
     }
     if (::fchmod(root_.get(), rootMode_) != 0) throwSys("cannot set the mode of the bundle's root");
-    // Durable: every file (fsynced in groups as they were written), then every
-    // directory's entries and mode, the root's last. Only what was unpacked:
-    // the file system's other dirty data is not ours to flush.
-    syncPending();
-    for (const auto& e : m.entries) {
-      if (e.type != Entry::Type::Directory) continue;
-      pending_.push_back(openDir(e.path));
-      pendingPaths_.push_back(e.path);
-      if (pending_.size() >= kPendingFiles) syncPending();
-    }
-    syncPending();
+    // Durable: every file and directory unpacked, the root last. Only those: the
+    // file system's other dirty data is not ours to flush.
+    const auto results = syncs_.wait();
+    for (size_t i = 0; i < results.size(); ++i)
+      if (results[i] != 0) throw SysError(results[i], fmt::format("cannot sync {}", synced_[i]));
     if (::fsync(root_.get()) != 0) throwSys("cannot sync the unpacked bundle");
   }
 
  private:
-  // Files (or directories) written and not yet synced: at most this many open.
-  static constexpr size_t kPendingFiles = 256;
-
-  void syncPending() {
-    std::vector<int> fds;
-    for (const auto& fd : pending_) fds.push_back(fd.get());
-    const auto synced = syncMany(fds);
-    for (size_t i = 0; i < synced.size(); ++i)
-      if (synced[i] != 0)
-        throw SysError(synced[i], fmt::format("cannot sync {}", pendingPaths_[i]));
-    pending_.clear();
-    pendingPaths_.clear();
-  }
-
   // Opens a directory of the tree, component by component, never following a link.
   Fd openDir(const std::string& path) const {
     Fd cur(::fcntl(root_.get(), F_DUPFD_CLOEXEC, 0));
@@ -169,8 +150,8 @@ class DiskSink : public Sink {
   Fd file_;
   std::string filePath_;
   uint64_t fileEnd_ = 0;
-  std::vector<Fd> pending_;
-  std::vector<std::string> pendingPaths_;
+  SyncQueue syncs_;                  // at most 256 written and not yet synced are open
+  std::vector<std::string> synced_;  // what each of its results is of
 };
 
 }  // namespace

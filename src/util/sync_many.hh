@@ -19,7 +19,6 @@
 #include <cstddef>
 #include <deque>
 #include <mutex>
-#include <span>
 #include <thread>
 #include <vector>
 
@@ -29,15 +28,6 @@ namespace mesh {
 
 // At most this many fsyncs in flight.
 inline constexpr size_t kSyncThreads = 16;
-
-// fsync(fds[i]) for every i, together; the result's [i] is 0 or the errno of
-// fds[i]'s fsync. A few descriptors are synced on the calling thread.
-std::vector<int> syncMany(std::span<const int> fds);
-
-// The same for `n` items, where sync(i) opens what item i names, fsyncs it and
-// returns 0 or an errno: for callers that do not keep a descriptor per item.
-template <class SyncOne>
-std::vector<int> syncManyWith(size_t n, SyncOne sync);
 
 // fsyncs handed over one at a time and run at once, on up to kSyncThreads
 // threads, while the caller goes on writing: a batch's files are synced while
@@ -73,25 +63,5 @@ class SyncQueue {
   bool stop_ = false;
   std::vector<std::thread> threads_;
 };
-
-namespace detail {
-void runTogether(size_t n, void (*job)(void*, size_t), void* ctx);
-}
-
-template <class SyncOne>
-std::vector<int> syncManyWith(size_t n, SyncOne sync) {
-  struct Ctx {
-    SyncOne* sync;
-    std::vector<int> out;
-  } ctx{&sync, std::vector<int>(n, 0)};
-  detail::runTogether(
-      n,
-      [](void* c, size_t i) {
-        auto* x = static_cast<Ctx*>(c);
-        x->out[i] = (*x->sync)(i);
-      },
-      &ctx);
-  return std::move(ctx.out);
-}
 
 }  // namespace mesh

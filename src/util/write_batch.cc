@@ -75,16 +75,22 @@ std::vector<WriteBatch::Result> WriteBatch::commit() {
     }
     dirs_[f.dir].sync = true;
   }
+  for (size_t i = 0; i < files_.size(); ++i) {
+    if (out[i].error) continue;
+    const File& f = files_[i];
+    if (::fstatat(dirs_[f.dir].fd.get(), f.name.c_str(), &out[i].st, AT_SYMLINK_NOFOLLOW) != 0)
+      out[i].error = fmt::format("cannot inspect {}: {}", f.shown, std::strerror(errno));
+  }
   // Then the renames durable: an fsync of each directory renamed into, and of
   // each that holds a directory made for this batch (syncDirectory), together.
+  // The batch is done with their descriptors: the queue takes and closes them.
   std::vector<size_t> touched;
-  std::vector<int> fds;
   for (size_t d = 0; d < dirs_.size(); ++d)
     if (dirs_[d].sync) {
       touched.push_back(d);
-      fds.push_back(dirs_[d].fd.get());
+      syncs_.add(std::move(dirs_[d].fd));
     }
-  const auto dirSynced = syncMany(fds);
+  const auto dirSynced = syncs_.wait();
   // A failed sync fails the files it was to make durable: those renamed into it.
   for (size_t t = 0; t < touched.size(); ++t) {
     if (dirSynced[t] == 0) continue;
@@ -92,12 +98,6 @@ std::vector<WriteBatch::Result> WriteBatch::commit() {
       if (!out[i].error && files_[i].dir == touched[t])
         out[i].error = fmt::format("cannot sync the directory of {}: {}", files_[i].shown,
                                    std::strerror(dirSynced[t]));
-  }
-  for (size_t i = 0; i < files_.size(); ++i) {
-    if (out[i].error) continue;
-    const File& f = files_[i];
-    if (::fstatat(dirs_[f.dir].fd.get(), f.name.c_str(), &out[i].st, AT_SYMLINK_NOFOLLOW) != 0)
-      out[i].error = fmt::format("cannot inspect {}: {}", f.shown, std::strerror(errno));
   }
   files_.clear();
   dirs_.clear();
