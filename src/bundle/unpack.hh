@@ -14,6 +14,7 @@
 
 #include "util/byte_progress.hh"
 #include "util/digest.hh"
+#include "util/fs.hh"
 
 namespace mesh::bundle {
 
@@ -75,13 +76,14 @@ Manifest readManifest(const std::string& archivePath, const Limits& limits);
 // O_DIRECTORY|O_NOFOLLOW; only borrowed) with `m`. `difference` is nullopt when
 // identical, else a short human reason: "changed: bin/x", "missing: etc/y",
 // "unexpected: tmp/z", "mode of …". `shown` names the tree in errors.
-// `trusted` may carry per-path stat fingerprints (util/fs.hh Fingerprint::str(),
-// keyed by Entry::path) recorded when the tree was last verified; a file whose
-// fingerprint matches is not re-hashed. `fresh` holds the fingerprints seen now:
-// empty when a difference is found, else only files whose content was confirmed
-// and whose fingerprint is not racy (fingerprintIsRacy), sorted by path.
+// `trusted` may carry per-file stat fingerprints (util/fs.hh Fingerprint, keyed by
+// the file's index in m.entries) recorded when the tree was last verified; a file
+// whose fingerprint matches is not re-hashed. `fresh` holds the fingerprints seen
+// now: empty when a difference is found, else only files whose content was
+// confirmed and whose fingerprint is not racy (fingerprintIsRacy).
 struct VerifyCache {
-  std::vector<std::pair<std::string, std::string>> fingerprints;  // sorted by path
+  // By entry index, ascending (so by path): 64 bytes a file, no path held again.
+  std::vector<std::pair<uint32_t, Fingerprint>> fingerprints;
 };
 struct Verified {
   std::optional<std::string> difference;  // nullopt: the tree is m's

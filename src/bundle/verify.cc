@@ -75,6 +75,12 @@ const Entry* lookup(const Manifest& m, const std::string& path) {
   return it == m.entries.end() || it->path != path ? nullptr : &*it;
 }
 
+// The walk meets files in directory order, not path order ("a/b" before "a-c").
+void sortByEntry(VerifyCache& c) {
+  std::sort(c.fingerprints.begin(), c.fingerprints.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+}
+
 class Verifier {
  public:
   // `lean`: a file whose fingerprint is the trusted one is marked, not copied into
@@ -167,8 +173,9 @@ class Verifier {
   Reason checkFile(int dirfd, const std::string& name, const std::string& path, const Entry& want,
                    const struct stat& st) {
     if (static_cast<uint64_t>(st.st_size) != want.size) return fmt::format("changed: {}", path);
-    const std::string fingerprint = Fingerprint::of(st).str();
-    const auto trusted = trustedAt(path, fingerprint);
+    const auto index = static_cast<uint32_t>(&want - m_.entries.data());
+    const Fingerprint fingerprint = Fingerprint::of(st);
+    const auto trusted = trustedAt(index, fingerprint);
     if (!trusted) {
       auto digest = hash(dirfd, name, path, st);
       if (!digest || *digest != want.content) return fmt::format("changed: {}", path);
@@ -178,19 +185,20 @@ class Verifier {
         kept_[*trusted] = true;
         ++keptCount_;
       } else {
-        fresh_->fingerprints.emplace_back(path, fingerprint);
+        fresh_->fingerprints.emplace_back(index, fingerprint);
       }
     }
     return std::nullopt;
   }
 
-  // The index of `path`'s trusted fingerprint when it is `fingerprint`.
-  std::optional<size_t> trustedAt(const std::string& path, const std::string& fingerprint) const {
+  // Where entry `index`'s trusted fingerprint is in the trusted ones, when it is
+  // `fingerprint`.
+  std::optional<size_t> trustedAt(uint32_t index, const Fingerprint& fingerprint) const {
     if (!trusted_) return std::nullopt;
     const auto& fps = trusted_->fingerprints;
-    auto it = std::lower_bound(fps.begin(), fps.end(), path,
-                               [](const auto& kv, const std::string& p) { return kv.first < p; });
-    if (it == fps.end() || it->first != path || it->second != fingerprint) return std::nullopt;
+    auto it = std::lower_bound(fps.begin(), fps.end(), index,
+                               [](const auto& kv, uint32_t i) { return kv.first < i; });
+    if (it == fps.end() || it->first != index || it->second != fingerprint) return std::nullopt;
     return static_cast<size_t>(it - fps.begin());
   }
 
@@ -282,7 +290,7 @@ Verified verify(int tree, const Manifest& m, const VerifyCache* trusted, const s
   if (out.difference)
     out.fresh.fingerprints.clear();  // only a tree that verified may vouch for its files
   else
-    std::sort(out.fresh.fingerprints.begin(), out.fresh.fingerprints.end());
+    sortByEntry(out.fresh);
   return out;
 }
 
@@ -296,7 +304,7 @@ Verified verifyLean(int tree, const Manifest& m, const VerifyCache& trusted,
     return out;
   }
   out.freshIsTrusted = v.finish();
-  std::sort(out.fresh.fingerprints.begin(), out.fresh.fingerprints.end());
+  sortByEntry(out.fresh);
   return out;
 }
 

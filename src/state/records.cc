@@ -52,10 +52,27 @@ RecordView Records::operator[](size_t i) const {
     *fields[f] = std::string_view(at, r.len[f]);
     at += r.len[f];
   }
+  if (r.large >= 0) v.observed = large_[static_cast<size_t>(r.large)];
   v.changedAt = r.changedAt;
   v.changedCycle = r.changedCycle;
   v.changes = r.changes;
   return v;
+}
+
+bool Records::lendObserved(size_t i, std::string& to) {
+  const int32_t k = rows_[i].large;
+  if (k < 0) return false;
+  if (lent_ >= 0) throw Error("records: a second observed text lent before the first came back");
+  large_[static_cast<size_t>(k)].swap(to);
+  lent_ = k;
+  return true;
+}
+
+void Records::giveBack(std::string& from) {
+  if (lent_ < 0) return;
+  large_[static_cast<size_t>(lent_)].swap(from);
+  from.clear();
+  lent_ = -1;
 }
 
 void Records::erase(size_t i) {
@@ -83,18 +100,27 @@ void Records::reserve(size_t n) {
 }
 
 void Records::add(const RecordView& v) {
-  const std::string_view fields[] = {v.id,    v.module,  v.kind,   v.path,   v.want,
-                                     v.wrote, v.outcome, v.reason, v.detail, v.observed};
+  std::string_view fields[] = {v.id,    v.module,  v.kind,   v.path,   v.want,
+                               v.wrote, v.outcome, v.reason, v.detail, v.observed};
   // What the cycle wrote is nearly always what it wanted (every file it
   // converged): held once.
   const bool wroteIsWant = !v.wrote.empty() && v.wrote == v.want;
+  const bool large = v.observed.size() >= kLargeText;
   size_t n = 0;
   for (size_t f = 0; f < std::size(fields); ++f) {
     if (fields[f].size() >= kSameAsWant)
       throw Error("resource record {}: a field of {} bytes", v.id, fields[f].size());
     if (!(f == kWrote && wroteIsWant)) n += fields[f].size();
   }
+  if (large) {
+    n -= v.observed.size();
+    fields[std::size(fields) - 1] = {};
+  }
   Row& row = rows_.emplace_back();
+  if (large) {
+    row.large = static_cast<int32_t>(large_.size());
+    large_.emplace_back(v.observed);
+  }
   char* at = n != 0 ? room(n) : nullptr;
   row.at = at;
   for (size_t f = 0; f < std::size(fields); ++f) {

@@ -1,9 +1,10 @@
 // Every resource record of the store, held compactly for one cycle: the rows'
 // text in a few large blocks, one fixed-size entry per record (where its fields
-// start in a block, and their lengths: 72 bytes) pointing into them, sorted by
-// id. Loading copies bytes, not strings; a lookup is a binary search; a view of a
-// record's fields is made for the record in hand (Records::operator[]), and a
-// `Record` only when asked (RecordView::copyTo), into storage the caller reuses.
+// start in a block, and their lengths: 80 bytes) pointing into them, sorted by
+// id; a large observed text (a tree's) is held on its own and lent, not copied. Loading copies
+// bytes, not strings; a lookup is a binary search; a view of a record's fields is made for the
+// record in hand (Records::operator[]), and a `Record` only when asked (RecordView::copyTo), into
+// storage the caller reuses.
 #pragma once
 
 #include <cstdint>
@@ -55,6 +56,14 @@ class Records {
   // Records not erased.
   size_t size() const { return live_; }
 
+  // A large observed text (a tree's record: ~220 bytes a file) is held on its
+  // own, and lent rather than copied to the one record in hand: moved into `to`
+  // (whose text comes back here), after which record i's view shows no observed
+  // text until giveBack. Returns false, lending nothing, for a text held in the
+  // blocks (copy it). One loan at a time.
+  bool lendObserved(size_t i, std::string& to);
+  void giveBack(std::string& from);
+
   // Building (Store::loadRecordSet): room for about `n` rows (more may come),
   // add every row, then sort. The views of `v` are copied into the set's own
   // blocks.
@@ -67,11 +76,15 @@ class Records {
   // RecordView's order (id, module, kind, path, want, wrote, outcome, reason,
   // detail, observed), each of the length given; `wrote`'s length kSameAsWant
   // says it is the same as `want`, and not held again.
+  // An observed text from kLargeText bytes on is held in large_ (Row::large its
+  // index), not in the blocks.
   static constexpr size_t kWrote = 5;
   static constexpr uint32_t kSameAsWant = UINT32_MAX;
+  static constexpr size_t kLargeText = 64 * 1024;
   struct Row {
     const char* at = nullptr;
     uint32_t len[10] = {};
+    int32_t large = -1;
     int64_t changedAt = 0, changedCycle = 0, changes = 0;
     std::string_view id() const { return {at, len[0]}; }
   };
@@ -79,6 +92,8 @@ class Records {
   char* room(size_t n);
 
   std::vector<std::unique_ptr<char[]>> blocks_;
+  std::vector<std::string> large_;
+  int32_t lent_ = -1;          // the large_ text lent out, if any
   size_t cap_ = 0, used_ = 0;  // of the last block
   std::vector<Row> rows_;
   std::vector<bool> erased_;

@@ -1,7 +1,8 @@
 // The fuzz targets: every decoder of bytes mesh-host did not write itself, or that
 // someone else could have changed — the declaration parser, the compiled form in the
 // state store, each etcd value (statement, pushed declaration, status, enrollment,
-// heartbeat, push record, chunked body manifest) and the notify socket's datagrams.
+// heartbeat, push record, chunked body manifest), the notify socket's datagrams and a
+// tree's record (an archive's manifest and fingerprints, read back from the store).
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
@@ -9,6 +10,7 @@
 #include <cstring>
 #include <string>
 
+#include "apply/kinds/tree.hh"
 #include "apply/plan_file.hh"
 #include "decl/compiled.hh"
 #include "decl/parse.hh"
@@ -325,6 +327,33 @@ std::vector<std::string> planFileSeeds() {
   return {R"({"type":1})", R"({"type":"mesh-host plan v1","resources":[[[[{}]]]]})"};
 }
 
+// A tree's record: what it reads is written back the same (a record is rewritten
+// only when it changes), and no index reaches past the manifest.
+bool treeObserved(std::string_view in) {
+  const auto o = apply::TreeObserved::parse(in);
+  if (!o.manifest) return false;
+  for (const auto& [index, f] : o.cache.fingerprints)
+    if (index >= o.manifest->entries.size()) fail("a fingerprint past the manifest");
+  const auto again = apply::TreeObserved::parse(o.str());
+  if (!again.manifest || again.manifest->entries != o.manifest->entries ||
+      again.cache.fingerprints != o.cache.fingerprints || again.legacy)
+    fail("a tree's record reads back otherwise");
+  return true;
+}
+
+std::vector<std::string> treeObservedSeeds() {
+  return {
+      R"({"entries":3,"fingerprints":[[1,"1:2:3:4:5:100644:0:0"]],"manifest":{"entries":[)"
+      R"({"mode":493,"path":"d","type":"dir"},)"
+      R"({"digest":"sha256:2c26b46b68ffc68ff99b453c1d30413413422d706483bfa0f98a5e886266e7ae",)"
+      R"("mode":420,"path":"d/f","size":3,"type":"file"},)"
+      R"({"path":"d/l","target":"f","type":"link"}],"version":1},"version":2})",
+      R"({"fingerprints":[["d/f","1:2:3:4:5:100644:0:0"]],"manifest":"{\"entries\":[)"
+      R"({\"digest\":\"sha256:2c26b46b68ffc68ff99b453c1d30413413422d706483bfa0f98a5e886266e7ae\",)"
+      R"(\"mode\":420,\"path\":\"d/f\",\"size\":3,\"type\":\"file\"}],\"version\":1}"})",
+      R"({"entries":99999999999999,"fingerprints":[],"manifest":{"entries":[],"version":1},"version":2})"};
+}
+
 bool notifyMessage(std::string_view in) {
   const auto m = supervise::builtin::parseNotifyMessage(in);
   if (m.status && m.status->find('\n') != std::string::npos) fail("a STATUS= holds a newline");
@@ -356,6 +385,7 @@ const std::vector<Target>& targets() {
       {"plan-file", planFile, [] { return withDeep(planFileSeeds()); }, kJsonTokens},
       {"sealed", sealed, sealedSeeds, {"sealed:", "sealed:v2:", ":", "=", "AAAA", "99999999999"}},
       {"notify", notifyMessage, notifySeeds, {"READY=1", "STATUS=", "\n", "=", "\xff", "\x1b["}},
+      {"tree-observed", treeObserved, [] { return withDeep(treeObservedSeeds()); }, kJsonTokens},
   };
   return all;
 }

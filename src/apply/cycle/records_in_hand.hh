@@ -22,12 +22,20 @@ class RecordsInHand {
   const state::Records& all() const { return records_; }
 
   // The record of the resource in hand, in scratch (valid until the next call;
-  // keep() it to hold it longer). nullptr when there is none.
+  // keep() it to hold it longer). nullptr when there is none. A large observed
+  // text (a tree's) is lent by the set, not copied: while the resource is in
+  // hand, the set's view of its record shows none (nothing looks at a declared
+  // resource's record there but through this one).
   const state::Record* recordOf(const std::string& id, decl::Kind kind) {
+    records_.giveBack(scratch_.observed);
     auto i = records_.find(id);
     // A record of another kind under the same id describes something else.
     if (!i || kindAt(*i) != kind) return nullptr;
-    records_[*i].copyTo(scratch_);
+    state::RecordView v = records_[*i];
+    const std::string_view observed = v.observed;
+    v.observed = {};
+    v.copyTo(scratch_);
+    if (!records_.lendObserved(*i, scratch_.observed)) scratch_.observed.assign(observed);
     return &scratch_;
   }
 

@@ -39,7 +39,7 @@ TreeCheck checkTree(Context& ctx, const Context::Place& at, const Digest& bundle
   auto verified = trusted ? bundle::verifyLean(tree->get(), *out.now.manifest, *trusted, at.shown)
                           : bundle::verify(tree->get(), *out.now.manifest, nullptr, at.shown);
   out.difference = std::move(verified.difference);
-  out.sameAsPrev = verified.freshIsTrusted;
+  out.sameAsPrev = verified.freshIsTrusted && !prev.legacy;
   out.now.cache = verified.freshIsTrusted ? std::move(prev.cache) : std::move(verified.fresh);
   return out;
 }

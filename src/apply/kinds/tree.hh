@@ -19,9 +19,10 @@ namespace mesh::apply {
 struct TreeObserved {
   std::optional<bundle::Manifest> manifest;
   bundle::VerifyCache cache;
+  bool legacy = false;  // read from the form of an earlier version: to be written again
 
   std::string str() const;
-  [[nodiscard]] static TreeObserved parse(const std::string& text);  // empty when malformed
+  [[nodiscard]] static TreeObserved parse(std::string_view text);  // empty when malformed
 };
 
 // The tree at `at`, opened O_DIRECTORY|O_NOFOLLOW: nullopt when nothing is there
@@ -34,7 +35,7 @@ std::optional<Fd> openTree(const Context::Place& at);
 // data), else the first difference ("missing", "not a directory", "missing: bin/x",
 // "changed: etc/y", …); `now.manifest` is set whenever the tree could be read.
 // `sameAsPrev`: intact, and `now` is `prev` exactly (the same manifest, the same
-// fingerprints): the record need not be written again.
+// fingerprints, in the current form): the record need not be written again.
 struct TreeCheck {
   std::optional<std::string> difference;
   TreeObserved now;

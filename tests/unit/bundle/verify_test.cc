@@ -19,6 +19,14 @@ namespace {
 using test::Crafted;
 using test::sh;
 
+// The index of the entry at `path` in m: what a fingerprint is keyed by.
+uint32_t indexOf(const Manifest& m, const std::string& path) {
+  for (size_t i = 0; i < m.entries.size(); ++i)
+    if (m.entries[i].path == path) return static_cast<uint32_t>(i);
+  ADD_FAILURE() << "no entry " << path;
+  return UINT32_MAX;
+}
+
 class Verify : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -160,9 +168,14 @@ TEST_F(Verify, TrustedFingerprintSkipsHashing) {
     if (e.path == "bin/tool") e.content = Digest::ofBytes("something else");
   EXPECT_EQ(verify(tree.get(), lie).difference, "changed: bin/tool");
   VerifyCache trusted;
-  trusted.fingerprints = {{"bin/tool", Fingerprint::of(*lstatPath(dest + "/bin/tool")).str()}};
+  trusted.fingerprints = {
+      {indexOf(m, "bin/tool"), Fingerprint::of(*lstatPath(dest + "/bin/tool"))}};
   EXPECT_EQ(verify(tree.get(), lie, &trusted).difference, std::nullopt);
-  trusted.fingerprints[0].second = "1:2:3:4:5:644:0:0";
+  trusted.fingerprints[0].second = *Fingerprint::parse("1:2:3:4:5:644:0:0");
+  EXPECT_EQ(verify(tree.get(), lie, &trusted).difference, "changed: bin/tool");
+  // Another file's fingerprint does not vouch for this one.
+  trusted.fingerprints = {
+      {indexOf(m, "etc/conf"), Fingerprint::of(*lstatPath(dest + "/bin/tool"))}};
   EXPECT_EQ(verify(tree.get(), lie, &trusted).difference, "changed: bin/tool");
 }
 
@@ -172,8 +185,8 @@ TEST_F(Verify, CacheFromAPreviousVerify) {
   ASSERT_EQ(verified.difference, std::nullopt);
   const VerifyCache first = verified.fresh;
   ASSERT_EQ(first.fingerprints.size(), 2u);
-  EXPECT_EQ(first.fingerprints[0].first, "bin/tool");
-  EXPECT_EQ(first.fingerprints[1].first, "etc/conf");
+  EXPECT_EQ(first.fingerprints[0].first, indexOf(m, "bin/tool"));
+  EXPECT_EQ(first.fingerprints[1].first, indexOf(m, "etc/conf"));
 
   auto second = verify(tree.get(), m, &first);
   EXPECT_EQ(second.difference, std::nullopt);

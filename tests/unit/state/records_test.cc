@@ -252,6 +252,40 @@ TEST_F(RecordsTest, CompactSetFindsInAnyOrderAndNamesKinds) {
   EXPECT_EQ(set.kind(*set.find("m.r8")), "file");
 }
 
+// A large observed text (a tree's record) is held once: lent to the record in hand,
+// moved not copied, its view empty meanwhile, and the same text when given back.
+TEST_F(RecordsTest, CompactSetLendsALargeObservedTextInsteadOfCopyingIt) {
+  auto store = Store::open(dir);
+  const std::string tree(200 * 1024, 't');
+  {
+    Record big = sample("m.tree");
+    big.observed = tree;
+    store.putRecord(big);
+    store.putRecord(sample("m.small"));
+  }
+  auto set = store.loadRecordSet();
+  const auto at = set.find("m.tree");
+  const auto small = set.find("m.small");
+  ASSERT_TRUE(at && small);
+  std::string hand;
+  EXPECT_FALSE(set.lendObserved(*small, hand));  // a small text is copied instead
+  const char* held = set[*at].observed.data();
+  ASSERT_TRUE(set.lendObserved(*at, hand));
+  EXPECT_EQ(hand, tree);
+  EXPECT_EQ(hand.data(), held);  // the very bytes: moved, not copied
+  EXPECT_TRUE(set[*at].observed.empty());
+  EXPECT_EQ(set[*at].path, sample("m.tree").path);  // the other fields stay
+  std::string other;
+  EXPECT_THROW(set.lendObserved(*at, other), Error);  // one loan at a time
+
+  set.giveBack(hand);
+  EXPECT_TRUE(hand.empty());
+  EXPECT_EQ(set[*at].observed, tree);
+  EXPECT_EQ(set[*at].record().observed, tree);
+  set.giveBack(hand);  // nothing lent: nothing happens
+  EXPECT_EQ(set[*at].observed, tree);
+}
+
 TEST_F(RecordsTest, CompactSetOfAnEmptyStoreIsEmpty) {
   auto store = Store::open(dir);
   auto set = store.loadRecordSet();

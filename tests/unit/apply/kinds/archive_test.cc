@@ -4,6 +4,9 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "apply/kinds/tree.hh"
 
 #include "kind_fixture.hh"
 
@@ -47,6 +50,33 @@ TEST_F(ArchiveKind, TheBundlesTreeWithNoRecordIsAdoptedUnchangedAndNotTouched) {
   EXPECT_EQ(o.verdict(), Verdict::Unchanged);
   EXPECT_EQ(o.reason(), "adopted");
   EXPECT_EQ(tree(), before);
+}
+
+// A record an earlier version wrote (fingerprints by path, the manifest as one
+// string: read with a second copy of its text) is trusted as it was, and written
+// again in the current form; nothing on disk is touched.
+TEST_F(ArchiveKind, ARecordOfTheFormBeforeIsUnchangedAndWrittenAgainInTheCurrentOne) {
+  const auto& r = site(v1);
+  auto rec = applied(r);
+  const auto now = TreeObserved::parse(rec.observed);
+  ASSERT_TRUE(now.manifest);
+  EXPECT_FALSE(now.legacy);
+  nlohmann::json before;
+  before["manifest"] = now.manifest->str();
+  before["fingerprints"] = nlohmann::json::array();
+  for (const auto& [index, f] : now.cache.fingerprints)
+    before["fingerprints"].push_back({now.manifest->entries[index].path, f.str()});
+  rec.observed = before.dump();
+  const auto untouched = tree();
+  const Outcome o = converge(r, &rec);
+  EXPECT_EQ(o.verdict(), Verdict::Unchanged);
+  EXPECT_EQ(o.reason(), "");
+  EXPECT_FALSE(o.observedAsRecorded);
+  const auto again = TreeObserved::parse(o.observed);
+  ASSERT_TRUE(again.manifest);
+  EXPECT_FALSE(again.legacy);
+  EXPECT_EQ(again.manifest->entries, now.manifest->entries);
+  EXPECT_EQ(tree(), untouched);
 }
 
 TEST_F(ArchiveKind, AFileEditedInsideIsUpdatedForDrift) {
