@@ -45,8 +45,10 @@ enum class KeepOutcomes {
   Changes,  // all but `unchanged` ones without a warning: what the text output prints
 };
 
-// Given to runCycle, it is handed every outcome once final (recorded), in apply
-// order, and the report keeps none (a `--json` apply serializes each at once).
+// Given to runCycle, it is handed each outcome the report would keep (KeepOutcomes)
+// once final (recorded), in apply order, and the report keeps none: `apply`
+// turns each into its output at once (a `--json` apply serializes each, the text
+// output keeps its line) instead of holding 100,000 outcomes to print at the end.
 // Outcomes recorded later than they are decided (a staged write, a start) hold
 // back the ones after them until they are.
 using OutcomeSink = std::function<void(ResourceResult&&)>;

@@ -34,8 +34,12 @@ const char* planVerb(Verdict v) {
 
 }  // namespace
 
+std::string shownLine(std::string_view line) {
+  return shownText(line) + "\n";
+}
+
 void printLine(std::string_view line, std::FILE* to) {
-  const std::string shown = shownText(line) + "\n";
+  const std::string shown = shownLine(line);
   std::fwrite(shown.data(), 1, shown.size(), to);
 }
 

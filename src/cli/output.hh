@@ -20,6 +20,8 @@ using ::mesh::kJsonSchema;  // "schema": 1 (util/json_schema.hh)
 // lines (a diff, a multi-line error) with only their line breaks and tabs kept; a
 // JSON answer with invalid UTF-8 replaced and no raw control byte.
 void printLine(std::string_view line, std::FILE* to = stdout);
+// What printLine writes of `line`: to print later.
+std::string shownLine(std::string_view line);
 void printLines(std::string_view text, std::FILE* to = stdout);
 void printJson(const nlohmann::json& answer);
 

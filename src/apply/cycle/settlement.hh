@@ -44,10 +44,10 @@ class Settlement {
   // The outcome at `index`, not yet handed to the sink.
   ResourceResult& result(size_t index) { return report_.results[index - base_]; }
 
-  // Whether the report keeps an outcome recorded at once (the others always are).
+  // Whether the report (or the sink) is given an outcome recorded at once (the
+  // others always are).
   bool keeps(const Outcome& o) const {
-    return sink_ || keep_ == KeepOutcomes::All || o.verdict() != Verdict::Unchanged ||
-           !o.warning.empty();
+    return keep_ == KeepOutcomes::All || o.verdict() != Verdict::Unchanged || !o.warning.empty();
   }
   // An outcome recorded later (a staged write, a start): held in the report, and
   // holding back those after it from the sink until settle().
@@ -95,10 +95,13 @@ class Settlement {
   std::vector<std::pair<Pending, size_t>> awaiting_;
   std::unordered_set<std::string> awaitingIds_;
   size_t stagedMark_ = 0;  // staged writes before the resource in hand
-  // With a sink: outcomes handed to it so far (report_.results holds those after),
-  // and which of the held ones are final.
+  // With a sink: outcomes handed to it and erased so far (report_.results holds
+  // those after), which of the held ones are final, and how many of those at its
+  // front were handed on already (moved from, erased once there are enough).
+  static constexpr size_t kEraseHanded = 4096;
   size_t base_ = 0;
   std::vector<bool> final_;
+  size_t handed_ = 0;
 };
 
 }  // namespace mesh::apply::cycle

@@ -1,5 +1,6 @@
 // What a cycle's report keeps: every outcome, or (KeepOutcomes::Changes, the text
-// output of `apply`) only those that are not `unchanged`, every one still counted.
+// output of `apply`) only those that are not `unchanged`, every one still counted;
+// given a sink, the sink is handed those instead.
 // Real cycles, in-process, over a temp tree and a real store.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -116,6 +117,31 @@ TEST_F(CycleReportKeeps, ASinkIsHandedEveryOutcomeInApplyOrderOnceRecorded) {
       cycle("[module.m.file.a]\npath = \"/srv/a\"\ncontent = \"A\"\n", KeepOutcomes::All, sink);
   EXPECT_EQ(seen, (std::vector<std::string>{"m.a", "m.b", "m.c"}));
   EXPECT_EQ(third.tally.removed, 2);
+}
+
+// The text output of `apply` takes its lines through a sink (cli/cmd_apply.cc):
+// the sink is handed what the report would keep, and the report keeps nothing
+// (a first apply of 100,000 files held every outcome to print at the end).
+TEST_F(CycleReportKeeps, ASinkIsHandedWhatTheReportWouldKeepAndTheReportKeepsNone) {
+  std::vector<std::string> seen;
+  auto sink = [&](ResourceResult&& r) { seen.push_back(r.id); };
+  const auto first = cycle(declaration("B"), KeepOutcomes::Changes, sink);
+  EXPECT_EQ(seen, (std::vector<std::string>{"m.a", "m.b", "m.c"}));
+  EXPECT_TRUE(first.results.empty());
+  EXPECT_EQ(first.tally.created, 3);
+
+  seen.clear();
+  const auto second = cycle(declaration("B2"), KeepOutcomes::Changes, sink);
+  EXPECT_EQ(seen, std::vector<std::string>{"m.b"});
+  EXPECT_TRUE(second.results.empty());
+  EXPECT_EQ(second.tally.updated, 1);
+  EXPECT_EQ(second.tally.unchanged, 2);
+
+  seen.clear();
+  const auto noop = cycle(declaration("B2"), KeepOutcomes::Changes, sink);
+  EXPECT_TRUE(seen.empty());
+  EXPECT_TRUE(noop.results.empty());
+  EXPECT_EQ(noop.tally.unchanged, 3);
 }
 
 }  // namespace
