@@ -15,6 +15,7 @@
 #include "cli/metrics.hh"
 #include "cli/output.hh"
 #include "cli/progress.hh"
+#include "decl/compiled.hh"
 #include "state/compiled_cache.hh"
 #include "state/lock.hh"
 #include "state/store.hh"
@@ -193,7 +194,9 @@ int runApply(const std::string& declPath, CommonOptions& o, const ApplyOptions& 
   auto store = state::Store::open(o.stateDir);
   // Parsed this time: the next apply of the same text reads it compiled. Before
   // the cycle, so that a cycle cut short still leaves it.
-  compiled.keepIn(store);
+  compiled.keepIn(store, [&](const std::function<void(std::string_view)>& sink) {
+    return decl::compileDeclaration(declaration, sink);
+  });
   // A text recorded as a generation already (every no-op apply) is not needed
   // again: the cycle only updates its row. Freed, its memory serves the cycle's.
   // The state lock is held, so the row stays until the cycle has used it.

@@ -76,8 +76,8 @@ struct CommonOptions {
 //
 // With `compiled`, the declaration is first looked up there (decl/compiled.hh: not
 // parsed again while its text, this binary and the options are the same); one it
-// had to parse is offered to it (state/compiled_cache.hh holds it for the caller
-// to put in the store once it holds the store for writing).
+// had to parse is noted there (state/compiled_cache.hh: the caller puts its form
+// in the store once it holds the store for writing).
 decl::Declaration loadDeclarationFor(const std::string& path, const CommonOptions& o,
                                      decl::CompiledCache* compiled = nullptr);
 

@@ -121,11 +121,10 @@ DeclaredAccounts declaredAccounts(const std::vector<Resource>& resources) {
   return out;
 }
 
-void checkAccounts(std::vector<Draft>& drafts, Diagnostics& diags, const ParseOptions& options) {
+void checkAccounts(Drafts& drafts, Diagnostics& diags, const ParseOptions& options) {
   // name -> the id of the resource that declares it (the first, when twice).
   std::map<std::string, std::string> users, groups, ownGroups;
-  for (const auto& d : drafts) {
-    const Resource& r = d.resource;
+  for (const Resource& r : drafts.resources) {
     const std::string* name = nullptr;
     std::map<std::string, std::string>* into = nullptr;
     if (const auto* u = std::get_if<UserSpec>(&r.spec)) {
@@ -143,8 +142,9 @@ void checkAccounts(std::vector<Draft>& drafts, Diagnostics& diags, const ParseOp
   // A user without a `group` brings a group of its name, unless one is declared.
   for (const auto& [name, id] : ownGroups) groups.emplace(name, id);
 
-  for (auto& d : drafts) {
-    Resource& r = d.resource;
+  for (size_t i = 0; i < drafts.size(); ++i) {
+    const Resource& r = drafts.resources[i];
+    DraftSide& d = drafts.sides[i];
     auto require = [&](const std::string& id, const Position& pos) {
       if (id == r.id) return false;
       if (std::none_of(d.requires_.begin(), d.requires_.end(),
@@ -162,7 +162,7 @@ void checkAccounts(std::vector<Draft>& drafts, Diagnostics& diags, const ParseOp
       diags.error(ref.pos, fmt::format("no {} '{}' on this node ({} of {}); declare it "
                                        "([module.<module>.{}.<name>] name = \"{}\"), create it "
                                        "first or write a numeric id",
-                                       what, ref.name, ref.key, d.subject(), what, ref.name));
+                                       what, ref.name, ref.key, subjectOf(r), what, ref.name));
     }
     // A process running as a declared account starts after it exists. Any other
     // User=/Group= is the supervisor's to resolve, as before.

@@ -22,7 +22,7 @@ GroupSpec readGroup(Fields& f, Draft& d, const ParseOptions& options);
 
 // Checks every AccountRef of `drafts` (textual order) and adds the implied
 // requires; reports two resources declaring one account.
-void checkAccounts(std::vector<Draft>& drafts, Diagnostics& diags, const ParseOptions& options);
+void checkAccounts(Drafts& drafts, Diagnostics& diags, const ParseOptions& options);
 
 // The names a declaration declares as accounts: users, and groups — those of
 // `group` resources and those a user without a `group` brings (its own).

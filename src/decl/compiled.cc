@@ -107,13 +107,28 @@ std::string compiledKey(const Digest& textDigest, const std::string& source,
   return Digest::ofBytes(w.out()).str();
 }
 
-std::string compileDeclaration(const Declaration& d) {
-  Writer w;
+size_t compileDeclaration(const Declaration& d, const std::function<void(std::string_view)>& sink) {
+  Checksum sum;
+  size_t size = 0;
+  Writer w([&](std::string_view piece) {
+    size += piece.size();
+    if (!sink) return;
+    sum.update(piece);
+    sink(piece);
+  });
   w.out().append(kMagic);
   w.u(kFormat);
   form::writeDeclaration(w, d);
-  w.out().append(checksumOf(w.out()));
-  return std::move(w.out());
+  w.flush();
+  if (sink) sink(sum.finish());
+  return size + kSum;
+}
+
+std::string compileDeclaration(const Declaration& d) {
+  std::string out;
+  out.reserve(compileDeclaration(d, {}));
+  compileDeclaration(d, [&](std::string_view piece) { out.append(piece); });
+  return out;
 }
 
 namespace {

@@ -11,6 +11,7 @@
 #include <array>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <new>
 #include <optional>
 #include <string>
@@ -29,16 +30,28 @@ namespace mesh::decl::form {
 
 class Writer {
  public:
+  using Sink = std::function<void(std::string_view)>;
+  Writer() = default;
+  // What is written goes to `sink` a piece of about kPiece at a time (and at
+  // flush()), never held whole.
+  explicit Writer(Sink sink) : sink_(std::move(sink)) { out_.reserve(kPiece + 256); }
+
   void u(uint64_t v) {
     while (v >= 0x80) {
       out_.push_back(static_cast<char>(v | 0x80));
       v >>= 7;
     }
     out_.push_back(static_cast<char>(v));
+    if (out_.size() >= kPiece) spill();
   }
   void s(std::string_view v) {
     u(v.size());
     out_.append(v);
+    if (out_.size() >= kPiece) spill();
+  }
+  // Hands what is held to the sink.
+  void flush() {
+    if (sink_ && !out_.empty()) spill();
   }
   void b(bool v) { u(v ? 1 : 0); }
   // Its 32 raw bytes after their count; none is a count of 0.
@@ -62,6 +75,13 @@ class Writer {
   std::string& out() { return out_; }
 
  private:
+  static constexpr size_t kPiece = size_t{1} << 20;
+  void spill() {
+    if (!sink_) return;
+    sink_(out_);
+    out_.clear();
+  }
+  Sink sink_;  // none: all of it held in out_
   std::string out_;
 };
 

@@ -16,7 +16,8 @@ bool isBare(char c) {
 
 class Scan {
  public:
-  Scan(std::string_view text, int limit) : t_(text), limit_(limit) {}
+  Scan(std::string_view text, int limit, std::vector<size_t>* headers)
+      : t_(text), limit_(limit), headers_(headers) {}
 
   std::optional<TooDeep> run() {
     enum class Mode { LineStart, Key, Value, AfterValue } mode = Mode::LineStart;
@@ -28,6 +29,7 @@ class Scan {
           skipBlank(true);
           if (i_ >= t_.size()) break;
           if (t_[i_] == '[') {
+            if (headers_) headers_->push_back(i_);
             ++i_;
             if (i_ < t_.size() && t_[i_] == '[') ++i_;
             header_ = key(0);
@@ -211,6 +213,7 @@ class Scan {
 
   std::string_view t_;
   int limit_;
+  std::vector<size_t>* headers_;  // where each header begins, when asked
   size_t i_ = 0;
   int header_ = 0;
   std::vector<Frame> stack_;
@@ -219,8 +222,8 @@ class Scan {
 
 }  // namespace
 
-std::optional<TooDeep> tooDeep(std::string_view text, int limit) {
-  return Scan(text, limit).run();
+std::optional<TooDeep> tooDeep(std::string_view text, int limit, std::vector<size_t>* headers) {
+  return Scan(text, limit, headers).run();
 }
 
 }  // namespace mesh::decl

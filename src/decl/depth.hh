@@ -7,6 +7,7 @@
 
 #include <optional>
 #include <string_view>
+#include <vector>
 
 namespace mesh::decl {
 
@@ -22,6 +23,9 @@ struct TooDeep {
 
 // The first place where `text` nests deeper than `limit`: table header segments,
 // dotted key segments, arrays and inline tables counted together. nullopt: it does not.
-[[nodiscard]] std::optional<TooDeep> tooDeep(std::string_view text, int limit = kMaxNesting);
+// With `headers`, the offset of each table header's first '[' is appended to it, up to
+// where the scan stopped (the end of the text when nothing nests too deep).
+[[nodiscard]] std::optional<TooDeep> tooDeep(std::string_view text, int limit = kMaxNesting,
+                                             std::vector<size_t>* headers = nullptr);
 
 }  // namespace mesh::decl

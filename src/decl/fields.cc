@@ -86,7 +86,9 @@ std::string_view typeName(toml::node_type type) {
 }
 
 Position positionOf(const Diagnostics& diags, const toml::source_region& source) {
-  return diags.at(static_cast<int>(source.begin.line), static_cast<int>(source.begin.column));
+  const int line = static_cast<int>(source.begin.line);
+  return diags.at(line == 0 ? 0 : line + diags.linesBefore(),
+                  static_cast<int>(source.begin.column));
 }
 
 std::string shown(std::string_view value) {

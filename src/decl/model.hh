@@ -17,7 +17,18 @@
 
 namespace mesh::decl {
 
-enum class Kind { File, Directory, Link, Archive, Credential, Process, Service, Absent, User, Group };
+enum class Kind {
+  File,
+  Directory,
+  Link,
+  Archive,
+  Credential,
+  Process,
+  Service,
+  Absent,
+  User,
+  Group
+};
 
 // Name and lookup by name, from the kinds table (decl/kind_info.hh).
 const char* kindName(Kind k);  // "file", "directory", …

@@ -6,6 +6,8 @@
 #include <functional>
 #include <map>
 #include <queue>
+#include <string_view>
+#include <tuple>
 
 namespace mesh::decl {
 
@@ -21,23 +23,46 @@ struct Edge {
 
 using Graph = std::vector<std::vector<Edge>>;
 
-Graph buildGraph(const std::vector<Draft>& drafts) {
-  std::map<std::string, size_t> byId, directories;
+// Position i takes items[order[i]] (`order` a permutation, spent): each cycle of the
+// permutation in turn, every item moved once, no second array.
+template <class T>
+void permute(std::vector<T>& items, std::vector<uint32_t>& order) {
+  for (size_t start = 0; start < order.size(); ++start) {
+    if (order[start] == start) continue;
+    T held = std::move(items[start]);
+    size_t at = start;
+    while (order[at] != start) {
+      const size_t from = order[at];
+      items[at] = std::move(items[from]);
+      order[at] = static_cast<uint32_t>(at);
+      at = from;
+    }
+    items[at] = std::move(held);
+    order[at] = static_cast<uint32_t>(at);
+  }
+}
+
+bool textually(const Resource& a, const Resource& b) {
+  return std::tie(a.pos.line, a.pos.column) < std::tie(b.pos.line, b.pos.column);
+}
+
+Graph buildGraph(const std::vector<Resource>& drafts) {
+  std::map<std::string_view, size_t> byId, directories;  // views of the resources' own
   for (size_t i = 0; i < drafts.size(); ++i) {
-    const Resource& r = drafts[i].resource;
+    const Resource& r = drafts[i];
     byId.emplace(r.id, i);
     if (r.kind == Kind::Directory && !r.path().empty()) directories.emplace(r.path(), i);
   }
   Graph graph(drafts.size());
   for (size_t i = 0; i < drafts.size(); ++i) {
-    const Resource& r = drafts[i].resource;
+    const Resource& r = drafts[i];
     for (const auto& id : r.requires_) graph[i].push_back({byId.at(id), Why::Requires});
     for (const auto& id : r.restartOn) graph[i].push_back({byId.at(id), Why::RestartOn});
     for (const auto& id : r.reloadOn) graph[i].push_back({byId.at(id), Why::ReloadOn});
     // Every declared directory above this path must exist first.
-    std::string path = r.path();
+    std::string_view path = r.path();
     for (size_t slash; !path.empty() && (slash = path.rfind('/')) != 0;) {
-      path.resize(slash);
+      path = path.substr(0, slash);
       if (auto it = directories.find(path); it != directories.end())
         graph[i].push_back({it->second, Why::Parent});
     }
@@ -83,7 +108,7 @@ std::vector<std::vector<size_t>> cyclicComponents(const Graph& graph) {
 // The shortest cycle through the component's first-declared member, as
 // "a.x -> a.y -> a.x", with a note for each edge that is not a plain requires.
 void reportCycle(std::vector<size_t> component, const Graph& graph,
-                 const std::vector<Draft>& drafts, Diagnostics& diags) {
+                 const std::vector<Resource>& drafts, Diagnostics& diags) {
   std::sort(component.begin(), component.end());
   size_t start = component.front();
   auto inComponent = [&](size_t v) {
@@ -118,49 +143,63 @@ void reportCycle(std::vector<size_t> component, const Graph& graph,
   std::vector<std::string> names, notes;
   for (size_t k = 0; k < steps.size(); ++k) {
     const auto& [from, why] = steps[k];
-    const std::string& fromId = drafts[from].resource.id;
-    const std::string& toId = drafts[steps[(k + 1) % steps.size()].first].resource.id;
+    const std::string& fromId = drafts[from].id;
+    const std::string& toId = drafts[steps[(k + 1) % steps.size()].first].id;
     names.push_back(fromId);
     if (why == Why::RestartOn) notes.push_back(fmt::format("{} restarts on {}", fromId, toId));
     if (why == Why::ReloadOn) notes.push_back(fmt::format("{} reloads on {}", fromId, toId));
     if (why == Why::Parent) notes.push_back(fmt::format("{} is inside directory {}", fromId, toId));
   }
-  names.push_back(drafts[start].resource.id);
+  names.push_back(drafts[start].id);
   std::string noteText = notes.empty() ? "" : fmt::format(" ({})", fmt::join(notes, "; "));
-  diags.error(drafts[start].resource.pos,
+  diags.error(drafts[start].pos,
               fmt::format("dependency cycle: {}{}; remove one of these dependencies",
                           fmt::join(names, " -> "), noteText));
 }
 
 }  // namespace
 
-std::vector<Resource> applyOrder(std::vector<Draft> drafts, Diagnostics& diags) {
-  Graph graph = buildGraph(drafts);
+void inTextualOrder(Drafts& drafts) {
+  std::vector<uint32_t> order(drafts.size());
+  for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
+  const auto& r = drafts.resources;
+  if (std::is_sorted(r.begin(), r.end(), textually)) return;  // read a piece at a time
+  std::stable_sort(order.begin(), order.end(),
+                   [&](uint32_t a, uint32_t b) { return textually(r[a], r[b]); });
+  std::vector<uint32_t> again = order;
+  permute(drafts.resources, order);
+  permute(drafts.sides, again);
+}
+
+std::vector<Resource> applyOrder(std::vector<Resource> resources, Diagnostics& diags) {
+  Graph graph = buildGraph(resources);
   auto cycles = cyclicComponents(graph);
-  for (auto& component : cycles) reportCycle(std::move(component), graph, drafts, diags);
-  if (!cycles.empty()) return {};
+  for (auto& component : cycles) reportCycle(std::move(component), graph, resources, diags);
+  if (!cycles.empty()) return resources;
 
   // Kahn's algorithm, always taking the first-declared ready resource.
-  std::vector<size_t> waitingOn(drafts.size(), 0);
-  std::vector<std::vector<size_t>> after(drafts.size());
+  std::vector<uint32_t> waitingOn(resources.size(), 0);
+  std::vector<std::vector<uint32_t>> after(resources.size());
   for (size_t i = 0; i < graph.size(); ++i)
     for (const Edge& e : graph[i]) {
       ++waitingOn[i];
-      after[e.before].push_back(i);
+      after[e.before].push_back(static_cast<uint32_t>(i));
     }
-  std::priority_queue<size_t, std::vector<size_t>, std::greater<>> ready;
-  for (size_t i = 0; i < drafts.size(); ++i)
+  graph = {};
+  std::priority_queue<uint32_t, std::vector<uint32_t>, std::greater<>> ready;
+  for (uint32_t i = 0; i < resources.size(); ++i)
     if (waitingOn[i] == 0) ready.push(i);
-  std::vector<Resource> order;
-  order.reserve(drafts.size());
+  std::vector<uint32_t> order;
+  order.reserve(resources.size());
   while (!ready.empty()) {
-    size_t v = ready.top();
+    const uint32_t v = ready.top();
     ready.pop();
-    order.push_back(std::move(drafts[v].resource));
-    for (size_t next : after[v])
+    order.push_back(v);
+    for (uint32_t next : after[v])
       if (--waitingOn[next] == 0) ready.push(next);
   }
-  return order;
+  permute(resources, order);
+  return resources;
 }
 
 }  // namespace mesh::decl

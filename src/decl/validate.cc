@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <map>
 #include <set>
+#include <string_view>
 
 #include "decl/fields.hh"
 
@@ -13,22 +14,22 @@ namespace mesh::decl {
 
 namespace {
 
-using IdIndex = std::map<std::string, const Draft*>;
+using IdIndex = std::map<std::string_view, const Resource*>;  // views of their ids
 
 // What to tell someone who wrote an id that is not declared.
-std::string unknownIdHint(const std::string& id, const Draft& from, const IdIndex& ids) {
+std::string unknownIdHint(const std::string& id, const Resource& from, const IdIndex& ids) {
   auto dot = id.find('.');
   if (dot == std::string::npos) {
-    std::string local = std::string(from.resource.module()) + "." + id;
+    std::string local = std::string(from.module()) + "." + id;
     if (ids.count(local)) return fmt::format("ids are <module>.<name>: did you mean '{}'?", local);
     return "ids are written <module>.<name>";
   }
   std::string module = id.substr(0, dot);  // shown() below: it may hold anything
   std::vector<std::string> inModule, modules;
-  for (const auto& [known, draft] : ids) {
-    if (draft->resource.module() == module) inModule.push_back(known);
-    if (modules.empty() || modules.back() != draft->resource.module())
-      modules.push_back(std::string(draft->resource.module()));
+  for (const auto& [known, r] : ids) {
+    if (r->module() == module) inModule.push_back(std::string(known));
+    if (modules.empty() || modules.back() != r->module())
+      modules.push_back(std::string(r->module()));
   }
   constexpr size_t kShown = 12;
   auto shortList = [&](std::vector<std::string> v) {
@@ -43,15 +44,15 @@ std::string unknownIdHint(const std::string& id, const Draft& from, const IdInde
 
 // Keeps the refs that name another declared resource; reports the rest.
 std::vector<std::string> resolve(const std::vector<Ref>& refs, std::string_view key,
-                                 const Draft& from, const IdIndex& ids, Diagnostics& diags) {
+                                 const Resource& from, const IdIndex& ids, Diagnostics& diags) {
   std::vector<std::string> out;
   for (const Ref& ref : refs) {
-    if (ref.id == from.resource.id) {
-      diags.error(ref.pos, fmt::format("{} lists itself in {}; remove '{}'", from.subject(), key,
+    if (ref.id == from.id) {
+      diags.error(ref.pos, fmt::format("{} lists itself in {}; remove '{}'", subjectOf(from), key,
                                        shown(ref.id)));
     } else if (!ids.count(ref.id)) {
       diags.error(ref.pos, fmt::format("unknown id '{}' in {} of {}; {}", shown(ref.id), key,
-                                       from.subject(), unknownIdHint(ref.id, from, ids)));
+                                       subjectOf(from), unknownIdHint(ref.id, from, ids)));
     } else {
       out.push_back(ref.id);
     }
@@ -99,22 +100,22 @@ std::string throughLink(const Resource& inner, const Resource& link, const Conta
 }
 
 // `inner` lies strictly beneath `outer`, an archive or a link.
-void reportInside(const Draft& inner, const Draft& outer, const Containers& containers,
+void reportInside(const Drafts& drafts, size_t inner, size_t outer, const Containers& containers,
                   Diagnostics& diags) {
-  const Resource& r = inner.resource;
-  const std::string& dir = outer.resource.path();
-  std::string what =
-      fmt::format("{} at '{}' is {} {} at '{}' (at {})", inner.subject(), shown(r.path()),
-                  outer.resource.kind != Kind::Archive ? "beneath" : "inside", outer.subject(),
-                  shown(dir), outer.pathPos.str());
+  const Resource& r = drafts.resources[inner];
+  const Resource& o = drafts.resources[outer];
+  const std::string& dir = o.path();
+  std::string what = fmt::format("{} at '{}' is {} {} at '{}' (at {})", subjectOf(r),
+                                 shown(r.path()), o.kind != Kind::Archive ? "beneath" : "inside",
+                                 subjectOf(o), shown(dir), drafts.sides[outer].pathPos.str());
   std::string why;
-  if (outer.resource.kind == Kind::Absent) {
+  if (o.kind == Kind::Absent) {
     why = fmt::format(
         "an absent path holds nothing, so nothing can be declared beneath it; declare it "
         "elsewhere or drop {}",
-        outer.subject());
-  } else if (outer.resource.kind == Kind::Link) {
-    std::string instead = throughLink(r, outer.resource, containers);
+        subjectOf(o));
+  } else if (o.kind == Kind::Link) {
+    std::string instead = throughLink(r, o, containers);
     why = fmt::format(
         "mesh-host never follows links inside declared paths, so it could never reach it; "
         "declare it at the path the link points to{} or drop the link",
@@ -135,128 +136,132 @@ void reportInside(const Draft& inner, const Draft& outer, const Containers& cont
         "as drift; declare it outside {} or put the {} in the bundle",
         kindName(r.kind), shown(dir), kindName(r.kind));
   }
-  diags.error(inner.pathPos, fmt::format("{}; {}", what, why));
+  diags.error(drafts.sides[inner].pathPos, fmt::format("{}; {}", what, why));
 }
 
 // Nothing may be declared inside an archive (its tree is replaced whole) or
 // beneath a link (never followed). One sort and one sweep: a path's
 // descendants follow it in pathLess order, and a stack holds the chain of
 // declared paths above the current one.
-void checkNesting(const std::vector<Draft>& drafts, Diagnostics& diags) {
-  std::vector<const Draft*> sorted;
-  sorted.reserve(drafts.size());
+void checkNesting(const Drafts& drafts, Diagnostics& diags) {
+  const std::vector<Resource>& rs = drafts.resources;
+  constexpr size_t kNone = SIZE_MAX;
+  std::vector<uint32_t> sorted;
+  sorted.reserve(rs.size());
   Containers containers;
-  for (const Draft& d : drafts) {
-    if (d.resource.path().empty()) continue;
-    sorted.push_back(&d);
-    if (d.resource.kind == Kind::Archive || d.resource.kind == Kind::Link ||
-        d.resource.kind == Kind::Absent)
-      containers.insert(d.resource.path());
+  for (size_t i = 0; i < rs.size(); ++i) {
+    if (rs[i].path().empty()) continue;
+    sorted.push_back(static_cast<uint32_t>(i));
+    if (rs[i].kind == Kind::Archive || rs[i].kind == Kind::Link || rs[i].kind == Kind::Absent)
+      containers.insert(rs[i].path());
   }
-  std::stable_sort(sorted.begin(), sorted.end(), [](const Draft* a, const Draft* b) {
-    return pathLess(a->resource.path(), b->resource.path());
-  });
+  std::stable_sort(sorted.begin(), sorted.end(),
+                   [&](uint32_t a, uint32_t b) { return pathLess(rs[a].path(), rs[b].path()); });
   struct Above {
-    const Draft* draft;
-    const Draft* outer;      // the outermost archive or link strictly above it, if any
-    const Draft* container;  // the outermost archive or link at or above it, if any
+    size_t draft;
+    size_t outer;      // the outermost archive or link strictly above it, if any
+    size_t container;  // the outermost archive or link at or above it, if any
   };
   std::vector<Above> chain;
-  for (const Draft* d : sorted) {
-    const std::string& path = d->resource.path();
+  for (const uint32_t d : sorted) {
+    const std::string& path = rs[d].path();
     auto atOrAbove = [&](const Above& a) {
-      const std::string& up = a.draft->resource.path();
+      const std::string& up = rs[a.draft].path();
       return up == path || isBeneath(path, up);
     };
     while (!chain.empty() && !atOrAbove(chain.back())) chain.pop_back();
     // A path equal to the one above is a duplicate (reported as such): it is
     // inside whatever that one is inside, and closes what that one closes.
-    bool duplicate = !chain.empty() && chain.back().draft->resource.path() == path;
-    const Draft* outer = chain.empty() ? nullptr
+    bool duplicate = !chain.empty() && rs[chain.back().draft].path() == path;
+    const size_t outer = chain.empty() ? kNone
                          : duplicate   ? chain.back().outer
                                        : chain.back().container;
-    if (outer) reportInside(*d, *outer, containers, diags);
-    Kind kind = d->resource.kind;
-    const Draft* container = outer;
-    if (!container && (kind == Kind::Archive || kind == Kind::Link || kind == Kind::Absent))
+    if (outer != kNone) reportInside(drafts, d, outer, containers, diags);
+    Kind kind = rs[d].kind;
+    size_t container = outer;
+    if (container == kNone && (kind == Kind::Archive || kind == Kind::Link || kind == Kind::Absent))
       container = d;
-    if (!container && duplicate) container = chain.back().container;
+    if (container == kNone && duplicate) container = chain.back().container;
     chain.push_back({d, outer, container});
   }
 }
 
 // mesh-host's own state (store, keys, bundles) is not for declaring.
-void checkStateDir(const std::vector<Draft>& drafts, std::string_view stateDir,
-                   Diagnostics& diags) {
+void checkStateDir(const Drafts& drafts, std::string_view stateDir, Diagnostics& diags) {
   if (stateDir.empty()) return;
-  for (const Draft& d : drafts) {
-    const std::string& path = d.resource.path();
+  for (size_t i = 0; i < drafts.size(); ++i) {
+    const Resource& r = drafts.resources[i];
+    const std::string& path = r.path();
     if (path.empty()) continue;
     if (path == stateDir || isBeneath(path, stateDir))
-      diags.error(d.pathPos,
+      diags.error(drafts.sides[i].pathPos,
                   fmt::format("{} at '{}' is inside mesh-host's state directory {} "
                               "(--state-dir), which holds its state store, keys and process "
                               "bundles; declare it elsewhere or run with another --state-dir",
-                              d.subject(), shown(path), shown(stateDir)));
-    else if (d.resource.kind == Kind::Archive && isBeneath(stateDir, path))
-      diags.error(d.pathPos,
+                              subjectOf(r), shown(path), shown(stateDir)));
+    else if (r.kind == Kind::Archive && isBeneath(stateDir, path))
+      diags.error(drafts.sides[i].pathPos,
                   fmt::format("{} at '{}' would replace mesh-host's state directory {} "
                               "(--state-dir) with the bundle's tree; declare it elsewhere or run "
                               "with another --state-dir",
-                              d.subject(), shown(path), shown(stateDir)));
+                              subjectOf(r), shown(path), shown(stateDir)));
   }
 }
 
 }  // namespace
 
-void checkAcross(std::vector<Draft>& drafts, Diagnostics& diags, std::string_view stateDir) {
+void checkAcross(Drafts& drafts, Diagnostics& diags, std::string_view stateDir) {
   IdIndex ids;
-  std::map<std::string, const Draft*> paths, services;
-  for (const Draft& d : drafts) {
-    const Resource& r = d.resource;
-    if (auto [it, fresh] = ids.emplace(r.id, &d); !fresh)
-      diags.error(r.pos, fmt::format("duplicate id '{}': {} here and {} at {}; ids are "
-                                     "<module>.<name> across all kinds, so rename one",
-                                     r.id, d.subject(), it->second->subject(),
-                                     it->second->resource.pos.str()));
+  // Views of the resources' own strings, each to the index of the first to name it.
+  std::map<std::string_view, size_t> paths, services;
+  for (size_t i = 0; i < drafts.size(); ++i) {
+    const Resource& r = drafts.resources[i];
+    const DraftSide& d = drafts.sides[i];
+    if (auto [it, fresh] = ids.emplace(r.id, &r); !fresh)
+      diags.error(r.pos,
+                  fmt::format("duplicate id '{}': {} here and {} at {}; ids are "
+                              "<module>.<name> across all kinds, so rename one",
+                              r.id, subjectOf(r), subjectOf(*it->second), it->second->pos.str()));
     if (!r.path().empty()) {
-      if (auto [it, fresh] = paths.emplace(r.path(), &d); !fresh)
-        diags.error(d.pathPos, fmt::format("duplicate path '{}': {} and {} (at {}) both manage "
-                                           "it; keep one of them",
-                                           shown(r.path()), d.subject(), it->second->subject(),
-                                           it->second->pathPos.str()));
+      if (auto [it, fresh] = paths.emplace(r.path(), i); !fresh)
+        diags.error(d.pathPos,
+                    fmt::format("duplicate path '{}': {} and {} (at {}) both manage "
+                                "it; keep one of them",
+                                shown(r.path()), subjectOf(r), drafts.subject(it->second),
+                                drafts.sides[it->second].pathPos.str()));
     }
     if (std::holds_alternative<ServiceSpec>(r.spec) && !r.service()->empty()) {
-      if (auto [it, fresh] = services.emplace(*r.service(), &d); !fresh)
+      if (auto [it, fresh] = services.emplace(*r.service(), i); !fresh)
         diags.error(d.servicePos,
                     fmt::format("duplicate service '{}': {} and {} (at {}) both drive it; keep "
                                 "one of them",
-                                *r.service(), d.subject(), it->second->subject(),
-                                it->second->servicePos.str()));
+                                *r.service(), subjectOf(r), drafts.subject(it->second),
+                                drafts.sides[it->second].servicePos.str()));
     }
     if (const auto* process = std::get_if<ProcessSpec>(&r.spec)) {
-      if (auto [it, fresh] = services.emplace(process->service, &d); !fresh)
+      if (auto [it, fresh] = services.emplace(process->service, i); !fresh)
         diags.error(d.servicePos,
                     fmt::format("duplicate service '{}': {} and {} (at {}) both run as it; give "
                                 "one of them its own service = \"<name>.service\"",
-                                process->service, d.subject(), it->second->subject(),
-                                it->second->servicePos.str()));
+                                process->service, subjectOf(r), drafts.subject(it->second),
+                                drafts.sides[it->second].servicePos.str()));
     }
   }
   checkNesting(drafts, diags);
   checkStateDir(drafts, stateDir, diags);
-  for (Draft& d : drafts) {
-    d.resource.requires_ = resolve(d.requires_, "requires", d, ids, diags);
-    d.resource.restartOn = resolve(d.restartOn, "restart-on", d, ids, diags);
-    d.resource.reloadOn = resolve(d.reloadOn, "reload-on", d, ids, diags);
+  for (size_t i = 0; i < drafts.size(); ++i) {
+    Resource& r = drafts.resources[i];
+    const DraftSide& d = drafts.sides[i];
+    r.requires_ = resolve(d.requires_, "requires", r, ids, diags);
+    r.restartOn = resolve(d.restartOn, "restart-on", r, ids, diags);
+    r.reloadOn = resolve(d.reloadOn, "reload-on", r, ids, diags);
     // One change cannot both restart and reload the same process: say which.
     for (const Ref& ref : d.reloadOn)
-      if (std::find(d.resource.restartOn.begin(), d.resource.restartOn.end(), ref.id) !=
-          d.resource.restartOn.end())
+      if (std::find(r.restartOn.begin(), r.restartOn.end(), ref.id) != r.restartOn.end())
         diags.error(ref.pos, fmt::format("{} lists '{}' in both restart-on and reload-on; keep it "
                                          "in one (restart-on restarts the service, reload-on "
                                          "reloads it)",
-                                         d.subject(), shown(ref.id)));
+                                         subjectOf(r), shown(ref.id)));
   }
 }
 

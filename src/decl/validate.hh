@@ -14,6 +14,6 @@ namespace mesh::decl {
 // `drafts` in textual order, so the later of two duplicates is the one
 // reported. Fills each Resource's requires_/restartOn/reloadOn with the refs that resolve.
 // `stateDir`: ParseOptions::stateDir.
-void checkAcross(std::vector<Draft>& drafts, Diagnostics& diags, std::string_view stateDir = {});
+void checkAcross(Drafts& drafts, Diagnostics& diags, std::string_view stateDir = {});
 
 }  // namespace mesh::decl

@@ -2,8 +2,8 @@
 // it: one form, in the store's compiled_declaration table (state/store/compiled.cc).
 // A read takes no lock and writes nothing (Store::readCompiledDeclaration), so a
 // declaration is loaded before the state lock is taken, and a bad one leaves the
-// state directory as it was. What the loader offers to keep is therefore held
-// until the store is open for writing, under the lock: keepIn puts it there.
+// state directory as it was. What the loader had to parse is therefore kept once
+// the store is open for writing, under the lock: keepIn puts its form there.
 #pragma once
 
 #include <string>
@@ -19,17 +19,17 @@ class StoredCompiledCache final : public CompiledCache {
   explicit StoredCompiledCache(std::string stateDir) : stateDir_(std::move(stateDir)) {}
 
   void read(const std::string& key, const std::function<void(const FormSource&)>& use) override;
-  // Held, not written (see above).
-  void keep(const std::string& key, std::string form) override;
+  // Noted, nothing written (see above).
+  void missed(const std::string& key) override { key_ = key; }
 
-  // Puts the form offered last into `store` (Store::putCompiledDeclaration: never
-  // throws), and lets go of it; nothing when none was. A plan, which writes
-  // nothing, never calls it.
-  void keepIn(Store& store);
+  // Puts the form `write` writes under the key missed last into `store`
+  // (Store::putCompiledDeclaration: a piece at a time, never throws); nothing
+  // when none was missed. A plan, which writes nothing, never calls it.
+  void keepIn(Store& store, const FormWriter& write);
 
  private:
   std::string stateDir_;
-  std::string key_, form_;  // key "": nothing to keep
+  std::string key_;  // "": nothing to keep
 };
 
 }  // namespace mesh::state

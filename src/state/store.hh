@@ -25,6 +25,7 @@
 #include "state/store/records.hh"
 #include "state/store/restarts.hh"
 #include "state/store/retention.hh"
+#include "util/compiled_cache.hh"
 
 namespace mesh::state {
 
@@ -179,6 +180,10 @@ class Store {
   // Keeps `form` under `key`, in place of any other. Never throws: a cache that
   // cannot be written (a full disk) is left as it is.
   void putCompiledDeclaration(const std::string& key, std::string_view form);
+  // The same, the form written by `write` a piece at a time (asked its size
+  // first), never held whole; one that writes other than the size it gave is
+  // not kept.
+  void putCompiledDeclaration(const std::string& key, const FormWriter& write);
 
   // The newest cycle row, finished or not (one still running, or cut short).
   std::optional<Cycle> lastCycle();

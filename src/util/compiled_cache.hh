@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <functional>
 #include <string>
+#include <string_view>
 
 namespace mesh {
 
@@ -19,6 +20,10 @@ struct FormSource {
   std::function<bool(size_t offset, char* out, size_t n)> read;
 };
 
+// Writes a form to `sink` a piece at a time and returns its size; given no sink,
+// only its size.
+using FormWriter = std::function<size_t(const std::function<void(std::string_view)>& sink)>;
+
 class CompiledCache {
  public:
   virtual ~CompiledCache() = default;
@@ -27,8 +32,11 @@ class CompiledCache {
   // whole: at 50,000 files the form is 16 MB, which would be held while the
   // model is decoded.
   virtual void read(const std::string& key, const std::function<void(const FormSource&)>& use) = 0;
-  // The form of `key`, which the loader had to parse, for the cache to keep.
-  virtual void keep(const std::string& key, std::string form) = 0;
+  // The loader had to parse the text of `key`: the form of the declaration it
+  // returns is for the cache to keep, written then by whoever holds it
+  // (state/compiled_cache.hh) — not made here, where it would be held whole
+  // (22 MB at 100,000 files) beside the model through the cycle.
+  virtual void missed(const std::string& key) = 0;
 };
 
 }  // namespace mesh

@@ -80,34 +80,45 @@ std::optional<std::string> Store::peekCompiledDeclaration(const std::string& sta
 }
 
 void Store::putCompiledDeclaration(const std::string& key, std::string_view form) {
+  putCompiledDeclaration(key, [form](const std::function<void(std::string_view)>& sink) {
+    if (sink) sink(form);
+    return form.size();
+  });
+}
+
+void Store::putCompiledDeclaration(const std::string& key, const FormWriter& write) {
   // Only a cache: failing to keep it (a full state directory) must not keep the
   // cycle from running — or from failing on its own account, which is noted for
   // `status` (runCycle) — so the next apply parses the text again.
   try {
     constexpr const char* kSaving = "saving the compiled declaration";
-    if (form.size() > INT_MAX) impl_->db.fail(SQLITE_TOOBIG, kSaving);
+    const size_t size = write({});
+    if (size > INT_MAX) impl_->db.fail(SQLITE_TOOBIG, kSaving);
     Txn txn(*this);
     impl_->db.exec("DELETE FROM compiled_declaration", "replacing the compiled declaration");
     // The row made with room for the form, which is then written into it a piece
-    // at a time: bound whole, SQLite copied it and built a record of the copy (at
-    // 100,000 files, two more of a 22 MB form beside it and the model: 44 MB of
-    // the first apply's peak).
+    // at a time as it is made: bound whole, SQLite copied it and built a record of
+    // the copy (at 100,000 files, two more of a 22 MB form beside it and the model:
+    // 44 MB of the first apply's peak), and the form itself was 22 MB more.
     Stmt s(impl_->db, "INSERT INTO compiled_declaration (key, form) VALUES (?, zeroblob(?))",
            kSaving);
-    s.start().bind(key).bind(static_cast<int64_t>(form.size())).run();
+    s.start().bind(key).bind(static_cast<int64_t>(size)).run();
     {  // closed before the commit, which an open handle would hold up
       sqlite3_blob* blob = nullptr;
       const int opened = sqlite3_blob_open(impl_->db.get(), "main", "compiled_declaration", "form",
                                            sqlite3_last_insert_rowid(impl_->db.get()), 1, &blob);
       Finally close([&] { sqlite3_blob_close(blob); });
       if (opened != SQLITE_OK) impl_->db.fail(opened, kSaving);
-      constexpr size_t kPiece = size_t{1} << 20;
-      for (size_t at = 0; at < form.size(); at += kPiece) {
-        const size_t n = std::min(kPiece, form.size() - at);
-        const int rc =
-            sqlite3_blob_write(blob, form.data() + at, static_cast<int>(n), static_cast<int>(at));
+      size_t at = 0;
+      auto sink = [&](std::string_view piece) {
+        // A writer that writes more than it said is refused, not followed past the row.
+        if (piece.size() > size - at) impl_->db.fail(SQLITE_TOOBIG, kSaving);
+        const int rc = sqlite3_blob_write(blob, piece.data(), static_cast<int>(piece.size()),
+                                          static_cast<int>(at));
         if (rc != SQLITE_OK) impl_->db.fail(rc, kSaving);
-      }
+        at += piece.size();
+      };
+      if (write(sink) != size || at != size) impl_->db.fail(SQLITE_MISMATCH, kSaving);
     }
     txn.commit();
     impl_->wrote(WriteKind::Checkpointed);
@@ -124,16 +135,9 @@ void StoredCompiledCache::read(const std::string& key,
   });
 }
 
-void StoredCompiledCache::keep(const std::string& key, std::string form) {
-  key_ = key;
-  form_ = std::move(form);
-}
-
-void StoredCompiledCache::keepIn(Store& store) {
-  if (!key_.empty()) store.putCompiledDeclaration(key_, form_);
-  // Its memory serves the cycle's.
-  std::string().swap(key_);
-  std::string().swap(form_);
+void StoredCompiledCache::keepIn(Store& store, const FormWriter& write) {
+  if (!key_.empty()) store.putCompiledDeclaration(key_, write);
+  key_.clear();
 }
 
 }  // namespace mesh::state
