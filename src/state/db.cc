@@ -94,6 +94,29 @@ Query& Query::bindBlob(std::string_view bytes) {
   return *this;
 }
 
+void Db::fillBlob(const char* table, const char* column, int64_t rowid, size_t size,
+                  const std::function<size_t(const std::function<void(std::string_view)>&)>& write,
+                  std::string_view purpose) {
+  sqlite3_blob* blob = nullptr;
+  const int opened = sqlite3_blob_open(db_, "main", table, column, rowid, 1, &blob);
+  // Closed before the caller commits, which an open handle would hold up.
+  struct Close {
+    sqlite3_blob*& b;
+    ~Close() { sqlite3_blob_close(b); }
+  } close{blob};
+  if (opened != SQLITE_OK) fail(opened, purpose);
+  size_t at = 0;
+  auto sink = [&](std::string_view piece) {
+    // A writer that writes more than it said is refused, not followed past the value.
+    if (piece.size() > size - at) fail(SQLITE_TOOBIG, purpose);
+    const int rc = sqlite3_blob_write(blob, piece.data(), static_cast<int>(piece.size()),
+                                      static_cast<int>(at));
+    if (rc != SQLITE_OK) fail(rc, purpose);
+    at += piece.size();
+  };
+  if (write(sink) != size || at != size) fail(SQLITE_MISMATCH, purpose);
+}
+
 Query& Query::bind(int64_t value) {
   int rc = sqlite3_bind_int64(stmt_.stmt_, nextParam_++, value);
   if (rc != SQLITE_OK) stmt_.db_.fail(rc, stmt_.purpose_);

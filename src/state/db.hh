@@ -42,6 +42,14 @@ class Db {
   // Runs a statement whose single row holds one integer, e.g. "PRAGMA user_version".
   int64_t queryInt(const char* sql, const char* purpose);
   std::string queryText(const char* sql, const char* purpose);
+  // Fills the value at `column` of row `rowid` in `table`, made as zeroblob(size),
+  // with what `write` writes (util/compiled_cache.hh's FormWriter: asked its size
+  // first, then handed a sink), a piece at a time through SQLite's incremental
+  // I/O: bound whole instead, SQLite copies a value and then builds a record of
+  // the copy, two more of it in memory. Fails when `write` writes other than `size`.
+  void fillBlob(const char* table, const char* column, int64_t rowid, size_t size,
+                const std::function<size_t(const std::function<void(std::string_view)>&)>& write,
+                std::string_view purpose);
 
   // Throws the SqliteError for result code rc while `purpose` was being done,
   // or, for SQLITE_CORRUPT once onCorrupt is set, whatever that throws.

@@ -103,23 +103,8 @@ void Store::putCompiledDeclaration(const std::string& key, const FormWriter& wri
     Stmt s(impl_->db, "INSERT INTO compiled_declaration (key, form) VALUES (?, zeroblob(?))",
            kSaving);
     s.start().bind(key).bind(static_cast<int64_t>(size)).run();
-    {  // closed before the commit, which an open handle would hold up
-      sqlite3_blob* blob = nullptr;
-      const int opened = sqlite3_blob_open(impl_->db.get(), "main", "compiled_declaration", "form",
-                                           sqlite3_last_insert_rowid(impl_->db.get()), 1, &blob);
-      Finally close([&] { sqlite3_blob_close(blob); });
-      if (opened != SQLITE_OK) impl_->db.fail(opened, kSaving);
-      size_t at = 0;
-      auto sink = [&](std::string_view piece) {
-        // A writer that writes more than it said is refused, not followed past the row.
-        if (piece.size() > size - at) impl_->db.fail(SQLITE_TOOBIG, kSaving);
-        const int rc = sqlite3_blob_write(blob, piece.data(), static_cast<int>(piece.size()),
-                                          static_cast<int>(at));
-        if (rc != SQLITE_OK) impl_->db.fail(rc, kSaving);
-        at += piece.size();
-      };
-      if (write(sink) != size || at != size) impl_->db.fail(SQLITE_MISMATCH, kSaving);
-    }
+    impl_->db.fillBlob("compiled_declaration", "form", sqlite3_last_insert_rowid(impl_->db.get()),
+                       size, write, kSaving);
     txn.commit();
     impl_->wrote(WriteKind::Checkpointed);
   } catch (const Error&) {
