@@ -339,7 +339,8 @@ Declaration parseWithoutText(std::string_view text, const std::string& source,
                             what));
     check.throwIfAny();
   }
-  std::optional<Walked> walked = walkInPieces(text, source, headers, options);
+  std::optional<Walked> walked;
+  if (options.inPieces) walked = walkInPieces(text, source, headers, options);
   if (!walked) walked.emplace(walkWhole(text, source, options));
   Diagnostics& diags = walked->diags;
   Declaration& decl = walked->decl;

@@ -45,6 +45,10 @@ struct ParseOptions {
   // Where loadDeclaration keeps compiled declarations (compiled.hh): it looks
   // there first, by compiledKey, and offers it what it had to parse. Null: parse.
   CompiledCache* compiled = nullptr;
+  // A text of the plain shape is parsed a resource at a time (decl/pieces.hh);
+  // false: always whole. What comes of it is the same either way — the tests and
+  // the fuzz target compare the two.
+  bool inPieces = true;
 };
 
 [[nodiscard]] Declaration parseDeclaration(std::string_view text, const std::string& source,

@@ -93,6 +93,17 @@ decl::ParseOptions options() {
   return o;
 }
 
+// The compiled form of what `in` parses to, or the error it gets.
+std::string outcomeOf(std::string_view in, bool inPieces) {
+  auto o = options();
+  o.inPieces = inPieces;
+  try {
+    return decl::compileDeclaration(decl::parseDeclaration(in, "fuzz.toml", o));
+  } catch (const Error& e) {
+    return std::string("error: ") + e.what();
+  }
+}
+
 bool parseDecl(std::string_view in) {
   try {
     auto d = decl::parseDeclaration(in, "fuzz.toml", options());
@@ -101,10 +112,13 @@ bool parseDecl(std::string_view in) {
     auto back = decl::loadCompiled(form, d.digest, options());
     if (!back) fail("a parsed declaration's compiled form does not load");
     if (back->resources.size() != d.resources.size()) fail("the compiled form lost resources");
-    return true;
   } catch (const Error&) {
-    return false;
   }
+  // Parsed a resource at a time or whole, the same declaration or the same error.
+  const std::string pieces = outcomeOf(in, true);
+  if (pieces != outcomeOf(in, false))
+    fail("parsed a resource at a time, the declaration is not what it is parsed whole");
+  return !pieces.starts_with("error: ");
 }
 
 std::vector<std::string> declSeeds() {

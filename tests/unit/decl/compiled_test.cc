@@ -216,5 +216,29 @@ TEST(Compiled, TheKeyCoversTheTextTheOptionsAndThisBinary) {
   EXPECT_GT(binaryIdentity().size(), std::string("mesh-host " MESH_HOST_VERSION " ").size() + 16);
 }
 
+// Written to a sink, the form comes in pieces of about 1 MiB, never whole, and is
+// the very form compiled whole; asked only its size, it says the same size.
+TEST(Compiled, WrittenToASinkItComesInPiecesAndIsTheFormWhole) {
+  std::string text;
+  for (int i = 0; i < 9000; ++i)
+    text += fmt::format("[module.m.file.f{}]\npath = \"/srv/f{}\"\ncontent = \"{}\"\n", i, i,
+                        std::string(200, 'x'));
+  const auto d = parse(text);
+  const std::string whole = compileDeclaration(d);
+  ASSERT_GT(whole.size(), size_t{2} << 20);
+  std::string joined;
+  size_t pieces = 0, largest = 0;
+  const size_t size = compileDeclaration(d, [&](std::string_view piece) {
+    joined.append(piece);
+    ++pieces;
+    largest = std::max(largest, piece.size());
+  });
+  EXPECT_EQ(joined, whole);
+  EXPECT_EQ(size, whole.size());
+  EXPECT_EQ(compileDeclaration(d, {}), whole.size());
+  EXPECT_GE(pieces, 3u);
+  EXPECT_LE(largest, (size_t{1} << 20) + 4096);
+}
+
 }  // namespace
 }  // namespace mesh::decl::test
