@@ -9,11 +9,6 @@ namespace mesh::decl {
 
 namespace {
 
-bool isBare(char c) {
-  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' ||
-         c == '-';
-}
-
 class Scan {
  public:
   Scan(std::string_view text, int limit, std::vector<size_t>* headers)
@@ -155,8 +150,8 @@ class Scan {
       const char c = t_[i_];
       if (c == '"' || c == '\'') {
         i_ = endOfTomlString(t_, i_);
-      } else if (isBare(c)) {
-        while (i_ < t_.size() && isBare(t_[i_])) ++i_;
+      } else if (isBareKeyChar(c)) {
+        while (i_ < t_.size() && isBareKeyChar(t_[i_])) ++i_;
       } else {
         break;
       }

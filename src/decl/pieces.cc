@@ -4,14 +4,11 @@
 #include <string_view>
 #include <unordered_set>
 
+#include "decl/toml_lex.hh"
+
 namespace mesh::decl {
 
 namespace {
-
-bool isBare(char c) {
-  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' ||
-         c == '-';
-}
 
 // The plain header at `at`: "[module.<bare>.<bare>.<bare>]" at a line's start, then only spaces,
 // tabs or a comment to the line's end. Returns what is between the brackets; empty: not plain.
@@ -22,7 +19,7 @@ std::string_view plainHeader(std::string_view text, size_t at) {
   size_t i = at + lead.size();
   for (int part = 0; part < 3; ++part) {
     const size_t start = i;
-    while (i < text.size() && isBare(text[i])) ++i;
+    while (i < text.size() && isBareKeyChar(text[i])) ++i;
     if (i == start || i >= text.size()) return {};
     if (part < 2 && text[i++] != '.') return {};
   }

@@ -12,6 +12,12 @@
 
 namespace mesh::decl {
 
+// A character of a bare key: A-Z a-z 0-9 _ -.
+[[nodiscard]] constexpr bool isBareKeyChar(char c) {
+  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' ||
+         c == '-';
+}
+
 // The index just after the string that opens at `i` with the quote `q` (a basic "…"
 // with escapes, or a literal '…'; single- or multi-line, by a triple quote). A
 // single-line string never closed ends at its line's end; any string at the text's.
