@@ -109,6 +109,12 @@ void ServiceWatch::reportLocked() {
     if (w.checked()) health[w.id] = {t.health, t.reason, t.runSinceUs < 0 ? 0 : t.runSinceUs};
   }
   if (o_.noteHealth && health != noted_) {
+    if (health.empty())
+      apply::clearHealthNote(o_.stateDir);
+    else
+      apply::noteHealth(o_.stateDir, {static_cast<int64_t>(::getpid()), unixNowMs(), health});
+    // Logged and kept once written: a note that could not be (a full disk) is tried
+    // again next turn, and its change still logged then.
     for (const auto& [id, h] : health)
       if (auto it = noted_.find(id);
           (it == noted_.end() || it->second.health != h.health) && !h.health.empty())
@@ -117,15 +123,12 @@ void ServiceWatch::reportLocked() {
             fmt::format("{}: {}{}", id, h.health, h.reason.empty() ? "" : " (" + h.reason + ")"),
             {{"id", id}, {"health", h.health}});
     noted_ = health;
-    if (health.empty())
-      apply::clearHealthNote(o_.stateDir);
-    else
-      apply::noteHealth(o_.stateDir, {static_cast<int64_t>(::getpid()), unixNowMs(), health});
   }
   if (reportedOnce_ && now == reported_) return;
-  reported_ = now;
+  // Kept as reported once handed over: what onChange could not take, it is handed again.
+  if (onChange_) onChange_(now);
+  reported_ = std::move(now);
   reportedOnce_ = true;
-  if (onChange_) onChange_(reported_);
 }
 
 void ServiceWatch::loop() {
@@ -138,30 +141,47 @@ void ServiceWatch::loop() {
       if (w.probe && tracks_[w.id].running) until = std::min(until, tracks_[w.id].due);
     wake_.wait_until(lock, until, [&] { return stopping_; });
     if (stopping_) break;
-    auto now = WatchClock::now();
-    if (now >= nextLook) {
-      if (o_.lookAlways || std::any_of(services_.begin(), services_.end(),
-                                       [](const WatchedService& w) { return w.checked(); }))
-        lookLocked(now);
-      nextLook = now + kLookEvery;
+    // A turn that fails (the health note on a full disk, the fleet status refused) is
+    // logged once and the watch goes on: ended, it would never look at the services
+    // or run a check again while the agent lives.
+    try {
+      turn(lock, nextLook);
+      turnError_.clear();
+    } catch (const std::exception& e) {
+      if (!lock.owns_lock()) lock.lock();
+      if (turnError_ != e.what())
+        log_.log(Level::Warning, std::string("the look at the services failed, tried again in ") +
+                                     std::to_string(kLookEvery.count()) + " s: " + e.what());
+      turnError_ = e.what();
+      nextLook = std::min(nextLook, WatchClock::now() + kLookEvery);
     }
-    // The checks due, each run without the lock (a cycle's refresh does not wait for one).
-    for (size_t k = 0; k < services_.size() && !stopping_; ++k) {
-      const WatchedService w = services_[k];
-      auto& t = tracks_[w.id];
-      if (!w.probe || !t.running || t.due > now) continue;
-      const int64_t run = t.runSinceUs;
-      t.due = now + w.interval;  // not again before it is done
-      lock.unlock();
-      const ProbeResult r = runProbe(*w.probe);
-      lock.lock();
-      now = WatchClock::now();
-      if (auto it = tracks_.find(w.id);
-          it != tracks_.end() && k < services_.size() && services_[k].id == w.id)
-        checked(it->second, w, run, r, now);
-    }
-    reportLocked();
   }
+}
+
+void ServiceWatch::turn(std::unique_lock<std::mutex>& lock, WatchClock::time_point& nextLook) {
+  auto now = WatchClock::now();
+  if (now >= nextLook) {
+    if (o_.lookAlways || std::any_of(services_.begin(), services_.end(),
+                                     [](const WatchedService& w) { return w.checked(); }))
+      lookLocked(now);
+    nextLook = now + kLookEvery;
+  }
+  // The checks due, each run without the lock (a cycle's refresh does not wait for one).
+  for (size_t k = 0; k < services_.size() && !stopping_; ++k) {
+    const WatchedService w = services_[k];
+    auto& t = tracks_[w.id];
+    if (!w.probe || !t.running || t.due > now) continue;
+    const int64_t run = t.runSinceUs;
+    t.due = now + w.interval;  // not again before it is done
+    lock.unlock();
+    const ProbeResult r = runProbe(*w.probe);
+    lock.lock();
+    now = WatchClock::now();
+    if (auto it = tracks_.find(w.id);
+        it != tracks_.end() && k < services_.size() && services_[k].id == w.id)
+      checked(it->second, w, run, r, now);
+  }
+  reportLocked();
 }
 
 }  // namespace mesh::agent

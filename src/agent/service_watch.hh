@@ -55,6 +55,9 @@ class ServiceWatch {
 
  private:
   void loop();
+  // One turn of the loop: the look and the checks due, then the report; under mutex_
+  // (`lock`), let go of while a check runs.
+  void turn(std::unique_lock<std::mutex>& lock, WatchClock::time_point& nextLook);
   // Observes every watched service; under mutex_.
   void lookLocked(WatchClock::time_point now);
   // Hands the services to onChange (and the note) when they changed; under mutex_.
@@ -68,6 +71,7 @@ class ServiceWatch {
   bool stopping_ = false;
   std::unique_ptr<supervise::Supervisor> supervisor_;
   std::string supervisorError_;  // logged once
+  std::string turnError_;        // the same: a turn that failed, the watch goes on
   std::vector<WatchedService> services_;
   std::vector<WatchedService> expected_;  // the next cycle's
   std::map<std::string, HealthTrack> tracks_;

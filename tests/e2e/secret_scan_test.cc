@@ -148,8 +148,13 @@ TEST_F(SecretScan, NoSecretInAnyOutputOrFile) {
   Result dump = runCommand({"sqlite3", stateDir() + "/state.db", ".dump"});
   ASSERT_EQ(dump.code, 0) << dump.err;
   captured.push_back(dump.out);
-  // The declaration is stored as a generation, with only the ciphertext in it.
-  EXPECT_NE(dump.out.find(sealed), std::string::npos) << "no generation holds the declaration";
+  // The declaration is stored as a generation, with only the ciphertext in it (its text
+  // a BLOB value, which .dump shows in hex: read as text).
+  Result texts = runCommand(
+      {"sqlite3", stateDir() + "/state.db", "SELECT CAST(text AS TEXT) FROM generation_texts"});
+  ASSERT_EQ(texts.code, 0) << texts.err;
+  captured.push_back(texts.out);
+  EXPECT_NE(texts.out.find(sealed), std::string::npos) << "no generation holds the declaration";
 
   // Every file under the test's directory, except the secrets' sources and their
   // targets, in raw bytes: state.db and its WAL, the supervisor's log, metrics, …
