@@ -234,10 +234,6 @@ void Walker::kind(const std::string& module, Kind kind, const toml::table& table
   }
 }
 
-}  // namespace
-
-namespace {
-
 // What the walk over the TOML produced, before the checks across resources.
 struct Walked {
   Diagnostics diags;
@@ -307,10 +303,6 @@ Walked walkWhole(std::string_view text, const std::string& source, const ParseOp
   out.emptyPos = walker.emptyPos();
   return out;
 }
-
-}  // namespace
-
-namespace {
 
 // The declaration of `text`, its text left for the caller to give it.
 Declaration parseWithoutText(std::string_view text, const std::string& source,
