@@ -19,7 +19,7 @@ CLI::Option* addEtcdOption(CLI::App& cmd, std::vector<std::string>& etcd, const 
                       ": the client URL of an etcd member (http://host:2379), or of each member "
                       "of a cluster, comma-separated or with --etcd repeated; a node uses one "
                       "member and moves to another when it fails")
-      ->option_text("URL[,URL…]")
+      ->option_text("URL[,URL...]")
       ->allow_extra_args(false);
 }
 

@@ -14,7 +14,7 @@
 
 namespace mesh::cli {
 
-// --etcd URL[,URL…], repeatable (etcdctl's --endpoints): the client URLs of one etcd
+// --etcd URL[,URL...], repeatable (etcdctl's --endpoints): the client URLs of one etcd
 // cluster's members; `what` says what the command does with it.
 CLI::Option* addEtcdOption(CLI::App& cmd, std::vector<std::string>& etcd, const std::string& what);
 // The --etcd values as one comma-separated list, each URL checked (http:// or https://,
