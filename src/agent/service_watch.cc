@@ -109,19 +109,20 @@ void ServiceWatch::reportLocked() {
     if (w.checked()) health[w.id] = {t.health, t.reason, t.runSinceUs < 0 ? 0 : t.runSinceUs};
   }
   if (o_.noteHealth && health != noted_) {
-    if (health.empty())
-      apply::clearHealthNote(o_.stateDir);
-    else
-      apply::noteHealth(o_.stateDir, {static_cast<int64_t>(::getpid()), unixNowMs(), health});
-    // Logged and kept once written: a note that could not be (a full disk) is tried
-    // again next turn, and its change still logged then.
     for (const auto& [id, h] : health)
-      if (auto it = noted_.find(id);
-          (it == noted_.end() || it->second.health != h.health) && !h.health.empty())
+      if (auto it = logged_.find(id);
+          (it == logged_.end() || it->second.health != h.health) && !h.health.empty())
         log_.log(
             h.health == "unhealthy" ? Level::Warning : Level::Info,
             fmt::format("{}: {}{}", id, h.health, h.reason.empty() ? "" : " (" + h.reason + ")"),
             {{"id", id}, {"health", h.health}});
+    logged_ = health;
+    if (health.empty())
+      apply::clearHealthNote(o_.stateDir);
+    else
+      apply::noteHealth(o_.stateDir, {static_cast<int64_t>(::getpid()), unixNowMs(), health});
+    // Kept as noted once written: a note that could not be (a full disk) is written
+    // again next turn; each change was logged above, once.
     noted_ = health;
   }
   if (reportedOnce_ && now == reported_) return;

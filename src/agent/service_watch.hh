@@ -78,7 +78,8 @@ class ServiceWatch {
   std::map<std::string, supervise::ServiceState> states_;
   std::vector<fleet::NodeStatus::Service> reported_;
   bool reportedOnce_ = false;
-  std::map<std::string, apply::HealthSeen> noted_;
+  std::map<std::string, apply::HealthSeen> noted_;   // written in the note
+  std::map<std::string, apply::HealthSeen> logged_;  // logged (the note may have failed)
   std::thread thread_;
 };
 

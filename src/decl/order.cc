@@ -160,10 +160,10 @@ void reportCycle(std::vector<size_t> component, const Graph& graph,
 }  // namespace
 
 void inTextualOrder(Drafts& drafts) {
-  std::vector<uint32_t> order(drafts.size());
-  for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
   const auto& r = drafts.resources;
   if (std::is_sorted(r.begin(), r.end(), textually)) return;  // read a piece at a time
+  std::vector<uint32_t> order(drafts.size());
+  for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
   std::stable_sort(order.begin(), order.end(),
                    [&](uint32_t a, uint32_t b) { return textually(r[a], r[b]); });
   std::vector<uint32_t> again = order;

@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include "util/fd.hh"
+
 namespace mesh::state {
 
 namespace {
@@ -95,15 +97,11 @@ Query& Query::bindBlob(std::string_view bytes) {
 }
 
 void Db::fillBlob(const char* table, const char* column, int64_t rowid, size_t size,
-                  const std::function<size_t(const std::function<void(std::string_view)>&)>& write,
-                  std::string_view purpose) {
+                  const FormWriter& write, std::string_view purpose) {
   sqlite3_blob* blob = nullptr;
   const int opened = sqlite3_blob_open(db_, "main", table, column, rowid, 1, &blob);
   // Closed before the caller commits, which an open handle would hold up.
-  struct Close {
-    sqlite3_blob*& b;
-    ~Close() { sqlite3_blob_close(b); }
-  } close{blob};
+  Finally close([&] { sqlite3_blob_close(blob); });
   if (opened != SQLITE_OK) fail(opened, purpose);
   size_t at = 0;
   auto sink = [&](std::string_view piece) {

@@ -10,6 +10,7 @@
 #include <string>
 #include <string_view>
 
+#include "util/compiled_cache.hh"
 #include "util/error.hh"
 
 namespace mesh::state {
@@ -48,8 +49,7 @@ class Db {
   // I/O: bound whole instead, SQLite copies a value and then builds a record of
   // the copy, two more of it in memory. Fails when `write` writes other than `size`.
   void fillBlob(const char* table, const char* column, int64_t rowid, size_t size,
-                const std::function<size_t(const std::function<void(std::string_view)>&)>& write,
-                std::string_view purpose);
+                const FormWriter& write, std::string_view purpose);
 
   // Throws the SqliteError for result code rc while `purpose` was being done,
   // or, for SQLITE_CORRUPT once onCorrupt is set, whatever that throws.
