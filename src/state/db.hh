@@ -67,6 +67,14 @@ class Db {
   CorruptHandler onCorrupt_;
 };
 
+// A FormWriter of bytes held whole (Db::fillBlob's writer for a value already in memory).
+inline FormWriter writerOf(std::string_view bytes) {
+  return [bytes](const std::function<void(std::string_view)>& sink) {
+    if (sink) sink(bytes);
+    return bytes.size();
+  };
+}
+
 class Query;
 
 // A prepared statement, kept for the life of the store so hot paths skip parsing.

@@ -1,7 +1,6 @@
 // The compiled_declaration table: the one compiled declaration kept (decl/compiled.hh),
 // read without a lock and without a write (immutable mode), a piece at a time; and
 // the cache the declaration loader uses over it (state/compiled_cache.hh).
-#include <algorithm>
 #include <climits>
 #include <optional>
 #include <string>
@@ -80,10 +79,7 @@ std::optional<std::string> Store::peekCompiledDeclaration(const std::string& sta
 }
 
 void Store::putCompiledDeclaration(const std::string& key, std::string_view form) {
-  putCompiledDeclaration(key, [form](const std::function<void(std::string_view)>& sink) {
-    if (sink) sink(form);
-    return form.size();
-  });
+  putCompiledDeclaration(key, writerOf(form));
 }
 
 void Store::putCompiledDeclaration(const std::string& key, const FormWriter& write) {

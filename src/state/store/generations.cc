@@ -2,10 +2,8 @@
 // its text (what a rollback applies again), when and from where, and its serial
 // (the replay guard).
 #include <climits>
-#include <functional>
 #include <optional>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "state/store.hh"
@@ -62,15 +60,7 @@ int64_t Store::recordGeneration(const std::string& digest, const std::string& te
   Stmt t(impl_->db, "INSERT INTO generation_texts (generation, text) VALUES (?, zeroblob(?))",
          kSaving);
   t.start().bind(added).bind(static_cast<int64_t>(text.size())).run();
-  impl_->db.fillBlob(
-      "generation_texts", "text", added, text.size(),
-      [&](const std::function<void(std::string_view)>& sink) {
-        constexpr size_t kPiece = size_t{1} << 20;
-        for (size_t at = 0; sink && at < text.size(); at += kPiece)
-          sink(std::string_view(text).substr(at, kPiece));
-        return text.size();
-      },
-      kSaving);
+  impl_->db.fillBlob("generation_texts", "text", added, text.size(), writerOf(text), kSaving);
   if (txn) txn->commit();
   return added;
 }
