@@ -30,6 +30,10 @@ struct Run {
   std::string invocationId;  // 32 hex digits; "" unknown
   uint32_t mainPid = 0;      // its ExecMainPID; 0 unknown
   uint64_t sinceUs = 0;      // realtime µs before its start job was asked for
+  // The unit's NRestarts its run counts from: a Restart= since the job makes it more
+  // (systemd starts the count again at a start, unless the unit was waiting to be
+  // restarted then).
+  uint32_t restartsBase = 0;
 };
 
 // The last non-empty MESSAGE `run` of `unit` wrote, read from the journal files

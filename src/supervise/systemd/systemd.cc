@@ -204,9 +204,24 @@ class SystemdSupervisor final : public Supervisor {
     // Held by its start limit, systemd refuses the job: mesh-host starts it only
     // for a cause (a changed declaration, a restart-on), which is a reset too.
     if (startLimitHit(name)) bus_->resetFailedUnit(name);
+    const uint32_t restartsBase = restartsBefore(name);
     const uint64_t sinceUs = realtimeUs();
     runJob(verb, method, name, sinceUs);
-    launchedNow(name, sinceUs);
+    launchedNow(name, sinceUs, restartsBase);
+  }
+
+  // What NRestarts counts from once a start job is done, read before the job: read
+  // after it, a run that ended at once and was restarted already (Restart=,
+  // RestartSec=0) would look like the run started. systemd starts the count again
+  // at a start (or restart) unless the unit is waiting to be restarted by Restart=.
+  uint32_t restartsBefore(const std::string& name) {
+    try {
+      const std::string path = bus_->loadUnit(name);
+      if (bus_->getString(path, "Unit", "SubState") != "auto-restart") return 0;
+      return bus_->getU32(path, "Service", "NRestarts");
+    } catch (const BusError&) {
+      return 0;  // the start itself will say what is wrong
+    }
   }
 
   bool startLimitHit(const std::string& name) {
@@ -223,9 +238,10 @@ class SystemdSupervisor final : public Supervisor {
   // process, and when it was asked for. No more than that on the success path: the
   // journal's other key, the invocation id, is read only when it failed
   // (outputOf).
-  void launchedNow(const std::string& name, uint64_t sinceUs) {
+  void launchedNow(const std::string& name, uint64_t sinceUs, uint32_t restartsBase) {
     sdjournal::Run run;
     run.sinceUs = sinceUs;
+    run.restartsBase = restartsBase;
     bool windowless = false;  // Type=notify or oneshot
     try {
       const std::string path = bus_->loadUnit(name);
@@ -246,18 +262,27 @@ class SystemdSupervisor final : public Supervisor {
   // process; else why not, with its last line of output when the journal has it.
   std::string stayedUp(const std::string& name, const sdjournal::Run& run) {
     std::string path, active, sub;
-    uint32_t pid = 0;
+    uint32_t pid = 0, restarts = 0;
     try {
       path = bus_->loadUnit(name);
       active = bus_->getString(path, "Unit", "ActiveState");
       sub = bus_->getString(path, "Unit", "SubState");
       pid = bus_->getU32(path, "Service", "MainPID");
+      restarts = bus_->getU32(path, "Service", "NRestarts");
     } catch (const BusError&) {
       return notSettled("it stopped", lastLine(name, run)) + seeJournal(name);
     }
-    if (active == "active" && sub != "auto-restart" && (run.mainPid == 0 || pid == run.mainPid))
+    // A run that ended at once and was restarted before launchedNow read its pid left
+    // it the pid of the next run: the same pid now, but a count one more.
+    const bool pidOfTheNext = pid == run.mainPid && restarts > run.restartsBase;
+    if (active == "active" && sub != "auto-restart" && (run.mainPid == 0 || pid == run.mainPid) &&
+        !pidOfTheNext)
       return {};
-    const sdjournal::Run started = outputOf(path, run);
+    // Of the run started: not the next run's pid or invocation, but the first exit
+    // since the job was asked for.
+    sdjournal::Run firstExit;
+    firstExit.sinceUs = run.sinceUs;
+    const sdjournal::Run started = pidOfTheNext ? firstExit : outputOf(path, run);
     std::string why =
         notSettled(describeExit(exitOf(name, path, started)), lastLine(name, started));
     if (active == "active" && sub != "auto-restart")
