@@ -5,6 +5,7 @@
 
 #include <utility>
 
+#include "apply/look_ahead.hh"
 #include "apply/originals.hh"
 #include "state/state_dir.hh"
 #include "supervise/fault.hh"
@@ -59,6 +60,31 @@ void Context::removeCreated(const std::vector<std::string>& created) {
   if (created.empty()) return;
   forgetDirs();
   root_->removeCreated(created);
+}
+
+void Context::lookAhead(const std::vector<decl::Resource>& resources) {
+  stopLookingAhead();
+  size_t files = 0;
+  for (const auto& r : resources) files += LookAhead::looksAt(r) ? 1 : 0;
+  if (files < LookAhead::kFewest) return;
+  try {
+    if (!root_) root_ = std::make_unique<Beneath>(settings_.root, "");
+  } catch (const Error&) {  // no root: each resource says so in turn
+    return;
+  }
+  ahead_ = std::make_unique<LookAhead>(*root_, resources);
+}
+
+void Context::stopLookingAhead() {
+  ahead_.reset();
+}
+
+std::optional<Fingerprint> Context::lookedAhead(const decl::Resource& r) {
+  if (!ahead_) return std::nullopt;
+  // Where place() sweeps, or a plan counts something removed, every path is
+  // placed and looked at in turn.
+  if ((sweep_ && applying()) || (planning() && !planRemoved_.empty())) return std::nullopt;
+  return ahead_->take(r);
 }
 
 std::optional<struct stat> Context::look(const Place& p) {

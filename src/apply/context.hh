@@ -21,6 +21,7 @@
 
 #include "apply/restart_permit.hh"
 #include "blob/blob_source.hh"
+#include "decl/model.hh"
 #include "state/store/retention.hh"
 #include "supervise/counting.hh"
 #include "supervise/supervisor.hh"
@@ -29,11 +30,13 @@
 #include "util/beneath.hh"
 #include "util/faults.hh"
 #include "util/fd.hh"
+#include "util/fs.hh"
 #include "util/write_batch.hh"
 
 namespace mesh::apply {
 
 class Originals;  // apply/originals.hh
+class LookAhead;  // apply/look_ahead.hh
 
 struct Settings {
   std::string root = "/";  // every declared absolute path lives under it
@@ -98,6 +101,7 @@ class Context {
   // changes anything, and a cycle that changes nothing does not pay for it).
   void setBeforeAnyChange(std::function<void()> hook) { beforeAnyChange_ = std::move(hook); }
   void beforeAnyChange() {
+    if (ahead_) stopLookingAhead();  // what it took may not hold after an act
     if (!beforeAnyChange_) return;
     beforeAnyChange_();  // kept until it passes: a failed check fails every act
     beforeAnyChange_ = nullptr;
@@ -126,6 +130,15 @@ class Context {
   std::optional<struct stat> lstatDeclared(const std::string& declared) {
     return look(place(declared));
   }
+  // The cycle's files looked at ahead of it, on a second thread
+  // (apply/look_ahead.hh): started by the cycle before its resources (when
+  // there are enough files to be worth it), stopped at its first act and at
+  // its end. lookedAhead(r): the fingerprint of what is at r's path, taken
+  // ahead, when one was and it may stand for a look now; a caller uses it only
+  // to find nothing to do, and looks (place, look) otherwise.
+  void lookAhead(const std::vector<decl::Resource>& resources);
+  void stopLookingAhead();
+  std::optional<Fingerprint> lookedAhead(const decl::Resource& r);
   // Planning: `declared` would have been removed by now (an object of another
   // kind that this cycle replaces), so what follows is planned as on an empty path.
   void planRemoved(const std::string& declared) { planRemoved_.insert(declared); }
@@ -229,6 +242,7 @@ class Context {
   const std::atomic<bool>* stop_ = nullptr;
   std::function<void()> beforeAnyChange_;
   std::unique_ptr<Beneath> root_;
+  std::unique_ptr<LookAhead> ahead_;  // after root_: it looks beneath it
   std::unique_ptr<Beneath> stateDir_;
   std::unique_ptr<Originals> originals_;
   std::unordered_map<std::string, Fd> dirs_;  // parent (relative to the root) → open dir

@@ -52,6 +52,9 @@ class Cycle {
     // crash point under test) are dropped: their temp files go, nothing moves.
     Finally dropStaged([this] { ctx_.dropWritesFrom(0); });
     settlement_.reserve(decl_.resources.size());
+    // Its files looked at ahead, on another core, until its first act.
+    ctx_.lookAhead(decl_.resources);
+    Finally endLookAhead([this] { ctx_.stopLookingAhead(); });
     size_t done = 0;
     for (const auto& r : decl_.resources) {
       if (ctx_.stopRequested()) break;

@@ -37,19 +37,25 @@ Decision reconcileContentFile(Step& step, const decl::Resource& r, const Attribu
   Context& ctx = step.ctx();
   const std::string& declaredPath = r.path();
   const Ownership ids = resolveOwnership(ctx, attrs);
+  // Fast path: nothing has written the file since we recorded it — its
+  // fingerprint is the one recorded, taken ahead (apply/look_ahead.hh) or now.
+  const auto asRecorded = [&](const Fingerprint& now) {
+    return S_ISREG(now.mode) && rec && want.is(rec->wrote) &&
+           ContentObserved::holds(rec->observed, now, content.digest);
+  };
+  const auto unchanged = [] {
+    Decision o = Decision::unchanged();
+    o.observedAsRecorded = true;
+    return o;
+  };
+  if (const auto ahead = ctx.lookedAhead(r); ahead && asRecorded(*ahead)) return unchanged();
   const auto place = ctx.place(declaredPath);
   const auto st = ctx.look(place);
 
   std::string drift;
   std::optional<Fd> old;  // the file there now, opened without following a link
   if (st && S_ISREG(st->st_mode)) {
-    // Fast path: nothing has written the file since we recorded it.
-    if (rec && want.is(rec->wrote) &&
-        ContentObserved::holds(rec->observed, Fingerprint::of(*st), content.digest)) {
-      Decision o = Decision::unchanged();
-      o.observedAsRecorded = true;
-      return o;
-    }
+    if (asRecorded(Fingerprint::of(*st))) return unchanged();
     old = openFileAt(place.dir, place.name, declaredPath);
     const std::string held = old ? content.digestOfFile(old->get(), declaredPath) : std::string();
     if (held != content.digest)
