@@ -13,6 +13,12 @@
 #        MESH_BENCH_BIN (another mesh-host binary to measure instead),
 #        MESH_BENCH_BASE (a second mesh-host run in the same rounds, e.g. a baseline:
 #        its medians and its ratio to the first printed after the table)
+# With BUILD_DIR/bench/mesh_bench_sync_strategies built, each round also times the
+# durable floor: a process that only creates the N files durably the way mesh-host
+# does — written under temp names, an fsync of each (16 threads), renamed, an fsync
+# of each directory — and nothing else (no declaration, no store). cf-agent's time
+# over the floor's is the most any tool that makes each file durable could reach
+# against it here; it is printed after the table.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
@@ -23,6 +29,8 @@ bin=${MESH_BENCH_BIN:-$PWD/$build/bin/mesh-host}
 runs=${MESH_BENCH_RUNS:-5}
 [ -x "$bin" ] || { echo "no $bin: run scripts/build first" >&2; exit 1; }
 cf=$(command -v cf-agent || true)
+floorbin=$PWD/$build/bench/mesh_bench_sync_strategies
+[ -x "$floorbin" ] || floorbin=""
 [ -n "$cf" ] || echo "cf-agent not found: 'apt-get install cfengine3' to compare (measuring mesh-host alone)" >&2
 
 work=$(mktemp -d "${MESH_BENCH_DIR:-/var/tmp}/mesh-bench-first.XXXXXX")
@@ -87,7 +95,7 @@ for n in "${sizes[@]}"; do
     mkdir -p "$work/n$n-d$d"
     gen "$n" "$d" "$work/n$n-d$d" "@ROOT@"
   done
-  declare -A mesh=() cfp=() cfw=() base=()
+  declare -A mesh=() cfp=() cfw=() base=() floor=()
   for r in $(seq "$runs"); do
     for d in "${shapes[@]}"; do
       dir=$work/n$n-d$d
@@ -100,6 +108,12 @@ for n in "${sizes[@]}"; do
       timed m "$bin" apply "$dir/decl.toml" --root "$dir/root.$r" --node bench
       grep -q "cycle 1: $n created" "$dir/out" || { echo "mesh-host did not create $n files:" >&2; tail -3 "$dir/out" >&2; exit 1; }
       mesh[$d]+=" ${m[0]}"
+      if [ -n "$floorbin" ]; then
+        mkdir -p "$dir/floor.$r"; sync
+        f=()
+        timed f "$floorbin" --only pool --keep --runs 1 --files "$n" --dirs "$d" --dir "$dir/floor.$r"
+        floor[$d]+=" ${f[0]}"
+      fi
       if [ -n "${MESH_BENCH_BASE:-}" ]; then
         mkdir -p "$dir/base.$r"; sync
         b=()
@@ -123,7 +137,7 @@ for n in "${sizes[@]}"; do
           if [ $how = pkg ]; then p=("${t[0]}"); cfp[$d]+=" ${t[0]}"; else w=("${t[0]}"); cfw[$d]+=" ${t[0]}"; fi
         done
       fi
-      echo "N=$n dirs=$d run $r: mesh-host ${m[0]} ms${MESH_BENCH_BASE:+, base ${b[0]:-} ms}${cf:+, cf-agent ${p[0]:-} ms (pkg), ${w[0]:-} ms (-w)}" >&2
+      echo "N=$n dirs=$d run $r: mesh-host ${m[0]} ms${floorbin:+, floor ${f[0]:-} ms}${MESH_BENCH_BASE:+, base ${b[0]:-} ms}${cf:+, cf-agent ${p[0]:-} ms (pkg), ${w[0]:-} ms (-w)}" >&2
     done
   done
   for d in "${shapes[@]}"; do
@@ -138,6 +152,21 @@ for n in "${sizes[@]}"; do
       printf '| %6s | %4s | %11.2f | %14s | %13s | %13s | %12s |\n' "$n" "$d" "$(echo "$m/1000" | bc -l)" - - - -
     fi
   done
+  if [ -n "$floorbin" ]; then
+    for d in "${shapes[@]}"; do
+      m=$(printf '%s\n' ${mesh[$d]} | median)
+      f=$(printf '%s\n' ${floor[$d]} | median)
+      printf 'N=%s dirs=%s: durable floor %.2f s (mesh-host %.2fx it)' "$n" "$d" \
+        "$(echo "$f/1000" | bc -l)" "$(echo "$m/$f" | bc -l)"
+      if [ -n "$cf" ]; then
+        p=$(printf '%s\n' ${cfp[$d]} | median)
+        w=$(printf '%s\n' ${cfw[$d]} | median)
+        printf '; cf-agent over the floor: %.1fx (pkg), %.1fx (-w)' \
+          "$(echo "$p/$f" | bc -l)" "$(echo "$w/$f" | bc -l)"
+      fi
+      echo
+    done
+  fi
   if [ -n "${MESH_BENCH_BASE:-}" ]; then
     for d in "${shapes[@]}"; do
       m=$(printf '%s\n' ${mesh[$d]} | median)
@@ -146,5 +175,5 @@ for n in "${sizes[@]}"; do
         "$MESH_BENCH_BASE" "$(echo "$b/1000" | bc -l)" "$(echo "$b/$m" | bc -l)"
     done
   fi
-  unset mesh cfp cfw base
+  unset mesh cfp cfw base floor
 done

@@ -5,6 +5,7 @@
 //
 //   mesh_bench_sync_strategies [--files N] [--dirs D] [--size BYTES] [--runs R]
 //                              [--dirty-mb M] [--dir DIR] [--threads T]
+//                              [--only NAME] [--keep]
 //
 // Each run stages N files of BYTES bytes spread over D directories under temp
 // names, then each strategy makes them durable and renames them into place:
@@ -17,7 +18,10 @@
 // With --dirty-mb, before every run a neighbour writes M MiB to a file on the same
 // file system and leaves it unwritten (Dirty in /proc/meminfo). Strategies are
 // interleaved run by run; the report is each one's median and range in ms, staging
-// and syncing together.
+// and syncing together. --only runs one strategy; --keep leaves the files made and
+// calls no sync(2) before a run (for a caller timing the whole process as the floor
+// of a durable first apply, in rounds where nothing is deleted before the end and
+// which sync before each process: bench/first_apply_vs_cfengine.sh).
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
@@ -52,6 +56,8 @@ struct Options {
   size_t dirtyMb = 0;
   size_t threads = 16;
   std::string dir = "/var/tmp";
+  std::string only;
+  bool keep = false;
 };
 
 void check(bool ok, const std::string& what) {
@@ -239,6 +245,10 @@ int main(int argc, char** argv) {
       o.threads = std::stoul(next());
     else if (a == "--dir")
       o.dir = next();
+    else if (a == "--only")
+      o.only = next();
+    else if (a == "--keep")
+      o.keep = true;
     else {
       fmt::print(stderr, "unknown option {}\n", a);
       return 2;
@@ -253,13 +263,20 @@ int main(int argc, char** argv) {
 #endif
       {"pool+early", true, viaPool, {}},
   };
+  if (!o.only.empty()) {
+    std::erase_if(all, [&](const Strategy& s) { return s.name != o.only; });
+    if (all.empty()) {
+      fmt::print(stderr, "no strategy {}\n", o.only);
+      return 2;
+    }
+  }
   const std::string root = fmt::format("{}/mesh-sync-bench.{}", o.dir, ::getpid());
   std::filesystem::create_directories(root);
   long dirtyBefore = 0;
   for (int run = 0; run < o.runs; ++run) {
     for (auto& s : all) {
       const std::string at = fmt::format("{}/r{}-{}", root, run, &s - all.data());
-      ::sync();  // nothing of earlier rounds pending
+      if (!o.keep) ::sync();  // nothing of earlier rounds pending (--keep: the caller's part)
       if (o.dirtyMb) dirtyNeighbour(root, o.dirtyMb);
       dirtyBefore = dirtyKb();
       const auto t0 = std::chrono::steady_clock::now();
@@ -268,10 +285,10 @@ int main(int argc, char** argv) {
       s.ms.push_back(
           std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
       closeAll(r);
-      std::filesystem::remove_all(at);
+      if (!o.keep) std::filesystem::remove_all(at);
     }
   }
-  std::filesystem::remove_all(root);
+  if (!o.keep) std::filesystem::remove_all(root);
   char host[256] = {};
   ::gethostname(host, sizeof host - 1);
   fmt::print(

@@ -56,6 +56,13 @@ const Fd* LookAhead::parentOf(std::string_view rel) {
 }
 
 void LookAhead::run() {
+  try {
+    lookInOrder();
+  } catch (...) {  // (out of memory) it stops: the cycle looks at the rest in turn
+  }
+}
+
+void LookAhead::lookInOrder() {
   const size_t n = resources_.size();
   size_t i = 0;
   while (i < n && !stop_.load(std::memory_order_relaxed)) {

@@ -73,6 +73,7 @@ class LookAhead {
     Fingerprint fingerprint;
   };
   void run();
+  void lookInOrder();
   const Fd* parentOf(std::string_view rel);
 
   const Beneath& root_;
