@@ -139,6 +139,8 @@ class Context {
   void lookAhead(const std::vector<decl::Resource>& resources);
   void stopLookingAhead();
   std::optional<Fingerprint> lookedAhead(const decl::Resource& r);
+  // The look-ahead running now, if any (for tests: how far it got).
+  const LookAhead* lookingAhead() const { return ahead_.get(); }
   // Planning: `declared` would have been removed by now (an object of another
   // kind that this cycle replaces), so what follows is planned as on an empty path.
   void planRemoved(const std::string& declared) { planRemoved_.insert(declared); }

@@ -6,6 +6,8 @@ namespace mesh::apply {
 
 namespace {
 
+// Closer ahead of the cycle than this, it starts again kLead further on.
+constexpr size_t kNear = 2;
 // Parents held open at once, at most: a declaration spread over very many
 // directories reopens some (as Context::place does).
 constexpr size_t kParentsHeld = 256;
@@ -34,7 +36,7 @@ std::optional<Fingerprint> LookAhead::take(const decl::Resource& r) {
   const size_t i = static_cast<size_t>(&r - first);
   // Published before the slot is read: the thread writes no slot of index
   // i + kWindow or beyond from now on, so slot i stays as it is read.
-  at_.store(i);
+  at_.store(i + 1);
   at_.notify_one();
   const Slot& s = slots_[i % kWindow];
   if (s.taken.load(std::memory_order_acquire) != i + 1) return std::nullopt;
@@ -67,9 +69,14 @@ void LookAhead::lookInOrder() {
   size_t i = 0;
   while (i < n && !stop_.load(std::memory_order_relaxed)) {
     const size_t at = at_.load();
-    if (i < at) i = at;  // the cycle is there already: looking is no use
+    // The cycle at index at - 1 (not started: at 0). Where it is or has been,
+    // looking is no use, and just ahead of it, looking races it look for look:
+    // both would lstat the same files. Start again a little further on.
+    const size_t cycle = at == 0 ? 0 : at - 1;
+    if (at > 0 && i < cycle + kNear) i = cycle + kLead;
     if (i >= n) break;
-    if (i >= at + kWindow) {
+    // Its slot is free once the cycle is past the index kWindow before it.
+    if (i >= cycle + kWindow) {
       at_.wait(at);  // until the cycle moves on (or stop)
       continue;
     }

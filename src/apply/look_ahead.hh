@@ -45,6 +45,8 @@ class LookAhead {
   // How far ahead of the cycle it may be, in resources (a fixed ring: memory
   // does not grow with the declaration).
   static constexpr size_t kWindow = 4096;
+  // How far ahead of the cycle it starts again once the cycle caught it up.
+  static constexpr size_t kLead = 64;
   // Fewer files than this are not worth a thread.
   static constexpr size_t kFewest = 256;
 
@@ -79,7 +81,7 @@ class LookAhead {
   const Beneath& root_;
   const std::span<const decl::Resource> resources_;
   std::unique_ptr<Slot[]> slots_;
-  std::atomic<size_t> at_{0};  // where the cycle is
+  std::atomic<size_t> at_{0};  // the index the cycle is at, + 1; 0 before its first
   std::atomic<bool> stop_{false};
   std::atomic<size_t> looked_{0};
   // The thread's own: parents opened so far (bounded; an Fd of -1 for one

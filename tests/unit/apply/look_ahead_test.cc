@@ -133,15 +133,21 @@ TEST_F(ContextLookAhead, NothingTakenIsHandedOutOnceTheCycleHasActed) {
   Settings s;
   s.root = tmp.path;
   Context ctx(s);
+  const auto lookedAtAll = [&] {
+    return ctx.lookingAhead() && ctx.lookingAhead()->looked() == resources.size();
+  };
   ctx.lookAhead(resources);
   const auto& last = resources.back();
-  ASSERT_TRUE(eventually([&] { return ctx.lookedAhead(last).has_value(); }));
+  ASSERT_TRUE(eventually(lookedAtAll));
+  EXPECT_TRUE(ctx.lookedAhead(last));
   bool acted = false;
   ctx.changeOwingNothing([&] { acted = true; });
   ASSERT_TRUE(acted);
+  EXPECT_FALSE(ctx.lookingAhead());
   EXPECT_FALSE(ctx.lookedAhead(last));
   ctx.lookAhead(resources);  // the next cycle looks ahead again
-  EXPECT_TRUE(eventually([&] { return ctx.lookedAhead(last).has_value(); }));
+  ASSERT_TRUE(eventually(lookedAtAll));
+  EXPECT_TRUE(ctx.lookedAhead(last));
 }
 
 TEST_F(ContextLookAhead, FewFilesAreNotWorthAThread) {
@@ -150,6 +156,7 @@ TEST_F(ContextLookAhead, FewFilesAreNotWorthAThread) {
   s.root = tmp.path;
   Context ctx(s);
   ctx.lookAhead(resources);
+  EXPECT_FALSE(ctx.lookingAhead());
   for (const auto& r : resources) EXPECT_FALSE(ctx.lookedAhead(r)) << r.path();
 }
 
@@ -160,8 +167,10 @@ TEST_F(ContextLookAhead, APlanThatCountsSomethingRemovedLooksInTurn) {
   s.plan = true;
   Context ctx(s);
   ctx.lookAhead(resources);
+  ASSERT_TRUE(eventually(
+      [&] { return ctx.lookingAhead() && ctx.lookingAhead()->looked() == resources.size(); }));
   const auto& last = resources.back();
-  ASSERT_TRUE(eventually([&] { return ctx.lookedAhead(last).has_value(); }));
+  EXPECT_TRUE(ctx.lookedAhead(resources[resources.size() - 2]));
   ctx.planRemoved(resources[0].path());
   EXPECT_FALSE(ctx.lookedAhead(last));
 }
