@@ -11,6 +11,7 @@
 #include "supervise/fault.hh"
 #include "util/error.hh"
 #include "util/fs.hh"
+#include "util/open_files.hh"
 
 namespace mesh::apply {
 
@@ -30,9 +31,7 @@ Context::Place Context::place(const std::string& declared) {
     if (!root_) root_ = std::make_unique<Beneath>(settings_.root, "");
     auto fd = root_->openDir(key);
     if (!fd) return p;
-    // Bounded: a declaration spread over very many directories reopens some.
-    if (dirs_.size() >= 1024) dirs_.clear();
-    it = dirs_.emplace(key, std::move(*fd)).first;
+    it = keepDir(key, std::move(*fd));
   }
   p.dir = it->second;
   if (sweep_ && applying()) {
@@ -42,6 +41,14 @@ Context::Place Context::place(const std::string& declared) {
   return p;
 }
 
+std::unordered_map<std::string, Fd>::iterator Context::keepDir(const std::string& key, Fd fd) {
+  // Bounded, within the limit on open files (util/open_files.hh): a
+  // declaration spread over very many directories reopens some. (Only when a
+  // new one is kept: a place returned before stays valid while it is used.)
+  if (dirs_.size() >= openFilesShare(1024, 4)) dirs_.clear();
+  return dirs_.emplace(key, std::move(fd)).first;
+}
+
 Context::Place Context::makePlace(const std::string& declared, std::vector<std::string>* created,
                                   Beneath::Synced synced) {
   Place p = place(declared);
@@ -49,7 +56,7 @@ Context::Place Context::makePlace(const std::string& declared, std::vector<std::
   auto [parent, name] = splitParent(std::string_view(declared).substr(1));
   const std::string key(parent);
   std::vector<std::string> made;
-  p.dir = dirs_.emplace(key, root_->makeDirs(key, &made, synced)).first->second;
+  p.dir = keepDir(key, root_->makeDirs(key, &made, synced))->second;
   if (synced == Beneath::Synced::Later)
     for (const auto& dir : made) unsyncedParents_.emplace_back(splitParent(dir).first);
   if (created) created->insert(created->end(), made.begin(), made.end());

@@ -248,6 +248,7 @@ class Context {
   std::unique_ptr<Beneath> stateDir_;
   std::unique_ptr<Originals> originals_;
   std::unordered_map<std::string, Fd> dirs_;  // parent (relative to the root) → open dir
+  std::unordered_map<std::string, Fd>::iterator keepDir(const std::string& key, Fd fd);
   bool sweep_ = false;
   std::unordered_set<std::string> secretPaths_;
   std::unordered_set<std::string> planRemoved_;

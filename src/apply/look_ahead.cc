@@ -2,15 +2,19 @@
 
 #include <fcntl.h>
 
+#include "util/open_files.hh"
+
 namespace mesh::apply {
 
 namespace {
 
 // Closer ahead of the cycle than this, it starts again kLead further on.
 constexpr size_t kNear = 2;
-// Parents held open at once, at most: a declaration spread over very many
-// directories reopens some (as Context::place does).
-constexpr size_t kParentsHeld = 256;
+// Parents held open at once, at most (util/open_files.hh): a declaration
+// spread over very many directories reopens some (as Context::place does).
+size_t parentsHeld() {
+  return openFilesShare(256, 16);
+}
 
 }  // namespace
 
@@ -46,7 +50,7 @@ std::optional<Fingerprint> LookAhead::take(const decl::Resource& r) {
 const Fd* LookAhead::parentOf(std::string_view rel) {
   auto it = parents_.find(rel);
   if (it == parents_.end()) {
-    if (parents_.size() >= kParentsHeld) parents_.clear();
+    if (parents_.size() >= parentsHeld()) parents_.clear();
     std::optional<Fd> fd;
     try {
       fd = root_.openDir(rel);

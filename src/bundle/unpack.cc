@@ -17,6 +17,7 @@
 #include "util/faults.hh"
 #include "util/fd.hh"
 #include "util/fs.hh"
+#include "util/open_files.hh"
 #include "util/sync_many.hh"
 
 namespace mesh::bundle {
@@ -150,7 +151,9 @@ class DiskSink : public Sink {
   Fd file_;
   std::string filePath_;
   uint64_t fileEnd_ = 0;
-  SyncQueue syncs_;                  // at most 256 written and not yet synced are open
+  // At most 256 written and not yet synced are open, and an eighth of the
+  // limit on open files (util/open_files.hh).
+  SyncQueue syncs_{openFilesShare(256, 8)};
   std::vector<std::string> synced_;  // what each of its results is of
 };
 

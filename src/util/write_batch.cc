@@ -8,9 +8,16 @@
 
 #include "util/error.hh"
 #include "util/faults.hh"
+#include "util/open_files.hh"
 #include "util/sync_many.hh"
 
 namespace mesh {
+
+size_t WriteBatch::maxOpen() {
+  return openFilesShare(kMaxDirectories, 8);
+}
+
+WriteBatch::WriteBatch() : syncs_(maxOpen()) {}
 
 WriteBatch::~WriteBatch() {
   dropFrom(0);

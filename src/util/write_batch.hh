@@ -35,10 +35,13 @@ class WriteBatch {
  public:
   // Beyond either, the caller commits before staging more: a batch holds a
   // descriptor per directory, and its temp files are what a crash leaves behind.
+  // Directories: at most this, and an eighth of the limit on open files
+  // (util/open_files.hh); as many files are open while their fsyncs run.
   static constexpr size_t kMaxFiles = 1000;
   static constexpr size_t kMaxDirectories = 256;
+  static size_t maxOpen();
 
-  WriteBatch() = default;
+  WriteBatch();
   ~WriteBatch();  // abandons what was not committed
   WriteBatch(const WriteBatch&) = delete;
   WriteBatch& operator=(const WriteBatch&) = delete;
@@ -54,7 +57,7 @@ class WriteBatch {
 
   size_t size() const { return files_.size(); }
   bool empty() const { return files_.empty(); }
-  bool full() const { return files_.size() >= kMaxFiles || dirs_.size() >= kMaxDirectories; }
+  bool full() const { return files_.size() >= kMaxFiles || dirs_.size() >= maxOpen(); }
 
   // What commit() did with one staged file, in staging order: in place (and
   // durable), with its lstat after the rename; or not, with why (its temp file

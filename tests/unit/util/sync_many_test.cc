@@ -2,8 +2,10 @@
 #include "util/sync_many.hh"
 
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <filesystem>
 #include <string>
@@ -12,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include "../../support/temp_dir.hh"
+#include "util/open_files.hh"
 
 namespace mesh {
 namespace {
@@ -66,6 +69,23 @@ TEST(SyncQueue, ResultsComeInTheOrderOfAddAndTheQueueNeverHoldsMoreThanItsBound)
   EXPECT_EQ(q.add(Fd(-1)), 0u);
   EXPECT_EQ(q.wait(), std::vector<int>{EBADF});
   EXPECT_TRUE(q.wait().empty());
+}
+
+}  // namespace
+}  // namespace mesh
+
+namespace mesh {
+namespace {
+
+// util/open_files.hh: a share of the process's own limit, within its bounds.
+TEST(OpenFilesShare, IsThePartOfTheLimitWithinItsBounds) {
+  struct rlimit rl {};
+  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &rl), 0);
+  const size_t limit = rl.rlim_cur == RLIM_INFINITY ? 1024 : rl.rlim_cur;
+  EXPECT_EQ(openFilesShare(1024, 4), std::clamp<size_t>(limit / 4, 8, 1024));
+  EXPECT_EQ(openFilesShare(1u << 30, 1), limit);
+  EXPECT_EQ(openFilesShare(4, 1), 8u);  // never fewer than 8
+  EXPECT_EQ(openFilesShare(64, limit * 2), 8u);
 }
 
 }  // namespace
