@@ -235,6 +235,9 @@ class Context {
   Originals& originals();
 
  private:
+  // Keeps an open parent in dirs_, within its bound (util/open_files.hh).
+  std::unordered_map<std::string, Fd>::iterator keepDir(const std::string& key, Fd fd);
+
   Settings settings_;
   std::unique_ptr<supervise::CountingSupervisor> supervisor_;
   std::vector<std::string> expected_;
@@ -248,7 +251,6 @@ class Context {
   std::unique_ptr<Beneath> stateDir_;
   std::unique_ptr<Originals> originals_;
   std::unordered_map<std::string, Fd> dirs_;  // parent (relative to the root) → open dir
-  std::unordered_map<std::string, Fd>::iterator keepDir(const std::string& key, Fd fd);
   bool sweep_ = false;
   std::unordered_set<std::string> secretPaths_;
   std::unordered_set<std::string> planRemoved_;
