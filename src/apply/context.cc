@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <system_error>
 #include <utility>
 
 #include "apply/look_ahead.hh"
@@ -76,10 +77,10 @@ void Context::lookAhead(const std::vector<decl::Resource>& resources) {
   if (files < LookAhead::kFewest) return;
   try {
     if (!root_) root_ = std::make_unique<Beneath>(settings_.root, "");
-  } catch (const Error&) {  // no root: each resource says so in turn
-    return;
+    ahead_ = std::make_unique<LookAhead>(*root_, resources);
+  } catch (const Error&) {              // no root: each resource says so in turn
+  } catch (const std::system_error&) {  // no thread to be had: the cycle looks in turn
   }
-  ahead_ = std::make_unique<LookAhead>(*root_, resources);
 }
 
 void Context::stopLookingAhead() {
