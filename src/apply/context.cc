@@ -72,6 +72,7 @@ void Context::removeCreated(const std::vector<std::string>& created) {
 
 void Context::lookAhead(const std::vector<decl::Resource>& resources) {
   stopLookingAhead();
+  if (sweep_ && applying()) return;  // every place is swept, so looked at, in turn
   size_t files = 0;
   for (const auto& r : resources) files += LookAhead::looksAt(r) ? 1 : 0;
   if (files < LookAhead::kFewest) return;
